@@ -1,0 +1,48 @@
+// Package ledger is acr's causal ledger (CTCL): the append-only, hash-chained
+// history of everything a run did. The checkpoint is a cache of the present;
+// the ledger is the evidence of the past, and nothing in acr deletes from it.
+//
+// # File
+//
+// One file, ledger/events.jsonl inside the state directory. It holds one
+// line per event; the newline is the commit marker: a line without its
+// newline was never committed and is a torn tail.
+//
+// # Line format
+//
+// Every line is one canonical JSON object (see package state) with exactly
+// four members, which canonical key order puts in this order:
+//
+//	{"chain":"sha256:<P>","event":<E>,"hash":"sha256:<H>","seq":<N>}\n
+//
+//   - seq N is 1 for the first line and increases by one per line.
+//   - chain P is the hash H of the previous line; for the first line it is
+//     64 zeros (the genesis value).
+//   - event E is the canonical encoding of an Event.
+//   - hash H is the lower-case hex SHA-256 of the line's bytes with the
+//     ,"hash":"sha256:<H>" member removed and without the newline, that is of
+//     {"chain":"sha256:<P>","event":<E>,"seq":<N>}.
+//
+// Because chain, event and hash always sit at fixed distances from the ends
+// of the line, verification hashes the bytes as they are, without decoding
+// and re-encoding the event: what is hashed is exactly what was written.
+//
+// The event's own ref, "evt:sha256:<hex>" over E alone, does not depend on
+// its position in the file; causal links between events use it.
+//
+// # Writing
+//
+// Appends happen in batches (one cycle substage at a time): all lines of a
+// batch are written with one write and made durable with one fsync before
+// anything that depends on them happens. The frontier (last seq, last hash,
+// byte length) is read from the tail of the file in O(1), never by scanning.
+//
+// # Damage
+//
+// A torn final line (no newline) is the expected result of a crash during
+// an append. Repair keeps a copy of the torn bytes in events.jsonl.broken,
+// truncates the file to the last complete line and fsyncs it; the caller
+// records the repair as an event. Damage anywhere else (a line whose hash
+// does not match, a broken chain, a skipped seq) is never repaired: Verify
+// reports it with its line number and byte offset.
+package ledger

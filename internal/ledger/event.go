@@ -1,0 +1,84 @@
+package ledger
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/acr-project/acr/internal/state"
+)
+
+// Event is one entry of the causal history. It records orchestration
+// outcomes and links, never hidden reasoning: the objects a subsystem
+// produced are carried once, in the event that creates them (Object), and
+// every other event links to them by ref.
+type Event struct {
+	// Type names what happened, e.g. "persistent.cycle.started".
+	Type string `json:"type"`
+	// RunID is the run the event belongs to.
+	RunID string `json:"run_id"`
+	// CycleSeq is the cycle the event belongs to (0 for run-level events
+	// before the first cycle).
+	CycleSeq int64 `json:"cycle_seq"`
+	// At is the clock reading the event was produced under (RFC 3339, UTC).
+	At string `json:"at,omitempty"`
+	// Parents are the refs of the events this one causally follows.
+	Parents []state.Ref `json:"parents,omitempty"`
+	// Refs name the objects this event is about ("decision", "action", ...).
+	Refs map[string]state.Ref `json:"refs,omitempty"`
+	// Reasons are machine-readable reason codes.
+	Reasons []string `json:"reason_codes,omitempty"`
+	// Object is the one object this event records, if it records one.
+	Object *Object `json:"object,omitempty"`
+}
+
+// Object is a content-addressed object carried by the event that creates
+// it. Ref is the ref of Body's canonical bytes.
+type Object struct {
+	Ref  state.Ref       `json:"ref"`
+	Body json.RawMessage `json:"body"`
+}
+
+// NewObject encodes v canonically and wraps it with its ref.
+func NewObject(kind string, v any) (*Object, error) {
+	ref, b, err := state.RefOf(kind, v)
+	if err != nil {
+		return nil, err
+	}
+	return &Object{Ref: ref, Body: b}, nil
+}
+
+// Check verifies that Ref really is the ref of Body.
+func (o *Object) Check() error {
+	val, err := state.ParseCanonical(o.Body)
+	if err != nil {
+		return fmt.Errorf("object %s: body: %w", o.Ref, err)
+	}
+	if want := state.NewRef(o.Ref.Kind(), val.Encode()); want != o.Ref {
+		return fmt.Errorf("object %s: body hashes to %s", o.Ref, want)
+	}
+	return nil
+}
+
+// Decode decodes the object's body into v strictly.
+func (o *Object) Decode(v any) error {
+	if err := state.UnmarshalCanonical(o.Body, v); err != nil {
+		return fmt.Errorf("object %s: %w", o.Ref, err)
+	}
+	return nil
+}
+
+// Encode returns the canonical bytes of the event and its ref.
+func (e *Event) Encode() ([]byte, state.Ref, error) {
+	b, err := state.Marshal(e)
+	if err != nil {
+		return nil, "", fmt.Errorf("encode event %s: %w", e.Type, err)
+	}
+	return b, state.NewRef("evt", b), nil
+}
+
+// Ref returns the event's own content ref, independent of its position in
+// the ledger.
+func (e *Event) Ref() (state.Ref, error) {
+	_, r, err := e.Encode()
+	return r, err
+}

@@ -1,0 +1,391 @@
+package ledger
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/state"
+)
+
+// FileName is the ledger's path inside the state directory.
+const FileName = "ledger/events.jsonl"
+
+// Errors callers branch on.
+var (
+	// ErrExists: Create found a ledger already there.
+	ErrExists = errors.New("ledger already exists")
+	// ErrTornTail: the last line has no newline; RepairTail before appending.
+	ErrTornTail = errors.New("ledger has a torn last line")
+	// ErrCorrupt: the ledger is damaged somewhere other than a torn tail.
+	ErrCorrupt = errors.New("ledger is corrupt")
+	// ErrBehind: the ledger ends before a checkpoint's frontier: history
+	// the checkpoint relies on is missing.
+	ErrBehind = errors.New("ledger is behind the checkpoint")
+	// ErrPoisoned: an earlier append failed part-way; the handle must not be
+	// used again (reopen to re-read the true end of file).
+	ErrPoisoned = errors.New("ledger handle unusable after a failed append")
+)
+
+// DamageError locates damage in the ledger.
+type DamageError struct {
+	Line   int64 // 1-based line number, 0 if unknown
+	Offset int64 // byte offset of the damaged line
+	Msg    string
+}
+
+func (e *DamageError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s line %d (byte %d): %s", FileName, e.Line, e.Offset, e.Msg)
+	}
+	return fmt.Sprintf("%s at byte %d: %s", FileName, e.Offset, e.Msg)
+}
+
+func (e *DamageError) Unwrap() error { return ErrCorrupt }
+
+// Record is one committed ledger line as read back.
+type Record struct {
+	Seq    int64
+	Chain  string    // hash of the previous line
+	Hash   string    // hash of this line
+	Offset int64     // byte offset of the line's first byte
+	Length int64     // bytes including the newline
+	Ref    state.Ref // the event's own content ref
+	Event  Event
+}
+
+// Torn describes an uncommitted partial line at the end of the file.
+type Torn struct {
+	Offset int64 // where the partial line starts (the new end after repair)
+	Length int64 // how many bytes it has
+}
+
+// Ledger is an open ledger file. It is not safe for concurrent appends; the
+// run lock guarantees one writer.
+type Ledger struct {
+	fsys     disk.FS
+	f        disk.File
+	front    state.Frontier
+	torn     *Torn
+	poisoned bool
+}
+
+// Create makes a new, empty ledger. It fails with ErrExists if one is there.
+func Create(fsys disk.FS) (*Ledger, error) {
+	ok, err := disk.Exists(fsys, FileName)
+	if err != nil {
+		return nil, fmt.Errorf("create ledger: %w", err)
+	}
+	if ok {
+		return nil, fmt.Errorf("create ledger: %w", ErrExists)
+	}
+	if err := fsys.MkdirAll(disk.Dir(FileName)); err != nil {
+		return nil, fmt.Errorf("create ledger: %w", err)
+	}
+	f, err := fsys.OpenAppend(FileName)
+	if err != nil {
+		return nil, fmt.Errorf("create ledger: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("create ledger: %w", err)
+	}
+	if err := fsys.SyncDir(disk.Dir(FileName)); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("create ledger: %w", err)
+	}
+	return &Ledger{fsys: fsys, f: f, front: state.GenesisFrontier()}, nil
+}
+
+// Open opens an existing ledger for appending. It reads only the tail: the
+// frontier comes from the last complete line. A torn last line is reported
+// by Torn, not repaired; appends are refused until RepairTail.
+func Open(fsys disk.FS) (*Ledger, error) {
+	if _, err := fsys.Stat(FileName); err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	f, err := fsys.OpenAppend(FileName)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	l := &Ledger{fsys: fsys, f: f}
+	if err := l.readTail(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Ledger) readTail() error {
+	size, err := l.f.Size()
+	if err != nil {
+		return fmt.Errorf("open ledger: %w", err)
+	}
+	if size == 0 {
+		l.front = state.GenesisFrontier()
+		return nil
+	}
+	end := size
+	last := make([]byte, 1)
+	if _, err := l.f.ReadAt(last, size-1); err != nil {
+		return fmt.Errorf("open ledger: read tail: %w", err)
+	}
+	if last[0] != '\n' {
+		start, err := lineStart(l.f, size)
+		if err != nil {
+			return err
+		}
+		l.torn = &Torn{Offset: start, Length: size - start}
+		end = start
+	}
+	if end == 0 {
+		l.front = state.GenesisFrontier()
+		return nil
+	}
+	rec, err := l.recordEndingAt(end)
+	if err != nil {
+		return err
+	}
+	l.front = state.Frontier{Seq: rec.Seq, Hash: rec.Hash, Offset: end}
+	return nil
+}
+
+// lineStart returns the offset just after the last newline before end
+// (0 if there is none), reading backwards in growing chunks so that a tail
+// costs O(line length), not O(file).
+func lineStart(r io.ReaderAt, end int64) (int64, error) {
+	chunk := int64(64 << 10)
+	pos := end
+	for pos > 0 {
+		n := min(chunk, pos)
+		buf := make([]byte, n)
+		if _, err := r.ReadAt(buf, pos-n); err != nil && !errors.Is(err, io.EOF) {
+			return 0, fmt.Errorf("read ledger tail: %w", err)
+		}
+		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+			return pos - n + int64(i) + 1, nil
+		}
+		pos -= n
+		chunk *= 2
+	}
+	return 0, nil
+}
+
+// recordEndingAt reads and verifies the complete line whose newline is the
+// byte before end.
+func (l *Ledger) recordEndingAt(end int64) (Record, error) {
+	start, err := lineStart(l.f, end-1)
+	if err != nil {
+		return Record{}, err
+	}
+	return readRecord(l.f, start, end)
+}
+
+func readRecord(r io.ReaderAt, start, end int64) (Record, error) {
+	buf := make([]byte, end-start)
+	if _, err := r.ReadAt(buf, start); err != nil && !(errors.Is(err, io.EOF) && int64(len(buf)) == end-start) {
+		return Record{}, fmt.Errorf("read ledger at %d: %w", start, err)
+	}
+	return decodeRecord(buf, start)
+}
+
+func decodeRecord(buf []byte, start int64) (Record, error) {
+	ln, err := parseLine(buf)
+	if err != nil {
+		return Record{}, &DamageError{Offset: start, Msg: err.Error()}
+	}
+	ev, err := decodeEvent(ln.event)
+	if err != nil {
+		return Record{}, &DamageError{Offset: start, Msg: "event: " + err.Error()}
+	}
+	return Record{
+		Seq: ln.seq, Chain: ln.chain, Hash: ln.hash, Offset: start, Length: int64(len(buf)),
+		Ref: state.NewRef("evt", ln.event), Event: ev,
+	}, nil
+}
+
+// Frontier returns the end of the committed ledger.
+func (l *Ledger) Frontier() state.Frontier { return l.front }
+
+// Torn returns the torn tail found at Open, or nil.
+func (l *Ledger) Torn() *Torn { return l.torn }
+
+// Close releases the file.
+func (l *Ledger) Close() error { return l.f.Close() }
+
+// Append writes a batch of events as consecutive lines with one write and
+// one fsync, and returns them as records. Nothing may depend on the batch
+// before Append returns without error. After an error the handle is
+// poisoned: the file may hold a partial batch that only a reopen (and
+// RepairTail) can account for.
+func (l *Ledger) Append(events []Event) ([]Record, error) {
+	if l.poisoned {
+		return nil, ErrPoisoned
+	}
+	if l.torn != nil {
+		return nil, ErrTornTail
+	}
+	if len(events) == 0 {
+		return nil, nil
+	}
+	var buf []byte
+	recs := make([]Record, 0, len(events))
+	front := l.front
+	for _, ev := range events {
+		eb, ref, err := ev.Encode()
+		if err != nil {
+			return nil, err
+		}
+		line, own := encodeLine(front.Seq+1, front.Hash, eb)
+		recs = append(recs, Record{
+			Seq: front.Seq + 1, Chain: front.Hash, Hash: own, Offset: front.Offset,
+			Length: int64(len(line)), Ref: ref, Event: ev,
+		})
+		buf = append(buf, line...)
+		front = state.Frontier{Seq: front.Seq + 1, Hash: own, Offset: front.Offset + int64(len(line))}
+	}
+	if _, err := l.f.Write(buf); err != nil {
+		l.poisoned = true
+		return nil, fmt.Errorf("append to ledger: %w", err)
+	}
+	if err := l.f.Sync(); err != nil {
+		l.poisoned = true
+		return nil, fmt.Errorf("append to ledger: %w", err)
+	}
+	l.front = front
+	return recs, nil
+}
+
+// RepairTail cuts a torn last line off: the torn bytes are kept in
+// events.jsonl.broken (appended, with their offset, so repeated repairs
+// keep every copy), the file is truncated to the last complete line and
+// fsynced. It returns what was cut; the caller records it as an event.
+func (l *Ledger) RepairTail() (*Torn, []byte, error) {
+	if l.torn == nil {
+		return nil, nil, nil
+	}
+	t := *l.torn
+	torn := make([]byte, t.Length)
+	if _, err := l.f.ReadAt(torn, t.Offset); err != nil && !errors.Is(err, io.EOF) {
+		return nil, nil, fmt.Errorf("repair ledger tail: %w", err)
+	}
+	bf, err := l.fsys.OpenAppend(FileName + ".broken")
+	if err != nil {
+		return nil, nil, fmt.Errorf("repair ledger tail: %w", err)
+	}
+	defer bf.Close()
+	header := fmt.Appendf(nil, "# torn tail cut at byte %d, %d bytes:\n", t.Offset, t.Length)
+	if _, err := bf.Write(append(append(header, torn...), '\n')); err != nil {
+		return nil, nil, fmt.Errorf("repair ledger tail: keep broken copy: %w", err)
+	}
+	if err := bf.Sync(); err != nil {
+		return nil, nil, fmt.Errorf("repair ledger tail: %w", err)
+	}
+	if err := l.fsys.SyncDir(disk.Dir(FileName)); err != nil {
+		return nil, nil, fmt.Errorf("repair ledger tail: %w", err)
+	}
+	if err := l.f.Truncate(t.Offset); err != nil {
+		return nil, nil, fmt.Errorf("repair ledger tail: truncate: %w", err)
+	}
+	if err := l.f.Sync(); err != nil {
+		return nil, nil, fmt.Errorf("repair ledger tail: %w", err)
+	}
+	l.torn = nil
+	return &t, torn, nil
+}
+
+// CheckFrontier confirms that the ledger contains the line a checkpoint
+// recorded as its frontier, with the same seq and hash. A ledger that ends
+// before it is ErrBehind; a different line there is corruption.
+func (l *Ledger) CheckFrontier(f state.Frontier) error {
+	if f.Seq == 0 {
+		if f.Offset != 0 || f.Hash != state.GenesisHash {
+			return &DamageError{Msg: "checkpoint frontier is malformed"}
+		}
+		return nil
+	}
+	if l.front.Offset < f.Offset || l.front.Seq < f.Seq {
+		return fmt.Errorf("%w: checkpoint expects seq %d at byte %d, ledger ends at seq %d, byte %d",
+			ErrBehind, f.Seq, f.Offset, l.front.Seq, l.front.Offset)
+	}
+	rec, err := l.recordEndingAt(f.Offset)
+	if err != nil {
+		return err
+	}
+	if rec.Seq != f.Seq || rec.Hash != f.Hash {
+		return &DamageError{Offset: rec.Offset, Msg: fmt.Sprintf(
+			"checkpoint frontier is seq %d hash %s, ledger has seq %d hash %s there", f.Seq, f.Hash, rec.Seq, rec.Hash)}
+	}
+	return nil
+}
+
+// ReadRange returns the records between two byte offsets (both on line
+// boundaries), checking framing, hashes, chain and seq continuity.
+func (l *Ledger) ReadRange(from state.Frontier, to int64) ([]Record, error) {
+	return readRange(l.f, from, to)
+}
+
+func readRange(r io.ReaderAt, from state.Frontier, to int64) ([]Record, error) {
+	if to <= from.Offset {
+		return nil, nil
+	}
+	buf := make([]byte, to-from.Offset)
+	if _, err := r.ReadAt(buf, from.Offset); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read ledger: %w", err)
+	}
+	var recs []Record
+	prev, seq, off := from.Hash, from.Seq, from.Offset
+	for len(buf) > 0 {
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			return nil, &DamageError{Offset: off, Msg: "range ends inside a line"}
+		}
+		rec, err := decodeRecord(buf[:i+1], off)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Seq != seq+1 || rec.Chain != prev {
+			return nil, &DamageError{Offset: off, Msg: fmt.Sprintf("chain broken: want seq %d after %s", seq+1, prev)}
+		}
+		recs = append(recs, rec)
+		prev, seq, off = rec.Hash, rec.Seq, off+rec.Length
+		buf = buf[i+1:]
+	}
+	return recs, nil
+}
+
+// ReadAt reads the one record that starts at offset.
+func ReadAt(fsys disk.FS, offset int64) (Record, error) {
+	f, err := fsys.Open(FileName)
+	if err != nil {
+		return Record{}, fmt.Errorf("open ledger: %w", err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return Record{}, err
+	}
+	for chunk := int64(4096); ; chunk *= 2 {
+		n := min(chunk, size-offset)
+		if n <= 0 {
+			break
+		}
+		buf := make([]byte, n)
+		if _, err := f.ReadAt(buf, offset); err != nil && !errors.Is(err, io.EOF) {
+			return Record{}, fmt.Errorf("read ledger at %d: %w", offset, err)
+		}
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			return decodeRecord(buf[:i+1], offset)
+		}
+		if offset+n >= size {
+			break
+		}
+	}
+	return Record{}, &DamageError{Offset: offset, Msg: "no complete line at this offset"}
+}
+
+// IsNotExist reports whether err means there is no ledger.
+func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -1,0 +1,199 @@
+package state
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// ErrUnknownField marks a key that the target type does not declare. Go's
+// encoding/json would silently drop it or, worse, match it to a field whose
+// name differs only in case.
+var ErrUnknownField = errors.New("unknown field")
+
+// FieldError locates a decoding or validation problem inside a document.
+// Path is a dotted JSON path such as "rules[2].operation"; it is empty when
+// the problem concerns the document as a whole.
+type FieldError struct {
+	Path string
+	Err  error
+}
+
+func (e *FieldError) Error() string {
+	if e.Path == "" {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("field %s: %v", e.Path, e.Err)
+}
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Unmarshal decodes a document people write into v with strict semantics:
+// unknown fields, keys in the wrong case, duplicate keys, non-integer
+// numbers and trailing bytes are all rejected. Formatting is free.
+func Unmarshal(data []byte, v any) error {
+	val, err := Parse(data)
+	if err != nil {
+		return err
+	}
+	return decodeValue(val, data, v)
+}
+
+// UnmarshalCanonical decodes a stored document that must be in canonical
+// form, with the same strictness as Unmarshal. Loading then re-encoding
+// such a document gives back the same bytes.
+func UnmarshalCanonical(data []byte, v any) error {
+	val, err := ParseCanonical(data)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNotCanonical, err)
+	}
+	return decodeValue(val, data, v)
+}
+
+// DecodeValue decodes an already parsed Value into v with the same field
+// checks as Unmarshal.
+func DecodeValue(val Value, v any) error {
+	return decodeValue(val, val.Encode(), v)
+}
+
+func decodeValue(val Value, data []byte, v any) error {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("decode target must be a non-nil pointer, got %T", v)
+	}
+	if err := checkFields(val, rv.Type().Elem(), ""); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return &FieldError{Path: te.Field, Err: fmt.Errorf("expected %s, found JSON %s", describeType(te.Type), te.Value)}
+		}
+		return err
+	}
+	return nil
+}
+
+func describeType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return t.String()
+}
+
+var (
+	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	rawMessageType      = reflect.TypeFor[json.RawMessage]()
+)
+
+// checkFields walks the parsed document alongside the Go type and rejects
+// any object key the type does not declare with exactly that spelling.
+func checkFields(val Value, t reflect.Type, path string) error {
+	if t == rawMessageType || t.Kind() == reflect.Interface {
+		return nil
+	}
+	if t.Implements(jsonUnmarshalerType) || reflect.PointerTo(t).Implements(jsonUnmarshalerType) ||
+		t.Implements(textUnmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		if val.Kind == KindNull {
+			return nil
+		}
+		return checkFields(val, t.Elem(), path)
+	case reflect.Struct:
+		if val.Kind != KindObject {
+			return nil // the type mismatch is reported by the decoder
+		}
+		fields := structFields(t)
+		for _, m := range val.Obj {
+			ft, ok := fields[m.Key]
+			if !ok {
+				return &FieldError{Path: joinPath(path, m.Key), Err: ErrUnknownField}
+			}
+			if err := checkFields(m.Val, ft, joinPath(path, m.Key)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if val.Kind != KindArray {
+			return nil
+		}
+		for i, e := range val.Arr {
+			if err := checkFields(e, t.Elem(), path+"["+strconv.Itoa(i)+"]"); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		if val.Kind != KindObject {
+			return nil
+		}
+		for _, m := range val.Obj {
+			if err := checkFields(m.Val, t.Elem(), joinPath(path, m.Key)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// structFields maps the JSON names a struct type declares to their types.
+func structFields(t reflect.Type) map[string]reflect.Type {
+	m := map[string]reflect.Type{}
+	collectFields(t, m)
+	return m
+}
+
+func collectFields(t reflect.Type, m map[string]reflect.Type) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				collectFields(ft, m)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		m[name] = f.Type
+	}
+}
