@@ -12,12 +12,12 @@ import (
 
 const (
 	hashPrefix   = "sha256:"
-	linePrefix   = `{"chain":"` + hashPrefix                                               // then 64 hex of the previous hash
-	eventMember  = `","event":`                                                            // after the chain hex
-	eventStart   = len(linePrefix) + 64 + len(eventMember)                                 // byte offset of E in a line
-	hashMember   = `,"hash":"` + hashPrefix                                                // then 64 hex, then a quote
-	hashLen      = len(hashMember) + 64 + 1                                                // the whole hash member
-	seqMember    = `,"seq":`                                                               // then the decimal seq and '}'
+	linePrefix   = `{"chain":"` + hashPrefix                                                 // then 64 hex of the previous hash
+	eventMember  = `","event":`                                                              // after the chain hex
+	eventStart   = len(linePrefix) + 64 + len(eventMember)                                   // byte offset of E in a line
+	hashMember   = `,"hash":"` + hashPrefix                                                  // then 64 hex, then a quote
+	hashLen      = len(hashMember) + 64 + 1                                                  // the whole hash member
+	seqMember    = `,"seq":`                                                                 // then the decimal seq and '}'
 	minLineBytes = eventStart + len("{}") + hashLen + len(seqMember) + len("1}") + len("\n") // shortest possible line
 )
 

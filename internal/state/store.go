@@ -233,7 +233,6 @@ func (s *Store) Sweep(m Manifest) error {
 	for _, fe := range m.Files {
 		keep[fe.Path] = true
 	}
-	removed := false
 	for _, dir := range []string{".", CheckpointDir} {
 		entries, err := s.fsys.ReadDir(dir)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -257,15 +256,11 @@ func (s *Store) Sweep(m Manifest) error {
 			if !stale {
 				continue
 			}
+			// No fsync of the removals: if they are lost, the files are
+			// merely stale again and the next sweep removes them.
 			if err := s.fsys.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("sweep %s: %w", p, err)
 			}
-			removed = true
-		}
-	}
-	if removed {
-		if err := s.fsys.SyncDir(CheckpointDir); err != nil {
-			return fmt.Errorf("sweep: %w", err)
 		}
 	}
 	return nil

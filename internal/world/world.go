@@ -237,9 +237,13 @@ func (s *Spec) Excluded(p string) bool {
 	return false
 }
 
-// matchGlob matches slash paths; a leading "**/" matches any number of
-// directories and a pattern without a slash matches the base name too.
+// matchGlob matches slash paths: "**" matches everything, a leading "**/"
+// matches any number of directories, a trailing "/**" everything below a
+// directory, and anything else is path.Match.
 func matchGlob(pat, p string) bool {
+	if pat == "**" {
+		return true
+	}
 	if rest, ok := strings.CutPrefix(pat, "**/"); ok {
 		parts := strings.Split(p, "/")
 		for i := range parts {

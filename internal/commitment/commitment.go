@@ -1,0 +1,329 @@
+// Package commitment keeps the loop's promises to itself: bounded future
+// intentions with a lifecycle (create, modify, suspend, resume, complete,
+// expire, abandon), wake conditions, deadlines and exit conditions.
+//
+// Two rules shape the API. Evaluating conditions never mutates anything
+// (ConditionMatched != AutomaticMutation): Evaluate returns transition
+// candidates, and the kernel applies each through Apply, which takes the
+// version the caller expects and refuses a stale one instead of silently
+// overwriting (optimistic concurrency). And nothing becomes a commitment by
+// accident: Create is called only for an explicit, recorded promotion.
+//
+// The store holds live commitments only; terminal ones leave it and live on
+// in the ledger's lifecycle events.
+package commitment
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// Schema names.
+const (
+	StoreSchema      = "acr.commitment-store/v0.1"
+	CommitmentSchema = "acr.commitment/v0.1"
+)
+
+// Status is a commitment's lifecycle state.
+type Status string
+
+// The statuses; completed, expired and abandoned are terminal.
+const (
+	Active    Status = "active"
+	Suspended Status = "suspended"
+	Completed Status = "completed"
+	Expired   Status = "expired"
+	Abandoned Status = "abandoned"
+)
+
+// Terminal reports whether the status ends the commitment.
+func (s Status) Terminal() bool { return s == Completed || s == Expired || s == Abandoned }
+
+// ConditionKind says what a wake condition waits for.
+type ConditionKind string
+
+// The wake condition kinds.
+const (
+	WakeEvidence ConditionKind = "evidence" // an evidence item is observed
+	WakeTime     ConditionKind = "time"     // the clock reaches At
+	WakeApproval ConditionKind = "approval" // an approval for ActionRef is resolved
+	WakeSignal   ConditionKind = "signal"   // a wake signal with Source (and Ref) arrives
+)
+
+// Condition is a wake condition.
+type Condition struct {
+	Kind       ConditionKind `json:"kind"`
+	EvidenceID string        `json:"evidence_id,omitempty"`
+	At         string        `json:"at,omitempty"`
+	ActionRef  string        `json:"action_ref,omitempty"`
+	Source     string        `json:"source,omitempty"`
+	Ref        string        `json:"ref,omitempty"`
+}
+
+// String renders the condition for status lines.
+func (c Condition) String() string {
+	switch c.Kind {
+	case WakeEvidence:
+		return "evidence " + c.EvidenceID + " observed"
+	case WakeTime:
+		return "time " + c.At
+	case WakeApproval:
+		return "approval of " + c.ActionRef
+	default:
+		return "signal " + c.Source + " " + c.Ref
+	}
+}
+
+// Commitment is one promise.
+type Commitment struct {
+	Schema  string `json:"schema"`
+	ID      string `json:"id"`
+	Version int64  `json:"version"`
+	Status  Status `json:"status"`
+	ItemID  string `json:"item_id"`
+	CheckID string `json:"check_id"`
+	Target  string `json:"target"`
+	Summary string `json:"summary"`
+	// Origin records the explicit promotion that created it.
+	Origin Origin     `json:"origin"`
+	Wake   *Condition `json:"wake"`
+	// Deadline, when set, expires the commitment if it is still live then.
+	Deadline string `json:"deadline,omitempty"`
+	// ExitOnCheckPass completes the commitment once its check passes.
+	ExitOnCheckPass bool   `json:"exit_on_check_pass"`
+	CreatedAt       string `json:"created_at"`
+	UpdatedAt       string `json:"updated_at"`
+	LastReason      string `json:"last_reason"`
+}
+
+// Origin is the recorded decision a commitment came from.
+type Origin struct {
+	Kind          string    `json:"kind"` // PROMOTE_TO_COMMITMENT
+	CycleSeq      int64     `json:"cycle_seq"`
+	ResolutionRef state.Ref `json:"agenda_resolution_ref"`
+	DecisionRef   state.Ref `json:"decision_ref,omitempty"`
+}
+
+// Store is the set of live commitments.
+type Store struct {
+	Schema      string       `json:"schema"`
+	Commitments []Commitment `json:"commitments"`
+}
+
+// NewStore returns an empty store.
+func NewStore() Store { return Store{Schema: StoreSchema, Commitments: []Commitment{}} }
+
+// Errors callers branch on.
+var (
+	// ErrConflict: the expected version is not the current one.
+	ErrConflict = errors.New("commitment version conflict")
+	// ErrNotFound: no live commitment with that id.
+	ErrNotFound = errors.New("no such live commitment")
+	// ErrIllegal: the transition is not allowed from the current status.
+	ErrIllegal = errors.New("illegal commitment transition")
+)
+
+// Get returns a live commitment.
+func (s Store) Get(id string) (Commitment, bool) {
+	i := slices.IndexFunc(s.Commitments, func(c Commitment) bool { return c.ID == id })
+	if i < 0 {
+		return Commitment{}, false
+	}
+	return s.Commitments[i], true
+}
+
+// ForItem returns the live commitment on an item, if any.
+func (s Store) ForItem(itemID string) (Commitment, bool) {
+	i := slices.IndexFunc(s.Commitments, func(c Commitment) bool { return c.ItemID == itemID })
+	if i < 0 {
+		return Commitment{}, false
+	}
+	return s.Commitments[i], true
+}
+
+// Kind names a lifecycle transition.
+type Kind string
+
+// The transitions.
+const (
+	Create   Kind = "create"
+	Modify   Kind = "modify"
+	Suspend  Kind = "suspend"
+	Resume   Kind = "resume"
+	Complete Kind = "complete"
+	Expire   Kind = "expire"
+	Abandon  Kind = "abandon"
+)
+
+// Transition asks for one lifecycle change. ExpectedVersion must equal the
+// commitment's current version (0 for Create).
+type Transition struct {
+	Kind            Kind        `json:"kind"`
+	CommitmentID    string      `json:"commitment_id"`
+	ExpectedVersion int64       `json:"expected_version"`
+	Reason          string      `json:"reason"`
+	At              string      `json:"at"`
+	New             *Commitment `json:"new,omitempty"`      // Create
+	Wake            *Condition  `json:"wake,omitempty"`     // Suspend, Modify
+	Deadline        *string     `json:"deadline,omitempty"` // Modify
+}
+
+// allowedFrom lists the statuses a transition may start from.
+func allowedFrom(k Kind) []Status {
+	switch k {
+	case Suspend:
+		return []Status{Active}
+	case Resume:
+		return []Status{Suspended}
+	case Modify, Complete, Expire, Abandon:
+		return []Status{Active, Suspended}
+	}
+	return nil
+}
+
+// Apply performs a transition and returns the new store and the commitment
+// as it now is (terminal commitments are returned but leave the store).
+func (s Store) Apply(t Transition) (Store, Commitment, error) {
+	if t.Kind == Create {
+		if t.New == nil || t.ExpectedVersion != 0 {
+			return s, Commitment{}, fmt.Errorf("%w: create needs a new commitment and expected version 0", ErrIllegal)
+		}
+		if _, ok := s.Get(t.New.ID); ok {
+			return s, Commitment{}, fmt.Errorf("%w: %s already exists", ErrConflict, t.New.ID)
+		}
+		c := *t.New
+		c.Schema, c.Version, c.CreatedAt, c.UpdatedAt, c.LastReason = CommitmentSchema, 1, t.At, t.At, t.Reason
+		if c.Status != Active && c.Status != Suspended {
+			return s, Commitment{}, fmt.Errorf("%w: a new commitment is active or suspended, not %s", ErrIllegal, c.Status)
+		}
+		out := s.with(c)
+		return out, c, nil
+	}
+	cur, ok := s.Get(t.CommitmentID)
+	if !ok {
+		return s, Commitment{}, fmt.Errorf("%w: %s", ErrNotFound, t.CommitmentID)
+	}
+	if cur.Version != t.ExpectedVersion {
+		return s, Commitment{}, fmt.Errorf("%w: %s is at version %d, caller expected %d", ErrConflict, cur.ID, cur.Version, t.ExpectedVersion)
+	}
+	if !slices.Contains(allowedFrom(t.Kind), cur.Status) {
+		return s, Commitment{}, fmt.Errorf("%w: %s from %s", ErrIllegal, t.Kind, cur.Status)
+	}
+	next := cur
+	next.Version++
+	next.UpdatedAt, next.LastReason = t.At, t.Reason
+	switch t.Kind {
+	case Modify:
+		if t.Wake != nil {
+			next.Wake = t.Wake
+		}
+		if t.Deadline != nil {
+			next.Deadline = *t.Deadline
+		}
+	case Suspend:
+		next.Status, next.Wake = Suspended, t.Wake
+	case Resume:
+		next.Status, next.Wake = Active, nil
+	case Complete:
+		next.Status = Completed
+	case Expire:
+		next.Status = Expired
+	case Abandon:
+		next.Status = Abandoned
+	}
+	if next.Status.Terminal() {
+		return s.without(cur.ID), next, nil
+	}
+	return s.with(next), next, nil
+}
+
+func (s Store) with(c Commitment) Store {
+	out := Store{Schema: StoreSchema, Commitments: slices.DeleteFunc(slices.Clone(s.Commitments), func(x Commitment) bool { return x.ID == c.ID })}
+	out.Commitments = append(out.Commitments, c)
+	slices.SortFunc(out.Commitments, func(a, b Commitment) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+func (s Store) without(id string) Store {
+	return Store{Schema: StoreSchema, Commitments: slices.DeleteFunc(slices.Clone(s.Commitments), func(x Commitment) bool { return x.ID == id })}
+}
+
+// Context is what conditions are evaluated against.
+type Context struct {
+	Now         time.Time
+	Observation world.Observation
+	// Signals are the wake signals consumed this cycle.
+	Signals []state.WakeSignal
+	// Approvals are the approval resolutions consumed this cycle.
+	Approvals []state.Approval
+}
+
+// Candidate is a transition the conditions call for. It is a proposal:
+// only Apply changes the store.
+type Candidate struct {
+	CommitmentID    string `json:"commitment_id"`
+	Kind            Kind   `json:"kind"`
+	ExpectedVersion int64  `json:"expected_version"`
+	Reason          string `json:"reason"`
+}
+
+// Evaluate checks every live commitment's exit, deadline and wake
+// conditions, in that order, and returns the transitions they call for. It
+// changes nothing.
+func Evaluate(s Store, ctx Context) []Candidate {
+	var out []Candidate
+	for _, c := range s.Commitments {
+		cand := Candidate{CommitmentID: c.ID, ExpectedVersion: c.Version}
+		switch {
+		case c.ExitOnCheckPass && checkPasses(ctx.Observation, c.CheckID):
+			cand.Kind, cand.Reason = Complete, "exit_condition_met"
+		case c.Deadline != "" && deadlinePassed(c.Deadline, ctx.Now):
+			cand.Kind, cand.Reason = Expire, "deadline_passed"
+		case c.Status == Suspended && c.Wake != nil && Matched(*c.Wake, ctx):
+			cand.Kind, cand.Reason = Resume, "wake_condition_matched"
+		default:
+			continue
+		}
+		out = append(out, cand)
+	}
+	return out
+}
+
+func checkPasses(obs world.Observation, id string) bool {
+	r, ok := obs.Check(id)
+	return ok && r.Status == world.CheckPass
+}
+
+func deadlinePassed(deadline string, now time.Time) bool {
+	t, err := state.ParseTime(deadline)
+	return err == nil && !now.Before(t)
+}
+
+// Matched reports whether a wake condition holds in ctx.
+func Matched(w Condition, ctx Context) bool {
+	switch w.Kind {
+	case WakeEvidence:
+		return ctx.Observation.EvidencePresent(w.EvidenceID)
+	case WakeTime:
+		return deadlinePassed(w.At, ctx.Now)
+	case WakeApproval:
+		return slices.ContainsFunc(ctx.Approvals, func(a state.Approval) bool { return string(a.ActionRef) == w.ActionRef })
+	case WakeSignal:
+		return slices.ContainsFunc(ctx.Signals, func(s state.WakeSignal) bool {
+			return s.Source == w.Source && (w.Ref == "" || s.Ref == w.Ref)
+		})
+	}
+	return false
+}
+
+// NewID derives a commitment id from the item and the cycle that promoted
+// it, so replay derives the same id.
+func NewID(itemID string, cycleSeq int64) string {
+	return "cmt-" + state.Digest(state.MustMarshal(map[string]any{"item_id": itemID, "cycle_seq": cycleSeq}))[:16]
+}

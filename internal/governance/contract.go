@@ -1,0 +1,241 @@
+// Package governance is the boundary every world-facing action crosses. The
+// Contract, pinned at init, says which sandbox operations on which paths are
+// allowed, need a person's approval, or are forbidden, what evidence an
+// operation needs, the run's authority and autonomy, and its budgets.
+// Decide rules on one action request and returns a Decision (EXECUTE,
+// REFUSE, DEFER, IDLE or ESCALATE) with a DecisionReceipt. Nothing a cycle
+// produces can change the Contract, and the loop's scheduler state is
+// derived from a decision without altering it.
+package governance
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// Schema names.
+const (
+	ContractSchema = "acr.contract/v0.1"
+	DecisionSchema = "acr.governance-decision/v0.1"
+	ReceiptSchema  = "acr.decision-receipt/v0.1"
+)
+
+// Contract is what the run may do. It is pinned by ref at init.
+type Contract struct {
+	Schema      string      `json:"schema"`
+	ID          string      `json:"id"`
+	Authority   Authority   `json:"authority"`
+	Coordinates Coordinates `json:"coordinates"`
+	// Rules are matched in order; the first whose operation and path match
+	// decides. No match means forbidden.
+	Rules   []Rule  `json:"rules"`
+	Budgets Budgets `json:"budgets"`
+	Policy  Policy  `json:"policy"`
+}
+
+// Authority is the authority the run holds, fixed for its lifetime.
+type Authority struct {
+	ID   string        `json:"id"`
+	Mode AuthorityMode `json:"mode"`
+}
+
+// AuthorityMode is the controller's authority coordinate.
+type AuthorityMode string
+
+// The authority modes, weakest first.
+const (
+	AuthNone           AuthorityMode = "none"
+	AuthRead           AuthorityMode = "read"
+	AuthPropose        AuthorityMode = "propose"
+	AuthProjectWrite   AuthorityMode = "project_write"
+	AuthExternalAction AuthorityMode = "external_action"
+)
+
+func authorityModes() []AuthorityMode {
+	return []AuthorityMode{AuthNone, AuthRead, AuthPropose, AuthProjectWrite, AuthExternalAction}
+}
+
+// Rank orders authority modes; -1 for an unknown mode.
+func (m AuthorityMode) Rank() int { return slices.Index(authorityModes(), m) }
+
+// Coordinates are the controller's other operating coordinates. No
+// coordinate implies another: high autonomy with read authority still
+// cannot write.
+type Coordinates struct {
+	Readiness      string `json:"readiness"`       // L0..L3
+	Autonomy       string `json:"autonomy"`        // A0..A4
+	CognitiveDepth string `json:"cognitive_depth"` // D0..D3, the deepest allowed
+}
+
+// Level returns the numeric part of a coordinate such as "A2" (or -1).
+func Level(coord string, prefix byte) int {
+	if len(coord) != 2 || coord[0] != prefix || coord[1] < '0' || coord[1] > '4' {
+		return -1
+	}
+	return int(coord[1] - '0')
+}
+
+// Effect is what a rule does to a matching action.
+type Effect string
+
+// The rule effects.
+const (
+	Allow   Effect = "allow"
+	Approve Effect = "approve"
+	Forbid  Effect = "forbid"
+)
+
+// Rule governs one operation (or "*") on paths matching any glob in Paths.
+type Rule struct {
+	Operation        string   `json:"operation"`
+	Paths            []string `json:"paths"`
+	Effect           Effect   `json:"effect"`
+	RequiresEvidence []string `json:"requires_evidence,omitempty"`
+	Reason           string   `json:"reason,omitempty"`
+}
+
+// Budgets bound the run. A zero limit means unbounded.
+type Budgets struct {
+	Cycles              Limit `json:"cycles"`
+	CognitiveOperations Limit `json:"cognitive_operations"`
+	Actions             Limit `json:"actions"`
+	Compactions         Limit `json:"compactions"`
+	WallClockSeconds    Limit `json:"wall_clock_seconds"`
+}
+
+// Limit is a soft level (warn once) and a hard level (stop the run).
+type Limit struct {
+	Soft int64 `json:"soft,omitempty"`
+	Hard int64 `json:"hard,omitempty"`
+}
+
+// Policy tunes the loop within the contract. Zero values take defaults.
+type Policy struct {
+	// MaxProviderFailures: consecutive failed cycle starts before FAULTED.
+	MaxProviderFailures int `json:"max_provider_failures,omitempty"`
+	// CompactAfterUnits: compact when working memory holds more units.
+	CompactAfterUnits int `json:"compact_after_units,omitempty"`
+	// CompactEveryCycles: compact at least this often.
+	CompactEveryCycles int `json:"compact_every_cycles,omitempty"`
+	// KeepSummaryBlocks: summary blocks kept in working memory.
+	KeepSummaryBlocks int `json:"keep_summary_blocks,omitempty"`
+	// DeferTo says what missing evidence leads to: "sleep" promotes the
+	// item to a commitment suspended until the evidence arrives (SLEEP);
+	// "defer" leaves it deferred without a commitment (DEFERRED).
+	DeferTo string `json:"defer_to,omitempty"`
+	// RepeatLimit: tries of one action on unchanged evidence before the
+	// forever-loop guard suppresses the item.
+	RepeatLimit int `json:"repeat_limit,omitempty"`
+	// FailureThreshold: failures of one item that make strategic tension.
+	FailureThreshold int `json:"failure_threshold,omitempty"`
+	// CommitmentDeadlineSeconds: deadline given to promoted commitments
+	// (0: none).
+	CommitmentDeadlineSeconds int64 `json:"commitment_deadline_seconds,omitempty"`
+	// IdleSleepSeconds: when set, an idle run sleeps this long and then
+	// takes a scheduled look even if nothing changed.
+	IdleSleepSeconds int64 `json:"idle_sleep_seconds,omitempty"`
+	// SignalTTLSeconds: default lifetime of a wake signal.
+	SignalTTLSeconds int64 `json:"signal_ttl_seconds,omitempty"`
+}
+
+// Defaults returns the policy with zero values replaced by defaults.
+func (p Policy) Defaults() Policy {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&p.MaxProviderFailures, 3)
+	def(&p.CompactAfterUnits, 64)
+	def(&p.CompactEveryCycles, 50)
+	def(&p.KeepSummaryBlocks, 8)
+	def(&p.RepeatLimit, 3)
+	def(&p.FailureThreshold, 2)
+	if p.DeferTo == "" {
+		p.DeferTo = "sleep"
+	}
+	if p.SignalTTLSeconds == 0 {
+		p.SignalTTLSeconds = 7 * 24 * 3600
+	}
+	return p
+}
+
+// Validate checks the contract. Errors are *state.FieldError.
+func (c *Contract) Validate() error {
+	if c.Schema != ContractSchema {
+		return &state.FieldError{Path: "schema", Err: fmt.Errorf("want %q, found %q", ContractSchema, c.Schema)}
+	}
+	if !world.ValidID(c.ID) {
+		return &state.FieldError{Path: "id", Err: fmt.Errorf("%q is not a valid id", c.ID)}
+	}
+	if !world.ValidID(c.Authority.ID) {
+		return &state.FieldError{Path: "authority.id", Err: fmt.Errorf("%q is not a valid id", c.Authority.ID)}
+	}
+	if c.Authority.Mode.Rank() < 0 {
+		return &state.FieldError{Path: "authority.mode", Err: fmt.Errorf("unknown mode %q (want none, read, propose, project_write or external_action)", c.Authority.Mode)}
+	}
+	if Level(c.Coordinates.Readiness, 'L') < 0 || Level(c.Coordinates.Readiness, 'L') > 3 {
+		return &state.FieldError{Path: "coordinates.readiness", Err: fmt.Errorf("want L0..L3, found %q", c.Coordinates.Readiness)}
+	}
+	if Level(c.Coordinates.Autonomy, 'A') < 0 {
+		return &state.FieldError{Path: "coordinates.autonomy", Err: fmt.Errorf("want A0..A4, found %q", c.Coordinates.Autonomy)}
+	}
+	if Level(c.Coordinates.CognitiveDepth, 'D') < 0 || Level(c.Coordinates.CognitiveDepth, 'D') > 3 {
+		return &state.FieldError{Path: "coordinates.cognitive_depth", Err: fmt.Errorf("want D0..D3, found %q", c.Coordinates.CognitiveDepth)}
+	}
+	for i, r := range c.Rules {
+		at := fmt.Sprintf("rules[%d]", i)
+		if r.Operation != "*" && !slices.Contains(world.Operations(), world.Operation(r.Operation)) {
+			return &state.FieldError{Path: at + ".operation", Err: fmt.Errorf("unknown operation %q", r.Operation)}
+		}
+		if len(r.Paths) == 0 {
+			return &state.FieldError{Path: at + ".paths", Err: fmt.Errorf("required (use [\"**\"] for every path)")}
+		}
+		switch r.Effect {
+		case Allow, Approve, Forbid:
+		default:
+			return &state.FieldError{Path: at + ".effect", Err: fmt.Errorf("unknown effect %q (want allow, approve or forbid)", r.Effect)}
+		}
+	}
+	for _, l := range []struct {
+		name string
+		l    Limit
+	}{{"cycles", c.Budgets.Cycles}, {"cognitive_operations", c.Budgets.CognitiveOperations}, {"actions", c.Budgets.Actions},
+		{"compactions", c.Budgets.Compactions}, {"wall_clock_seconds", c.Budgets.WallClockSeconds}} {
+		if l.l.Soft < 0 || l.l.Hard < 0 || (l.l.Hard > 0 && l.l.Soft > l.l.Hard) {
+			return &state.FieldError{Path: "budgets." + l.name, Err: fmt.Errorf("soft and hard must be >= 0 and soft <= hard")}
+		}
+	}
+	switch c.Policy.DeferTo {
+	case "", "sleep", "defer":
+	default:
+		return &state.FieldError{Path: "policy.defer_to", Err: fmt.Errorf("want sleep or defer, found %q", c.Policy.DeferTo)}
+	}
+	for _, v := range []struct {
+		name string
+		n    int64
+	}{{"max_provider_failures", int64(c.Policy.MaxProviderFailures)}, {"compact_after_units", int64(c.Policy.CompactAfterUnits)},
+		{"compact_every_cycles", int64(c.Policy.CompactEveryCycles)}, {"keep_summary_blocks", int64(c.Policy.KeepSummaryBlocks)},
+		{"repeat_limit", int64(c.Policy.RepeatLimit)}, {"failure_threshold", int64(c.Policy.FailureThreshold)},
+		{"commitment_deadline_seconds", c.Policy.CommitmentDeadlineSeconds}, {"idle_sleep_seconds", c.Policy.IdleSleepSeconds},
+		{"signal_ttl_seconds", c.Policy.SignalTTLSeconds}} {
+		if v.n < 0 {
+			return &state.FieldError{Path: "policy." + v.name, Err: fmt.Errorf("must be >= 0")}
+		}
+	}
+	return nil
+}
+
+// Match returns the index of the first rule that governs op on target, or
+// -1 when none does.
+func (c *Contract) Match(op world.Operation, target string) int {
+	for i, r := range c.Rules {
+		if (r.Operation == "*" || r.Operation == string(op)) && world.MatchAny(r.Paths, target) {
+			return i
+		}
+	}
+	return -1
+}

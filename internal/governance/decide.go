@@ -1,0 +1,214 @@
+package governance
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// Verdict is a governance decision about an action (seed §10.3). It is not
+// a loop disposition: the kernel maps one to the other without changing it.
+type Verdict uint8
+
+// The verdicts; the zero value is invalid.
+const (
+	VerdictInvalid Verdict = iota
+	Execute
+	Refuse
+	Defer
+	IdleVerdict
+	Escalate
+)
+
+func verdictName(v Verdict) string {
+	switch v {
+	case Execute:
+		return "EXECUTE"
+	case Refuse:
+		return "REFUSE"
+	case Defer:
+		return "DEFER"
+	case IdleVerdict:
+		return "IDLE"
+	case Escalate:
+		return "ESCALATE"
+	}
+	return ""
+}
+
+func (v Verdict) String() string {
+	if n := verdictName(v); n != "" {
+		return n
+	}
+	return fmt.Sprintf("Verdict(%d)", uint8(v))
+}
+
+// MarshalText writes the verdict's name.
+func (v Verdict) MarshalText() ([]byte, error) {
+	if n := verdictName(v); n != "" {
+		return []byte(n), nil
+	}
+	return nil, fmt.Errorf("invalid governance verdict %d", uint8(v))
+}
+
+// UnmarshalText accepts exactly the five names.
+func (v *Verdict) UnmarshalText(b []byte) error {
+	for c := Execute; c <= Escalate; c++ {
+		if verdictName(c) == string(b) {
+			*v = c
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown governance verdict %q", b)
+}
+
+// Request is everything governance rules on. Evidence is what the cycle
+// observed; nothing in it comes from the loop's own say-so.
+type Request struct {
+	Action      world.Action
+	ActionRef   state.Ref
+	ContractRef state.Ref
+	CycleSeq    int64
+	Now         string
+	// EvidencePresent maps evidence ids to whether they were observed.
+	EvidencePresent map[string]bool
+	// RequiredEvidence is evidence the addressed check itself requires.
+	RequiredEvidence []string
+	ObservationRef   state.Ref
+	// StillNeeded is false when the addressed check already passes.
+	StillNeeded bool
+	// Approval is a person's resolution bound to this exact action.
+	Approval *state.Approval
+}
+
+// Decision is governance's ruling on one action request.
+type Decision struct {
+	Schema          string        `json:"schema"`
+	CycleSeq        int64         `json:"cycle_seq"`
+	Verdict         Verdict       `json:"verdict"`
+	ActionRef       state.Ref     `json:"action_ref"`
+	ContractRef     state.Ref     `json:"contract_ref"`
+	AuthorityID     string        `json:"authority_id"`
+	AuthorityMode   AuthorityMode `json:"authority_mode"`
+	Autonomy        string        `json:"autonomy"`
+	Rule            string        `json:"rule"`
+	Effect          Effect        `json:"effect,omitempty"`
+	MissingEvidence []string      `json:"missing_evidence"`
+	ApprovalID      string        `json:"approval_id,omitempty"`
+	ReasonCodes     []string      `json:"reason_codes"`
+	// Actor is the role that decided: always governance, never the
+	// cognition that proposed the action (non-self-approval).
+	Actor string `json:"actor"`
+}
+
+// Receipt is the DecisionReceipt kept in the ledger: the evidence a later
+// audit needs to see why the decision was made, without any prose.
+type Receipt struct {
+	Schema       string    `json:"schema"`
+	DecisionRef  state.Ref `json:"decision_ref"`
+	ActionRef    state.Ref `json:"action_ref"`
+	ContractRef  state.Ref `json:"contract_ref"`
+	AuthorityID  string    `json:"authority_id"`
+	Verdict      Verdict   `json:"verdict"`
+	EvidenceRefs []string  `json:"evidence_refs"`
+	DecidedAt    string    `json:"decided_at"`
+	Actor        string    `json:"actor"`
+	RequestedBy  string    `json:"requested_by"`
+}
+
+// requiredAuthority is the authority an operation needs.
+func requiredAuthority(op world.Operation) AuthorityMode {
+	if op.Writes() {
+		return AuthProjectWrite
+	}
+	return AuthRead
+}
+
+// Decide rules on an action. The order is fixed: validity, need, authority,
+// contract rule, evidence, autonomy, approval. Every path returns a
+// decision; none changes the contract or the authority.
+func Decide(c *Contract, spec *world.Spec, req Request) Decision {
+	d := Decision{
+		Schema: DecisionSchema, CycleSeq: req.CycleSeq, ActionRef: req.ActionRef, ContractRef: req.ContractRef,
+		AuthorityID: c.Authority.ID, AuthorityMode: c.Authority.Mode, Autonomy: c.Coordinates.Autonomy,
+		Rule: "none", MissingEvidence: []string{}, Actor: "governance",
+	}
+	refuse := func(code string) Decision { d.Verdict, d.ReasonCodes = Refuse, []string{code}; return d }
+	a := req.Action
+	if !slices.Contains(world.Operations(), a.Operation) {
+		return refuse("unknown_operation")
+	}
+	if _, err := world.CleanPath(a.Target); err != nil {
+		return refuse("target_path_invalid")
+	}
+	if spec.Excluded(a.Target) {
+		return refuse("target_excluded")
+	}
+	if !req.StillNeeded {
+		d.Verdict, d.ReasonCodes = IdleVerdict, []string{"nothing_to_do"}
+		return d
+	}
+	if c.Authority.Mode.Rank() < requiredAuthority(a.Operation).Rank() {
+		return refuse("authority_insufficient")
+	}
+	i := c.Match(a.Operation, a.Target)
+	if i < 0 {
+		d.Rule = "default"
+		return refuse("no_rule_allows")
+	}
+	r := c.Rules[i]
+	d.Rule, d.Effect = fmt.Sprintf("rules[%d]", i), r.Effect
+	if r.Effect == Forbid {
+		return refuse("contract_forbids")
+	}
+	if req.Approval != nil && req.Approval.ActionRef == req.ActionRef && req.Approval.Verdict == "deny" {
+		d.ApprovalID = req.Approval.ID
+		return refuse("operator_denied")
+	}
+	for _, ev := range slices.Concat(r.RequiresEvidence, req.RequiredEvidence) {
+		if !req.EvidencePresent[ev] && !slices.Contains(d.MissingEvidence, ev) {
+			d.MissingEvidence = append(d.MissingEvidence, ev)
+		}
+	}
+	if len(d.MissingEvidence) > 0 {
+		slices.Sort(d.MissingEvidence)
+		d.Verdict, d.ReasonCodes = Defer, []string{"evidence_missing"}
+		return d
+	}
+	approved := req.Approval != nil && req.Approval.ActionRef == req.ActionRef && req.Approval.Verdict == "approve"
+	if approved {
+		d.ApprovalID = req.Approval.ID
+	}
+	switch autonomy := Level(c.Coordinates.Autonomy, 'A'); {
+	case autonomy <= 0:
+		return refuse("autonomy_A0_observe_only")
+	case autonomy == 1 && !approved:
+		d.Verdict, d.ReasonCodes = Escalate, []string{"autonomy_A1_proposal_only"}
+		return d
+	}
+	if r.Effect == Approve && !approved {
+		d.Verdict, d.ReasonCodes = Escalate, []string{"contract_requires_approval"}
+		return d
+	}
+	d.Verdict = Execute
+	d.ReasonCodes = []string{"contract_allows"}
+	if approved {
+		d.ReasonCodes = []string{"operator_approved"}
+	}
+	return d
+}
+
+// NewReceipt builds the receipt for a decision.
+func NewReceipt(d Decision, decisionRef state.Ref, req Request) Receipt {
+	ev := []string{string(req.ObservationRef)}
+	if d.ApprovalID != "" {
+		ev = append(ev, d.ApprovalID)
+	}
+	return Receipt{
+		Schema: ReceiptSchema, DecisionRef: decisionRef, ActionRef: d.ActionRef, ContractRef: d.ContractRef,
+		AuthorityID: d.AuthorityID, Verdict: d.Verdict, EvidenceRefs: ev, DecidedAt: req.Now,
+		Actor: "governance", RequestedBy: "cognition",
+	}
+}

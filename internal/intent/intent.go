@@ -1,0 +1,137 @@
+// Package intent holds the Goal a person gives acr once at init. In the
+// cycle controller's words it is the accepted IntentContract: mission,
+// objectives, non-goals, constraints and success conditions. A cycle reads
+// it (Align) and never amends it: a cycle cannot both change its intent and
+// accept the change.
+package intent
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/strategy"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// Schema is the goal document's schema name.
+const Schema = "acr.goal/v0.1"
+
+// Goal is the run's intent.
+type Goal struct {
+	Schema      string   `json:"schema"`
+	ID          string   `json:"id"`
+	Mission     string   `json:"mission"`
+	Objectives  []string `json:"objectives,omitempty"`
+	NonGoals    []string `json:"non_goals,omitempty"`
+	Constraints []string `json:"constraints,omitempty"`
+	Success     Success  `json:"success"`
+	// StopOnSuccess ends the run (STOPPED, reason goal_satisfied) once the
+	// success condition holds; otherwise the loop idles and keeps watching.
+	StopOnSuccess bool `json:"stop_on_success,omitempty"`
+	// ExpiresAt, when set, is when the intent lapses; an expired intent
+	// blocks every cycle until a person renews it.
+	ExpiresAt string `json:"expires_at,omitempty"`
+	// Lenses is the goal's strategy lens registry; empty means the
+	// built-in one.
+	Lenses []strategy.Lens `json:"lenses,omitempty"`
+}
+
+// Success says when the goal holds.
+type Success struct {
+	AllChecksPass bool     `json:"all_checks_pass,omitempty"`
+	Checks        []string `json:"checks,omitempty"`
+}
+
+// Validate checks the goal on its own and against the environment it will
+// run in. Errors are *state.FieldError naming the field.
+func (g *Goal) Validate(spec *world.Spec) error {
+	if g.Schema != Schema {
+		return &state.FieldError{Path: "schema", Err: fmt.Errorf("want %q, found %q", Schema, g.Schema)}
+	}
+	if !world.ValidID(g.ID) {
+		return &state.FieldError{Path: "id", Err: fmt.Errorf("%q is not a valid id (lower-case letters, digits, . _ -)", g.ID)}
+	}
+	if g.Mission == "" {
+		return &state.FieldError{Path: "mission", Err: fmt.Errorf("required")}
+	}
+	if !g.Success.AllChecksPass && len(g.Success.Checks) == 0 {
+		return &state.FieldError{Path: "success", Err: fmt.Errorf("say when the goal holds: all_checks_pass or a list of checks")}
+	}
+	for i, c := range g.Success.Checks {
+		if spec != nil && !slices.ContainsFunc(spec.Checks, func(k world.Check) bool { return k.ID == c }) {
+			return &state.FieldError{Path: fmt.Sprintf("success.checks[%d]", i), Err: fmt.Errorf("no check %q in the environment", c)}
+		}
+	}
+	if g.ExpiresAt != "" {
+		if _, err := state.ParseTime(g.ExpiresAt); err != nil {
+			return &state.FieldError{Path: "expires_at", Err: err}
+		}
+	}
+	if err := strategy.ValidateLenses(g.Lenses, "lenses"); err != nil {
+		return err
+	}
+	if c := g.contradiction(); c != "" {
+		return &state.FieldError{Path: "non_goals", Err: fmt.Errorf("%q is both an objective and a non-goal", c)}
+	}
+	return nil
+}
+
+func (g *Goal) contradiction() string {
+	for _, o := range g.Objectives {
+		if slices.Contains(g.NonGoals, o) {
+			return o
+		}
+	}
+	return ""
+}
+
+// Registry returns the lens registry in force.
+func (g *Goal) Registry() []strategy.Lens {
+	if len(g.Lenses) > 0 {
+		return g.Lenses
+	}
+	return strategy.DefaultLenses()
+}
+
+// Alignment is the result of checking a cycle against its intent.
+type Alignment struct {
+	Aligned bool     `json:"aligned"`
+	Reasons []string `json:"reason_codes"`
+}
+
+// Align checks that the intent is present, consistent and unexpired at now.
+// A cycle that is not aligned is blocked and asks for review; it does not
+// guess what the intent should be.
+func Align(g *Goal, now time.Time) Alignment {
+	switch {
+	case g == nil || g.Mission == "":
+		return Alignment{Reasons: []string{"intent_missing"}}
+	case g.contradiction() != "":
+		return Alignment{Reasons: []string{"intent_contradictory"}}
+	case g.ExpiresAt != "":
+		exp, err := state.ParseTime(g.ExpiresAt)
+		if err != nil || !now.Before(exp) {
+			return Alignment{Reasons: []string{"intent_expired"}}
+		}
+	}
+	return Alignment{Aligned: true, Reasons: []string{"intent_aligned"}}
+}
+
+// Satisfied reports whether the success condition holds in obs.
+func Satisfied(g *Goal, obs world.Observation) bool {
+	if g.Success.AllChecksPass {
+		for _, c := range obs.Checks {
+			if c.Status != world.CheckPass {
+				return false
+			}
+		}
+	}
+	for _, id := range g.Success.Checks {
+		if r, ok := obs.Check(id); !ok || r.Status != world.CheckPass {
+			return false
+		}
+	}
+	return true
+}

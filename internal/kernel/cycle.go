@@ -1,0 +1,931 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/acr-project/acr/internal/agenda"
+	"github.com/acr-project/acr/internal/cognition"
+	"github.com/acr-project/acr/internal/commitment"
+	"github.com/acr-project/acr/internal/governance"
+	"github.com/acr-project/acr/internal/inbox"
+	"github.com/acr-project/acr/internal/intent"
+	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/memory"
+	"github.com/acr-project/acr/internal/semantic"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/strategy"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// Effect is the one world action a cycle may perform. The driver must make
+// Pending.Events durable BEFORE executing it, execute it at most once per
+// Key, and hand the outcome to Finish.
+type Effect struct {
+	Key         string       `json:"idempotency_key"`
+	Action      world.Action `json:"action"`
+	ActionRef   state.Ref    `json:"action_ref"`
+	DecisionRef state.Ref    `json:"decision_ref"`
+}
+
+// Pending is a cycle stopped at the governance boundary.
+type Pending struct {
+	// Events must be appended to the ledger (one durable batch) before the
+	// Effect is executed or anything else happens.
+	Events []ledger.Event
+	// Effect is the authorized action, or nil when the cycle has none.
+	Effect *Effect
+
+	b *builder
+}
+
+// Result is a completed cycle.
+type Result struct {
+	// State is the state after the cycle. The driver may checkpoint it
+	// only after Events are durable.
+	State State
+	// Events must be appended (one durable batch) before the next cycle
+	// starts or the cycle is reported.
+	Events  []ledger.Event
+	Summary Summary
+}
+
+// Summary is the short account of a cycle that `acr step` prints.
+type Summary struct {
+	Executed           bool              `json:"executed"`
+	CycleSeq           int64             `json:"cycle_seq"`
+	CycleRef           state.Ref         `json:"cycle_ref"`
+	LoopDisposition    state.Disposition `json:"loop_disposition"`
+	ReasonCodes        []string          `json:"reason_codes"`
+	GovernanceDecision string            `json:"governance_decision"`
+	Agenda             string            `json:"agenda"`
+	Action             string            `json:"action"`
+	Outcome            string            `json:"outcome"`
+	IdempotencyKey     string            `json:"idempotency_key"`
+	StrategicReview    bool              `json:"strategic_review"`
+	Compacted          bool              `json:"compacted"`
+	Recovered          bool              `json:"recovered,omitempty"`
+}
+
+// builder accumulates one cycle's events, linking each to the previous one
+// as its causal parent.
+type builder struct {
+	s       State
+	cycle   int64
+	now     time.Time
+	at      string
+	events  []ledger.Event
+	last    state.Ref
+	rec     state.CycleRecord
+	reasons []string
+	sum     Summary
+	err     error
+
+	// per-cycle working values
+	signals    []state.WakeSignal
+	approvals  []state.Approval
+	stop       *state.StopRequest
+	resumed    bool
+	res        agenda.Resolution
+	resRef     state.Ref
+	candidates int
+	effect     *Effect
+	check      world.Check
+	item       string
+	fp         string
+	evidence   string
+	compactReq bool
+}
+
+func (b *builder) fail(err error) {
+	if b.err == nil {
+		b.err = err
+	}
+}
+
+// emit appends an event. obj may be nil.
+func (b *builder) emit(typ string, obj *ledger.Object, refs map[string]state.Ref, reasons ...string) state.Ref {
+	ev := ledger.Event{Type: typ, RunID: b.s.Run.RunID, CycleSeq: b.cycle, At: b.at, Refs: refs, Reasons: reasons, Object: obj}
+	if b.last != "" {
+		ev.Parents = []state.Ref{b.last}
+	}
+	ref, err := ev.Ref()
+	if err != nil {
+		b.fail(err)
+		return ""
+	}
+	b.events = append(b.events, ev)
+	b.last = ref
+	return ref
+}
+
+// object wraps v as a content-addressed object.
+func (b *builder) object(kind string, v any) (*ledger.Object, state.Ref) {
+	obj, err := ledger.NewObject(kind, v)
+	if err != nil {
+		b.fail(err)
+		return nil, ""
+	}
+	return obj, obj.Ref
+}
+
+// record emits an event that carries v and returns v's ref.
+func (b *builder) record(typ, kind string, v any, refs map[string]state.Ref, reasons ...string) state.Ref {
+	obj, ref := b.object(kind, v)
+	b.emit(typ, obj, refs, reasons...)
+	return ref
+}
+
+// ErrNotEligible is returned by Begin when the scheduler says no cycle
+// should run; nothing is recorded.
+var ErrNotEligible = errors.New("no cycle is eligible")
+
+// Begin runs a cycle up to the governance boundary. It is a pure function
+// of the state and the inputs: the same arguments always give the same
+// events, byte for byte.
+func Begin(s State, in Inputs) (*Pending, error) {
+	if ok, _ := Eligible(s, in); !ok {
+		return nil, ErrNotEligible
+	}
+	b := &builder{s: s.clone(), cycle: s.Run.CycleSeq + 1, now: in.Now.UTC().Truncate(time.Second)}
+	b.at = state.FormatTime(b.now)
+	b.rec = state.CycleRecord{
+		Schema: state.CycleSchema, RunID: s.Run.RunID, CycleSeq: b.cycle, PriorCycleRef: s.Run.LastCycleRef, StartedAt: b.at,
+		InputEnvironmentRef: in.Observation.Ref(), InputContextRef: s.Run.ContextBindingRef, InputRefs: []state.Ref{},
+		CommitmentRefs: []state.Ref{}, ReasonCodes: []string{}, ControllerTransitionRef: []state.Ref{},
+	}
+	b.sum = Summary{Executed: true, CycleSeq: b.cycle, GovernanceDecision: "NONE"}
+
+	m, inputEvents, err := inputRecords(&b.s, b.cycle, in)
+	if err != nil {
+		return nil, err
+	}
+	b.rec.InputRefs = slices.Concat([]state.Ref{m.ObservationRef}, m.InboxItems, m.Knowledge)
+	b.record(evStarted, "pin", m, map[string]state.Ref{"prior_cycle": s.Run.LastCycleRef})
+	for _, ev := range inputEvents {
+		b.emit(ev.Type, ev.Object, ev.Refs, ev.Reasons...)
+	}
+	if prior := s.Run.LoopDisposition; prior != state.Continue && prior != state.DispositionInvalid {
+		_, why := Eligible(s, in)
+		b.emit("persistent.loop.woke", nil, nil, why...)
+	}
+	b.s.Environment = in.Observation
+	b.consumeInbox(in)
+	b.receiveKnowledge(in.Knowledge)
+	b.run()
+	if b.err != nil {
+		return nil, b.err
+	}
+	return &Pending{Events: b.events, Effect: b.effect, b: b}, nil
+}
+
+// Finish completes a cycle. outcome is the world's answer to the Effect
+// (nil when there was none); uncertain reports that recovery could not
+// tell whether an interrupted effect happened.
+func Finish(p *Pending, outcome *world.Outcome, uncertain bool) (*Result, error) {
+	b := p.b
+	b.events = nil // the first batch belongs to Pending
+	if p.Effect != nil {
+		b.settle(outcome, uncertain)
+	}
+	b.finish()
+	if b.err != nil {
+		return nil, b.err
+	}
+	return &Result{State: b.s, Events: b.events, Summary: b.sum}, nil
+}
+
+// consumeInbox processes the new inbox items: wake signals (validated,
+// coalesced by dedup key), approval resolutions and stop requests.
+func (b *builder) consumeInbox(in Inputs) {
+	rs := &b.s.Run
+	present := map[string]bool{}
+	for _, id := range in.InboxPresent {
+		present[id] = true
+	}
+	rs.InboxSeen = slices.DeleteFunc(rs.InboxSeen, func(id string) bool { return !present[id] })
+	rs.DedupKeys = slices.DeleteFunc(rs.DedupKeys, func(k state.DedupKey) bool { return expired(k.Expires, b.now) })
+	for _, it := range in.Inbox {
+		ref := state.NewRef(inboxKind(it.Kind), it.Body)
+		refs := map[string]state.Ref{"item": ref}
+		if !slices.Contains(rs.InboxSeen, it.ID) {
+			rs.InboxSeen = append(rs.InboxSeen, it.ID)
+		}
+		switch it.Kind {
+		case inbox.KindWake:
+			w := *it.Wake
+			switch {
+			case !inbox.ValidSource(w.Source):
+				b.emit("persistent.wake.rejected", nil, refs, "unknown_source")
+			case expired(w.ExpiresAt, b.now):
+				b.emit("persistent.wake.rejected", nil, refs, "expired")
+			case inbox.CheckPayload(w.Payload) != nil:
+				b.emit("persistent.wake.rejected", nil, refs, "carries_authority")
+			case slices.ContainsFunc(rs.DedupKeys, func(k state.DedupKey) bool { return k.Key == w.DedupKey }):
+				b.emit("persistent.wake.coalesced", nil, refs, "duplicate_dedup_key")
+			default:
+				rs.DedupKeys = append(rs.DedupKeys, state.DedupKey{Key: w.DedupKey, Expires: w.ExpiresAt})
+				b.signals = append(b.signals, w)
+				b.emit("persistent.wake.accepted", nil, refs, "source_"+w.Source)
+				if w.Source == "manual_resume" && rs.Status == state.RunFaulted {
+					rs.Status = state.RunRunning
+					b.resumed = true
+					b.emit("persistent.run.resumed", nil, refs, "manual_resume")
+				}
+				if w.Source == "scheduled_tick" || w.Source == "manual_resume" {
+					b.compactReq = b.compactReq || w.Reason == "compact"
+				}
+			}
+		case inbox.KindApproval:
+			a := *it.Approval
+			i := slices.IndexFunc(rs.PendingApprovals, func(p state.PendingApproval) bool { return p.Ref == a.ActionRef && p.Resolution == nil })
+			if i < 0 {
+				b.emit("approval.ignored", nil, refs, "no_pending_approval_for_ref")
+				continue
+			}
+			rs.PendingApprovals[i].Resolution = &a
+			b.approvals = append(b.approvals, a)
+			refs["action"] = a.ActionRef
+			b.emit("approval.resolved", nil, refs, "verdict_"+a.Verdict)
+		case inbox.KindStop:
+			st := *it.Stop
+			b.stop = &st
+			b.emit("persistent.stop.requested", nil, refs, stopReason(st))
+		}
+	}
+	slices.Sort(rs.InboxSeen)
+	slices.SortFunc(rs.DedupKeys, func(a, c state.DedupKey) int { return strings.Compare(a.Key, c.Key) })
+}
+
+func stopReason(st state.StopRequest) string {
+	if st.Kill {
+		return "operator_kill_switch"
+	}
+	return "explicit_stop"
+}
+
+func expired(at string, now time.Time) bool {
+	if at == "" {
+		return false
+	}
+	t, err := state.ParseTime(at)
+	return err == nil && !now.Before(t)
+}
+
+func (b *builder) receiveKnowledge(updates []strategy.KnowledgeUpdate) {
+	var fresh []strategy.KnowledgeUpdate
+	b.s.Strategy, fresh = strategy.Receive(b.s.Strategy, updates, b.at)
+	for _, u := range fresh {
+		_, ref := b.object("know", u)
+		b.emit("strategy.knowledge.candidate", nil, map[string]state.Ref{"update": ref}, "knowledge_source_changed", "candidate_not_promoted")
+	}
+}
+
+// run is the body of a cycle up to the governance boundary.
+func (b *builder) run() {
+	rs := &b.s.Run
+	if b.stop != nil {
+		b.conclude(state.Stopped, []string{stopReason(*b.stop)})
+		return
+	}
+	if rs.Status == state.RunFaulted {
+		b.conclude(state.Faulted, []string{"run_faulted_awaiting_manual_resume"})
+		return
+	}
+	if name, ok := b.hardBudgetAtStart(); ok {
+		b.conclude(state.Stopped, []string{"budget_limit", "budget_" + name})
+		return
+	}
+	if al := intent.Align(&b.s.Goal, b.now); !al.Aligned {
+		b.emit("controller.cycle.blocked", nil, nil, append([]string{"intent_review_required"}, al.Reasons...)...)
+		b.conclude(state.Deferred, append([]string{"intent_review_required"}, al.Reasons...))
+		return
+	}
+
+	// Observe: semantic state and self-observation.
+	sem := semantic.Encode(b.s.Environment, &b.s.Spec)
+	b.rec.SemanticStateRef = b.record("semantic.state.encoded", "sem", sem, nil)
+	self := semantic.Observe(rs, b.cycle, len(b.s.Commitments.Commitments))
+	b.rec.SelfObservationRef = b.record("self.observation.recorded", "self", self, nil)
+
+	// Existing commitments come before new agenda candidates.
+	b.evaluateCommitments()
+	b.liftDeferrals()
+	b.liftSuppressions()
+
+	// Strategy: tension, trigger, optional review.
+	b.strategize()
+
+	// A resolved approval is acted on first: its action was decided before.
+	if i := slices.IndexFunc(rs.PendingApprovals, func(p state.PendingApproval) bool { return p.Resolution != nil }); i >= 0 {
+		b.resumeApproval(i)
+		return
+	}
+
+	b.resolveAgenda(sem)
+	if b.res.Outcome == agenda.NoAgenda {
+		if b.s.Goal.StopOnSuccess && intent.Satisfied(&b.s.Goal, b.s.Environment) {
+			b.conclude(state.Stopped, []string{"goal_satisfied"})
+			return
+		}
+		b.conclude(b.resting(), b.restingReasons())
+		return
+	}
+	b.think()
+}
+
+// evaluateCommitments evaluates live commitments' conditions and applies
+// the transitions they call for through the store's explicit API.
+func (b *builder) evaluateCommitments() {
+	if len(b.s.Commitments.Commitments) == 0 {
+		return
+	}
+	ctx := commitment.Context{Now: b.now, Observation: b.s.Environment, Signals: b.signals, Approvals: b.approvals}
+	cands := commitment.Evaluate(b.s.Commitments, ctx)
+	evRef := b.record("commitment.conditions.evaluated", "ceval", map[string]any{"candidates": nonNil(cands), "cycle_seq": b.cycle}, nil)
+	for _, c := range cands {
+		b.transition(commitment.Transition{Kind: c.Kind, CommitmentID: c.CommitmentID, ExpectedVersion: c.ExpectedVersion, Reason: c.Reason, At: b.at},
+			map[string]state.Ref{"evaluation": evRef})
+	}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// transition applies one commitment transition and records its lifecycle
+// event. A conflict is a fault of the cycle, never a silent overwrite.
+func (b *builder) transition(t commitment.Transition, refs map[string]state.Ref) {
+	store, c, err := b.s.Commitments.Apply(t)
+	if err != nil {
+		b.fail(fmt.Errorf("commitment %s %s: %w", t.Kind, t.CommitmentID, err))
+		return
+	}
+	b.s.Commitments = store
+	ref := b.record("commitment."+lifecycleVerb(t.Kind), "cmt", c, refs, t.Reason)
+	b.rec.CommitmentRefs = append(b.rec.CommitmentRefs, ref)
+	if t.Kind == commitment.Resume {
+		b.emit("persistent.commitment.resumed", nil, map[string]state.Ref{"commitment": ref}, "explicit_resume")
+	}
+}
+
+func lifecycleVerb(k commitment.Kind) string {
+	switch k {
+	case commitment.Create:
+		return "created"
+	case commitment.Modify:
+		return "modified"
+	case commitment.Suspend:
+		return "suspended"
+	case commitment.Resume:
+		return "resumed"
+	case commitment.Complete:
+		return "completed"
+	case commitment.Expire:
+		return "expired"
+	}
+	return "abandoned"
+}
+
+// liftDeferrals releases deferred items whose evidence has arrived.
+func (b *builder) liftDeferrals() {
+	rs := &b.s.Run
+	rs.Deferred = slices.DeleteFunc(rs.Deferred, func(d state.DeferredItem) bool {
+		for _, e := range d.Evidence {
+			if !b.s.Environment.EvidencePresent(e) {
+				return false
+			}
+		}
+		b.emit("agenda.deferral.lifted", nil, map[string]state.Ref{"decision": d.DecisionRef}, "evidence_arrived", d.ItemID)
+		return true
+	})
+}
+
+// liftSuppressions releases loop-guard suppressions when the evidence they
+// were made under has changed, and drops suppressions of items whose
+// check now passes.
+func (b *builder) liftSuppressions() {
+	rs := &b.s.Run
+	rs.Suppressed = slices.DeleteFunc(rs.Suppressed, func(sp state.Suppression) bool {
+		checkID := strings.TrimPrefix(sp.ItemID, "check:")
+		r, ok := b.s.Environment.Check(checkID)
+		switch {
+		case !ok || r.Status == world.CheckPass:
+			b.emit("agenda.suppression.lifted", nil, nil, "check_passes", sp.ItemID)
+			return true
+		case sp.EvidenceRef != "" && string(r.TargetSHA256) != sp.EvidenceRef:
+			b.emit("agenda.suppression.lifted", nil, nil, "new_evidence", sp.ItemID)
+			return true
+		}
+		return false
+	})
+}
+
+// strategize computes strategic tension and, when the trigger says so,
+// runs a review whose overlay may reshape cognition.
+func (b *builder) strategize() {
+	pol := b.s.Contract.Policy.Defaults()
+	failures := map[string]int{}
+	for _, f := range semantic.FailuresByItem(b.s.Run.Attempts) {
+		failures[f.ItemID] = f.Failures
+	}
+	targets := map[string]string{}
+	for _, c := range b.s.Commitments.Commitments {
+		targets[c.ID] = c.Target
+	}
+	var open []strategy.KnowledgeCandidate
+	for _, c := range b.s.Strategy.Candidates {
+		if !c.Reviewed {
+			open = append(open, c)
+		}
+	}
+	t := strategy.Assess(strategy.Inputs{CycleSeq: b.cycle, Failures: failures, Targets: targets, Candidates: open, FailureThreshold: pol.FailureThreshold})
+	b.rec.StrategicTensionRef = b.record("strategy.tension.observed", "tension", t, nil)
+	tr := strategy.NeedsReview(t, b.s.Strategy)
+	b.rec.ReviewTriggerRef = b.record("strategy.review.evaluated", "trigger", tr, nil, tr.Reasons...)
+	if tr.Decision != strategy.Review {
+		return
+	}
+	b.emit("strategy.review.requested", nil, map[string]state.Ref{"trigger": b.rec.ReviewTriggerRef}, tr.Reasons...)
+	var ret strategy.Retrieval
+	var ov *strategy.Overlay
+	b.s.Strategy, ret, ov = strategy.Apply(t, tr, b.s.Goal.Registry(), b.s.Strategy)
+	b.rec.LensRetrievalRef = b.record("strategy.lens.retrieved", "lensret", ret, nil, "candidates_not_active")
+	if ov != nil {
+		b.rec.RoutingProfileRef = b.record("strategy.routing.overlaid", "route", *ov, nil, "routing_overlay_not_truth")
+	}
+	b.sum.StrategicReview = true
+}
+
+// blocked lists items that must not be proposed now, with the reason.
+func (b *builder) blocked() map[string]string {
+	rs := &b.s.Run
+	out := map[string]string{}
+	for _, sp := range rs.Suppressed {
+		out[sp.ItemID] = sp.Reason
+	}
+	for _, p := range rs.PendingApprovals {
+		out[p.ItemID] = "awaiting_approval"
+	}
+	for _, d := range rs.Deferred {
+		out[d.ItemID] = "awaiting_evidence"
+	}
+	for _, c := range b.s.Commitments.Commitments {
+		if c.Status == commitment.Suspended {
+			out[c.ItemID] = "commitment_suspended"
+		}
+	}
+	return out
+}
+
+func (b *builder) resolveAgenda(sem semantic.State) {
+	in := agenda.Inputs{CycleSeq: b.cycle, Blocked: b.blocked()}
+	for _, f := range sem.Failing() {
+		summary := f.Subject
+		if i := slices.IndexFunc(b.s.Spec.Checks, func(c world.Check) bool { return c.ID == f.Subject }); i >= 0 {
+			summary = b.s.Spec.Checks[i].Summary
+		}
+		in.Issues = append(in.Issues, agenda.Issue{CheckID: f.Subject, Priority: f.Priority, Summary: summary})
+	}
+	for _, c := range b.s.Commitments.Commitments {
+		if c.Status == commitment.Active {
+			in.Reactivated = append(in.Reactivated, agenda.Work{CommitmentID: c.ID, CheckID: c.CheckID, Summary: c.Summary})
+		}
+	}
+	b.res = agenda.Resolve(in)
+	b.candidates = len(b.res.Candidates)
+	typ := "agenda.resolution.selected"
+	if b.res.Outcome == agenda.NoAgenda {
+		typ = "agenda.resolution.empty"
+	}
+	b.emit("agenda.candidates.proposed", nil, nil, fmt.Sprintf("candidates_%d", len(b.res.Candidates)))
+	b.resRef = b.record(typ, "ares", b.res, nil, b.res.ReasonCodes...)
+	b.rec.AgendaResolutionRef = b.resRef
+	b.s.Run.ActiveAgendaResolutionRef = b.resRef
+	if b.res.Selected != nil {
+		b.sum.Agenda = b.res.Selected.ItemID
+	}
+}
+
+// think runs cognition on the selected item and takes its action request
+// to governance.
+func (b *builder) think() {
+	rs := &b.s.Run
+	pol := b.s.Contract.Policy.Defaults()
+	sel := *b.res.Selected
+	b.item = sel.ItemID
+	ci := slices.IndexFunc(b.s.Spec.Checks, func(c world.Check) bool { return c.ID == sel.CheckID })
+	if ci < 0 {
+		b.fail(fmt.Errorf("agenda selected unknown check %q", sel.CheckID))
+		return
+	}
+	b.check = b.s.Spec.Checks[ci]
+	result, _ := b.s.Environment.Check(b.check.ID)
+	if name, ok := b.hardBudget("cognitive_operations"); ok {
+		b.conclude(state.Stopped, []string{"budget_limit", "budget_" + name})
+		return
+	}
+	failed := map[string]bool{}
+	for _, a := range rs.Attempts {
+		if a.ItemID == b.item && a.Failures > 0 {
+			failed[a.Fingerprint] = true
+		}
+	}
+	routing := cognition.Routing{}
+	if ov := b.s.Strategy.Overlay; ov != nil {
+		routing = cognition.Routing{Ref: ov.Ref(), CritiqueFirst: ov.CritiqueFirst, SkipFailed: slices.Contains(ov.SkipFailedFixes, b.item)}
+	}
+	affs := cognition.Retrieve(b.check, result)
+	prog := cognition.Compile(b.cycle, b.item, b.check, affs, routing)
+	progRef := b.record("cognition.program.compiled", "cprog", prog, nil)
+	b.rec.CognitiveProgramRef = progRef
+	dlg, action := cognition.Run(prog, progRef, cognition.Situation{Check: b.check, Result: result, FailedPrint: failed, Spec: &b.s.Spec, Routing: routing})
+	b.rec.DialogueRef = b.record("cognition.run.completed", "dlg", dlg, map[string]state.Ref{"program": progRef}, dlg.Result)
+	rs.Budget.CognitiveOperations += int64(dlg.Operations)
+	if action == nil {
+		b.suppress(state.Suppression{ItemID: b.item, Reason: "no_acceptable_remedy", Since: b.at})
+		b.conclude(b.afterSetback(), []string{"no_action_request", dlg.Reason})
+		return
+	}
+
+	// Forever-loop guard: the same remedy on the same evidence, again.
+	b.fp, b.evidence = cognition.Fingerprint(*action), string(result.TargetSHA256)
+	ai := slices.IndexFunc(rs.Attempts, func(a state.Attempt) bool {
+		return a.ItemID == b.item && a.Fingerprint == b.fp && a.EvidenceRef == b.evidence
+	})
+	if ai >= 0 && rs.Attempts[ai].Count >= pol.RepeatLimit {
+		b.emit("loop.guard.tripped", nil, nil, "repeat_without_progress", b.item)
+		b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "repeat_without_progress", Since: b.at, EvidenceRef: b.evidence})
+		b.conclude(b.afterSetback(), []string{"repeat_without_progress"})
+		return
+	}
+	if ai < 0 {
+		rs.Attempts = append(rs.Attempts, state.Attempt{ItemID: b.item, Fingerprint: b.fp, EvidenceRef: b.evidence})
+		ai = len(rs.Attempts) - 1
+	}
+	rs.Attempts[ai].Count++
+	sortAttempts(rs.Attempts)
+	b.govern(*action, nil, sel.CommitmentID)
+}
+
+func sortAttempts(as []state.Attempt) {
+	slices.SortFunc(as, func(a, c state.Attempt) int {
+		return strings.Compare(a.ItemID+"\x00"+a.Fingerprint+"\x00"+a.EvidenceRef, c.ItemID+"\x00"+c.Fingerprint+"\x00"+c.EvidenceRef)
+	})
+}
+
+// resumeApproval acts on a resolved approval: governance rules again on
+// the recorded action, with the approval as evidence. Nothing is re-derived.
+func (b *builder) resumeApproval(i int) {
+	rs := &b.s.Run
+	p := rs.PendingApprovals[i]
+	rs.PendingApprovals = slices.Delete(slices.Clone(rs.PendingApprovals), i, i+1)
+	var action world.Action
+	if err := state.DecodeValue(p.Action, &action); err != nil {
+		b.fail(fmt.Errorf("pending approval %s: %w", p.Ref, err))
+		return
+	}
+	b.item = p.ItemID
+	if ci := slices.IndexFunc(b.s.Spec.Checks, func(c world.Check) bool { return c.ID == action.CheckID }); ci >= 0 {
+		b.check = b.s.Spec.Checks[ci]
+	}
+	b.res = agenda.Resolution{Schema: agenda.Schema, CycleSeq: b.cycle, Candidates: []agenda.Candidate{}, Excluded: []agenda.Exclusion{},
+		Outcome: agenda.Selected, Selected: &agenda.Candidate{ItemID: p.ItemID, CheckID: p.CheckID, Source: "approval"},
+		ReasonCodes: []string{"approval_resolved_first"}}
+	b.resRef = b.record("agenda.resolution.selected", "ares", b.res, map[string]state.Ref{"approved_action": p.Ref}, b.res.ReasonCodes...)
+	b.rec.AgendaResolutionRef = b.resRef
+	rs.ActiveAgendaResolutionRef = b.resRef
+	b.sum.Agenda = p.ItemID
+	r, _ := b.s.Environment.Check(action.CheckID)
+	b.fp, b.evidence = cognition.Fingerprint(action), string(r.TargetSHA256)
+	b.govern(action, p.Resolution, "")
+}
+
+// govern takes an action request across the governance boundary and maps
+// the decision onto the scheduler without altering it.
+func (b *builder) govern(action world.Action, approval *state.Approval, commitmentID string) {
+	rs := &b.s.Run
+	actionRef := action.Ref()
+	b.rec.ActionRequestRef = b.record("action.request.proposed", "areq", action, nil)
+	result, known := b.s.Environment.Check(action.CheckID)
+	present := map[string]bool{}
+	for _, e := range b.s.Environment.Evidence {
+		present[e.ID] = e.Present
+	}
+	req := governance.Request{
+		Action: action, ActionRef: actionRef, ContractRef: rs.ContractRef, CycleSeq: b.cycle, Now: b.at,
+		EvidencePresent: present, RequiredEvidence: b.check.RequiresEvidence, ObservationRef: b.s.Environment.Ref(),
+		StillNeeded: !known || result.Status == world.CheckFail || action.CheckID == "", Approval: approval,
+	}
+	d := governance.Decide(&b.s.Contract, &b.s.Spec, req)
+	decRef := b.record("governance.decision.recorded", "gdec", d, map[string]state.Ref{"action": actionRef}, d.ReasonCodes...)
+	b.record("governance.receipt.recorded", "grcpt", governance.NewReceipt(d, decRef, req), map[string]state.Ref{"decision": decRef})
+	b.rec.GovernanceDecisionRef = decRef
+	b.rec.GovernanceDecision = d.Verdict.String()
+	b.sum.GovernanceDecision = d.Verdict.String()
+	b.sum.Action = string(action.Operation) + " " + action.Target
+	more := b.candidates > 1
+
+	switch d.Verdict {
+	case governance.Execute:
+		if name, ok := b.hardBudget("actions"); ok {
+			b.conclude(state.Stopped, []string{"budget_limit", "budget_" + name})
+			return
+		}
+		key := world.IdempotencyKey(rs.RunID, b.cycle, actionRef, decRef)
+		b.effect = &Effect{Key: key, Action: action, ActionRef: actionRef, DecisionRef: decRef}
+		b.rec.IdempotencyKey = key
+		b.sum.IdempotencyKey = key
+		b.emit("sandbox.action.requested", nil, map[string]state.Ref{"action": actionRef, "decision": decRef}, "idempotency_key_derived")
+	case governance.Refuse:
+		b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "refused_" + d.ReasonCodes[0], DecisionRef: decRef, Since: b.at})
+		b.conclude(b.orResting(more), append([]string{"governance_refused"}, d.ReasonCodes...))
+	case governance.IdleVerdict:
+		b.conclude(b.orResting(more), []string{"governance_idle", "nothing_to_do"})
+	case governance.Escalate:
+		rs.PendingApprovals = append(rs.PendingApprovals, state.PendingApproval{
+			Ref: actionRef, DecisionRef: decRef, Operation: string(action.Operation), Target: action.Target, CheckID: action.CheckID,
+			ItemID: b.item, Reason: d.ReasonCodes[0], RequestedAt: b.at, CycleSeq: b.cycle, Action: mustValue(action),
+		})
+		b.emit("approval.requested", nil, map[string]state.Ref{"action": actionRef, "decision": decRef}, d.ReasonCodes...)
+		b.conclude(b.orResting(more), append([]string{"governance_escalated"}, d.ReasonCodes...))
+	case governance.Defer:
+		b.deferItem(d, decRef, commitmentID)
+		b.conclude(b.orResting(more), append([]string{"governance_deferred"}, d.MissingEvidence...))
+	}
+}
+
+func mustValue(v any) state.Value {
+	val, err := state.Parse(state.MustMarshal(v))
+	if err != nil {
+		panic(err)
+	}
+	return val
+}
+
+// deferItem keeps deferred work: as a commitment suspended until the
+// evidence arrives (policy "sleep"), or as a deferred item ("defer").
+// Promotion to a commitment is explicit and recorded.
+func (b *builder) deferItem(d governance.Decision, decRef state.Ref, commitmentID string) {
+	rs := &b.s.Run
+	pol := b.s.Contract.Policy.Defaults()
+	wake := &commitment.Condition{Kind: commitment.WakeEvidence, EvidenceID: d.MissingEvidence[0]}
+	if pol.DeferTo == "defer" {
+		rs.Deferred = append(rs.Deferred, state.DeferredItem{ItemID: b.item, Evidence: d.MissingEvidence, Reason: "evidence_missing", Since: b.at, DecisionRef: decRef})
+		slices.SortFunc(rs.Deferred, func(a, c state.DeferredItem) int { return strings.Compare(a.ItemID, c.ItemID) })
+		b.emit("persistent.work.deferred", nil, map[string]state.Ref{"decision": decRef}, "evidence_missing")
+		return
+	}
+	if c, ok := b.s.Commitments.ForItem(b.item); ok && commitmentID != "" {
+		b.transition(commitment.Transition{Kind: commitment.Suspend, CommitmentID: c.ID, ExpectedVersion: c.Version, Reason: "evidence_missing", At: b.at, Wake: wake},
+			map[string]state.Ref{"decision": decRef})
+		return
+	}
+	c := commitment.Commitment{
+		ID: commitment.NewID(b.item, b.cycle), Status: commitment.Suspended, ItemID: b.item, CheckID: b.check.ID, Target: b.check.Path,
+		Summary: b.check.Summary, Wake: wake, ExitOnCheckPass: true,
+		Origin: commitment.Origin{Kind: "PROMOTE_TO_COMMITMENT", CycleSeq: b.cycle, ResolutionRef: b.resRef, DecisionRef: decRef},
+	}
+	if pol.CommitmentDeadlineSeconds > 0 {
+		c.Deadline = state.FormatTime(b.now.Add(time.Duration(pol.CommitmentDeadlineSeconds) * time.Second))
+	}
+	promo := map[string]any{"kind": "PROMOTE_TO_COMMITMENT", "item_id": b.item, "commitment_id": c.ID, "agenda_resolution_ref": b.resRef, "decision_ref": decRef,
+		"policy": "defer_to_sleep", "cycle_seq": b.cycle}
+	pref := b.record("agenda.promotion.recorded", "promo", promo, map[string]state.Ref{"resolution": b.resRef}, "PROMOTE_TO_COMMITMENT")
+	b.transition(commitment.Transition{Kind: commitment.Create, New: &c, Reason: "promoted_deferred_work", At: b.at}, map[string]state.Ref{"promotion": pref})
+}
+
+func (b *builder) suppress(sp state.Suppression) {
+	rs := &b.s.Run
+	rs.Suppressed = slices.DeleteFunc(rs.Suppressed, func(x state.Suppression) bool { return x.ItemID == sp.ItemID })
+	rs.Suppressed = append(rs.Suppressed, sp)
+	slices.SortFunc(rs.Suppressed, func(a, c state.Suppression) int { return strings.Compare(a.ItemID, c.ItemID) })
+}
+
+// orResting is CONTINUE when other agenda candidates remain this cycle,
+// else the resting disposition.
+func (b *builder) orResting(more bool) state.Disposition {
+	if more {
+		return state.Continue
+	}
+	return b.resting()
+}
+
+// afterSetback is the disposition after an item was set aside.
+func (b *builder) afterSetback() state.Disposition { return b.orResting(b.candidates > 1) }
+
+// settle records the world's answer to the effect and evaluates it against
+// the expected effect (the addressed check passes).
+func (b *builder) settle(out *world.Outcome, uncertain bool) {
+	rs := &b.s.Run
+	e := b.effect
+	if uncertain || out == nil {
+		rs.PendingApprovals = append(rs.PendingApprovals, state.PendingApproval{
+			Ref: e.ActionRef, DecisionRef: e.DecisionRef, Operation: string(e.Action.Operation), Target: e.Action.Target, CheckID: e.Action.CheckID,
+			ItemID: b.item, Reason: "recovery_cannot_tell_if_effect_happened", RequestedAt: b.at, CycleSeq: b.cycle, Action: mustValue(e.Action),
+		})
+		b.emit("approval.requested", nil, map[string]state.Ref{"action": e.ActionRef}, "recovery_uncertain_effect")
+		b.conclude(b.resting(), []string{"recovery_uncertain_effect"})
+		return
+	}
+	rs.Budget.Actions++
+	typ := "sandbox.action.committed"
+	if out.Status != world.OutcomeCommitted {
+		typ = "sandbox.action.not_applied"
+	}
+	outRef := b.record(typ, "wout", *out, map[string]state.Ref{"action": e.ActionRef, "decision": e.DecisionRef}, string(out.Status))
+	b.rec.WorldOutcomeRef = outRef
+	b.sum.Outcome = string(out.Status)
+
+	ev := evaluate(e.Action, *out, outRef)
+	b.rec.EvaluationRef = b.record("evaluation.recorded", "evalr", ev, map[string]state.Ref{"outcome": outRef}, ev.Result)
+	ai := slices.IndexFunc(rs.Attempts, func(a state.Attempt) bool {
+		return a.ItemID == b.item && a.Fingerprint == b.fp && a.EvidenceRef == b.evidence
+	})
+	switch ev.Result {
+	case "accepted":
+		rs.Attempts = slices.DeleteFunc(rs.Attempts, func(a state.Attempt) bool { return a.ItemID == b.item })
+		b.s.Strategy = strategy.Settle(b.s.Strategy, []string{b.item})
+	case "rejected":
+		if ai >= 0 {
+			rs.Attempts[ai].Failures++
+		}
+	}
+	b.conclude(state.Continue, []string{"action_" + string(out.Status), "evaluation_" + ev.Result})
+}
+
+// Evaluation compares the expected effect of an action with what the world
+// reported. It is the evaluator's artifact, separate from the executor's.
+type Evaluation struct {
+	Schema     string    `json:"schema"`
+	ActionRef  state.Ref `json:"action_ref"`
+	OutcomeRef state.Ref `json:"outcome_ref"`
+	Expected   string    `json:"expected"`
+	Observed   string    `json:"observed"`
+	Result     string    `json:"result"` // accepted | partially_accepted | rejected | inconclusive
+	Actor      string    `json:"actor"`
+}
+
+func evaluate(a world.Action, out world.Outcome, outRef state.Ref) Evaluation {
+	ev := Evaluation{Schema: "acr.evaluation/v0.1", ActionRef: a.Ref(), OutcomeRef: outRef, Actor: "evaluator"}
+	ev.Expected = "outcome committed"
+	if a.CheckID != "" {
+		ev.Expected = "check " + a.CheckID + " passes"
+	}
+	post := "none"
+	if out.PostCheck != nil {
+		post = string(out.PostCheck.Status)
+	}
+	ev.Observed = fmt.Sprintf("outcome %s, check %s", out.Status, post)
+	switch {
+	case out.Status == world.OutcomeStale:
+		ev.Result = "inconclusive"
+	case out.Status == world.OutcomeFailed:
+		ev.Result = "rejected"
+	case a.Operation == world.OpMarkIssue && out.Status == world.OutcomeCommitted:
+		ev.Result = "partially_accepted" // reported, not fixed
+	case out.PostCheck == nil:
+		ev.Result = map[bool]string{true: "accepted", false: "inconclusive"}[out.Status == world.OutcomeCommitted]
+	case out.PostCheck.Status == world.CheckPass:
+		ev.Result = "accepted"
+	default:
+		ev.Result = "rejected"
+	}
+	return ev
+}
+
+// conclude sets the cycle's disposition and reasons. A later call (the
+// end-of-cycle budget stop) may override it.
+func (b *builder) conclude(d state.Disposition, reasons []string) {
+	b.s.Run.LoopDisposition = d
+	b.reasons = slices.DeleteFunc(slices.Clone(reasons), func(s string) bool { return s == "" })
+}
+
+// finish is the common tail of every cycle: working memory and compaction,
+// budgets, the cycle record, the run state, the checkpoint record, and the
+// disposition events.
+func (b *builder) finish() {
+	rs := &b.s.Run
+	pol := b.s.Contract.Policy.Defaults()
+	rs.Budget.Cycles++
+	if started, err := state.ParseTime(rs.StartedAt); err == nil {
+		rs.Budget.WallClockSeconds = int64(b.now.Sub(started) / time.Second)
+	}
+
+	// Working memory: record this cycle, then compact if the cadence says so.
+	var evRefs []state.Ref
+	for _, ev := range b.events {
+		r, _ := ev.Ref()
+		evRefs = append(evRefs, r)
+	}
+	unit := memory.Unit{CycleSeq: b.cycle, EventRefs: nonNil(evRefs), Item: b.item, Verdict: b.rec.GovernanceDecision, Disposition: rs.LoopDisposition.String()}
+	b.s.Context = memory.Record(b.s.Context, unit, b.protected())
+	mp := memory.Policy{MaxUnits: pol.CompactAfterUnits, EveryCycles: pol.CompactEveryCycles, KeepUnits: 8, KeepBlocks: pol.KeepSummaryBlocks}
+	if due, trigger := memory.Due(b.s.Context, b.cycle, mp, b.compactReq); due && !rs.LoopDisposition.Terminal() {
+		if name, ok := b.hardBudget("compactions"); ok {
+			b.conclude(state.Stopped, []string{"budget_limit", "budget_" + name})
+		} else {
+			nb, comp, err := memory.Compact(b.s.Context, b.cycle, trigger, mp)
+			if err != nil {
+				b.emit("context.compaction.failed", nil, nil, err.Error())
+				b.conclude(state.Faulted, []string{"compaction_failed"})
+			} else {
+				b.s.Context = nb
+				rs.Budget.Compactions++
+				b.rec.ContextCompressionRef = b.record("context.compaction.completed", "ccomp", comp, nil, trigger)
+				b.sum.Compacted = true
+			}
+		}
+	}
+
+	b.softBudgets()
+	if name, ok := b.hardBudget("cycles"); ok && !rs.LoopDisposition.Terminal() {
+		b.conclude(state.Stopped, []string{"budget_limit", "budget_" + name})
+	}
+
+	d := rs.LoopDisposition
+	switch d {
+	case state.Stopped:
+		rs.Status = state.RunStopped
+	case state.Faulted:
+		rs.Status = state.RunFaulted
+	}
+	b.setWaiting(d)
+	rs.ReasonCodes = nonNil(b.reasons)
+	rs.CycleSeq = b.cycle
+	rs.UpdatedAt = b.at
+
+	// The cycle record, then the checkpoint record that points at it.
+	b.rec.LoopDisposition = d
+	b.rec.ReasonCodes = rs.ReasonCodes
+	cycRef := state.MustRefOf(kindCycle, b.rec)
+	rs.LastCheckpointRef = b.s.Run.LastCheckpointRef
+	rs.LastCycleRef = cycRef
+	b.s.seal()
+	b.emitDisposition(d)
+	chk := state.Checkpoint{
+		Schema: state.CheckpointSchema, RunID: rs.RunID, CycleSeq: b.cycle, RunStateRef: runStateRef(*rs), CycleRef: cycRef,
+		ContextBindingRef: rs.ContextBindingRef, CommitmentStoreRef: rs.CommitmentStoreRef, EnvironmentRef: rs.EnvironmentRef,
+		StrategyStateRef: rs.StrategyStateRef, LedgerFrontierRefs: []state.Ref{b.last}, LastWorldCommitRef: b.s.Checkpoint.LastWorldCommitRef,
+		NextWake: rs.NextWake, BudgetSnapshot: rs.Budget,
+	}
+	if b.rec.WorldOutcomeRef != "" && b.sum.Outcome == string(world.OutcomeCommitted) {
+		chk.LastWorldCommitRef = b.rec.WorldOutcomeRef
+	}
+	b.s.Checkpoint = chk
+	chkRef := b.record("persistent.checkpoint.created", kindCheckpoint, chk, map[string]state.Ref{"cycle": cycRef})
+	b.record("persistent.cycle.completed", kindCycle, b.rec, map[string]state.Ref{"checkpoint": chkRef}, rs.LoopDisposition.String())
+
+	b.sum.CycleRef = cycRef
+	b.sum.LoopDisposition = d
+	b.sum.ReasonCodes = rs.ReasonCodes
+}
+
+// emitDisposition records the scheduler transition (seed §11 names).
+func (b *builder) emitDisposition(d state.Disposition) {
+	switch d {
+	case state.Idle:
+		b.emit("persistent.loop.idled", nil, nil, b.reasons...)
+	case state.Sleep:
+		b.emit("persistent.loop.slept", nil, nil, b.reasons...)
+	case state.Deferred:
+		b.emit("persistent.loop.deferred", nil, nil, b.reasons...)
+	case state.WaitApproval:
+		b.emit("persistent.loop.waiting_approval", nil, nil, b.reasons...)
+	case state.Stopped:
+		b.emit("persistent.run.stopped", nil, nil, b.reasons...)
+	case state.Faulted:
+		b.emit("persistent.run.faulted", nil, nil, b.reasons...)
+	}
+}
+
+// protected lists what compaction must never drop.
+func (b *builder) protected() []memory.Protected {
+	rs := &b.s.Run
+	ps := []memory.Protected{
+		{Kind: "goal", Ref: string(state.MustRefOf(kindGoal, b.s.Goal))},
+		{Kind: "contract", Ref: string(state.MustRefOf(kindContract, b.s.Contract))},
+		{Kind: "authority", Ref: string(AuthorityRef(b.s.Contract))},
+	}
+	for _, c := range b.s.Commitments.Commitments {
+		ps = append(ps, memory.Protected{Kind: "commitment", Ref: fmt.Sprintf("%s@v%d", c.ID, c.Version)})
+	}
+	for _, sv := range b.s.Strategy.Active {
+		ps = append(ps, memory.Protected{Kind: "strategy_source", Ref: sv.SourceRef + "@" + sv.SourceVersion})
+	}
+	for _, p := range rs.PendingApprovals {
+		ps = append(ps, memory.Protected{Kind: "pending_approval", Ref: string(p.Ref)})
+	}
+	for _, d := range rs.Deferred {
+		for _, e := range d.Evidence {
+			ps = append(ps, memory.Protected{Kind: "deferred_evidence", Ref: d.ItemID + "<-" + e})
+		}
+	}
+	return ps
+}

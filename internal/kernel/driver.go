@@ -1,0 +1,646 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/acr-project/acr/internal/inbox"
+	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/strategy"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// The driver's dependencies, declared here by the consumer and kept small
+// so that another backend (for example a replicated log) can stand in.
+
+// Store holds checkpoints.
+type Store interface {
+	Load() (state.Snapshot, error)
+	Commit(state.Commit) (state.Manifest, error)
+}
+
+// Ledger is the append-only history.
+type Ledger interface {
+	Frontier() state.Frontier
+	Append([]ledger.Event) ([]ledger.Record, error)
+	ReadRange(from state.Frontier, to int64) ([]ledger.Record, error)
+	CheckFrontier(state.Frontier) error
+	Torn() *ledger.Torn
+	RepairTail() (*ledger.Torn, []byte, error)
+}
+
+// World is the sandbox adapter.
+type World interface {
+	Observe() (world.Observation, error)
+	Execute(key string, a world.Action) (world.Outcome, bool, error)
+}
+
+// Inbox is where wake signals, approvals and stop requests arrive.
+type Inbox interface {
+	List() ([]inbox.Item, []inbox.Rejected, error)
+	Remove(ids []string) error
+	Quarantine(name string) error
+}
+
+// Clock tells the time. Cycles never read the wall clock themselves.
+type Clock interface {
+	Now() time.Time
+}
+
+// KnowledgeSource reports changed external knowledge sources (seed §8.1).
+type KnowledgeSource interface {
+	Poll(now time.Time) ([]strategy.KnowledgeUpdate, error)
+}
+
+// Errors the CLI maps to exit codes.
+var (
+	// ErrFaulted: the run is FAULTED.
+	ErrFaulted = errors.New("run faulted")
+	// ErrProvider: an input provider failed; the run state did not advance
+	// and a later invocation retries.
+	ErrProvider = errors.New("input provider failed")
+	// ErrUncertainEffect marks the error the world returns when it cannot
+	// tell whether an interrupted effect happened.
+	ErrUncertainEffect = errors.New("cannot tell whether an interrupted effect happened")
+)
+
+// ReplayError reports a ledger whose recorded cycle differs from what the
+// current code derives from the same recorded inputs.
+type ReplayError struct {
+	Seq      int64
+	CycleSeq int64
+	Msg      string
+}
+
+func (e *ReplayError) Error() string {
+	return fmt.Sprintf("ledger seq %d (cycle %d) diverges from replay: %s", e.Seq, e.CycleSeq, e.Msg)
+}
+
+// Driver is the imperative shell around the pure cycle functions: it
+// gathers inputs, appends events, executes effects and commits
+// checkpoints, in the order the Pending and Result types prescribe.
+type Driver struct {
+	Store     Store
+	Ledger    Ledger
+	World     World
+	Inbox     Inbox
+	Clock     Clock
+	Knowledge KnowledgeSource
+	// Revision is written into every manifest.
+	Revision string
+	// CheckpointEvery is how many cycles may run between directory
+	// checkpoints within one invocation. Every cycle's events, including
+	// its checkpoint record, are durable in the ledger at once; the
+	// directory checkpoint only bounds how much recovery replays.
+	CheckpointEvery int
+	// UncertainErr tells the driver which World error means "cannot tell".
+	UncertainErr error
+	// Failpoint, when set, is called at named substages (after-decision,
+	// after-ledger-append, after-checkpoint). Crash tests kill the process
+	// there.
+	Failpoint func(name string)
+
+	state       State
+	manifest    state.Manifest
+	pending     int      // cycles since the last directory checkpoint
+	consumed    []string // inbox ids to remove after the next checkpoint
+	failures    int      // consecutive provider failures since the last cycle
+	recovery    Recovery
+	lastSummary *Summary
+}
+
+// Recovery is what opening a run found and did.
+type Recovery struct {
+	Recovered            bool   `json:"recovered"`
+	Classification       string `json:"classification"`
+	ActionsReused        int    `json:"actions_reused"`
+	ActionsApplied       int    `json:"actions_applied"`
+	LedgerRepaired       bool   `json:"ledger_repaired"`
+	CyclesRolledForward  int    `json:"cycles_rolled_forward"`
+	EventsAppended       int    `json:"events_appended"`
+	CycleAbandoned       bool   `json:"cycle_abandoned"`
+	ProviderFailures     int    `json:"provider_failures"`
+	CheckpointCycle      int64  `json:"checkpoint_cycle"`
+	RecoveredToCycle     int64  `json:"recovered_to_cycle"`
+	UncertainEffect      bool   `json:"uncertain_effect"`
+	LedgerEventsBeyondCP int    `json:"ledger_events_beyond_checkpoint"`
+}
+
+// State returns the driver's current state.
+func (d *Driver) State() State { return d.state }
+
+// Recovery returns what Open found.
+func (d *Driver) Recovery() Recovery { return d.recovery }
+
+func (d *Driver) failpoint(name string) {
+	if d.Failpoint != nil {
+		d.Failpoint(name)
+	}
+}
+
+// Open loads the checkpoint and brings the run to a safe boundary: it
+// repairs a torn ledger tail, checks the ledger against the checkpoint's
+// frontier, and rolls forward any cycles the ledger has beyond the
+// checkpoint by replaying their recorded inputs (never asking a provider
+// again, never re-applying a committed effect). It is the recovery path of
+// every step and run, and of `acr recover`.
+func (d *Driver) Open() error {
+	snap, err := d.Store.Load()
+	if err != nil {
+		return err
+	}
+	st, err := Decode(snap.Files)
+	if err != nil {
+		return err
+	}
+	d.state, d.manifest = st, snap.Manifest
+	rec := Recovery{Classification: "clean", CheckpointCycle: st.Run.CycleSeq}
+	d.recovery = rec
+
+	if t := d.Ledger.Torn(); t != nil {
+		cut, torn, err := d.Ledger.RepairTail()
+		if err != nil {
+			return err
+		}
+		rec.LedgerRepaired, rec.Recovered = true, true
+		obj, _ := ledger.NewObject("torn", map[string]any{"offset": cut.Offset, "length": cut.Length, "sha256": state.FingerprintOf(torn)})
+		if _, err := d.Ledger.Append([]ledger.Event{{Type: "ledger.tail.repaired", RunID: st.Run.RunID, CycleSeq: st.Run.CycleSeq,
+			Object: obj, Reasons: []string{"torn_last_line_truncated"}}}); err != nil {
+			return err
+		}
+	}
+	if err := d.Ledger.CheckFrontier(snap.Manifest.LedgerFrontier); err != nil {
+		return err
+	}
+	recs, err := d.Ledger.ReadRange(snap.Manifest.LedgerFrontier, d.Ledger.Frontier().Offset)
+	if err != nil {
+		return err
+	}
+	rec.LedgerEventsBeyondCP = len(recs)
+	if err := d.rollForward(recs, &rec); err != nil {
+		return err
+	}
+	rec.RecoveredToCycle = d.state.Run.CycleSeq
+	d.recovery = rec
+	if rec.Recovered && (rec.CyclesRolledForward > 0 || rec.EventsAppended > 0 || rec.CycleAbandoned || rec.LedgerRepaired) {
+		return d.commit()
+	}
+	return nil
+}
+
+// outOfBand reports events that are not produced by a cycle step: they
+// record repairs, recoveries and provider failures, and replay skips them.
+func outOfBand(typ string) bool {
+	return strings.HasPrefix(typ, "persistent.recovery.") || strings.HasPrefix(typ, "persistent.provider.") ||
+		strings.HasPrefix(typ, "ledger.") || typ == "inbox.item.quarantined"
+}
+
+// rollForward replays the ledger records beyond the checkpoint.
+func (d *Driver) rollForward(recs []ledger.Record, rec *Recovery) error {
+	var group []ledger.Record
+	flush := func(last bool) error {
+		if len(group) == 0 {
+			return nil
+		}
+		g := group
+		group = nil
+		return d.replayCycle(g, last, rec)
+	}
+	for i, r := range recs {
+		if outOfBand(r.Event.Type) {
+			if r.Event.Type == "persistent.provider.failed" {
+				d.failures++
+			}
+			continue
+		}
+		if r.Event.Type == "persistent.run.faulted" && r.Event.CycleSeq == d.state.Run.CycleSeq {
+			// A fault recorded outside a cycle (Fault) whose checkpoint was
+			// not written: apply it again.
+			st, _, err := Fault(d.state, parseAt(r.Event.At), r.Event.Reasons)
+			if err != nil {
+				return err
+			}
+			d.state = st
+			rec.Recovered = true
+			continue
+		}
+		if r.Event.Type == "persistent.checkpoint.created" && r.Event.CycleSeq == d.state.Run.CycleSeq && len(group) == 0 {
+			continue // the fault's checkpoint record
+		}
+		if r.Event.Type == evStarted && len(group) > 0 {
+			if err := flush(false); err != nil {
+				return err
+			}
+		}
+		group = append(group, r)
+		if r.Event.Type == "persistent.cycle.completed" {
+			if err := flush(i == len(recs)-1); err != nil {
+				return err
+			}
+		}
+	}
+	rec.ProviderFailures = d.failures
+	return flush(true)
+}
+
+func parseAt(s string) time.Time {
+	t, _ := state.ParseTime(s)
+	return t
+}
+
+// replayCycle re-derives one recorded cycle from its recorded inputs and
+// checks that the derivation reproduces the recorded events. A complete
+// cycle just advances the state; an interrupted one is finished: missing
+// events are appended, and the effect is looked up by its idempotency key
+// (reused if it committed, applied if it never ran).
+func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) error {
+	var evs []ledger.Record
+	for _, r := range recs {
+		if !outOfBand(r.Event.Type) {
+			evs = append(evs, r)
+		}
+	}
+	rec.Recovered = true
+	in, _, err := inputsFromRecords(&d.state, evs)
+	if err != nil {
+		if !last {
+			return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: "an interrupted cycle is followed by more history: " + err.Error()}
+		}
+		// The cycle's first batch never became durable: no decision was
+		// made durable, so no effect can have run. Abandon it; the next
+		// cycle derives afresh.
+		rec.CycleAbandoned = true
+		rec.Classification = "interrupted_before_inputs_durable"
+		return d.appendOOB("persistent.recovery.cycle_abandoned", []string{err.Error()})
+	}
+	p, err := Begin(d.state, in)
+	if err != nil {
+		return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: err.Error()}
+	}
+	n, err := matchPrefix(evs, p.Events)
+	if err != nil {
+		return err
+	}
+	if n < len(p.Events) {
+		// Part of the first batch is missing: it was never fsynced, so the
+		// effect did not run. Finish the batch from the recorded inputs.
+		if err := d.appendRecovered(p.Events[n:], rec); err != nil {
+			return err
+		}
+		rec.Classification = "interrupted_in_first_batch"
+	}
+	rest := evs[n:]
+	var outcome *world.Outcome
+	uncertain := false
+	if p.Effect != nil {
+		if o, ok := recordedOutcome(rest); ok {
+			outcome = &o
+		} else {
+			out, reused, err := d.World.Execute(p.Effect.Key, p.Effect.Action)
+			switch {
+			case err != nil && d.UncertainErr != nil && errors.Is(err, d.UncertainErr):
+				uncertain, rec.UncertainEffect = true, true
+				rec.Classification = "interrupted_effect_uncertain"
+			case err != nil:
+				return fmt.Errorf("recover cycle %d: execute %s: %w", p.b.cycle, p.Effect.Key, err)
+			case reused:
+				outcome = &out
+				rec.ActionsReused++
+				rec.Classification = "interrupted_after_action_commit"
+			default:
+				outcome = &out
+				rec.ActionsApplied++
+				rec.Classification = "interrupted_before_action_commit"
+			}
+		}
+	}
+	res, err := Finish(p, outcome, uncertain)
+	if err != nil {
+		return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: err.Error()}
+	}
+	m, err := matchPrefix(rest, res.Events)
+	if err != nil {
+		return err
+	}
+	if m < len(rest) {
+		return &ReplayError{Seq: rest[m].Seq, CycleSeq: rest[m].Event.CycleSeq, Msg: "ledger has events the replay does not produce"}
+	}
+	if m < len(res.Events) {
+		if err := d.appendRecovered(res.Events[m:], rec); err != nil {
+			return err
+		}
+		if rec.Classification == "clean" || rec.Classification == "" {
+			rec.Classification = "interrupted_after_first_batch"
+		}
+	} else if rec.Classification == "clean" {
+		rec.Classification = "ledger_ahead_rolled_forward"
+	}
+	rec.CyclesRolledForward++
+	d.state = res.State
+	d.noteConsumed(in)
+	return nil
+}
+
+// matchPrefix checks that the recorded events equal the derived ones for
+// as long as both last, and returns how many matched.
+func matchPrefix(recorded []ledger.Record, derived []ledger.Event) (int, error) {
+	n := min(len(recorded), len(derived))
+	for i := range n {
+		ref, err := derived[i].Ref()
+		if err != nil {
+			return 0, err
+		}
+		if ref != recorded[i].Ref {
+			return 0, &ReplayError{Seq: recorded[i].Seq, CycleSeq: recorded[i].Event.CycleSeq, Msg: fmt.Sprintf(
+				"recorded %s (%s), replay derives %s (%s)", recorded[i].Event.Type, recorded[i].Ref, derived[i].Type, ref)}
+		}
+	}
+	return n, nil
+}
+
+func recordedOutcome(recs []ledger.Record) (world.Outcome, bool) {
+	for _, r := range recs {
+		if (r.Event.Type == "sandbox.action.committed" || r.Event.Type == "sandbox.action.not_applied") && r.Event.Object != nil {
+			var o world.Outcome
+			if r.Event.Object.Decode(&o) == nil {
+				return o, true
+			}
+		}
+	}
+	return world.Outcome{}, false
+}
+
+// appendRecovered appends the missing events of an interrupted cycle,
+// bracketed by recovery events that say what was found.
+func (d *Driver) appendRecovered(evs []ledger.Event, rec *Recovery) error {
+	if rec.EventsAppended == 0 {
+		if err := d.appendOOB("persistent.recovery.started", []string{"interrupted_cycle_found"}); err != nil {
+			return err
+		}
+	}
+	if _, err := d.Ledger.Append(evs); err != nil {
+		return err
+	}
+	rec.EventsAppended += len(evs)
+	return nil
+}
+
+func (d *Driver) appendOOB(typ string, reasons []string) error {
+	at := ""
+	if d.Clock != nil {
+		at = state.FormatTime(d.Clock.Now())
+	}
+	_, err := d.Ledger.Append([]ledger.Event{{Type: typ, RunID: d.state.Run.RunID, CycleSeq: d.state.Run.CycleSeq, At: at, Reasons: reasons}})
+	return err
+}
+
+// commit writes the directory checkpoint and removes consumed inbox files.
+func (d *Driver) commit() error {
+	files, err := d.state.Encode()
+	if err != nil {
+		return err
+	}
+	m, err := d.Store.Commit(state.Commit{RunID: d.state.Run.RunID, CycleSeq: d.state.Run.CycleSeq, Revision: d.Revision,
+		Frontier: d.Ledger.Frontier(), Files: files})
+	if err != nil {
+		return err
+	}
+	d.manifest, d.pending = m, 0
+	d.failpoint("after-checkpoint")
+	if d.Inbox != nil && len(d.consumed) > 0 {
+		if err := d.Inbox.Remove(d.consumed); err != nil {
+			return err
+		}
+		d.consumed = nil
+	}
+	return nil
+}
+
+func (d *Driver) noteConsumed(in Inputs) {
+	for _, it := range in.Inbox {
+		d.consumed = append(d.consumed, it.ID)
+	}
+}
+
+// gather collects a cycle's inputs from the providers. A provider failure
+// or garbage from one is returned as ErrProvider.
+func (d *Driver) gather() (Inputs, error) {
+	now := d.Clock.Now().UTC().Truncate(time.Second)
+	obs, err := d.World.Observe()
+	if err != nil {
+		return Inputs{}, fmt.Errorf("%w: observe: %w", ErrProvider, err)
+	}
+	if err := ValidateObservation(obs, &d.state.Spec); err != nil {
+		return Inputs{}, fmt.Errorf("%w: observation: %w", ErrProvider, err)
+	}
+	in := Inputs{Now: now, Observation: obs, InboxPresent: []string{}}
+	if d.Inbox != nil {
+		items, bad, err := d.Inbox.List()
+		if err != nil {
+			return Inputs{}, fmt.Errorf("%w: inbox: %w", ErrProvider, err)
+		}
+		for _, r := range bad {
+			if err := d.Inbox.Quarantine(r.Name); err != nil {
+				return Inputs{}, err
+			}
+			obj, _ := ledger.NewObject("quarantine", map[string]string{"name": r.Name, "reason": r.Reason})
+			if _, err := d.Ledger.Append([]ledger.Event{{Type: "inbox.item.quarantined", RunID: d.state.Run.RunID,
+				CycleSeq: d.state.Run.CycleSeq, At: state.FormatTime(now), Object: obj, Reasons: []string{"undecodable_inbox_file"}}}); err != nil {
+				return Inputs{}, err
+			}
+		}
+		for _, it := range items {
+			in.InboxPresent = append(in.InboxPresent, it.ID)
+			if !slices.Contains(d.state.Run.InboxSeen, it.ID) && !slices.Contains(d.consumed, it.ID) {
+				in.Inbox = append(in.Inbox, it)
+			}
+		}
+	}
+	if d.Knowledge != nil {
+		ups, err := d.Knowledge.Poll(now)
+		if err != nil {
+			return Inputs{}, fmt.Errorf("%w: knowledge source: %w", ErrProvider, err)
+		}
+		for _, u := range ups {
+			if err := strategy.ValidateUpdate(u); err != nil {
+				return Inputs{}, fmt.Errorf("%w: %w", ErrProvider, err)
+			}
+		}
+		in.Knowledge = ups
+	}
+	return in, nil
+}
+
+// ValidateObservation rejects an observation that is malformed or does not
+// match the environment's checks (garbage from a provider must not reach
+// a cycle).
+func ValidateObservation(o world.Observation, spec *world.Spec) error {
+	if o.Schema != world.ObservationSchema {
+		return fmt.Errorf("schema %q, want %q", o.Schema, world.ObservationSchema)
+	}
+	if o.Files == nil || o.Checks == nil || o.Evidence == nil {
+		return fmt.Errorf("files, checks and evidence must be lists")
+	}
+	if len(o.Checks) != len(spec.Checks) {
+		return fmt.Errorf("%d check results for %d checks", len(o.Checks), len(spec.Checks))
+	}
+	for _, r := range o.Checks {
+		if !slices.ContainsFunc(spec.Checks, func(c world.Check) bool { return c.ID == r.ID }) {
+			return fmt.Errorf("result for unknown check %q", r.ID)
+		}
+		if r.Status != world.CheckPass && r.Status != world.CheckFail {
+			return fmt.Errorf("check %q has status %q", r.ID, r.Status)
+		}
+	}
+	for i := 1; i < len(o.Files); i++ {
+		if o.Files[i-1].Path >= o.Files[i].Path {
+			return fmt.Errorf("files are not sorted and unique")
+		}
+	}
+	return nil
+}
+
+// Step runs at most one cycle. When nothing is eligible it records
+// nothing and returns a summary with Executed false.
+func (d *Driver) Step() (Summary, error) {
+	in, err := d.gather()
+	if err != nil {
+		return Summary{}, d.providerFailed(err)
+	}
+	if ok, why := Eligible(d.state, in); !ok {
+		return Summary{Executed: false, CycleSeq: d.state.Run.CycleSeq, CycleRef: d.state.Run.LastCycleRef,
+			LoopDisposition: d.state.Run.LoopDisposition, ReasonCodes: why, GovernanceDecision: "NONE"}, nil
+	}
+	p, err := Begin(d.state, in)
+	if err != nil {
+		return Summary{}, err
+	}
+	if _, err := d.Ledger.Append(p.Events); err != nil {
+		return Summary{}, err
+	}
+	d.failpoint("after-decision")
+	var outcome *world.Outcome
+	uncertain := false
+	if p.Effect != nil {
+		out, _, err := d.World.Execute(p.Effect.Key, p.Effect.Action)
+		switch {
+		case err != nil && d.UncertainErr != nil && errors.Is(err, d.UncertainErr):
+			uncertain = true
+		case err != nil:
+			return Summary{}, fmt.Errorf("cycle %d: execute %s: %w", p.b.cycle, p.Effect.Key, err)
+		default:
+			outcome = &out
+		}
+	}
+	res, err := Finish(p, outcome, uncertain)
+	if err != nil {
+		return Summary{}, err
+	}
+	if _, err := d.Ledger.Append(res.Events); err != nil {
+		return Summary{}, err
+	}
+	d.failpoint("after-ledger-append")
+	d.state = res.State
+	d.failures = 0
+	d.noteConsumed(in)
+	d.pending++
+	if d.pending >= max(d.CheckpointEvery, 1) || res.Summary.LoopDisposition != state.Continue {
+		if err := d.commit(); err != nil {
+			return Summary{}, err
+		}
+	}
+	sum := res.Summary
+	d.lastSummary = &sum
+	if sum.LoopDisposition == state.Faulted {
+		return sum, ErrFaulted
+	}
+	return sum, nil
+}
+
+// providerFailed records a provider failure outside any cycle, leaves the
+// run state as it was, and faults the run once failures pass the policy's
+// limit.
+func (d *Driver) providerFailed(cause error) error {
+	d.failures++
+	obj, _ := ledger.NewObject("pfail", map[string]any{"error": cause.Error(), "consecutive": d.failures})
+	now := state.FormatTime(d.Clock.Now())
+	if _, err := d.Ledger.Append([]ledger.Event{{Type: "persistent.provider.failed", RunID: d.state.Run.RunID,
+		CycleSeq: d.state.Run.CycleSeq, At: now, Object: obj, Reasons: []string{"provider_failure"}}}); err != nil {
+		return errors.Join(cause, err)
+	}
+	limit := d.state.Contract.Policy.Defaults().MaxProviderFailures
+	if d.failures < limit {
+		return cause
+	}
+	st, evs, err := Fault(d.state, d.Clock.Now(), []string{"provider_failures_exceeded", fmt.Sprintf("failures_%d", d.failures)})
+	if err != nil {
+		return err
+	}
+	if _, err := d.Ledger.Append(evs); err != nil {
+		return err
+	}
+	d.state = st
+	if err := d.commit(); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrFaulted, cause)
+}
+
+// RunReport summarises a bounded run.
+type RunReport struct {
+	CyclesExecuted    int            `json:"cycles_executed"`
+	FinalDisposition  string         `json:"final_disposition"`
+	DispositionCounts map[string]int `json:"disposition_counts"`
+	Cycles            []Summary      `json:"cycles"`
+	ReasonCodes       []string       `json:"reason_codes"`
+}
+
+// Run steps up to max cycles. It stops early when a cycle leaves the run
+// anywhere but CONTINUE and nothing else is already eligible (a matching
+// wake that is already pending lets it go on). It always leaves a
+// checkpoint of the final state behind.
+func (d *Driver) Run(maxCycles int, each func(Summary)) (RunReport, error) {
+	rep := RunReport{DispositionCounts: map[string]int{}, Cycles: []Summary{}}
+	var err error
+	for rep.CyclesExecuted < maxCycles {
+		var sum Summary
+		sum, err = d.Step()
+		if err != nil || !sum.Executed {
+			if !sum.Executed && err == nil {
+				rep.ReasonCodes = sum.ReasonCodes
+			}
+			break
+		}
+		rep.CyclesExecuted++
+		rep.DispositionCounts[sum.LoopDisposition.String()]++
+		rep.Cycles = append(rep.Cycles, sum)
+		if each != nil {
+			each(sum)
+		}
+		if sum.LoopDisposition.Terminal() {
+			break
+		}
+	}
+	if rep.CyclesExecuted == maxCycles && rep.ReasonCodes == nil {
+		rep.ReasonCodes = []string{"max_cycles_reached"}
+	}
+	rep.FinalDisposition = d.state.Run.LoopDisposition.String()
+	if d.pending > 0 {
+		if cerr := d.commit(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	return rep, err
+}
+
+// Close writes any checkpoint still owed (cycles run since the last one).
+func (d *Driver) Close() error {
+	if d.pending > 0 {
+		return d.commit()
+	}
+	return nil
+}

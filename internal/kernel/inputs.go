@@ -1,0 +1,179 @@
+package kernel
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/acr-project/acr/internal/inbox"
+	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/strategy"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// Inputs is everything from outside the state that a cycle uses. All of it
+// is recorded in the cycle's first ledger batch (bodies once, refs after),
+// so the cycle can be replayed from the ledger without asking any provider
+// again.
+type Inputs struct {
+	// Now is the clock reading the cycle runs under.
+	Now time.Time
+	// Observation is the world as observed at cycle start.
+	Observation world.Observation
+	// InboxPresent lists the ids of every item in the inbox, consumed or
+	// not, so consumed ids whose files are gone can be forgotten.
+	InboxPresent []string
+	// Inbox holds the items not consumed before, in inbox order.
+	Inbox []inbox.Item
+	// Knowledge holds knowledge-source update candidates.
+	Knowledge []strategy.KnowledgeUpdate
+}
+
+// Manifest is the record of a cycle's inputs, carried by
+// persistent.cycle.started.
+type Manifest struct {
+	Schema         string      `json:"schema"`
+	CycleSeq       int64       `json:"cycle_seq"`
+	At             string      `json:"at"`
+	ObservationRef state.Ref   `json:"observation_ref"`
+	InboxPresent   []string    `json:"inbox_present"`
+	InboxItems     []state.Ref `json:"inbox_items"`
+	Knowledge      []state.Ref `json:"knowledge"`
+}
+
+// ManifestSchema names the cycle input manifest.
+const ManifestSchema = "acr.cycle-inputs/v0.1"
+
+// Event types that carry inputs.
+const (
+	evObserved  = "environment.observed"
+	evConsumed  = "inbox.item.consumed"
+	evKnowledge = "knowledge.update.observed"
+	evStarted   = "persistent.cycle.started"
+)
+
+func inboxKind(k inbox.Kind) string {
+	switch k {
+	case inbox.KindWake:
+		return "sig"
+	case inbox.KindApproval:
+		return "apr"
+	default:
+		return "stopreq"
+	}
+}
+
+// inputRecords builds the manifest and the input-carrying events.
+func inputRecords(s *State, cycle int64, in Inputs) (Manifest, []ledger.Event, error) {
+	at := state.FormatTime(in.Now)
+	m := Manifest{Schema: ManifestSchema, CycleSeq: cycle, At: at, ObservationRef: in.Observation.Ref(),
+		InboxPresent: slices.Clone(in.InboxPresent), InboxItems: []state.Ref{}, Knowledge: []state.Ref{}}
+	if m.InboxPresent == nil {
+		m.InboxPresent = []string{}
+	}
+	slices.Sort(m.InboxPresent)
+	var evs []ledger.Event
+	if m.ObservationRef != s.Run.EnvironmentRef {
+		obj, err := ledger.NewObject(kindObservation, in.Observation)
+		if err != nil {
+			return m, nil, err
+		}
+		evs = append(evs, ledger.Event{Type: evObserved, Object: obj})
+	}
+	for _, it := range in.Inbox {
+		obj := &ledger.Object{Ref: state.NewRef(inboxKind(it.Kind), it.Body), Body: it.Body}
+		m.InboxItems = append(m.InboxItems, obj.Ref)
+		evs = append(evs, ledger.Event{Type: evConsumed, Object: obj, Refs: map[string]state.Ref{}, Reasons: []string{"inbox_" + string(it.Kind)}})
+	}
+	for _, u := range in.Knowledge {
+		obj, err := ledger.NewObject("know", u)
+		if err != nil {
+			return m, nil, err
+		}
+		m.Knowledge = append(m.Knowledge, obj.Ref)
+		evs = append(evs, ledger.Event{Type: evKnowledge, Object: obj})
+	}
+	return m, evs, nil
+}
+
+// inputsFromRecords reconstructs a cycle's Inputs from its recorded
+// events. The observation is either in the cycle's own events or, when
+// unchanged, the state's environment. It fails when something the manifest
+// names is missing: the cycle's first batch never became durable.
+func inputsFromRecords(s *State, recs []ledger.Record) (Inputs, Manifest, error) {
+	var m Manifest
+	if len(recs) == 0 || recs[0].Event.Type != evStarted || recs[0].Event.Object == nil {
+		return Inputs{}, m, fmt.Errorf("cycle does not begin with %s", evStarted)
+	}
+	if err := recs[0].Event.Object.Decode(&m); err != nil {
+		return Inputs{}, m, err
+	}
+	now, err := state.ParseTime(m.At)
+	if err != nil {
+		return Inputs{}, m, err
+	}
+	in := Inputs{Now: now, InboxPresent: m.InboxPresent}
+	bodies := map[state.Ref]*ledger.Object{}
+	for _, r := range recs[1:] {
+		if o := r.Event.Object; o != nil {
+			bodies[o.Ref] = o
+		}
+	}
+	if m.ObservationRef == s.Run.EnvironmentRef {
+		in.Observation = s.Environment
+	} else if o, ok := bodies[m.ObservationRef]; ok {
+		if err := o.Decode(&in.Observation); err != nil {
+			return Inputs{}, m, err
+		}
+	} else {
+		return Inputs{}, m, fmt.Errorf("observation %s not recorded", m.ObservationRef)
+	}
+	for _, ref := range m.InboxItems {
+		o, ok := bodies[ref]
+		if !ok {
+			return Inputs{}, m, fmt.Errorf("inbox item %s not recorded", ref)
+		}
+		id, err := itemID(ref.Kind(), o.Body)
+		if err != nil {
+			return Inputs{}, m, err
+		}
+		it, err := inbox.Decode(id, o.Body)
+		if err != nil {
+			return Inputs{}, m, err
+		}
+		in.Inbox = append(in.Inbox, it)
+	}
+	for _, ref := range m.Knowledge {
+		o, ok := bodies[ref]
+		if !ok {
+			return Inputs{}, m, fmt.Errorf("knowledge update %s not recorded", ref)
+		}
+		var u strategy.KnowledgeUpdate
+		if err := o.Decode(&u); err != nil {
+			return Inputs{}, m, err
+		}
+		in.Knowledge = append(in.Knowledge, u)
+	}
+	return in, m, nil
+}
+
+// itemID reads the id an inbox item body carries.
+func itemID(kind string, body []byte) (string, error) {
+	var probe struct {
+		ID string `json:"id"`
+	}
+	val, err := state.ParseCanonical(body)
+	if err != nil {
+		return "", err
+	}
+	for _, m := range val.Obj {
+		if m.Key == "id" && m.Val.Kind == state.KindString {
+			probe.ID = m.Val.Str
+		}
+	}
+	if probe.ID == "" {
+		return "", fmt.Errorf("recorded %s item has no id", kind)
+	}
+	return probe.ID, nil
+}

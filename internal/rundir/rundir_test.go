@@ -1,0 +1,98 @@
+package rundir
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/inbox"
+	"github.com/acr-project/acr/internal/state"
+)
+
+// stepClock advances one minute every time it is read.
+type stepClock struct{ t time.Time }
+
+func (c *stepClock) Now() time.Time { c.t = c.t.Add(time.Minute); return c.t }
+
+func quickstart(t *testing.T) Inputs {
+	t.Helper()
+	root := filepath.Join("..", "..", "scenarios", "quickstart")
+	in, err := ReadInputs(filepath.Join(root, "goal.json"), filepath.Join(root, "contract.json"), filepath.Join(root, "environment.json"))
+	require.NoError(t, err)
+	return in
+}
+
+func TestQuickstartFlow(t *testing.T) {
+	dir := t.TempDir()
+	clock := &stepClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	opt := Options{Clock: clock, Revision: "test"}
+	_, err := Init(dir, quickstart(t), "run:test", false, opt)
+	require.NoError(t, err)
+
+	r, err := Open(dir, opt)
+	require.NoError(t, err)
+	rep, err := r.Driver.Run(20, nil)
+	require.NoError(t, err)
+	for _, c := range rep.Cycles {
+		t.Logf("cycle %d %s %v %s %s %s", c.CycleSeq, c.LoopDisposition, c.ReasonCodes, c.GovernanceDecision, c.Action, c.Outcome)
+	}
+	require.NoError(t, r.Close())
+	assert.Equal(t, "WAIT_APPROVAL", rep.FinalDisposition)
+
+	st, _, err := ReadState(dir)
+	require.NoError(t, err)
+	require.Len(t, st.Run.PendingApprovals, 1)
+	fsys := mustFS(t, dir)
+	_, err = inbox.Write(fsys, &state.Approval{Schema: state.ApprovalSchema, ActionRef: st.Run.PendingApprovals[0].Ref, Verdict: "approve", By: "tester", CreatedAt: "2026-01-01T01:00:00Z"})
+	require.NoError(t, err)
+
+	r, err = Open(dir, opt)
+	require.NoError(t, err)
+	rep, err = r.Driver.Run(20, nil)
+	require.NoError(t, err)
+	for _, c := range rep.Cycles {
+		t.Logf("cycle %d %s %v %s %s %s", c.CycleSeq, c.LoopDisposition, c.ReasonCodes, c.GovernanceDecision, c.Action, c.Outcome)
+	}
+	require.NoError(t, r.Close())
+	assert.Equal(t, "IDLE", rep.FinalDisposition)
+
+	cfg, err := os.ReadFile(filepath.Join(dir, "sandbox", "world", "config", "app.ini"))
+	require.NoError(t, err)
+	assert.Contains(t, string(cfg), "debug = false")
+
+	// An idle run writes nothing.
+	before := snapshotDir(t, dir)
+	r, err = Open(dir, opt)
+	require.NoError(t, err)
+	rep, err = r.Driver.Run(20, nil)
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	assert.Equal(t, 0, rep.CyclesExecuted)
+	assert.Equal(t, before, snapshotDir(t, dir))
+}
+
+func snapshotDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out[p] = string(b)
+		return err
+	}))
+	return out
+}
+
+func mustFS(t *testing.T, dir string) *disk.OSDir {
+	t.Helper()
+	f, err := disk.OpenOSDir(dir)
+	require.NoError(t, err)
+	return f
+}

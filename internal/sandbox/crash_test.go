@@ -1,0 +1,231 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// TestInterruptedMarkIssue stops Execute after its intent is durable and
+// before its effect, then shapes the world into each state a crash (or an
+// outsider) can leave behind.
+func TestInterruptedMarkIssue(t *testing.T) {
+	cases := []struct {
+		name string
+		// meddle changes the world between the crash and the retry; line is
+		// the ISSUES.md line the interrupted execution would have appended.
+		meddle     func(t *testing.T, stateDir, line string)
+		wantReused bool
+		wantErr    error
+	}{
+		{name: "effect applied", wantReused: true, meddle: func(t *testing.T, stateDir, line string) {
+			writeWorld(t, stateDir, world.IssuesFile, line)
+		}},
+		{name: "effect not applied", wantReused: false, meddle: func(*testing.T, string, string) {}},
+		{name: "world changed to something else", wantErr: ErrUncertain, meddle: func(t *testing.T, stateDir, _ string) {
+			writeWorld(t, stateDir, world.IssuesFile, "someone else was here\n")
+		}},
+	}
+	ran := 0
+	for _, tc := range cases {
+		ran++
+		t.Run(tc.name, func(t *testing.T) {
+			w, stateDir := newTestWorld(t, testSpec())
+			key := testKey("interrupted")
+			a := markIssue("debug left on")
+			line := "- [" + keyDigest(key)[:16] + "] no-debug: debug left on\n"
+
+			crashAt(t, w, StageBeforeActionCommit, key, a)
+			require.NoFileExists(t, worldPath(stateDir, world.IssuesFile), "the crash came before the effect")
+			intentFile := filepath.Join(stateDir, filepath.FromSlash(intentName(keyDigest(key))))
+			require.FileExists(t, intentFile)
+			tc.meddle(t, stateDir, line)
+			worldBefore := snapshot(t, worldPath(stateDir, "."))
+
+			out, reused, err := w.Execute(key, a)
+			if tc.wantErr != nil {
+				require.ErrorIs(t, err, tc.wantErr)
+				assert.Equal(t, worldBefore, snapshot(t, worldPath(stateDir, ".")), "an uncertain execution touches nothing")
+				_, found, err := w.Lookup(key)
+				require.NoError(t, err)
+				assert.False(t, found, "nothing is recorded while uncertain")
+				assert.FileExists(t, intentFile, "the intent stays for the person who decides")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantReused, reused)
+			assert.Equal(t, world.OutcomeCommitted, out.Status)
+			assert.Empty(t, out.BeforeSHA256)
+			assert.Equal(t, fp(line), out.AfterSHA256)
+			assert.Equal(t, line, readWorld(t, stateDir, world.IssuesFile), "exactly one effect")
+			assert.NoFileExists(t, intentFile)
+
+			again, reused, err := w.Execute(key, a)
+			require.NoError(t, err)
+			assert.True(t, reused)
+			assert.Equal(t, out, again)
+			assert.Equal(t, 1, issueLines(t, stateDir, key))
+		})
+	}
+	require.Equal(t, len(cases), ran)
+}
+
+// TestHandWrittenIntent classifies intent records written directly into the
+// table, in the documented format, for a record_artifact.
+func TestHandWrittenIntent(t *testing.T) {
+	const content = "ci: green\n"
+	cases := []struct {
+		name       string
+		world      *string // content of the target at retry time; nil = absent
+		wantReused bool
+		wantErr    error
+	}{
+		{name: "effect applied", world: ptr(content), wantReused: true},
+		{name: "effect not applied", world: nil, wantReused: false},
+		{name: "world changed to something else", world: ptr("ci: red\n"), wantErr: ErrUncertain},
+	}
+	ran := 0
+	for _, tc := range cases {
+		ran++
+		t.Run(tc.name, func(t *testing.T) {
+			w, stateDir := newTestWorld(t, testSpec())
+			key := testKey("hand written " + tc.name)
+			a := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "reports/ci.txt", Content: content}
+			h := keyDigest(key)
+			rec, err := state.Marshal(intentRecord{Schema: IntentSchema, Key: key, Action: a, Target: a.Target, BeforeSHA256: "", AfterSHA256: fp(content)})
+			require.NoError(t, err)
+			require.NoError(t, os.MkdirAll(filepath.Join(stateDir, filepath.FromSlash(fanDir(h))), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(stateDir, filepath.FromSlash(intentName(h))), rec, 0o644))
+			if tc.world != nil {
+				writeWorld(t, stateDir, a.Target, *tc.world)
+			}
+
+			out, reused, err := w.Execute(key, a)
+			if tc.wantErr != nil {
+				require.ErrorIs(t, err, tc.wantErr)
+				assert.Equal(t, *tc.world, readWorld(t, stateDir, a.Target))
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantReused, reused)
+			assert.Equal(t, world.OutcomeCommitted, out.Status)
+			assert.Equal(t, fp(content), out.AfterSHA256)
+			assert.Equal(t, content, readWorld(t, stateDir, a.Target))
+		})
+	}
+	require.Equal(t, len(cases), ran)
+}
+
+func TestIntentForAnotherAction(t *testing.T) {
+	w, _ := newTestWorld(t, testSpec())
+	key := testKey("intent conflict")
+	crashAt(t, w, StageBeforeActionCommit, key, markIssue("x"))
+	_, _, err := w.Execute(key, world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "x.txt", Content: "x"})
+	require.ErrorIs(t, err, ErrKeyConflict)
+}
+
+func ptr(s string) *string { return &s }
+
+// newMemWorld creates a sandbox whose idempotency table lives on disk.Mem,
+// so that Crash can throw away every table write that was not fsynced.
+func newMemWorld(t *testing.T) (*World, *disk.Mem, string) {
+	t.Helper()
+	stateDir := t.TempDir()
+	mem := disk.NewMem()
+	w, err := Create(stateDir, testSpec(), mem)
+	require.NoError(t, err)
+	return w, mem, stateDir
+}
+
+func reopen(t *testing.T, w *World, stateDir string, keys disk.FS) *World {
+	t.Helper()
+	require.NoError(t, w.Close())
+	w2, err := Open(stateDir, testSpec(), keys)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = w2.Close() })
+	return w2
+}
+
+func TestPowerLossAfterActionCommit(t *testing.T) {
+	w, mem, stateDir := newMemWorld(t)
+	key := testKey("power loss after")
+	a := markIssue("x")
+
+	crashAt(t, w, StageAfterActionCommit, key, a)
+	mem.Crash()
+	w = reopen(t, w, stateDir, mem)
+
+	out, found, err := w.Lookup(key)
+	require.NoError(t, err)
+	require.True(t, found, "the outcome record was durable before the hook ran")
+	assert.Equal(t, world.OutcomeCommitted, out.Status)
+
+	again, reused, err := w.Execute(key, a)
+	require.NoError(t, err)
+	assert.True(t, reused)
+	assert.Equal(t, out, again)
+	assert.Equal(t, 1, issueLines(t, stateDir, key))
+}
+
+func TestPowerLossBeforeActionCommit(t *testing.T) {
+	w, mem, stateDir := newMemWorld(t)
+	key := testKey("power loss before")
+	a := markIssue("x")
+
+	crashAt(t, w, StageBeforeActionCommit, key, a)
+	mem.Crash()
+	w = reopen(t, w, stateDir, mem)
+
+	ok, err := disk.Exists(mem, intentName(keyDigest(key)))
+	require.NoError(t, err)
+	require.True(t, ok, "the intent was durable before the hook ran")
+	_, found, err := w.Lookup(key)
+	require.NoError(t, err)
+	require.False(t, found)
+
+	out, reused, err := w.Execute(key, a)
+	require.NoError(t, err)
+	assert.False(t, reused, "the effect had not happened, so it happens now")
+	assert.Equal(t, world.OutcomeCommitted, out.Status)
+	assert.Equal(t, 1, issueLines(t, stateDir, key))
+
+	mem.Crash()
+	w = reopen(t, w, stateDir, mem)
+	again, reused, err := w.Execute(key, a)
+	require.NoError(t, err)
+	assert.True(t, reused)
+	assert.Equal(t, out, again)
+	assert.Equal(t, 1, issueLines(t, stateDir, key), "applied exactly once")
+}
+
+// TestPowerLossNeedsTheDirectoryFsync is the control for the two tests
+// above: with the table's directory fsyncs switched off, the same crash
+// loses the outcome and the retry duplicates the effect. It shows that the
+// Mem-based tests can see a missing fsync.
+func TestPowerLossNeedsTheDirectoryFsync(t *testing.T) {
+	w, mem, stateDir := newMemWorld(t)
+	mem.SkipSync(func(op disk.SyncOp) bool { return op.Dir && strings.HasPrefix(op.Name, KeysDir+"/") })
+	key := testKey("no dir fsync")
+	a := markIssue("x")
+
+	crashAt(t, w, StageAfterActionCommit, key, a)
+	mem.Crash()
+	mem.SkipSync(nil)
+	w = reopen(t, w, stateDir, mem)
+
+	_, found, err := w.Lookup(key)
+	require.NoError(t, err)
+	assert.False(t, found, "without the directory fsync the outcome is lost")
+	_, reused, err := w.Execute(key, a)
+	require.NoError(t, err)
+	assert.False(t, reused)
+	assert.Equal(t, 2, issueLines(t, stateDir, key), "and the effect is duplicated")
+}

@@ -1,0 +1,350 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// Execute applies action a at most once per idempotency key, following the
+// intent → effect → outcome protocol described in the package comment.
+// reused is true when the outcome was not produced by a fresh effect now:
+// it came from the table, or from recovering an execution that a crash
+// interrupted after its effect.
+//
+// The outcome's Target is the file whose hashes it reports: a.Target for
+// inspect, apply_local_patch and record_artifact, world.IssuesFile for
+// mark_issue, and the key's report under world.ValidationDir for
+// run_validation (a.Target is ignored for those two).
+//
+// Errors: a malformed key or action, a path refused by confinement
+// (wrapping ErrConfinement), a key reused for another action
+// (ErrKeyConflict), an interrupted execution that cannot be classified
+// (ErrUncertain), or I/O. None of them records anything. Reasons in the
+// world's data (a directory where a file should be) are answered with a
+// recorded outcome of status failed instead.
+func (w *World) Execute(key string, a world.Action) (out world.Outcome, reused bool, err error) {
+	h, err := keyHex(key)
+	if err != nil {
+		return world.Outcome{}, false, fmt.Errorf("execute: %w", err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out, reused, err = w.execute(key, h, a)
+	if err != nil {
+		return world.Outcome{}, false, fmt.Errorf("execute %s: %w", key, err)
+	}
+	return out, reused, nil
+}
+
+func (w *World) execute(key, h string, a world.Action) (world.Outcome, bool, error) {
+	target := resolveTarget(h, a)
+	rec, ok, err := w.readOutcome(key, h)
+	if err != nil {
+		return world.Outcome{}, false, err
+	}
+	if ok {
+		if err := sameAction(rec.Outcome.Operation, rec.Outcome.Target, a.Operation, target); err != nil {
+			return world.Outcome{}, false, err
+		}
+		return rec.Outcome, true, nil
+	}
+	if err := w.validate(a); err != nil {
+		return world.Outcome{}, false, err
+	}
+	in, ok, err := w.readIntent(key, h)
+	if err != nil {
+		return world.Outcome{}, false, err
+	}
+	if ok {
+		if err := sameAction(in.Action.Operation, in.Target, a.Operation, target); err != nil {
+			return world.Outcome{}, false, err
+		}
+		out, done, err := w.recoverIntent(h, in)
+		if err != nil || done {
+			return out, done, err
+		}
+		// The effect provably did not happen: execute afresh. The new
+		// intent replaces the old one.
+	}
+	p, err := w.plan(key, h, a, target)
+	if err != nil {
+		return world.Outcome{}, false, err
+	}
+	if p.write {
+		intent := intentRecord{
+			Schema:       IntentSchema,
+			Key:          key,
+			Action:       a,
+			Target:       target,
+			BeforeSHA256: p.out.BeforeSHA256,
+			AfterSHA256:  p.out.AfterSHA256,
+			Results:      p.out.Results,
+		}
+		if _, err := writeRecord(w.keys, intentName(h), intent); err != nil {
+			return world.Outcome{}, false, err
+		}
+		w.stage(StageBeforeActionCommit)
+		if err := w.replace(target, p.content); err != nil {
+			var f *failure
+			if !errors.As(err, &f) {
+				return world.Outcome{}, false, err
+			}
+			// Failures are detected before the rename, so the world still
+			// holds the before state and the outcome can say so.
+			p.out.Status, p.out.Detail, p.out.AfterSHA256, p.out.Results = world.OutcomeFailed, f.detail, p.out.BeforeSHA256, nil
+		}
+	}
+	if p.out.PostCheck, err = w.postCheck(a.CheckID); err != nil {
+		return world.Outcome{}, false, err
+	}
+	out, err := w.commit(h, a, p.out)
+	return out, false, err
+}
+
+func sameAction(recOp world.Operation, recTarget string, op world.Operation, target string) error {
+	if recOp != op || recTarget != target {
+		return fmt.Errorf("%w: recorded for %s on %q, now requested for %s on %q", ErrKeyConflict, recOp, recTarget, op, target)
+	}
+	return nil
+}
+
+func resolveTarget(h string, a world.Action) string {
+	switch a.Operation {
+	case world.OpMarkIssue:
+		return world.IssuesFile
+	case world.OpRunValidation:
+		return reportPath(h)
+	}
+	return a.Target
+}
+
+// validate rejects malformed actions before anything is read or recorded:
+// they are programming errors upstream, not answers the table should keep.
+func (w *World) validate(a world.Action) error {
+	switch a.Operation {
+	case world.OpInspect, world.OpMarkIssue, world.OpRecordArtifact:
+	case world.OpApplyPatch:
+		if a.Find == "" {
+			return fmt.Errorf("apply_local_patch needs a non-empty find text")
+		}
+	case world.OpRunValidation:
+		for _, id := range a.Checks {
+			if _, ok := w.checkByID(id); !ok {
+				return fmt.Errorf("run_validation: unknown check id %q", id)
+			}
+		}
+	default:
+		return fmt.Errorf("unknown operation %q", a.Operation)
+	}
+	if a.CheckID != "" {
+		if _, ok := w.checkByID(a.CheckID); !ok {
+			return fmt.Errorf("unknown check id %q", a.CheckID)
+		}
+	}
+	return nil
+}
+
+// recoverIntent classifies an execution interrupted between its intent and
+// its outcome by the target's current hash. done is false when the effect
+// provably did not happen and the caller should execute afresh.
+func (w *World) recoverIntent(h string, in intentRecord) (out world.Outcome, done bool, err error) {
+	content, exists, err := w.readFile(in.Target)
+	if err != nil {
+		if refused(err) {
+			return world.Outcome{}, false, fmt.Errorf("%w: interrupted %s on %s: the target can no longer be read: %w", ErrUncertain, in.Action.Operation, in.Target, err)
+		}
+		return world.Outcome{}, false, err
+	}
+	switch now := hashOf(content, exists); now {
+	case in.AfterSHA256:
+		out := world.Outcome{
+			Schema:       world.OutcomeSchema,
+			Key:          in.Key,
+			Operation:    in.Action.Operation,
+			Target:       in.Target,
+			Status:       world.OutcomeCommitted,
+			BeforeSHA256: in.BeforeSHA256,
+			AfterSHA256:  in.AfterSHA256,
+			Results:      in.Results,
+		}
+		if out.PostCheck, err = w.postCheck(in.Action.CheckID); err != nil {
+			return world.Outcome{}, false, err
+		}
+		out, err = w.commit(h, in.Action, out)
+		return out, err == nil, err
+	case in.BeforeSHA256:
+		return world.Outcome{}, false, nil
+	default:
+		return world.Outcome{}, false, fmt.Errorf("%w: interrupted %s on %s: the target's hash is %s, neither %s from before the effect nor %s from after it; something else changed it, so whether the effect happened is for a person to decide",
+			ErrUncertain, in.Action.Operation, in.Target, describe(now), describe(in.BeforeSHA256), describe(in.AfterSHA256))
+	}
+}
+
+func describe(f state.Fingerprint) string {
+	if f == "" {
+		return "(absent)"
+	}
+	return string(f)
+}
+
+func hashOf(content []byte, exists bool) state.Fingerprint {
+	if !exists {
+		return ""
+	}
+	return state.FingerprintOf(content)
+}
+
+func (w *World) postCheck(id string) (*world.CheckResult, error) {
+	if id == "" {
+		return nil, nil
+	}
+	c, ok := w.checkByID(id)
+	if !ok {
+		return nil, fmt.Errorf("unknown check id %q", id)
+	}
+	r, err := w.evaluate(c)
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// commit writes the outcome record, the commit point, and returns the
+// outcome as decoded from the bytes written, so that a fresh execution and
+// a later replay return values that are equal field for field.
+func (w *World) commit(h string, a world.Action, out world.Outcome) (world.Outcome, error) {
+	data, err := writeRecord(w.keys, outcomeName(h), outcomeRecord{Schema: OutcomeSchema, ActionRef: a.Ref(), Outcome: out})
+	if err != nil {
+		return world.Outcome{}, err
+	}
+	var back outcomeRecord
+	if err := state.UnmarshalCanonical(data, &back); err != nil {
+		return world.Outcome{}, fmt.Errorf("decode outcome just written: %w", err)
+	}
+	w.stage(StageAfterActionCommit)
+	// Best effort: once the outcome exists the intent is never consulted
+	// again, so failing to remove it (or losing the removal to a crash)
+	// costs a stray file and nothing else.
+	if err := w.keys.Remove(intentName(h)); err == nil {
+		_ = w.keys.SyncDir(fanDir(h))
+	}
+	return back.Outcome, nil
+}
+
+func (w *World) stage(name string) {
+	if w.OnStage != nil {
+		w.OnStage(name)
+	}
+}
+
+// plan is what executing an action will do: its outcome (before PostCheck)
+// and, when write is set, the target's complete new content.
+type plan struct {
+	out     world.Outcome
+	write   bool
+	content []byte
+}
+
+// plan computes the outcome and the new content from the current content.
+// It has no effect on the world.
+func (w *World) plan(key, h string, a world.Action, target string) (plan, error) {
+	p := plan{out: world.Outcome{Schema: world.OutcomeSchema, Key: key, Operation: a.Operation, Target: target}}
+	fail := func(err error) (plan, error) {
+		var f *failure
+		if !errors.As(err, &f) {
+			return plan{}, err
+		}
+		p.out.Status, p.out.Detail = world.OutcomeFailed, f.detail
+		return p, nil
+	}
+	if a.Operation.Writes() {
+		if err := w.checkWritable(target); err != nil {
+			return fail(err)
+		}
+	}
+	cur, exists, err := w.readFile(target)
+	if err != nil {
+		return fail(err)
+	}
+	before := hashOf(cur, exists)
+	p.out.BeforeSHA256, p.out.AfterSHA256 = before, before
+	switch a.Operation {
+	case world.OpInspect:
+		p.out.Status = world.OutcomeNoChange
+	case world.OpApplyPatch:
+		switch {
+		case a.ExpectSHA256 != before:
+			p.out.Status, p.out.Detail = world.OutcomeStale, fmt.Sprintf("target changed since the action was derived: expected %s, found %s", describe(a.ExpectSHA256), describe(before))
+		case !exists:
+			p.out.Status, p.out.Detail = world.OutcomeFailed, "target does not exist"
+		case !bytes.Contains(cur, []byte(a.Find)):
+			p.out.Status, p.out.Detail = world.OutcomeNoChange, "find text is not present"
+		default:
+			p.change(bytes.ReplaceAll(cur, []byte(a.Find), []byte(a.Replace)))
+		}
+	case world.OpMarkIssue:
+		next := bytes.Clone(cur)
+		if len(next) > 0 && next[len(next)-1] != '\n' {
+			next = append(next, '\n')
+		}
+		next = fmt.Appendf(next, "- %s %s: %s\n", issueLineTag(h), a.CheckID, oneLine(a.Note))
+		p.change(next)
+	case world.OpRecordArtifact:
+		switch {
+		case !exists:
+			p.change([]byte(a.Content))
+		case bytes.Equal(cur, []byte(a.Content)):
+			p.out.Status = world.OutcomeNoChange
+		case a.ExpectSHA256 == before:
+			p.change([]byte(a.Content))
+		default:
+			p.out.Status, p.out.Detail = world.OutcomeStale, fmt.Sprintf("target holds other content than the action expected: expected %s, found %s", describe(a.ExpectSHA256), describe(before))
+		}
+	case world.OpRunValidation:
+		results := make([]world.CheckResult, 0, len(a.Checks))
+		for _, id := range a.Checks {
+			c, _ := w.checkByID(id) // validated
+			r, err := w.evaluate(c)
+			if err != nil {
+				return plan{}, err
+			}
+			results = append(results, r)
+		}
+		report, err := state.Marshal(results)
+		if err != nil {
+			return plan{}, fmt.Errorf("encode validation report: %w", err)
+		}
+		p.out.Results = results
+		p.change(report)
+		if p.out.Status == world.OutcomeNoChange {
+			// The report is already there, byte for byte: the validation
+			// still ran and its answer is the outcome.
+			p.out.Status, p.out.Detail = world.OutcomeCommitted, ""
+		}
+	}
+	return p, nil
+}
+
+// change makes content the planned new content. If it equals the current
+// bytes there is no effect to make, and none is planned: an intent whose
+// before and after hashes were equal could not classify a crash.
+func (p *plan) change(content []byte) {
+	after := state.FingerprintOf(content)
+	if after == p.out.BeforeSHA256 {
+		p.out.Status, p.out.Detail = world.OutcomeNoChange, "the change leaves the content as it is"
+		return
+	}
+	p.out.Status, p.out.AfterSHA256 = world.OutcomeCommitted, after
+	p.write, p.content = true, content
+}
+
+// oneLine keeps a note on one line: ISSUES.md holds one issue per line, and
+// tests count lines to detect duplicated effects.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,333 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
+)
+
+func TestCreateWritesInitialFiles(t *testing.T) {
+	spec := testSpec()
+	_, stateDir := newTestWorld(t, spec)
+	for name, content := range spec.Files {
+		assert.Equal(t, content, readWorld(t, stateDir, name))
+	}
+	keys, err := disk.OpenOSDir(stateDir)
+	require.NoError(t, err)
+	_, err = Create(stateDir, spec, keys)
+	require.ErrorIs(t, err, ErrExists, "Create never adopts an existing world")
+}
+
+func TestOpenMissingWorld(t *testing.T) {
+	stateDir := t.TempDir()
+	keys, err := disk.OpenOSDir(stateDir)
+	require.NoError(t, err)
+	_, err = Open(stateDir, testSpec(), keys)
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestExecuteSameKeyTwiceHasOneEffect(t *testing.T) {
+	spec := testSpec()
+	w, stateDir := newTestWorld(t, spec)
+	key := testKey("mark once")
+	a := markIssue("debug flag\nleft on")
+
+	first, reused, err := w.Execute(key, a)
+	require.NoError(t, err)
+	assert.False(t, reused)
+	assert.Equal(t, world.OutcomeCommitted, first.Status)
+	assert.Equal(t, world.OutcomeSchema, first.Schema)
+	assert.Equal(t, key, first.Key)
+	assert.Equal(t, world.IssuesFile, first.Target)
+	assert.Empty(t, first.BeforeSHA256, "ISSUES.md did not exist")
+	content := readWorld(t, stateDir, world.IssuesFile)
+	assert.Equal(t, "- ["+keyDigest(key)[:16]+"] no-debug: debug flag left on\n", content)
+	assert.Equal(t, fp(content), first.AfterSHA256)
+	require.NotNil(t, first.PostCheck)
+	assert.Equal(t, world.CheckFail, first.PostCheck.Status, "marking an issue does not fix it")
+
+	second, reused, err := w.Execute(key, a)
+	require.NoError(t, err)
+	assert.True(t, reused)
+	assert.Equal(t, first, second)
+	assert.Equal(t, 1, issueLines(t, stateDir, key))
+
+	looked, found, err := w.Lookup(key)
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, first, looked)
+
+	// Across a reopen, as after a restart.
+	require.NoError(t, w.Close())
+	keys, err := disk.OpenOSDir(stateDir)
+	require.NoError(t, err)
+	w2, err := Open(stateDir, spec, keys)
+	require.NoError(t, err)
+	defer w2.Close()
+	third, reused, err := w2.Execute(key, a)
+	require.NoError(t, err)
+	assert.True(t, reused)
+	assert.Equal(t, first, third)
+	assert.Equal(t, 1, issueLines(t, stateDir, key))
+
+	// Another key is another effect, appended after the first line.
+	other := testKey("mark twice")
+	_, reused, err = w2.Execute(other, a)
+	require.NoError(t, err)
+	assert.False(t, reused)
+	assert.Equal(t, 1, issueLines(t, stateDir, key))
+	assert.Equal(t, 1, issueLines(t, stateDir, other))
+	assert.Equal(t, 2, strings.Count(readWorld(t, stateDir, world.IssuesFile), "\n"))
+}
+
+func TestMarkIssueKeepsLinesSeparate(t *testing.T) {
+	spec := testSpec()
+	spec.Files[world.IssuesFile] = "# issues\n- an old one without newline"
+	w, stateDir := newTestWorld(t, spec)
+	key := testKey("after old")
+	_, _, err := w.Execute(key, markIssue("note"))
+	require.NoError(t, err)
+	assert.Equal(t, "# issues\n- an old one without newline\n- ["+keyDigest(key)[:16]+"] no-debug: note\n", readWorld(t, stateDir, world.IssuesFile))
+}
+
+func TestKeyReusedForAnotherAction(t *testing.T) {
+	w, _ := newTestWorld(t, testSpec())
+	key := testKey("one action only")
+	_, _, err := w.Execute(key, markIssue("x"))
+	require.NoError(t, err)
+	_, _, err = w.Execute(key, world.Action{Schema: world.ActionSchema, Operation: world.OpInspect, Target: "README.md"})
+	require.ErrorIs(t, err, ErrKeyConflict)
+}
+
+func TestInvalidKeys(t *testing.T) {
+	w, stateDir := newTestWorld(t, testSpec())
+	good := testKey("x")
+	for _, key := range []string{"", "x", strings.TrimPrefix(good, keyPrefix), "idem:sha256:" + strings.ToUpper(keyDigest(good)),
+		"idem:sha256:" + keyDigest(good)[:63], "idem:sha1:" + keyDigest(good), good + "/../x"} {
+		_, _, err := w.Execute(key, world.Action{Operation: world.OpInspect, Target: "README.md"})
+		require.Error(t, err, "key %q", key)
+		_, _, err = w.Lookup(key)
+		require.Error(t, err, "key %q", key)
+	}
+	entries, err := os.ReadDir(filepath.Join(stateDir, filepath.FromSlash(KeysDir)))
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing recorded for invalid keys")
+}
+
+func TestMalformedActions(t *testing.T) {
+	w, _ := newTestWorld(t, testSpec())
+	cases := []world.Action{
+		{Operation: "delete_everything", Target: "README.md"},
+		{Operation: world.OpInspect, Target: "README.md", CheckID: "no-such-check"},
+		{Operation: world.OpRunValidation, Checks: []string{"readme", "no-such-check"}},
+		{Operation: world.OpApplyPatch, Target: "src/app.go", ExpectSHA256: fp(appSource)},
+	}
+	for i, a := range cases {
+		key := testKey(fmt.Sprintf("malformed %d", i))
+		_, _, err := w.Execute(key, a)
+		require.Error(t, err, "%+v", a)
+		_, found, err := w.Lookup(key)
+		require.NoError(t, err)
+		assert.False(t, found)
+	}
+}
+
+func TestApplyLocalPatch(t *testing.T) {
+	patch := func(expect state.Fingerprint, find string) world.Action {
+		return world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", CheckID: "no-debug",
+			ExpectSHA256: expect, Find: find, Replace: "debug = false"}
+	}
+	t.Run("stale target", func(t *testing.T) {
+		w, stateDir := newTestWorld(t, testSpec())
+		out, reused, err := w.Execute(testKey("stale"), patch(fp("something older"), "debug = true"))
+		require.NoError(t, err)
+		assert.False(t, reused)
+		assert.Equal(t, world.OutcomeStale, out.Status)
+		assert.NotEmpty(t, out.Detail)
+		assert.Equal(t, fp(appSource), out.BeforeSHA256)
+		assert.Equal(t, out.BeforeSHA256, out.AfterSHA256)
+		assert.Equal(t, appSource, readWorld(t, stateDir, "src/app.go"))
+		_, found, err := w.Lookup(testKey("stale"))
+		require.NoError(t, err)
+		assert.True(t, found, "a stale outcome is recorded too")
+	})
+	t.Run("find absent", func(t *testing.T) {
+		w, stateDir := newTestWorld(t, testSpec())
+		out, _, err := w.Execute(testKey("absent"), patch(fp(appSource), "no such text"))
+		require.NoError(t, err)
+		assert.Equal(t, world.OutcomeNoChange, out.Status)
+		assert.Equal(t, fp(appSource), out.AfterSHA256)
+		assert.Equal(t, appSource, readWorld(t, stateDir, "src/app.go"))
+	})
+	t.Run("replace equal to find", func(t *testing.T) {
+		w, _ := newTestWorld(t, testSpec())
+		a := patch(fp(appSource), "debug = true")
+		a.Replace = a.Find
+		out, _, err := w.Execute(testKey("same"), a)
+		require.NoError(t, err)
+		assert.Equal(t, world.OutcomeNoChange, out.Status)
+	})
+	t.Run("committed", func(t *testing.T) {
+		w, stateDir := newTestWorld(t, testSpec())
+		out, reused, err := w.Execute(testKey("fix"), patch(fp(appSource), "debug = true"))
+		require.NoError(t, err)
+		assert.False(t, reused)
+		want := strings.ReplaceAll(appSource, "debug = true", "debug = false")
+		assert.Equal(t, world.OutcomeCommitted, out.Status)
+		assert.Equal(t, fp(appSource), out.BeforeSHA256)
+		assert.Equal(t, fp(want), out.AfterSHA256)
+		assert.Equal(t, want, readWorld(t, stateDir, "src/app.go"))
+		require.NotNil(t, out.PostCheck)
+		assert.Equal(t, world.CheckPass, out.PostCheck.Status)
+		assert.Equal(t, fp(want), out.PostCheck.TargetSHA256)
+		_, err = os.Stat(filepath.Join(stateDir, filepath.FromSlash(intentName(keyDigest(testKey("fix"))))))
+		assert.ErrorIs(t, err, os.ErrNotExist, "the intent is dropped once the outcome is durable")
+	})
+	t.Run("missing target", func(t *testing.T) {
+		w, _ := newTestWorld(t, testSpec())
+		a := patch("", "debug = true")
+		a.Target = "src/missing.go"
+		out, _, err := w.Execute(testKey("missing"), a)
+		require.NoError(t, err)
+		assert.Equal(t, world.OutcomeFailed, out.Status)
+	})
+	t.Run("target is a directory", func(t *testing.T) {
+		w, _ := newTestWorld(t, testSpec())
+		a := patch("", "debug = true")
+		a.Target = "src"
+		out, _, err := w.Execute(testKey("dir"), a)
+		require.NoError(t, err)
+		assert.Equal(t, world.OutcomeFailed, out.Status)
+		assert.Contains(t, out.Detail, "directory")
+		_, found, err := w.Lookup(testKey("dir"))
+		require.NoError(t, err)
+		assert.True(t, found, "a failed outcome is recorded")
+	})
+}
+
+func TestRecordArtifact(t *testing.T) {
+	w, stateDir := newTestWorld(t, testSpec())
+	a := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "LICENSE", CheckID: "license", Content: "MIT License\n"}
+
+	out, _, err := w.Execute(testKey("create"), a)
+	require.NoError(t, err)
+	assert.Equal(t, world.OutcomeCommitted, out.Status)
+	assert.Empty(t, out.BeforeSHA256)
+	assert.Equal(t, fp("MIT License\n"), out.AfterSHA256)
+	require.NotNil(t, out.PostCheck)
+	assert.Equal(t, world.CheckPass, out.PostCheck.Status)
+
+	out, _, err = w.Execute(testKey("identical"), a)
+	require.NoError(t, err)
+	assert.Equal(t, world.OutcomeNoChange, out.Status)
+
+	other := a
+	other.Content = "Apache License\n"
+	out, _, err = w.Execute(testKey("other without expect"), other)
+	require.NoError(t, err)
+	assert.Equal(t, world.OutcomeStale, out.Status)
+	assert.Equal(t, "MIT License\n", readWorld(t, stateDir, "LICENSE"))
+
+	other.ExpectSHA256 = fp("MIT License\n")
+	out, _, err = w.Execute(testKey("other with expect"), other)
+	require.NoError(t, err)
+	assert.Equal(t, world.OutcomeCommitted, out.Status)
+	assert.Equal(t, "Apache License\n", readWorld(t, stateDir, "LICENSE"))
+	assert.Equal(t, world.CheckFail, out.PostCheck.Status)
+
+	nested := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "reports/2025/ci.txt", Content: "green\n"}
+	out, _, err = w.Execute(testKey("nested"), nested)
+	require.NoError(t, err)
+	assert.Equal(t, world.OutcomeCommitted, out.Status)
+	assert.Equal(t, "green\n", readWorld(t, stateDir, "reports/2025/ci.txt"))
+}
+
+func TestRunValidationWritesReport(t *testing.T) {
+	w, stateDir := newTestWorld(t, testSpec())
+	key := testKey("validate")
+	a := world.Action{Schema: world.ActionSchema, Operation: world.OpRunValidation, Checks: []string{"readme", "no-debug", "license"}}
+	out, reused, err := w.Execute(key, a)
+	require.NoError(t, err)
+	assert.False(t, reused)
+	assert.Equal(t, world.OutcomeCommitted, out.Status)
+	report := world.ValidationDir + "/" + keyDigest(key)[:16] + ".json"
+	assert.Equal(t, report, out.Target)
+	require.Len(t, out.Results, 3)
+	assert.Equal(t, []string{"readme", "no-debug", "license"}, []string{out.Results[0].ID, out.Results[1].ID, out.Results[2].ID})
+	assert.Equal(t, []world.CheckStatus{world.CheckPass, world.CheckFail, world.CheckFail},
+		[]world.CheckStatus{out.Results[0].Status, out.Results[1].Status, out.Results[2].Status})
+
+	raw := readWorld(t, stateDir, report)
+	var decoded []world.CheckResult
+	require.NoError(t, state.UnmarshalCanonical([]byte(raw), &decoded))
+	assert.Equal(t, out.Results, decoded)
+	assert.Equal(t, fp(raw), out.AfterSHA256)
+
+	obs, err := w.Observe()
+	require.NoError(t, err)
+	assert.Contains(t, paths(obs), report, "the validation directory is observed like any other")
+
+	again, reused, err := w.Execute(key, a)
+	require.NoError(t, err)
+	assert.True(t, reused)
+	assert.Equal(t, out, again)
+}
+
+func TestInspectIsReadOnly(t *testing.T) {
+	w, stateDir := newTestWorld(t, testSpec())
+	before := snapshot(t, worldPath(stateDir, "."))
+	key := testKey("look")
+	out, reused, err := w.Execute(key, world.Action{Schema: world.ActionSchema, Operation: world.OpInspect, Target: "src/app.go", CheckID: "no-debug"})
+	require.NoError(t, err)
+	assert.False(t, reused)
+	assert.Equal(t, world.OutcomeNoChange, out.Status)
+	assert.Equal(t, fp(appSource), out.BeforeSHA256)
+	assert.Equal(t, fp(appSource), out.AfterSHA256)
+	require.NotNil(t, out.PostCheck)
+	assert.Equal(t, world.CheckFail, out.PostCheck.Status)
+	assert.Equal(t, before, snapshot(t, worldPath(stateDir, ".")))
+	_, found, err := w.Lookup(key)
+	require.NoError(t, err)
+	assert.True(t, found, "inspect is recorded")
+
+	out, _, err = w.Execute(testKey("look at nothing"), world.Action{Schema: world.ActionSchema, Operation: world.OpInspect, Target: "nope.txt"})
+	require.NoError(t, err)
+	assert.Equal(t, world.OutcomeNoChange, out.Status)
+	assert.Empty(t, out.BeforeSHA256)
+	assert.Empty(t, out.AfterSHA256)
+	assert.Nil(t, out.PostCheck)
+}
+
+func TestLookupAmongManyKeys(t *testing.T) {
+	w, stateDir := newTestWorld(t, testSpec())
+	const n = 300
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = testKey(fmt.Sprintf("many %d", i))
+		_, _, err := w.Execute(keys[i], world.Action{Schema: world.ActionSchema, Operation: world.OpInspect, Target: "README.md"})
+		require.NoError(t, err)
+	}
+	for _, key := range keys {
+		out, found, err := w.Lookup(key)
+		require.NoError(t, err)
+		require.True(t, found)
+		assert.Equal(t, key, out.Key)
+		h := keyDigest(key)
+		assert.FileExists(t, filepath.Join(stateDir, filepath.FromSlash(KeysDir), h[:2], h+".json"))
+	}
+	_, found, err := w.Lookup(testKey("never executed"))
+	require.NoError(t, err)
+	assert.False(t, found)
+	fan, err := os.ReadDir(filepath.Join(stateDir, filepath.FromSlash(KeysDir)))
+	require.NoError(t, err)
+	assert.Greater(t, len(fan), 100, "records fan out over many directories")
+}

@@ -1,0 +1,483 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// Layout inside the state directory. KeysDir is a disk.FS name (slash
+// separated, relative to the state directory).
+const (
+	// Dir holds everything the sandbox owns.
+	Dir = "sandbox"
+	// WorldDir is the world tree, the only place actions can touch.
+	WorldDir = "sandbox/world"
+	// KeysDir is the idempotency table. It sits beside the world, not in
+	// it, so no action can forge or erase a record.
+	KeysDir = "sandbox/keys"
+)
+
+// tmpPrefix marks the temporary files of atomic replacement. The name is
+// reserved: actions may not target it and observation does not see it, so a
+// crash between create and rename leaves nothing the loop would react to.
+const tmpPrefix = ".acr-tmp-"
+
+// Stage names passed to World.OnStage, the points at which a crash is most
+// informative for the idempotency protocol.
+const (
+	// StageBeforeActionCommit: the intent record is durable, the effect has
+	// not been applied yet.
+	StageBeforeActionCommit = "before-action-commit"
+	// StageAfterActionCommit: the outcome record is durable.
+	StageAfterActionCommit = "after-action-commit"
+)
+
+// Errors callers branch on.
+var (
+	// ErrConfinement marks a path the sandbox refuses to touch: outside the
+	// world, through a symlink, excluded, or reserved.
+	ErrConfinement = errors.New("path refused by sandbox confinement")
+	// ErrUncertain means an interrupted execution left the target in a state
+	// that is neither before nor after the effect, so whether the effect
+	// happened cannot be decided without a person.
+	ErrUncertain = errors.New("interrupted execution cannot be classified")
+	// ErrKeyConflict means an idempotency key was presented with an action
+	// other than the one it was first executed with.
+	ErrKeyConflict = errors.New("idempotency key reused for a different action")
+	// ErrExists means Create found a sandbox world already there.
+	ErrExists = errors.New("sandbox world already exists")
+)
+
+// World is an open sandbox: the confined world tree and the idempotency
+// table. Its methods may be called from several goroutines; they run one at
+// a time.
+type World struct {
+	// OnStage, if set, is called with StageBeforeActionCommit and
+	// StageAfterActionCommit during Execute. Tests use it to crash at the
+	// exact points the protocol must survive; the kernel maps it onto its
+	// failpoints. It must not call back into the World.
+	OnStage func(stage string)
+
+	mu     sync.Mutex
+	root   *os.Root
+	spec   world.Spec
+	keys   disk.FS
+	tmpSeq uint64
+}
+
+// Create makes sandbox/world under stateDir, which must exist, writes
+// spec.Files into it durably, and returns the open World. It fails with
+// ErrExists if the world directory is already there, so that an init can
+// never silently adopt an old world. On failure the new world directory is
+// removed again.
+func Create(stateDir string, spec world.Spec, keys disk.FS) (*World, error) {
+	if err := requireDir(stateDir); err != nil {
+		return nil, fmt.Errorf("create sandbox: %w", err)
+	}
+	sandboxDir := filepath.Join(stateDir, filepath.FromSlash(Dir))
+	switch fi, err := os.Lstat(sandboxDir); {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.Mkdir(sandboxDir, 0o755); err != nil {
+			return nil, fmt.Errorf("create sandbox: %w", err)
+		}
+		if err := syncPath(stateDir); err != nil {
+			return nil, fmt.Errorf("create sandbox: %w", err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("create sandbox: %w", err)
+	case !fi.IsDir():
+		return nil, fmt.Errorf("create sandbox: %s is not a directory", sandboxDir)
+	}
+	worldDir := filepath.Join(stateDir, filepath.FromSlash(WorldDir))
+	if err := os.Mkdir(worldDir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("create sandbox: %s: %w", worldDir, ErrExists)
+		}
+		return nil, fmt.Errorf("create sandbox: %w", err)
+	}
+	w, err := populate(worldDir, spec, keys)
+	if err != nil {
+		// The directory is ours (Mkdir just succeeded); removing it keeps a
+		// failed init from leaving a half-written world that Open would
+		// accept later.
+		_ = os.RemoveAll(worldDir)
+		return nil, fmt.Errorf("create sandbox: %w", err)
+	}
+	if err := syncPath(sandboxDir); err != nil {
+		_ = w.Close()
+		_ = os.RemoveAll(worldDir)
+		return nil, fmt.Errorf("create sandbox: %w", err)
+	}
+	return w, nil
+}
+
+func populate(worldDir string, spec world.Spec, keys disk.FS) (*World, error) {
+	root, err := os.OpenRoot(worldDir)
+	if err != nil {
+		return nil, err
+	}
+	w := &World{root: root, spec: spec, keys: keys}
+	names := make([]string, 0, len(spec.Files))
+	for name := range spec.Files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if err := w.checkWritable(name); err != nil {
+			_ = root.Close()
+			return nil, fmt.Errorf("initial file %s: %w", name, err)
+		}
+		if err := w.replace(name, []byte(spec.Files[name])); err != nil {
+			_ = root.Close()
+			return nil, fmt.Errorf("initial file %s: %w", name, err)
+		}
+	}
+	if err := keys.MkdirAll(KeysDir); err != nil {
+		_ = root.Close()
+		return nil, fmt.Errorf("keys table: %w", err)
+	}
+	return w, nil
+}
+
+// Open opens the sandbox created earlier by Create in stateDir. Temporary
+// files left by a crash mid-replace are removed: they were never renamed
+// onto anything, so they hold no state.
+func Open(stateDir string, spec world.Spec, keys disk.FS) (*World, error) {
+	worldDir := filepath.Join(stateDir, filepath.FromSlash(WorldDir))
+	if err := requireDir(worldDir); err != nil {
+		return nil, fmt.Errorf("open sandbox: %w", err)
+	}
+	root, err := os.OpenRoot(worldDir)
+	if err != nil {
+		return nil, fmt.Errorf("open sandbox: %w", err)
+	}
+	w := &World{root: root, spec: spec, keys: keys}
+	if err := w.sweepTemps(); err != nil {
+		_ = root.Close()
+		return nil, fmt.Errorf("open sandbox: %w", err)
+	}
+	return w, nil
+}
+
+// Close releases the world root. The World must not be used afterwards.
+func (w *World) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.root.Close(); err != nil {
+		return fmt.Errorf("close sandbox: %w", err)
+	}
+	return nil
+}
+
+// requireDir refuses a missing path, a non-directory, and a symlink: the
+// world root itself must not be redirectable.
+func requireDir(p string) error {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%s is a symlink", p)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", p)
+	}
+	return nil
+}
+
+func syncPath(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("fsync %s: %w", p, err)
+	}
+	return f.Close()
+}
+
+// sweepTemps removes leftover temporary files. Excluded directories and
+// symlinks are not entered: the sandbox never writes there, so no temp file
+// of ours can be inside.
+func (w *World) sweepTemps() error {
+	var dirs []string
+	err := fs.WalkDir(w.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == "." {
+			return nil
+		}
+		if w.excluded(p) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.Type().IsRegular() && strings.HasPrefix(d.Name(), tmpPrefix) {
+			if err := w.root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("remove stale temp file %s: %w", p, err)
+			}
+			if dir := path.Dir(p); !slices.Contains(dirs, dir) {
+				dirs = append(dirs, dir)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, dir := range dirs {
+		if err := w.syncDir(dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// excluded reports whether p or any directory above it is excluded.
+// Observation never descends into an excluded directory, so a file below one
+// is as invisible as an excluded file and must be treated the same way.
+func (w *World) excluded(p string) bool {
+	for i := 0; i <= len(p); i++ {
+		if i == len(p) || p[i] == '/' {
+			if w.spec.Excluded(p[:i]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func refuse(p string, format string, args ...any) error {
+	return fmt.Errorf("%w: %q %s", ErrConfinement, p, fmt.Sprintf(format, args...))
+}
+
+// failure is a reason an operation cannot be carried out that lies in the
+// world's data (a directory where a file should be), not in the machine. It
+// becomes a recorded "failed" outcome instead of an error, so the kernel
+// sees it as an answer and does not retry it forever.
+type failure struct{ detail string }
+
+func (f *failure) Error() string { return f.detail }
+
+func failf(format string, args ...any) error { return &failure{detail: fmt.Sprintf(format, args...)} }
+
+// confine validates a world path for any access.
+func (w *World) confine(p string) (string, error) {
+	clean, err := world.CleanPath(p)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrConfinement, err)
+	}
+	if w.excluded(clean) {
+		return "", refuse(clean, "is excluded from the sandbox")
+	}
+	if strings.HasPrefix(path.Base(clean), tmpPrefix) {
+		return "", refuse(clean, "uses the reserved prefix %s", tmpPrefix)
+	}
+	return clean, nil
+}
+
+// readFile returns the content of a world file without following any
+// symlink. A missing file (or a missing or non-directory parent) is
+// exists=false. Symlinks are refused with ErrConfinement; a directory or
+// special file is a *failure.
+func (w *World) readFile(p string) (content []byte, exists bool, err error) {
+	p, err = w.confine(p)
+	if err != nil {
+		return nil, false, err
+	}
+	parts := strings.Split(p, "/")
+	for i := 1; i < len(parts); i++ {
+		dir := strings.Join(parts[:i], "/")
+		fi, err := w.root.Lstat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, false, nil
+		case err != nil:
+			return nil, false, err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return nil, false, refuse(p, "has a symlinked parent %q; symlinks are not followed", dir)
+		case !fi.IsDir():
+			return nil, false, nil
+		}
+	}
+	fi, err := w.root.Lstat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, false, refuse(p, "is a symlink; symlinks are not followed")
+	case fi.IsDir():
+		return nil, false, failf("%s is a directory", p)
+	case !fi.Mode().IsRegular():
+		return nil, false, failf("%s is not a regular file", p)
+	}
+	data, err := w.root.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return data, true, nil
+}
+
+// checkWritable refuses a write target before anything is computed, so that
+// a refused action leaves no trace, not even an intent record.
+func (w *World) checkWritable(p string) error {
+	p, err := w.confine(p)
+	if err != nil {
+		return err
+	}
+	parts := strings.Split(p, "/")
+	for i := 1; i < len(parts); i++ {
+		dir := strings.Join(parts[:i], "/")
+		fi, err := w.root.Lstat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil // created on write; nothing below can be a symlink
+		case err != nil:
+			return err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return refuse(p, "has a symlinked parent %q; writes never go through symlinks", dir)
+		case !fi.IsDir():
+			return failf("parent %s of %s is not a directory", dir, p)
+		}
+	}
+	fi, err := w.root.Lstat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return refuse(p, "is a symlink; writes never go through symlinks")
+	case fi.IsDir():
+		return failf("%s is a directory", p)
+	case !fi.Mode().IsRegular():
+		return failf("%s is not a regular file", p)
+	}
+	return nil
+}
+
+// mkdirs creates the missing directories of dir one component at a time,
+// refusing symlinks on the way, and fsyncs each new entry's parent so the
+// file about to be renamed into it has a durable path.
+func (w *World) mkdirs(dir string) error {
+	if dir == "." {
+		return nil
+	}
+	parts := strings.Split(dir, "/")
+	for i := 1; i <= len(parts); i++ {
+		p := strings.Join(parts[:i], "/")
+		fi, err := w.root.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if err := w.root.Mkdir(p, 0o755); err != nil {
+				return err
+			}
+			if err := w.syncDir(path.Dir(p)); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return refuse(dir, "has a symlinked component %q; writes never go through symlinks", p)
+		case !fi.IsDir():
+			return failf("parent %s is not a directory", p)
+		}
+	}
+	return nil
+}
+
+func (w *World) syncDir(dir string) error {
+	f, err := w.root.Open(dir)
+	if err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("fsync world dir %s: %w", dir, err)
+	}
+	return f.Close()
+}
+
+// replace atomically gives the world file p the content data: temp file in
+// the same directory, write, fsync, rename, fsync the directory. The caller
+// has passed p through checkWritable; the checks are repeated on the way
+// down because the tree may have changed since.
+func (w *World) replace(p string, data []byte) error {
+	dir := path.Dir(p)
+	if err := w.mkdirs(dir); err != nil {
+		return err
+	}
+	if fi, err := w.root.Lstat(p); err == nil {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return refuse(p, "is a symlink; writes never go through symlinks")
+		}
+		if !fi.Mode().IsRegular() {
+			return failf("%s is not a regular file", p)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	tmp, f, err := w.createTemp(dir)
+	if err != nil {
+		return err
+	}
+	if err := writeSyncClose(f, data); err != nil {
+		_ = w.root.Remove(tmp)
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	if err := w.root.Rename(tmp, p); err != nil {
+		_ = w.root.Remove(tmp)
+		return fmt.Errorf("rename onto %s: %w", p, err)
+	}
+	return w.syncDir(dir)
+}
+
+// createTemp creates a fresh temp file with O_EXCL. Names come from a
+// counter rather than randomness; O_EXCL makes a collision with a stale file
+// harmless.
+func (w *World) createTemp(dir string) (string, *os.File, error) {
+	for range 1000 {
+		w.tmpSeq++
+		name := path.Join(dir, tmpPrefix+strconv.FormatUint(w.tmpSeq, 10))
+		f, err := w.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", nil, fmt.Errorf("create temp file in %s: %w", dir, err)
+		}
+		return name, f, nil
+	}
+	return "", nil, fmt.Errorf("create temp file in %s: too many stale temp files", dir)
+}
+
+func writeSyncClose(f *os.File, data []byte) error {
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("fsync: %w", err)
+	}
+	return f.Close()
+}

@@ -1,0 +1,332 @@
+package state
+
+import (
+	"fmt"
+	"time"
+)
+
+// Schema names of the seed's persistent-loop objects.
+const (
+	RunStateSchema   = "acr.persistent-run-state/v0.1"
+	CycleSchema      = "acr.persistent-cycle/v0.1"
+	CheckpointSchema = "acr.persistent-checkpoint/v0.1"
+	WakeSignalSchema = "acr.wake-signal/v0.1"
+	ApprovalSchema   = "acr.approval/v0.1"
+	StopSchema       = "acr.stop-request/v0.1"
+)
+
+// TimeFormat is how acr writes clock readings: RFC 3339 in UTC, whole
+// seconds, so that readings are canonical strings.
+const TimeFormat = time.RFC3339
+
+// FormatTime renders a clock reading.
+func FormatTime(t time.Time) string { return t.UTC().Truncate(time.Second).Format(TimeFormat) }
+
+// ParseTime parses a reading written by FormatTime (or any RFC 3339 time).
+func ParseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("time %q: want RFC 3339, e.g. 2026-01-02T15:04:05Z", s)
+	}
+	return t.UTC(), nil
+}
+
+// Disposition is the scheduler's state after a cycle (seed §4.3). It is
+// not a governance decision: WAIT_APPROVAL is not ESCALATE and DEFERRED is
+// not DEFER, even when one causes the other.
+type Disposition uint8
+
+// The loop dispositions. The zero value is invalid so that a missing value
+// is never read as a real one.
+const (
+	DispositionInvalid Disposition = iota
+	Continue
+	Idle
+	Sleep
+	WaitApproval
+	Deferred
+	Stopped
+	Faulted
+)
+
+var dispositionNames = [...]string{"", "CONTINUE", "IDLE", "SLEEP", "WAIT_APPROVAL", "DEFERRED", "STOPPED", "FAULTED"}
+
+// Dispositions lists the valid dispositions in order.
+func Dispositions() []Disposition {
+	return []Disposition{Continue, Idle, Sleep, WaitApproval, Deferred, Stopped, Faulted}
+}
+
+func (d Disposition) String() string {
+	if int(d) < len(dispositionNames) && d != DispositionInvalid {
+		return dispositionNames[d]
+	}
+	return fmt.Sprintf("Disposition(%d)", uint8(d))
+}
+
+// MarshalText writes the disposition's name; the invalid value is an error.
+func (d Disposition) MarshalText() ([]byte, error) {
+	if d == DispositionInvalid || int(d) >= len(dispositionNames) {
+		return nil, fmt.Errorf("invalid loop disposition %d", uint8(d))
+	}
+	return []byte(dispositionNames[d]), nil
+}
+
+// UnmarshalText accepts exactly the seven names.
+func (d *Disposition) UnmarshalText(b []byte) error {
+	for i, n := range dispositionNames {
+		if i > 0 && n == string(b) {
+			*d = Disposition(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown loop disposition %q", b)
+}
+
+// Terminal reports whether the run does nothing more in this disposition.
+func (d Disposition) Terminal() bool { return d == Stopped || d == Faulted }
+
+// RunStatus is the life state of the run as a whole.
+type RunStatus string
+
+// The run statuses.
+const (
+	RunRunning RunStatus = "RUNNING"
+	RunStopped RunStatus = "STOPPED"
+	RunFaulted RunStatus = "FAULTED"
+)
+
+// RunState is the current runtime state of a run (seed §4.1). It is the
+// present, not history: the ledger is the history.
+type RunState struct {
+	Schema      string      `json:"schema"`
+	ID          Ref         `json:"id"`
+	Version     int64       `json:"version"`
+	Fingerprint Fingerprint `json:"fingerprint"`
+	RunID       string      `json:"run_id"`
+	CycleSeq    int64       `json:"cycle_seq"`
+	Status      RunStatus   `json:"status"`
+	// LoopDisposition is the scheduler state the last cycle ended in.
+	LoopDisposition Disposition `json:"loop_disposition"`
+	ReasonCodes     []string    `json:"reason_codes"`
+
+	GoalRefs                  []Ref `json:"goal_refs"`
+	ContractRef               Ref   `json:"contract_ref"`
+	AuthorityRef              Ref   `json:"authority_ref"`
+	EnvironmentSpecRef        Ref   `json:"environment_spec_ref"`
+	EnvironmentRef            Ref   `json:"environment_ref"`
+	ContextBindingRef         Ref   `json:"context_binding_ref"`
+	ActiveAgendaResolutionRef Ref   `json:"active_agenda_resolution_ref"`
+	CommitmentStoreRef        Ref   `json:"commitment_store_ref"`
+	StrategyStateRef          Ref   `json:"strategy_state_ref"`
+	LastCheckpointRef         Ref   `json:"last_checkpoint_ref"`
+	LastCycleRef              Ref   `json:"last_cycle_ref"`
+
+	StartedAt string `json:"started_at"`
+	// UpdatedAt is the clock reading of the last change.
+	UpdatedAt string `json:"updated_at"`
+	// NextWake is the known future wake condition, if any (SLEEP).
+	NextWake *Wake `json:"next_wake"`
+	// Waiting explains the current waiting state, with its age and deadline.
+	Waiting *Waiting    `json:"waiting"`
+	Budget  BudgetUsage `json:"budget"`
+
+	PendingApprovals []PendingApproval `json:"pending_approvals"`
+	Deferred         []DeferredItem    `json:"deferred"`
+	// Suppressed items are not proposed again: refused, denied, or caught
+	// repeating without progress.
+	Suppressed []Suppression `json:"suppressed"`
+	// Attempts feed the forever-loop guard: how often an action fingerprint
+	// was tried on the same evidence.
+	Attempts []Attempt `json:"attempts"`
+	// InboxSeen lists inbox item ids already consumed whose files may still
+	// exist, so they are never consumed twice.
+	InboxSeen []string `json:"inbox_seen"`
+	// DedupKeys remembers recently consumed wake dedup keys until expiry.
+	DedupKeys []DedupKey `json:"dedup_keys"`
+	// Controller is the controller state the last cycle ended in.
+	Controller string `json:"controller_state"`
+}
+
+// Wake is a known future wake condition.
+type Wake struct {
+	// At is the time after which the run is eligible again ("" if none).
+	At string `json:"at,omitempty"`
+	// Conditions lists what else resumes the run (a commitment's wake
+	// condition, an approval, evidence arriving).
+	Conditions []string `json:"conditions,omitempty"`
+	Reason     string   `json:"reason"`
+}
+
+// Waiting describes why the run waits.
+type Waiting struct {
+	Kind     string `json:"kind"` // approval | deferral | sleep | idle
+	Reason   string `json:"reason"`
+	Since    string `json:"since"`
+	Deadline string `json:"deadline,omitempty"`
+}
+
+// BudgetUsage counts what the run has consumed. Limits live in the
+// Contract, which no cycle can change.
+type BudgetUsage struct {
+	Cycles              int64    `json:"cycles"`
+	CognitiveOperations int64    `json:"cognitive_operations"`
+	Actions             int64    `json:"actions"`
+	Compactions         int64    `json:"compactions"`
+	WallClockSeconds    int64    `json:"wall_clock_seconds"`
+	SoftWarned          []string `json:"soft_warned"`
+}
+
+// PendingApproval is an escalated action waiting for a person. Ref binds the
+// approval to this exact action.
+type PendingApproval struct {
+	Ref         Ref    `json:"ref"`
+	DecisionRef Ref    `json:"decision_ref"`
+	Operation   string `json:"operation"`
+	Target      string `json:"target"`
+	CheckID     string `json:"check_id,omitempty"`
+	ItemID      string `json:"item_id"`
+	Reason      string `json:"reason"`
+	RequestedAt string `json:"requested_at"`
+	CycleSeq    int64  `json:"cycle_seq"`
+	// Action is the canonical body of the escalated action request; an
+	// approval executes exactly this, never a re-derived one.
+	Action Value `json:"action"`
+	// Resolution is the person's answer once consumed; the next cycle acts
+	// on it.
+	Resolution *Approval `json:"resolution"`
+}
+
+// DeferredItem is known work waiting for evidence.
+type DeferredItem struct {
+	ItemID      string   `json:"item_id"`
+	Evidence    []string `json:"evidence"`
+	Reason      string   `json:"reason"`
+	Since       string   `json:"since"`
+	DecisionRef Ref      `json:"decision_ref"`
+}
+
+// Suppression keeps an item off the agenda and says why.
+type Suppression struct {
+	ItemID      string `json:"item_id"`
+	Fingerprint string `json:"fingerprint"`
+	Reason      string `json:"reason"`
+	DecisionRef Ref    `json:"decision_ref,omitempty"`
+	Since       string `json:"since"`
+	// EvidenceRef is the observation the suppression was made under; new
+	// evidence (a different target hash) lifts a loop suppression.
+	EvidenceRef string `json:"evidence_ref,omitempty"`
+}
+
+// Attempt counts tries of one action fingerprint on one piece of evidence.
+type Attempt struct {
+	ItemID      string `json:"item_id"`
+	Fingerprint string `json:"fingerprint"`
+	EvidenceRef string `json:"evidence_ref"`
+	Count       int    `json:"count"`
+	Failures    int    `json:"failures"`
+}
+
+// DedupKey is a consumed wake signal's dedup key, remembered until expiry.
+type DedupKey struct {
+	Key     string `json:"key"`
+	Expires string `json:"expires"`
+}
+
+// CycleRecord is what one cycle did, as refs (seed §4.2). It never holds
+// reasoning: every lane points to the object a subsystem produced, and
+// lanes the direct path skipped stay empty.
+type CycleRecord struct {
+	Schema                  string      `json:"schema"`
+	RunID                   string      `json:"run_id"`
+	CycleSeq                int64       `json:"cycle_seq"`
+	PriorCycleRef           Ref         `json:"prior_cycle_ref"`
+	StartedAt               string      `json:"started_at"`
+	InputEnvironmentRef     Ref         `json:"input_environment_ref"`
+	InputContextRef         Ref         `json:"input_context_ref"`
+	InputRefs               []Ref       `json:"input_refs"`
+	SemanticStateRef        Ref         `json:"semantic_state_ref"`
+	SelfObservationRef      Ref         `json:"self_observation_ref"`
+	StrategicTensionRef     Ref         `json:"strategic_tension_ref"`
+	ReviewTriggerRef        Ref         `json:"review_trigger_ref"`
+	LensRetrievalRef        Ref         `json:"lens_retrieval_ref"`
+	RoutingProfileRef       Ref         `json:"routing_profile_ref"`
+	AgendaResolutionRef     Ref         `json:"agenda_resolution_ref"`
+	CommitmentRefs          []Ref       `json:"commitment_refs"`
+	CognitiveProgramRef     Ref         `json:"cognitive_program_ref"`
+	DialogueRef             Ref         `json:"dialogue_ref"`
+	AutonomyResolutionRef   Ref         `json:"autonomy_resolution_ref"`
+	GovernanceDecisionRef   Ref         `json:"governance_decision_ref"`
+	ActionRequestRef        Ref         `json:"action_request_ref"`
+	IdempotencyKey          string      `json:"idempotency_key"`
+	WorldOutcomeRef         Ref         `json:"world_outcome_ref"`
+	EvaluationRef           Ref         `json:"evaluation_ref"`
+	ContextCompressionRef   Ref         `json:"context_compression_ref"`
+	CheckpointRef           Ref         `json:"checkpoint_ref"`
+	LoopDisposition         Disposition `json:"loop_disposition"`
+	ReasonCodes             []string    `json:"reason_codes"`
+	GovernanceDecision      string      `json:"governance_decision"`
+	ControllerTransitionRef []Ref       `json:"controller_transition_refs"`
+}
+
+// Checkpoint points at everything a restart needs (seed §4.5). It holds
+// refs only; it is not a commit receipt and certifies no world transition.
+type Checkpoint struct {
+	Schema             string      `json:"schema"`
+	RunID              string      `json:"run_id"`
+	CycleSeq           int64       `json:"cycle_seq"`
+	RunStateRef        Ref         `json:"run_state_ref"`
+	CycleRef           Ref         `json:"cycle_ref"`
+	ContextBindingRef  Ref         `json:"context_binding_ref"`
+	CommitmentStoreRef Ref         `json:"commitment_store_ref"`
+	EnvironmentRef     Ref         `json:"environment_ref"`
+	StrategyStateRef   Ref         `json:"strategy_state_ref"`
+	LedgerFrontierRefs []Ref       `json:"ledger_frontier_refs"`
+	LastWorldCommitRef Ref         `json:"last_world_commit_ref"`
+	NextWake           *Wake       `json:"next_wake"`
+	BudgetSnapshot     BudgetUsage `json:"budget_snapshot"`
+}
+
+// WakeSignal is evidence that the scheduler may resume (seed §4.4). It
+// never carries authority: it changes eligibility, nothing else.
+type WakeSignal struct {
+	Schema       string `json:"schema"`
+	ID           string `json:"id"`
+	Source       string `json:"source"`
+	Ref          string `json:"ref,omitempty"`
+	DedupKey     string `json:"dedup_key"`
+	Priority     int    `json:"priority"`
+	CausalParent string `json:"causal_parent,omitempty"`
+	CreatedAt    string `json:"created_at"`
+	ExpiresAt    string `json:"expires_at"`
+	By           string `json:"by"`
+	Reason       string `json:"reason,omitempty"`
+	Payload      *Value `json:"payload,omitempty"`
+}
+
+// WakeSources lists the sources a wake signal may name (seed §4.4).
+func WakeSources() []string {
+	return []string{"new_environment_observation", "commitment_wake_condition", "commitment_deadline_due",
+		"approval_resolved", "external_event", "scheduled_tick", "budget_replenished", "knowledge_source_changed", "manual_resume"}
+}
+
+// Approval resolves a pending approval request, for exactly one action.
+type Approval struct {
+	Schema    string `json:"schema"`
+	ID        string `json:"id"`
+	ActionRef Ref    `json:"action_ref"`
+	Verdict   string `json:"verdict"` // approve | deny
+	By        string `json:"by"`
+	Reason    string `json:"reason,omitempty"`
+	CreatedAt string `json:"created_at"`
+}
+
+// StopRequest asks the run to stop at its next invocation. Kill marks the
+// operator kill switch, which stops the run even mid-wait.
+type StopRequest struct {
+	Schema    string `json:"schema"`
+	ID        string `json:"id"`
+	By        string `json:"by"`
+	Reason    string `json:"reason,omitempty"`
+	Kill      bool   `json:"kill,omitempty"`
+	CreatedAt string `json:"created_at"`
+}
