@@ -133,6 +133,9 @@ type Recovery struct {
 // State returns the driver's current state.
 func (d *Driver) State() State { return d.state }
 
+// Manifest returns the manifest of the last checkpoint loaded or written.
+func (d *Driver) Manifest() state.Manifest { return d.manifest }
+
 // Recovery returns what Open found.
 func (d *Driver) Recovery() Recovery { return d.recovery }
 

@@ -73,7 +73,7 @@ func TestAppendOpenRoundTrip(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, all[3].Hash, one.Hash)
 
-		rep, err := Verify(fsys)
+		rep, err := Verify(fsys, nil)
 		require.NoError(t, err)
 		assert.True(t, rep.OK)
 		assert.Equal(t, int64(5), rep.Events)
@@ -132,7 +132,7 @@ func TestTornTailEveryOffset(t *testing.T) {
 		_, err = lt.Append(testEvents(1, 3))
 		require.ErrorIs(t, err, ErrTornTail)
 
-		rep, err := Verify(fsys)
+		rep, err := Verify(fsys, nil)
 		require.NoError(t, err)
 		assert.True(t, rep.OK)
 		require.NotNil(t, rep.Torn)
@@ -147,7 +147,7 @@ func TestTornTailEveryOffset(t *testing.T) {
 
 		_, err = lt.Append(testEvents(1, 3))
 		require.NoError(t, err)
-		rep, err = Verify(fsys)
+		rep, err = Verify(fsys, nil)
 		require.NoError(t, err)
 		assert.True(t, rep.OK)
 		assert.Nil(t, rep.Torn)
@@ -175,7 +175,7 @@ func TestFlippedByteIsNamed(t *testing.T) {
 		f2 := disk.NewMem()
 		require.NoError(t, f2.MkdirAll("ledger"))
 		require.NoError(t, f2.WriteFile(FileName, damaged))
-		rep, err := Verify(f2)
+		rep, err := Verify(f2, nil)
 		require.NoError(t, err)
 		require.False(t, rep.OK, "flip at byte %d not detected", i)
 		assert.Equal(t, int64(3), rep.Damage.Line, "flip at byte %d", i)
@@ -247,7 +247,7 @@ func TestVerifyLongLine(t *testing.T) {
 	require.NoError(t, err)
 	_, err = l.Append(testEvents(1, 1))
 	require.NoError(t, err)
-	rep, err := Verify(fsys)
+	rep, err := Verify(fsys, nil)
 	require.NoError(t, err)
 	assert.True(t, rep.OK)
 	assert.Equal(t, int64(2), rep.Events)
@@ -290,7 +290,7 @@ func FuzzVerify(f *testing.F) {
 	f.Add(data)
 	f.Add(data[:len(data)-7])
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rep, err := verifyStream(bytes.NewReader(data))
+		rep, err := verifyStream(bytes.NewReader(data), nil)
 		if err != nil || !rep.OK {
 			return
 		}

@@ -26,8 +26,10 @@ type Report struct {
 // Verify walks the whole chain: framing, each line's own hash, the chain
 // link to the previous line, seq continuity and, for every event, strict
 // canonical decoding and object refs. It stops at the first damaged line.
-// The returned error is for I/O problems only; damage is in the Report.
-func Verify(fsys disk.FS) (Report, error) {
+// When expect is set (the checkpoint's frontier), the line it names must be
+// there with the same seq and hash. The returned error is for I/O problems
+// only; damage is in the Report.
+func Verify(fsys disk.FS, expect *state.Frontier) (Report, error) {
 	f, err := fsys.Open(FileName)
 	if err != nil {
 		return Report{}, fmt.Errorf("open ledger: %w", err)
@@ -37,10 +39,16 @@ func Verify(fsys disk.FS) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("open ledger: %w", err)
 	}
-	return verifyStream(io.NewSectionReader(f, 0, size))
+	rep, err := verifyStream(io.NewSectionReader(f, 0, size), expect)
+	if err == nil && rep.OK && expect != nil && (expect.Seq > rep.Frontier.Seq || expect.Offset > rep.Frontier.Offset) {
+		rep.OK = false
+		rep.Damage = &DamageError{Offset: rep.Frontier.Offset, Msg: fmt.Sprintf(
+			"ledger ends at seq %d but the checkpoint expects seq %d: history is missing (%v)", rep.Frontier.Seq, expect.Seq, ErrBehind)}
+	}
+	return rep, err
 }
 
-func verifyStream(r io.Reader) (Report, error) {
+func verifyStream(r io.Reader, expect *state.Frontier) (Report, error) {
 	rep := Report{OK: true, Frontier: state.GenesisFrontier()}
 	br := bufio.NewReaderSize(r, 1<<20)
 	var lineNo int64
@@ -73,6 +81,10 @@ func verifyStream(r io.Reader) (Report, error) {
 		}
 		if perr == nil {
 			_, perr = decodeEvent(ln.event)
+		}
+		if perr == nil && expect != nil && ln.seq == expect.Seq &&
+			(ln.hash != expect.Hash || rep.Frontier.Offset+int64(len(b)) != expect.Offset) {
+			perr = fmt.Errorf("the checkpoint names this line as its frontier with hash %s at byte %d; the line differs", expect.Hash, expect.Offset)
 		}
 		if perr != nil {
 			rep.OK = false

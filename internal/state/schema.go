@@ -291,6 +291,7 @@ type Checkpoint struct {
 type WakeSignal struct {
 	Schema       string `json:"schema"`
 	ID           string `json:"id"`
+	EventID      string `json:"event_id,omitempty"`
 	Source       string `json:"source"`
 	Ref          string `json:"ref,omitempty"`
 	DedupKey     string `json:"dedup_key"`

@@ -1,0 +1,40 @@
+# acr — build, demo, tests. Everything needs only Go (see README.md).
+GO       ?= go
+BIN      := bin/acr
+DEMO_DIR ?= $(CURDIR)/.demo_state
+FUZZTIME ?= 10s
+
+.PHONY: build demo test test-short lint fuzz bench crash ci clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/acr
+
+# The main job on the shipped example: init, run until it waits for approval,
+# approve, run again until it idles, then show the status.
+demo: build
+	@scripts/demo.sh $(BIN) $(DEMO_DIR)
+
+# The full test suite, with the race detector. CI runs exactly this. The
+# race detector needs cgo and a C compiler; without one the suite still
+# runs, without -race, and says so.
+RACE := $(shell CGO_ENABLED=1 $(GO) env CGO_ENABLED 2>/dev/null | grep -q 1 && command -v $${CC:-gcc} >/dev/null 2>&1 && echo -race)
+test:
+	@[ -n "$(RACE)" ] || echo "note: no C compiler found, running tests without -race"
+	CGO_ENABLED=$(if $(RACE),1,0) $(GO) test $(RACE) -count=1 ./...
+
+test-short:
+	$(GO) test -short -count=1 ./...
+
+lint:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# A short pass over every fuzz target.
+fuzz:
+	@scripts/fuzz.sh $(FUZZTIME)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf bin $(DEMO_DIR)

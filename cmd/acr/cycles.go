@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acr-project/acr/internal/kernel"
+	"github.com/acr-project/acr/internal/state"
+)
+
+func newStepCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "step",
+		Short: "Run at most one cycle",
+		Long: `Recover the run if needed, then run one cycle if one is eligible (CONTINUE,
+a wake signal, an approval, a due time, a changed environment, a stop
+request). With nothing eligible it changes nothing and reports the current
+disposition (executed: false).`,
+		Example: `  acr step
+  acr step --json | jq .loop_disposition`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runStep(a) },
+	}
+}
+
+func runStep(a *app) error {
+	r, err := a.openRun()
+	if err != nil {
+		return err
+	}
+	sum, err := r.Driver.Step()
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && !sum.Executed {
+		return err
+	}
+	if a.cfg.JSON {
+		a.printJSON(sum)
+	} else {
+		a.printCycle(sum)
+		a.printHint(r.Driver.State())
+	}
+	return err
+}
+
+type runOptions struct{ maxCycles int }
+
+func newRunCommand(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "run --max-cycles N",
+		Short: "Run up to N cycles, stopping early when the loop rests",
+		Long: `Recover the run if needed, then run cycles until N have run or the loop
+rests: IDLE, SLEEP, WAIT_APPROVAL or DEFERRED with nothing else eligible,
+STOPPED or FAULTED. An idle run costs nothing: no cycle, no write.`,
+		Example: `  acr run --max-cycles 20
+  acr run --max-cycles 100 --json | jq .disposition_counts
+  */5 * * * * cd /srv/loop && acr run --max-cycles 50   # crontab`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o := runOptions{maxCycles: a.v.GetInt("max-cycles")}
+			if o.maxCycles < 1 {
+				return usagef("--max-cycles must be at least 1")
+			}
+			return runRun(a, o)
+		},
+	}
+	cmd.Flags().Int("max-cycles", 10, "most cycles to run in this invocation")
+	return cmd
+}
+
+func runRun(a *app, o runOptions) error {
+	r, err := a.openRun()
+	if err != nil {
+		return err
+	}
+	rep, err := r.Driver.Run(o.maxCycles, func(s kernel.Summary) {
+		if !a.cfg.JSON {
+			a.printCycle(s)
+		}
+	})
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if a.cfg.JSON {
+		a.printJSON(rep)
+	} else {
+		if rep.CyclesExecuted == 0 {
+			a.printf("no cycle eligible: %s\n", strings.Join(rep.ReasonCodes, ", "))
+		} else {
+			a.printf("%d cycle(s), final disposition %s\n", rep.CyclesExecuted, rep.FinalDisposition)
+		}
+		a.printHint(r.Driver.State())
+	}
+	return err
+}
+
+// printCycle prints one readable line per cycle.
+func (a *app) printCycle(s kernel.Summary) {
+	if !s.Executed {
+		a.printf("no cycle eligible (cycle %d, %s): %s\n", s.CycleSeq, s.LoopDisposition, strings.Join(s.ReasonCodes, ", "))
+		return
+	}
+	line := fmt.Sprintf("cycle %-4d %-13s %-8s", s.CycleSeq, s.LoopDisposition, s.GovernanceDecision)
+	if s.Agenda != "" {
+		line += " " + s.Agenda
+	}
+	if s.Action != "" {
+		line += " -> " + s.Action
+	}
+	if s.Outcome != "" {
+		line += " [" + s.Outcome + "]"
+	}
+	extra := []string{}
+	if s.StrategicReview {
+		extra = append(extra, "strategic review")
+	}
+	if s.Compacted {
+		extra = append(extra, "context compacted")
+	}
+	line += "  (" + strings.Join(append(extra, s.ReasonCodes...), ", ") + ")"
+	a.printf("%s\n", line)
+}
+
+func (a *app) printHint(s kernel.State) {
+	if s.Run.LoopDisposition == state.Continue || s.Run.RunID == "" {
+		return
+	}
+	if hint := nextCommand(s); hint != "" {
+		a.printf("next: %s\n", hint)
+	}
+}

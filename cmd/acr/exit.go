@@ -1,0 +1,100 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"syscall"
+
+	"github.com/acr-project/acr/internal/kernel"
+	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/sandbox"
+	"github.com/acr-project/acr/internal/state"
+)
+
+// Exit codes follow sysexits(3) so scripts and cron can branch on them.
+const (
+	exitOK       = 0
+	exitUsage    = 64 // EX_USAGE: bad flags or arguments
+	exitData     = 65 // EX_DATAERR: bad input data or an integrity failure
+	exitNoInput  = 66 // EX_NOINPUT: no run in the state directory
+	exitInternal = 70 // EX_SOFTWARE: internal error or FAULTED
+	exitIO       = 74 // EX_IOERR: I/O error
+	exitBusy     = 75 // EX_TEMPFAIL: another invocation holds the run
+)
+
+// exitStatusHelp is appended to every command's help.
+const exitStatusHelp = `
+EXIT STATUS
+  0   done; any non-fault disposition (IDLE, SLEEP, WAIT_APPROVAL, DEFERRED, STOPPED)
+  64  usage error (bad flags or arguments)
+  65  bad input data (goal/contract/environment/signal) or integrity failure of ledger or checkpoint
+  66  no run in the state directory
+  70  internal error, provider failure or FAULTED run
+  74  I/O error (disk full, read-only state directory, fsync failure)
+  75  busy: another invocation holds the run; retry later`
+
+// usageError marks errors in how acr was called.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Errorf(format, args...)} }
+
+// dataError marks bad input data that is not a file validation error
+// (an expired signal, an unknown approval ref).
+type dataError struct{ err error }
+
+func (e *dataError) Error() string { return e.err.Error() }
+func (e *dataError) Unwrap() error { return e.err }
+
+func dataf(format string, args ...any) error { return &dataError{fmt.Errorf(format, args...)} }
+
+// errorKind classifies an error for exit codes and --json output. It is the
+// one place where errors become exit codes.
+func errorKind(err error) (int, string) {
+	var (
+		ue *usageError
+		de *dataError
+		ve *rundir.ValidationError
+		ie *state.IntegrityError
+		re *kernel.ReplayError
+		pe *fs.PathError
+		se *state.SyntaxError
+		fe *state.FieldError
+	)
+	switch {
+	case err == nil:
+		return exitOK, ""
+	case errors.As(err, &ue):
+		return exitUsage, "usage"
+	case errors.Is(err, state.ErrBusy):
+		return exitBusy, "busy"
+	case errors.Is(err, state.ErrNoRun):
+		return exitNoInput, "no_run"
+	case errors.As(err, &ve), errors.As(err, &de), errors.As(err, &se), errors.As(err, &fe):
+		return exitData, "bad_input"
+	case errors.As(err, &ie), errors.Is(err, ledger.ErrCorrupt), errors.Is(err, ledger.ErrBehind), errors.As(err, &re),
+		errors.Is(err, sandbox.ErrKeyConflict):
+		return exitData, "integrity"
+	case errors.Is(err, rundir.ErrRunExists):
+		return exitData, "run_exists"
+	case errors.Is(err, kernel.ErrFaulted):
+		return exitInternal, "faulted"
+	case errors.Is(err, kernel.ErrProvider):
+		return exitInternal, "provider_failure"
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EACCES),
+		errors.Is(err, syscall.EIO), errors.Is(err, syscall.EDQUOT), errors.As(err, &pe):
+		return exitIO, "io"
+	}
+	return exitInternal, "internal"
+}
+
+// silentError carries an exit code for a command that already printed its
+// --json result, so that finish does not print a second JSON object.
+type silentError struct{ err error }
+
+func (e *silentError) Error() string { return e.err.Error() }
+func (e *silentError) Unwrap() error { return e.err }

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"acr": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs the CLI scripts in testdata/script (txtar). Each script
+// gets $SCENARIOS pointing at the repository's scenarios/ folder.
+func TestScripts(t *testing.T) {
+	scenarios, err := filepath.Abs(filepath.Join("..", "..", "scenarios"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("testdata/script/*.txtar")
+	if len(files) == 0 {
+		t.Fatal("no CLI scripts found")
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("SCENARIOS", scenarios)
+			e.Setenv("NO_COLOR", "1")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exit":     cmdExit,
+			"treehash": cmdTreehash,
+			"flipbyte": cmdFlipByte,
+		},
+	})
+}
+
+// cmdExit runs a command and asserts its exit status:
+//
+//	exit 65 acr init ...
+func cmdExit(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exit CODE command [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exit: bad code %q", args[0])
+	}
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		got = ee.ExitCode()
+	} else if err != nil {
+		ts.Fatalf("exit: %v", err)
+	}
+	if got != want {
+		ts.Fatalf("%v exited %d, want %d", args[1:], got, want)
+	}
+}
+
+// cmdTreehash prints one digest over every file (path and bytes) below a
+// directory, so scripts can show that a command left it byte for byte as
+// it was:
+//
+//	treehash engine_state
+//	cp stdout before
+//	... ; treehash engine_state; cmp stdout before
+func cmdTreehash(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: treehash DIR")
+	}
+	root := ts.MkAbs(args[0])
+	var paths []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	ts.Check(err)
+	sort.Strings(paths)
+	h := sha256.New()
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		ts.Check(err)
+		rel, _ := filepath.Rel(root, p)
+		fmt.Fprintf(h, "%s\x00%d\x00", rel, len(b))
+		h.Write(b)
+	}
+	_, err = fmt.Fprintf(ts.Stdout(), "%d files %s\n", len(paths), hex.EncodeToString(h.Sum(nil)))
+	ts.Check(err)
+}
+
+// cmdFlipByte flips one bit in the middle of line N of a file:
+//
+//	flipbyte engine_state/ledger/events.jsonl 3
+func cmdFlipByte(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: flipbyte FILE LINE")
+	}
+	p := ts.MkAbs(args[0])
+	line, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	b, err := os.ReadFile(p)
+	ts.Check(err)
+	start, n := 0, 1
+	for i := 0; i < len(b) && n < line; i++ {
+		if b[i] == '\n' {
+			n++
+			start = i + 1
+		}
+	}
+	end := start
+	for end < len(b) && b[end] != '\n' {
+		end++
+	}
+	if end-start < 10 {
+		ts.Fatalf("flipbyte: line %d too short", line)
+	}
+	b[start+(end-start)/2] ^= 0x01
+	ts.Check(os.WriteFile(p, b, 0o644))
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/inbox"
+	"github.com/acr-project/acr/internal/state"
+)
+
+func newStopCommand(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "stop",
+		Short: "Ask the run to stop",
+		Long: `Queue a stop request. The next invocation records persistent.run.stopped and a
+terminal checkpoint; after that every invocation reports STOPPED and does
+nothing. --kill marks the request as the operator kill switch. It never
+takes the run lock, so it works while another invocation is running.`,
+		Example: `  acr stop --reason "maintenance window"
+  acr stop --kill`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runStop(a, a.v.GetString("reason"), a.v.GetBool("kill"), a.v.GetString("by")) },
+	}
+	cmd.Flags().String("reason", "", "why the run stops")
+	cmd.Flags().Bool("kill", false, "operator kill switch")
+	cmd.Flags().String("by", "", "who stops it (default: the OS user)")
+	return cmd
+}
+
+func runStop(a *app, reason string, kill bool, by string) error {
+	rs, err := a.readState()
+	if err != nil {
+		return err
+	}
+	if rs.State.Run.Status == state.RunStopped {
+		a.report(map[string]any{"queued": false, "status": rs.State.Run.Status}, "the run is already stopped\n")
+		return nil
+	}
+	if by == "" {
+		by = osUser()
+	}
+	fsys, err := disk.OpenOSDir(a.cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	id, err := inbox.Write(fsys, &state.StopRequest{Schema: state.StopSchema, By: by, Reason: reason, Kill: kill,
+		CreatedAt: state.FormatTime(a.now().UTC().Truncate(time.Second))})
+	if err != nil {
+		return err
+	}
+	a.report(map[string]any{"queued": true, "id": id, "kill": kill}, "queued stop request %s; the next acr run or acr step stops the run\n", id)
+	return nil
+}

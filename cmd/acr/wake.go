@@ -1,0 +1,168 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/user"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/inbox"
+	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/state"
+)
+
+type wakeOptions struct {
+	source, ref, id, dedupKey, expires, payload, by, reason, parent string
+	priority                                                         int
+}
+
+func newWakeCommand(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "wake --signal SOURCE",
+		Short: "Queue a wake signal for the run",
+		Long: `Drop a wake signal (acr.wake-signal/v0.1) into the run's inbox. It never takes
+the run lock, so it works while another invocation is running; the next
+cycle consumes it and records it in the ledger. A wake signal changes when
+the loop looks again; it never grants authority: a payload that tries to
+carry authority, contract or budget changes is refused.
+
+Sources: ` + strings.Join(state.WakeSources(), ", ") + `.
+A signal whose dedup key matches a pending or recently consumed one is
+coalesced (reported, not queued twice). An expired signal is refused.`,
+		Example: `  acr wake --signal new_environment_observation
+  acr wake --signal commitment_wake_condition --ref dataset-v2 --dedup-key dataset-v2
+  acr wake --signal external_event --payload event.json --expires 2026-12-01T00:00:00Z`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o := wakeOptions{source: a.v.GetString("signal"), ref: a.v.GetString("ref"), id: a.v.GetString("id"),
+				dedupKey: a.v.GetString("dedup-key"), expires: a.v.GetString("expires"), payload: a.v.GetString("payload"),
+				by: a.v.GetString("by"), reason: a.v.GetString("reason"), parent: a.v.GetString("parent"), priority: a.v.GetInt("priority")}
+			return runWake(a, o)
+		},
+	}
+	f := cmd.Flags()
+	f.String("signal", "", "wake source (required)")
+	f.String("ref", "", "what the signal is about (an evidence id, a commitment, a ref)")
+	f.String("id", "", "stable event id given by the sender")
+	f.String("dedup-key", "", "coalesce with any pending or recent signal with the same key (default: the event id)")
+	f.Int("priority", 0, "priority (higher first)")
+	f.String("expires", "", "expiry, RFC 3339 (default: now plus the contract's signal_ttl_seconds)")
+	f.String("payload", "", "JSON file attached as the signal's payload (data only)")
+	f.String("parent", "", "causal parent (ref or event id)")
+	f.String("by", "", "who sends it (default: the OS user)")
+	f.String("reason", "", "why")
+	return cmd
+}
+
+func osUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return "unknown"
+}
+
+func runWake(a *app, o wakeOptions) error {
+	if o.source == "" {
+		return usagef("wake needs --signal SOURCE (one of %s)", strings.Join(state.WakeSources(), ", "))
+	}
+	if !inbox.ValidSource(o.source) {
+		return dataf("unknown wake source %q: want one of %s", o.source, strings.Join(state.WakeSources(), ", "))
+	}
+	rs, err := a.readState()
+	if err != nil {
+		return err
+	}
+	now := a.now().UTC().Truncate(time.Second)
+	sig := &state.WakeSignal{Schema: state.WakeSignalSchema, Source: o.source, Ref: o.ref, EventID: o.id, Priority: o.priority,
+		CausalParent: o.parent, CreatedAt: state.FormatTime(now), By: o.by, Reason: o.reason, DedupKey: o.dedupKey}
+	if sig.By == "" {
+		sig.By = osUser()
+	}
+	ttl := rs.State.Contract.Policy.Defaults().SignalTTLSeconds
+	sig.ExpiresAt = state.FormatTime(now.Add(time.Duration(ttl) * time.Second))
+	if o.expires != "" {
+		t, err := state.ParseTime(o.expires)
+		if err != nil {
+			return dataf("--expires: %v", err)
+		}
+		if !now.Before(t) {
+			return dataf("signal already expired at %s (now %s)", state.FormatTime(t), state.FormatTime(now))
+		}
+		sig.ExpiresAt = state.FormatTime(t)
+	}
+	if o.payload != "" {
+		b, err := os.ReadFile(o.payload)
+		if err != nil {
+			return &rundir.ValidationError{File: o.payload, Err: err}
+		}
+		var v state.Value
+		if err := state.Unmarshal(b, &v); err != nil {
+			return &rundir.ValidationError{File: o.payload, Err: err}
+		}
+		if err := inbox.CheckPayload(&v); err != nil {
+			fe := err.(*state.FieldError)
+			return &rundir.ValidationError{File: o.payload, Field: fe.Path, Err: fe.Err}
+		}
+		sig.Payload = &v
+	}
+	if sig.DedupKey == "" {
+		sig.DedupKey = sig.EventID
+	}
+	if sig.DedupKey == "" {
+		sig.DedupKey = fmt.Sprintf("%s:%s:%s", sig.Source, sig.Ref, sig.CreatedAt)
+	}
+	fsys, err := disk.OpenOSDir(a.cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	if with := coalescesWith(fsys, rs.State.Run, sig, now); with != "" {
+		a.report(map[string]any{"queued": false, "coalesced_with": with, "dedup_key": sig.DedupKey},
+			"coalesced with %s (same dedup key %q); nothing queued\n", with, sig.DedupKey)
+		return nil
+	}
+	id, err := inbox.Write(fsys, sig)
+	if err != nil {
+		return err
+	}
+	a.report(map[string]any{"queued": true, "id": id, "source": sig.Source, "dedup_key": sig.DedupKey, "expires_at": sig.ExpiresAt},
+		"queued wake signal %s (%s); the next acr run or acr step consumes it\n", id, sig.Source)
+	return nil
+}
+
+// coalescesWith returns the id of a pending or recently consumed signal
+// with the same dedup key.
+func coalescesWith(fsys disk.FS, r state.RunState, sig *state.WakeSignal, now time.Time) string {
+	items, _, err := inbox.List(fsys)
+	if err == nil {
+		for _, it := range items {
+			if it.Kind == inbox.KindWake && it.Wake.DedupKey == sig.DedupKey && !slices.Contains(r.InboxSeen, it.ID) {
+				return it.ID
+			}
+		}
+	}
+	for _, k := range r.DedupKeys {
+		if k.Key == sig.DedupKey {
+			if t, err := state.ParseTime(k.Expires); err == nil && now.Before(t) {
+				return "a consumed signal"
+			}
+		}
+	}
+	return ""
+}
+
+// report prints a result as JSON or as a line of text.
+func (a *app) report(v any, format string, args ...any) {
+	if a.cfg.JSON {
+		a.printJSON(v)
+		return
+	}
+	a.printf(format, args...)
+}
