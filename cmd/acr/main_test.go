@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -45,24 +47,37 @@ func TestScripts(t *testing.T) {
 			"exit":     cmdExit,
 			"treehash": cmdTreehash,
 			"flipbyte": cmdFlipByte,
+			"waitfile": cmdWaitFile,
 		},
 	})
 }
 
-// cmdExit runs a command and asserts its exit status:
+// cmdExit runs a command and asserts its exit status; "killed" means it
+// died of SIGKILL:
 //
 //	exit 65 acr init ...
+//	exit killed acr run
 func cmdExit(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
-		ts.Fatalf("usage: exit CODE command [args...]")
+		ts.Fatalf("usage: exit CODE|killed command [args...]")
 	}
-	want, err := strconv.Atoi(args[0])
-	if err != nil {
+	err := ts.Exec(args[1], args[2:]...)
+	var ee *exec.ExitError
+	if args[0] == "killed" {
+		if !errors.As(err, &ee) {
+			ts.Fatalf("%v was not killed: %v", args[1:], err)
+		}
+		ws, ok := ee.Sys().(syscall.WaitStatus)
+		if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			ts.Fatalf("%v ended with %v, want SIGKILL", args[1:], err)
+		}
+		return
+	}
+	want, err2 := strconv.Atoi(args[0])
+	if err2 != nil {
 		ts.Fatalf("exit: bad code %q", args[0])
 	}
-	err = ts.Exec(args[1], args[2:]...)
 	got := 0
-	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		got = ee.ExitCode()
 	} else if err != nil {
@@ -71,6 +86,22 @@ func cmdExit(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%v exited %d, want %d", args[1:], got, want)
 	}
+}
+
+// cmdWaitFile waits (up to a minute) until a file exists: the handshake
+// with a background process parked at a failpoint.
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: waitfile FILE")
+	}
+	p := ts.MkAbs(args[0])
+	for range 6000 {
+		if _, err := os.Stat(p); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ts.Fatalf("waitfile: %s did not appear", args[0])
 }
 
 // cmdTreehash prints one digest over every file (path and bytes) below a

@@ -256,28 +256,41 @@ type frozenClock struct{ t time.Time }
 
 func (c frozenClock) Now() time.Time { return c.t }
 
-// failpoint returns the crash hook for ACR_FAILPOINT=<name>[:<n>]: the
-// process kills itself with SIGKILL at the n-th time (default first) it
-// reaches the named substage, leaving no chance to clean up.
+// failpoint returns the crash hook for ACR_FAILPOINT=<name>[:<n>[:hang]]:
+// at the n-th time (default first) the process reaches the named substage
+// it kills itself with SIGKILL, leaving no chance to clean up. With "hang"
+// it blocks there instead, holding the run lock, until something kills it;
+// if ACR_FAILPOINT_READY names a file, that file is created first so a test
+// knows the process is in place.
 func failpoint(spec string) func(string) {
 	if spec == "" {
 		return nil
 	}
-	name, nth, _ := strings.Cut(spec, ":")
-	want, err := strconv.Atoi(nth)
-	if err != nil || want < 1 {
-		want = 1
+	parts := strings.SplitN(spec, ":", 3)
+	name, want := parts[0], 1
+	if len(parts) > 1 {
+		if n, err := strconv.Atoi(parts[1]); err == nil && n > 0 {
+			want = n
+		}
 	}
+	hang := len(parts) == 3 && parts[2] == "hang"
 	hits := 0
 	return func(stage string) {
 		if stage != name {
 			return
 		}
 		hits++
-		if hits == want {
-			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			select {} // never return
+		if hits != want {
+			return
 		}
+		if hang {
+			if ready := os.Getenv("ACR_FAILPOINT_READY"); ready != "" {
+				_ = os.WriteFile(ready, []byte(stage+"\n"), 0o644)
+			}
+			select {}
+		}
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // never return
 	}
 }
 

@@ -21,7 +21,9 @@ takes the run lock, so it works while another invocation is running.`,
 		Example: `  acr stop --reason "maintenance window"
   acr stop --kill`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runStop(a, a.v.GetString("reason"), a.v.GetBool("kill"), a.v.GetString("by")) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runStop(a, a.v.GetString("reason"), a.v.GetBool("kill"), a.v.GetString("by"))
+		},
 	}
 	cmd.Flags().String("reason", "", "why the run stops")
 	cmd.Flags().Bool("kill", false, "operator kill switch")

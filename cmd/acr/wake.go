@@ -18,7 +18,7 @@ import (
 
 type wakeOptions struct {
 	source, ref, id, dedupKey, expires, payload, by, reason, parent string
-	priority                                                         int
+	priority                                                        int
 }
 
 func newWakeCommand(a *app) *cobra.Command {
