@@ -370,6 +370,13 @@ func (b *builder) transition(t commitment.Transition, refs map[string]state.Ref)
 	b.s.Commitments = store
 	ref := b.record("commitment."+lifecycleVerb(t.Kind), "cmt", c, refs, t.Reason)
 	b.rec.CommitmentRefs = append(b.rec.CommitmentRefs, ref)
+	if t.Kind == commitment.Expire {
+		// An expired promise is not renewed on the spot: the item waits
+		// for new evidence (a change to its target) before it is proposed
+		// again.
+		r, _ := b.s.Environment.Check(c.CheckID)
+		b.suppress(state.Suppression{ItemID: c.ItemID, Reason: "commitment_expired", Since: b.at, EvidenceRef: string(r.TargetSHA256)})
+	}
 	if t.Kind == commitment.Resume {
 		b.emit("persistent.commitment.resumed", nil, map[string]state.Ref{"commitment": ref}, "explicit_resume")
 	}
@@ -748,6 +755,12 @@ func (b *builder) settle(out *world.Outcome, uncertain bool) {
 	ai := slices.IndexFunc(rs.Attempts, func(a state.Attempt) bool {
 		return a.ItemID == b.item && a.Fingerprint == b.fp && a.EvidenceRef == b.evidence
 	})
+	if e.Action.Operation == world.OpMarkIssue && out.Status == world.OutcomeCommitted {
+		// Reported for a person: do not report it again until the checked
+		// file changes.
+		r, _ := b.s.Environment.Check(e.Action.CheckID)
+		b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "reported_awaiting_human", Since: b.at, EvidenceRef: string(r.TargetSHA256)})
+	}
 	switch ev.Result {
 	case "accepted":
 		rs.Attempts = slices.DeleteFunc(rs.Attempts, func(a state.Attempt) bool { return a.ItemID == b.item })

@@ -164,17 +164,15 @@ func (d *Driver) Open() error {
 	rec := Recovery{Classification: "clean", CheckpointCycle: st.Run.CycleSeq}
 	d.recovery = rec
 
-	if t := d.Ledger.Torn(); t != nil {
-		cut, torn, err := d.Ledger.RepairTail()
+	// Repair a torn tail first: nothing can be appended after it.
+	var torn *ledger.Torn
+	var tornBytes []byte
+	if d.Ledger.Torn() != nil {
+		torn, tornBytes, err = d.Ledger.RepairTail()
 		if err != nil {
 			return err
 		}
 		rec.LedgerRepaired, rec.Recovered = true, true
-		obj, _ := ledger.NewObject("torn", map[string]any{"offset": cut.Offset, "length": cut.Length, "sha256": state.FingerprintOf(torn)})
-		if _, err := d.Ledger.Append([]ledger.Event{{Type: "ledger.tail.repaired", RunID: st.Run.RunID, CycleSeq: st.Run.CycleSeq,
-			Object: obj, Reasons: []string{"torn_last_line_truncated"}}}); err != nil {
-			return err
-		}
 	}
 	if err := d.Ledger.CheckFrontier(snap.Manifest.LedgerFrontier); err != nil {
 		return err
@@ -184,15 +182,45 @@ func (d *Driver) Open() error {
 		return err
 	}
 	rec.LedgerEventsBeyondCP = len(recs)
+	needed := torn != nil || slices.ContainsFunc(recs, func(r ledger.Record) bool { return !outOfBand(r.Event.Type) })
+	if needed {
+		reasons := []string{}
+		if torn != nil {
+			reasons = append(reasons, "torn_ledger_tail")
+		}
+		if len(recs) > 0 {
+			reasons = append(reasons, "ledger_ahead_of_checkpoint")
+		}
+		if err := d.appendOOB("persistent.recovery.started", nil, reasons); err != nil {
+			return err
+		}
+	}
+	if torn != nil {
+		obj, _ := ledger.NewObject("torn", map[string]any{"offset": torn.Offset, "length": torn.Length, "sha256": state.FingerprintOf(tornBytes)})
+		if err := d.appendOOB("ledger.tail.repaired", obj, []string{"torn_last_line_truncated"}); err != nil {
+			return err
+		}
+	}
 	if err := d.rollForward(recs, &rec); err != nil {
 		return err
 	}
 	rec.RecoveredToCycle = d.state.Run.CycleSeq
 	d.recovery = rec
-	if rec.Recovered && (rec.CyclesRolledForward > 0 || rec.EventsAppended > 0 || rec.CycleAbandoned || rec.LedgerRepaired) {
-		return d.commit()
+	if !needed {
+		return nil
 	}
-	return nil
+	if rec.Classification == "clean" && rec.LedgerRepaired {
+		rec.Classification = "torn_tail_repaired"
+	}
+	d.recovery = rec
+	obj, err := ledger.NewObject("recovery", rec)
+	if err != nil {
+		return err
+	}
+	if err := d.appendOOB("persistent.recovery.completed", obj, []string{rec.Classification}); err != nil {
+		return err
+	}
+	return d.commit()
 }
 
 // outOfBand reports events that are not produced by a cycle step: they
@@ -278,7 +306,7 @@ func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) err
 		// cycle derives afresh.
 		rec.CycleAbandoned = true
 		rec.Classification = "interrupted_before_inputs_durable"
-		return d.appendOOB("persistent.recovery.cycle_abandoned", []string{err.Error()})
+		return d.appendOOB("persistent.recovery.cycle_abandoned", nil, []string{"first_batch_incomplete"})
 	}
 	p, err := Begin(d.state, in)
 	if err != nil {
@@ -377,14 +405,8 @@ func recordedOutcome(recs []ledger.Record) (world.Outcome, bool) {
 	return world.Outcome{}, false
 }
 
-// appendRecovered appends the missing events of an interrupted cycle,
-// bracketed by recovery events that say what was found.
+// appendRecovered appends the missing events of an interrupted cycle.
 func (d *Driver) appendRecovered(evs []ledger.Event, rec *Recovery) error {
-	if rec.EventsAppended == 0 {
-		if err := d.appendOOB("persistent.recovery.started", []string{"interrupted_cycle_found"}); err != nil {
-			return err
-		}
-	}
 	if _, err := d.Ledger.Append(evs); err != nil {
 		return err
 	}
@@ -392,12 +414,14 @@ func (d *Driver) appendRecovered(evs []ledger.Event, rec *Recovery) error {
 	return nil
 }
 
-func (d *Driver) appendOOB(typ string, reasons []string) error {
+// appendOOB appends an out-of-band event: one that records what the driver
+// did (recovery, repair, a provider failure), not what a cycle did.
+func (d *Driver) appendOOB(typ string, obj *ledger.Object, reasons []string) error {
 	at := ""
 	if d.Clock != nil {
 		at = state.FormatTime(d.Clock.Now())
 	}
-	_, err := d.Ledger.Append([]ledger.Event{{Type: typ, RunID: d.state.Run.RunID, CycleSeq: d.state.Run.CycleSeq, At: at, Reasons: reasons}})
+	_, err := d.Ledger.Append([]ledger.Event{{Type: typ, RunID: d.state.Run.RunID, CycleSeq: d.state.Run.CycleSeq, At: at, Object: obj, Reasons: reasons}})
 	return err
 }
 

@@ -209,7 +209,12 @@ var ErrRunExists = errors.New("a run already exists in the state directory (use 
 
 // Open locks the run in dir, opens its parts and recovers it to a safe
 // boundary. Close must be called.
-func Open(dir string, opt Options) (*Run, error) {
+func Open(dir string, opt Options) (*Run, error) { return OpenWith(dir, opt, nil) }
+
+// OpenWith is Open with a hook called as soon as the lock is held, before
+// recovery runs: a crash test that dies during recovery can still abandon
+// the half-open run.
+func OpenWith(dir string, opt Options, hook func(*Run)) (*Run, error) {
 	fsys, err := disk.OpenOSDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, state.ErrNoRun
@@ -228,6 +233,9 @@ func Open(dir string, opt Options) (*Run, error) {
 		return nil, err
 	}
 	r := &Run{Dir: dir, FS: fsys, Store: store, unlock: unlock}
+	if hook != nil {
+		hook(r)
+	}
 	if err := r.open(opt); err != nil {
 		r.Close()
 		return nil, err
@@ -292,6 +300,20 @@ func (r *Run) Close() error {
 		errs = append(errs, r.unlock.Unlock())
 	}
 	return errors.Join(errs...)
+}
+
+// Abandon releases the run the way a killed process would: files are
+// closed and the lock is dropped, but nothing owed is written.
+func (r *Run) Abandon() {
+	if r.World != nil {
+		r.World.Close()
+	}
+	if r.Ledger != nil {
+		r.Ledger.Close()
+	}
+	if r.unlock != nil {
+		r.unlock.Unlock()
+	}
 }
 
 // Inbox adapts the inbox package to the kernel's Inbox interface.

@@ -1,0 +1,607 @@
+package scenario
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/governance"
+	"github.com/acr-project/acr/internal/inbox"
+	"github.com/acr-project/acr/internal/kernel"
+	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/strategy"
+)
+
+// Result is what running a scenario produced and whether it met its
+// expectations.
+type Result struct {
+	Name                string             `json:"name"`
+	Passed              bool               `json:"passed"`
+	Failures            []string           `json:"failures"`
+	Cycles              int64              `json:"cycles"`
+	FinalDisposition    string             `json:"final_disposition"`
+	DispositionCounts   map[string]int     `json:"disposition_counts"`
+	DispositionSequence []string           `json:"disposition_sequence"`
+	TransitionClasses   map[string]int     `json:"transition_classes"`
+	Fingerprints        Fingerprints       `json:"fingerprints"`
+	Recoveries          []kernel.Recovery  `json:"recoveries"`
+	LedgerEvents        int64              `json:"ledger_events"`
+	Facts               map[string]float64 `json:"facts"`
+	// Dir is the state directory the scenario ran in (kept with Keep).
+	Dir string `json:"state_dir,omitempty"`
+}
+
+// Options tune a scenario run.
+type Options struct {
+	// Dir is the state directory to use; empty means a fresh temp dir.
+	Dir string
+	// Keep leaves the state directory behind.
+	Keep bool
+	// CheckpointEvery bounds cycles between directory checkpoints; small
+	// values exercise recovery by replay less, large values more.
+	CheckpointEvery int
+	// Clock, when set, replaces the scripted clock (the validator uses it
+	// to show that a nondeterministic clock breaks replay determinism).
+	Clock kernel.Clock
+}
+
+// scriptClock moves only when the script advances it.
+type scriptClock struct{ t time.Time }
+
+func (c *scriptClock) Now() time.Time { return c.t }
+
+// scriptKnowledge hands out queued knowledge updates once.
+type scriptKnowledge struct{ queue []strategy.KnowledgeUpdate }
+
+func (k *scriptKnowledge) Poll(time.Time) ([]strategy.KnowledgeUpdate, error) {
+	q := k.queue
+	k.queue = nil
+	return q, nil
+}
+
+// crashSignal is the panic value that simulates the process dying.
+type crashSignal struct{ stage string }
+
+type runner struct {
+	sc    *Scenario
+	dir   string
+	clock *scriptClock
+	know  *scriptKnowledge
+	opt   rundir.Options
+	res   *Result
+	arm   *Crash
+	hits  int
+	last  kernel.RunReport
+	lastR *kernel.Recovery
+}
+
+// Run executes a scenario in a fresh state directory and checks it.
+func Run(sc *Scenario, o Options) (*Result, error) {
+	start, _ := state.ParseTime(sc.Script.Start)
+	rn := &runner{sc: sc, clock: &scriptClock{t: start}, know: &scriptKnowledge{},
+		res: &Result{Name: sc.Script.Name, DispositionCounts: map[string]int{}, TransitionClasses: map[string]int{},
+			Failures: []string{}, Recoveries: []kernel.Recovery{}, DispositionSequence: []string{}, Facts: map[string]float64{}}}
+	rn.dir = o.Dir
+	if rn.dir == "" {
+		d, err := os.MkdirTemp("", "acr-scenario-"+sc.Script.Name+"-")
+		if err != nil {
+			return nil, err
+		}
+		rn.dir = filepath.Join(d, "engine_state")
+		if !o.Keep {
+			defer os.RemoveAll(d)
+		}
+	}
+	if o.Keep {
+		rn.res.Dir = rn.dir
+	}
+	every := o.CheckpointEvery
+	if every == 0 {
+		every = 4
+	}
+	var clk kernel.Clock = rn.clock
+	if o.Clock != nil {
+		clk = o.Clock
+	}
+	rn.opt = rundir.Options{Clock: clk, Knowledge: rn.know, Revision: "scenario", CheckpointEvery: every, Failpoint: rn.failpoint}
+	if _, err := rundir.Init(rn.dir, sc.Inputs, "run:scenario:"+sc.Script.Name, false, rn.opt); err != nil {
+		return nil, fmt.Errorf("scenario %s: init: %w", sc.Script.Name, err)
+	}
+	if err := rn.steps(sc.Script.Steps, "steps"); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Script.Name, err)
+	}
+	if err := rn.finish(); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Script.Name, err)
+	}
+	rn.res.Passed = len(rn.res.Failures) == 0
+	return rn.res, nil
+}
+
+func (rn *runner) steps(steps []Step, at string) error {
+	for i, st := range steps {
+		where := fmt.Sprintf("%s[%d]", at, i)
+		if st.Repeat != nil {
+			for n := range st.Repeat.Times {
+				if err := rn.steps(st.Repeat.Steps, fmt.Sprintf("%s.repeat#%d", where, n+1)); err != nil {
+					return err
+				}
+			}
+		} else if err := rn.step(st); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		if st.Expect != nil {
+			rn.check(where, *st.Expect)
+		}
+	}
+	return nil
+}
+
+func (rn *runner) failpoint(stage string) {
+	if rn.arm == nil || stage != rn.arm.Failpoint {
+		return
+	}
+	rn.hits++
+	if rn.hits == max(rn.arm.Nth, 1) {
+		rn.arm = nil
+		panic(crashSignal{stage: stage})
+	}
+}
+
+func (rn *runner) failf(format string, args ...any) {
+	rn.res.Failures = append(rn.res.Failures, fmt.Sprintf(format, args...))
+}
+
+// runCycles opens the run (recovering it), runs up to n cycles and closes
+// it. A crash at an armed failpoint abandons the process's work.
+func (rn *runner) runCycles(n int) (crashed bool, err error) {
+	rn.last = kernel.RunReport{}
+	var r *rundir.Run
+	defer func() {
+		if p := recover(); p != nil {
+			if _, ok := p.(crashSignal); !ok {
+				panic(p)
+			}
+			crashed, err = true, nil
+			if r != nil {
+				r.Abandon()
+			}
+		}
+	}()
+	r, err = rundir.OpenWith(rn.dir, rn.opt, func(x *rundir.Run) { r = x })
+	if err != nil {
+		return false, err
+	}
+	rec := r.Driver.Recovery()
+	rn.noteRecovery(rec)
+	rep, err := r.Driver.Run(n, nil)
+	rn.last = rep
+	for _, c := range rep.Cycles {
+		rn.res.DispositionSequence = append(rn.res.DispositionSequence, c.LoopDisposition.String())
+	}
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if errors.Is(err, kernel.ErrFaulted) {
+		err = nil
+	}
+	return false, err
+}
+
+func (rn *runner) noteRecovery(rec kernel.Recovery) {
+	rn.lastR = &rec
+	if rec.Recovered {
+		rn.res.Recoveries = append(rn.res.Recoveries, rec)
+	}
+}
+
+func (rn *runner) fs() (*disk.OSDir, error) { return disk.OpenOSDir(rn.dir) }
+
+func (rn *runner) step(st Step) error {
+	now := rn.clock.t
+	switch {
+	case st.Run > 0:
+		_, err := rn.runCycles(st.Run)
+		return err
+	case st.Advance != "":
+		d, _ := time.ParseDuration(st.Advance)
+		rn.clock.t = rn.clock.t.Add(d)
+	case st.World != nil:
+		root := filepath.Join(rn.dir, "sandbox", "world")
+		if st.World.Remove != "" {
+			return os.Remove(filepath.Join(root, filepath.FromSlash(st.World.Remove)))
+		}
+		p := filepath.Join(root, filepath.FromSlash(st.World.Write))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(p, []byte(st.World.Content), 0o644)
+	case st.Wake != nil:
+		exp := 7 * 24 * time.Hour
+		if st.Wake.Expires != "" {
+			exp, _ = time.ParseDuration(st.Wake.Expires)
+		}
+		key := st.Wake.DedupKey
+		if key == "" {
+			key = fmt.Sprintf("%s:%s:%s", st.Wake.Source, st.Wake.Ref, state.FormatTime(now))
+		}
+		fsys, err := rn.fs()
+		if err != nil {
+			return err
+		}
+		_, err = inbox.Write(fsys, &state.WakeSignal{Schema: state.WakeSignalSchema, Source: st.Wake.Source, Ref: st.Wake.Ref, DedupKey: key,
+			CreatedAt: state.FormatTime(now), ExpiresAt: state.FormatTime(now.Add(exp)), By: "scenario", Reason: st.Wake.Reason, Payload: st.Wake.Payload})
+		return err
+	case st.Approve != "" || st.Deny != "":
+		return rn.resolve(st)
+	case st.Stop != nil:
+		fsys, err := rn.fs()
+		if err != nil {
+			return err
+		}
+		_, err = inbox.Write(fsys, &state.StopRequest{Schema: state.StopSchema, By: "scenario", Reason: st.Stop.Reason, Kill: st.Stop.Kill, CreatedAt: state.FormatTime(now)})
+		return err
+	case st.Knowledge != nil:
+		rn.know.queue = append(rn.know.queue, *st.Knowledge)
+	case st.Crash != nil:
+		c := *st.Crash
+		rn.arm, rn.hits = &c, 0
+		crashed, err := rn.runCycles(max(c.MaxCycles, 20))
+		rn.arm = nil
+		if err != nil {
+			return err
+		}
+		if !crashed {
+			rn.failf("crash at %s: the failpoint was never reached", c.Failpoint)
+		}
+	case st.Recover:
+		r, err := rundir.Open(rn.dir, rn.opt)
+		if err != nil {
+			return err
+		}
+		rn.noteRecovery(r.Driver.Recovery())
+		return r.Close()
+	}
+	return nil
+}
+
+func (rn *runner) resolve(st Step) error {
+	sel, verdict := st.Approve, "approve"
+	if st.Deny != "" {
+		sel, verdict = st.Deny, "deny"
+	}
+	s, _, err := rundir.ReadState(rn.dir)
+	if err != nil {
+		return err
+	}
+	for _, p := range s.Run.PendingApprovals {
+		if p.Resolution == nil && (sel == "first" || p.CheckID == sel) {
+			fsys, err := rn.fs()
+			if err != nil {
+				return err
+			}
+			_, err = inbox.Write(fsys, &state.Approval{Schema: state.ApprovalSchema, ActionRef: p.Ref, Verdict: verdict, By: "scenario",
+				CreatedAt: state.FormatTime(rn.clock.t)})
+			return err
+		}
+	}
+	rn.failf("%s %q: no matching pending approval", verdict, sel)
+	return nil
+}
+
+func (rn *runner) check(i string, e StepExpect) {
+	s, _, err := rundir.ReadState(rn.dir)
+	if err != nil {
+		rn.failf("%s: read state: %v", i, err)
+		return
+	}
+	r := s.Run
+	if e.Disposition != "" && r.LoopDisposition.String() != e.Disposition {
+		rn.failf("%s: disposition %s, want %s (reasons %v)", i, r.LoopDisposition, e.Disposition, r.ReasonCodes)
+	}
+	if e.Status != "" && string(r.Status) != e.Status {
+		rn.failf("%s: status %s, want %s", i, r.Status, e.Status)
+	}
+	if e.CycleSeq != nil && r.CycleSeq != *e.CycleSeq {
+		rn.failf("%s: cycle %d, want %d", i, r.CycleSeq, *e.CycleSeq)
+	}
+	if e.Executed != nil && rn.last.CyclesExecuted != *e.Executed {
+		rn.failf("%s: %d cycles executed, want %d", i, rn.last.CyclesExecuted, *e.Executed)
+	}
+	if e.Dispositions != nil {
+		var got []string
+		for _, c := range rn.last.Cycles {
+			got = append(got, c.LoopDisposition.String())
+		}
+		if !slices.Equal(got, e.Dispositions) {
+			rn.failf("%s: dispositions %v, want %v", i, got, e.Dispositions)
+		}
+	}
+	if e.PendingApprovals != nil {
+		n := 0
+		for _, p := range r.PendingApprovals {
+			if p.Resolution == nil {
+				n++
+			}
+		}
+		if n != *e.PendingApprovals {
+			rn.failf("%s: %d pending approvals, want %d", i, n, *e.PendingApprovals)
+		}
+	}
+	if e.LiveCommitments != nil && len(s.Commitments.Commitments) != *e.LiveCommitments {
+		rn.failf("%s: %d live commitments, want %d", i, len(s.Commitments.Commitments), *e.LiveCommitments)
+	}
+	for _, code := range e.Reasons {
+		if !slices.Contains(r.ReasonCodes, code) {
+			rn.failf("%s: reason codes %v lack %s", i, r.ReasonCodes, code)
+		}
+	}
+	for p, want := range e.WorldContains {
+		b, err := os.ReadFile(filepath.Join(rn.dir, "sandbox", "world", filepath.FromSlash(p)))
+		if err != nil || !strings.Contains(string(b), want) {
+			rn.failf("%s: world file %s does not contain %q", i, p, want)
+		}
+	}
+	for p, bad := range e.WorldLacks {
+		b, _ := os.ReadFile(filepath.Join(rn.dir, "sandbox", "world", filepath.FromSlash(p)))
+		if strings.Contains(string(b), bad) {
+			rn.failf("%s: world file %s contains %q", i, p, bad)
+		}
+	}
+	if e.Recovery != nil {
+		if rn.lastR == nil {
+			rn.failf("%s: no recovery report", i)
+		} else {
+			if e.Recovery.Classification != "" && rn.lastR.Classification != e.Recovery.Classification {
+				rn.failf("%s: recovery classification %s, want %s", i, rn.lastR.Classification, e.Recovery.Classification)
+			}
+			if e.Recovery.ActionsReused != nil && rn.lastR.ActionsReused != *e.Recovery.ActionsReused {
+				rn.failf("%s: actions reused %d, want %d", i, rn.lastR.ActionsReused, *e.Recovery.ActionsReused)
+			}
+			if e.Recovery.ActionsApplied != nil && rn.lastR.ActionsApplied != *e.Recovery.ActionsApplied {
+				rn.failf("%s: actions applied %d, want %d", i, rn.lastR.ActionsApplied, *e.Recovery.ActionsApplied)
+			}
+		}
+	}
+	for _, wc := range e.WorldCount {
+		b, _ := os.ReadFile(filepath.Join(rn.dir, "sandbox", "world", filepath.FromSlash(wc.Path)))
+		if n := strings.Count(string(b), wc.Text); n != wc.Count {
+			rn.failf("%s: world file %s has %d occurrence(s) of %q, want %d", i, wc.Path, n, wc.Text, wc.Count)
+		}
+	}
+	if len(e.Events) > 0 {
+		counts, err := EventCounts(rn.dir)
+		if err != nil {
+			rn.failf("%s: %v", i, err)
+		}
+		for typ, want := range e.Events {
+			if counts[typ] != want {
+				rn.failf("%s: %d %s events, want %d", i, counts[typ], typ, want)
+			}
+		}
+	}
+}
+
+// finish computes the outcome from the state directory and checks the
+// scenario's final expectations.
+func (rn *runner) finish() error {
+	s, _, err := rundir.ReadState(rn.dir)
+	if err != nil {
+		return err
+	}
+	h, err := Analyse(rn.dir)
+	if err != nil {
+		return err
+	}
+	res := rn.res
+	res.Cycles = s.Run.CycleSeq
+	res.FinalDisposition = s.Run.LoopDisposition.String()
+	res.DispositionCounts = h.Dispositions
+	res.TransitionClasses = h.Classes
+	res.LedgerEvents = h.Events
+	res.Fingerprints = Fingerprints{History: h.History, World: h.World, RunState: string(s.Run.Fingerprint)}
+	res.Facts["duplicate_effects"] = float64(h.DuplicateEffects)
+	e := rn.sc.Script.Expect
+	if e.Cycles != nil && res.Cycles != *e.Cycles {
+		rn.failf("final: %d cycles, want %d", res.Cycles, *e.Cycles)
+	}
+	if e.FinalDisposition != "" && res.FinalDisposition != e.FinalDisposition {
+		rn.failf("final: disposition %s, want %s", res.FinalDisposition, e.FinalDisposition)
+	}
+	for _, d := range slices.Sorted(maps.Keys(e.Dispositions)) {
+		if res.DispositionCounts[d] != e.Dispositions[d] {
+			rn.failf("final: %d %s cycles, want %d", res.DispositionCounts[d], d, e.Dispositions[d])
+		}
+	}
+	for _, c := range e.TransitionClasses {
+		if res.TransitionClasses[c] == 0 {
+			rn.failf("final: transition class %s never happened", c)
+		}
+	}
+	for _, c := range e.AbsentClasses {
+		if res.TransitionClasses[c] != 0 {
+			rn.failf("final: transition class %s happened %d time(s), want none", c, res.TransitionClasses[c])
+		}
+	}
+	if h.DuplicateEffects > 0 {
+		rn.failf("final: %d idempotency key(s) applied more than once", h.DuplicateEffects)
+	}
+	fp := e.Fingerprints
+	for _, c := range []struct{ name, want, got string }{{"history", fp.History, res.Fingerprints.History},
+		{"world", fp.World, res.Fingerprints.World}, {"run_state", fp.RunState, res.Fingerprints.RunState}} {
+		if c.want != "" && c.want != c.got {
+			rn.failf("final: %s fingerprint %s, frozen reference %s", c.name, c.got, c.want)
+		}
+	}
+	return nil
+}
+
+// History is what a scan of a run's ledger and world shows.
+type History struct {
+	Events           int64
+	Dispositions     map[string]int
+	Classes          map[string]int
+	History          string
+	World            string
+	DuplicateEffects int
+	CycleRefs        []state.Ref
+}
+
+// Analyse scans a state directory's ledger and world.
+func Analyse(dir string) (*History, error) {
+	fsys, err := disk.OpenOSDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	h := &History{Dispositions: map[string]int{}, Classes: map[string]int{}}
+	reviewed := map[int64]bool{}
+	selected := map[int64]bool{}
+	committedKeys := map[string]int{}
+	err = ledger.Scan(fsys, func(r ledger.Record) error {
+		h.Events++
+		ev := r.Event
+		c := h.Classes
+		switch {
+		case ev.Type == "persistent.cycle.completed":
+			h.CycleRefs = append(h.CycleRefs, ev.Object.Ref)
+			var rec state.CycleRecord
+			if err := ev.Object.Decode(&rec); err != nil {
+				return err
+			}
+			h.Dispositions[rec.LoopDisposition.String()]++
+			if rec.IdempotencyKey != "" && rec.WorldOutcomeRef != "" {
+				committedKeys[rec.IdempotencyKey]++
+			}
+		case ev.Type == "strategy.review.requested":
+			c["strategic_review"]++
+			reviewed[ev.CycleSeq] = true
+		case ev.Type == "agenda.resolution.selected":
+			c["agenda_selected"]++
+			selected[ev.CycleSeq] = true
+		case ev.Type == "agenda.resolution.empty":
+			c["no_agenda"]++
+		case ev.Type == "persistent.loop.idled":
+			c["idle"]++
+		case ev.Type == "persistent.loop.slept":
+			c["sleep"]++
+		case ev.Type == "persistent.loop.woke":
+			c["wake"]++
+		case ev.Type == "persistent.loop.deferred" || ev.Type == "persistent.work.deferred":
+			c["deferred"]++
+		case ev.Type == "persistent.loop.waiting_approval":
+			c["wait_approval"]++
+		case strings.HasPrefix(ev.Type, "commitment.") && ev.Type != "commitment.conditions.evaluated":
+			c["commitment_transition"]++
+			c[strings.Replace(ev.Type, ".", "_", 1)]++
+		case ev.Type == "agenda.promotion.recorded":
+			c["promote_to_commitment"]++
+		case ev.Type == "context.compaction.completed":
+			c["context_compaction"]++
+		case ev.Type == "governance.decision.recorded":
+			c["governance_boundary"]++
+			for _, rc := range ev.Reasons {
+				c["governance_reason_"+rc]++
+			}
+			var d governance.Decision
+			if ev.Object != nil && ev.Object.Decode(&d) == nil {
+				c["governance_"+strings.ToLower(d.Verdict.String())]++
+			}
+		case ev.Type == "sandbox.action.committed":
+			c["sandbox_action"]++
+		case ev.Type == "evaluation.recorded":
+			c["validation"]++
+		case ev.Type == "persistent.recovery.completed":
+			c["crash_recovery"]++
+			var rec kernel.Recovery
+			if ev.Object != nil && ev.Object.Decode(&rec) == nil && rec.ActionsReused > 0 {
+				c["idempotent_outcome_recovery"] += rec.ActionsReused
+			}
+		case ev.Type == "approval.requested":
+			c["approval_requested"]++
+		case ev.Type == "approval.resolved":
+			c["approval_resolved"]++
+		case ev.Type == "persistent.run.stopped":
+			c["stop"]++
+		case ev.Type == "persistent.run.faulted":
+			c["fault"]++
+		case ev.Type == "strategy.knowledge.candidate":
+			c["knowledge_candidate"]++
+		case ev.Type == "loop.guard.tripped":
+			c["loop_guard"]++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for cyc := range selected {
+		if !reviewed[cyc] {
+			h.Classes["direct_path"]++
+		}
+	}
+	for _, n := range committedKeys {
+		if n > 1 {
+			h.DuplicateEffects++
+		}
+	}
+	sum := sha256.New()
+	for _, r := range h.CycleRefs {
+		sum.Write([]byte(r))
+		sum.Write([]byte{'\n'})
+	}
+	h.History = "sha256:" + hex.EncodeToString(sum.Sum(nil))
+	h.World, err = TreeFingerprint(filepath.Join(dir, "sandbox", "world"))
+	return h, err
+}
+
+// EventCounts counts ledger events by type.
+func EventCounts(dir string) (map[string]int, error) {
+	fsys, err := disk.OpenOSDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	err = ledger.Scan(fsys, func(r ledger.Record) error { out[r.Event.Type]++; return nil })
+	return out, err
+}
+
+// TreeFingerprint is the SHA-256 over every file (path and bytes) below
+// root, in path order.
+func TreeFingerprint(root string) (string, error) {
+	var paths []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(paths)
+	h := sha256.New()
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return "", err
+		}
+		rel, _ := filepath.Rel(root, p)
+		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(rel), len(b))
+		h.Write(b)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
