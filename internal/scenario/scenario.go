@@ -56,8 +56,8 @@ type Step struct {
 	Crash     *Crash                    `json:"crash,omitempty"`
 	Recover   bool                      `json:"recover,omitempty"`
 	// Repeat runs Steps Times times (a compact way to script long runs).
-	Repeat *Repeat      `json:"repeat,omitempty"`
-	Expect *StepExpect  `json:"expect,omitempty"`
+	Repeat *Repeat     `json:"repeat,omitempty"`
+	Expect *StepExpect `json:"expect,omitempty"`
 }
 
 // Repeat is a block of steps run several times.
@@ -75,12 +75,12 @@ type WorldChange struct {
 
 // Wake queues a wake signal.
 type Wake struct {
-	Source   string      `json:"source"`
-	Ref      string      `json:"ref,omitempty"`
-	DedupKey string      `json:"dedup_key,omitempty"`
-	Expires  string      `json:"expires_in,omitempty"`
+	Source   string       `json:"source"`
+	Ref      string       `json:"ref,omitempty"`
+	DedupKey string       `json:"dedup_key,omitempty"`
+	Expires  string       `json:"expires_in,omitempty"`
 	Payload  *state.Value `json:"payload,omitempty"`
-	Reason   string      `json:"reason,omitempty"`
+	Reason   string       `json:"reason,omitempty"`
 }
 
 // Stop queues a stop request.
