@@ -96,3 +96,43 @@ func mustFS(t *testing.T, dir string) *disk.OSDir {
 	require.NoError(t, err)
 	return f
 }
+
+// TestDeterministicLedgerBytes runs the same inputs twice in two state
+// directories and compares every ledger byte and every checkpoint file.
+func TestDeterministicLedgerBytes(t *testing.T) {
+	runOnce := func(dir string) {
+		clock := &stepClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		opt := Options{Clock: clock, Revision: "test"}
+		_, err := Init(dir, quickstart(t), "run:det", false, opt)
+		require.NoError(t, err)
+		r, err := Open(dir, opt)
+		require.NoError(t, err)
+		_, err = r.Driver.Run(20, nil)
+		require.NoError(t, err)
+		require.NoError(t, r.Close())
+		st, _, err := ReadState(dir)
+		require.NoError(t, err)
+		_, err = inbox.Write(mustFS(t, dir), &state.Approval{Schema: state.ApprovalSchema, ActionRef: st.Run.PendingApprovals[0].Ref,
+			Verdict: "approve", By: "tester", CreatedAt: "2026-01-01T01:00:00Z"})
+		require.NoError(t, err)
+		r, err = Open(dir, opt)
+		require.NoError(t, err)
+		_, err = r.Driver.Run(20, nil)
+		require.NoError(t, err)
+		require.NoError(t, r.Close())
+	}
+	a, b := t.TempDir(), t.TempDir()
+	runOnce(a)
+	runOnce(b)
+	la, err := os.ReadFile(filepath.Join(a, "ledger", "events.jsonl"))
+	require.NoError(t, err)
+	lb, err := os.ReadFile(filepath.Join(b, "ledger", "events.jsonl"))
+	require.NoError(t, err)
+	require.NotEmpty(t, la)
+	assert.Equal(t, la, lb, "same inputs must give byte-identical ledgers")
+	ma, err := os.ReadFile(filepath.Join(a, "manifest.json"))
+	require.NoError(t, err)
+	mb, err := os.ReadFile(filepath.Join(b, "manifest.json"))
+	require.NoError(t, err)
+	assert.Equal(t, ma, mb)
+}

@@ -1,0 +1,253 @@
+package kernel
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acr-project/acr/internal/governance"
+	"github.com/acr-project/acr/internal/inbox"
+	"github.com/acr-project/acr/internal/intent"
+	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func testSpec(checks ...world.Check) world.Spec {
+	return world.Spec{Schema: world.SpecSchema, Files: map[string]string{}, Checks: checks,
+		Evidence: []world.EvidenceSpec{{ID: "ev", Path: "incoming/ev.txt"}}}
+}
+
+func patchCheck(id, path string) world.Check {
+	return world.Check{ID: id, Summary: id, Kind: world.CheckAbsentText, Path: path, Text: "bad", Priority: 10,
+		Fixes: []world.Fix{{Operation: world.OpApplyPatch, Find: "bad", Replace: "good"}}}
+}
+
+func testContract(rules ...governance.Rule) governance.Contract {
+	if len(rules) == 0 {
+		rules = []governance.Rule{{Operation: "*", Paths: []string{"**"}, Effect: governance.Allow}}
+	}
+	return governance.Contract{Schema: governance.ContractSchema, ID: "c", Authority: governance.Authority{ID: "op", Mode: governance.AuthProjectWrite},
+		Coordinates: governance.Coordinates{Readiness: "L2", Autonomy: "A2", CognitiveDepth: "D2"}, Rules: rules}
+}
+
+// observe builds the observation of checks with the given failing set.
+func observe(spec world.Spec, failing map[string]bool, evidence bool) world.Observation {
+	o := world.Observation{Schema: world.ObservationSchema, Files: []world.FileFact{}, Checks: []world.CheckResult{}, Evidence: []world.EvidenceFact{}}
+	for _, c := range spec.Checks {
+		r := world.CheckResult{ID: c.ID, Status: world.CheckPass, TargetSHA256: state.FingerprintOf([]byte(c.ID + "ok"))}
+		if failing[c.ID] {
+			r = world.CheckResult{ID: c.ID, Status: world.CheckFail, Detail: "found", TargetSHA256: state.FingerprintOf([]byte(c.ID + "bad"))}
+		}
+		o.Checks = append(o.Checks, r)
+	}
+	for _, e := range spec.Evidence {
+		o.Evidence = append(o.Evidence, world.EvidenceFact{ID: e.ID, Present: evidence})
+	}
+	return o
+}
+
+func newState(t *testing.T, spec world.Spec, c governance.Contract, obs world.Observation) State {
+	t.Helper()
+	g := intent.Goal{Schema: intent.Schema, ID: "g", Mission: "m", Success: intent.Success{AllChecksPass: true}}
+	s, evs, err := Init(Bootstrap{RunID: "run:test", Now: t0, Goal: g, Contract: c, Spec: spec, Observation: obs})
+	require.NoError(t, err)
+	require.NotEmpty(t, evs)
+	return s
+}
+
+func encodeAll(t *testing.T, evs []ledger.Event) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, ev := range evs {
+		b, _, err := ev.Encode()
+		require.NoError(t, err)
+		out = append(out, b)
+	}
+	return out
+}
+
+// TestBeginFinishArePure: the same state and inputs give byte-identical
+// events, and the input state is not modified.
+func TestBeginFinishArePure(t *testing.T) {
+	spec := testSpec(patchCheck("a", "a.txt"), patchCheck("b", "b.txt"))
+	obs := observe(spec, map[string]bool{"a": true, "b": true}, false)
+	s := newState(t, spec, testContract(), obs)
+	before, err := s.Encode()
+	require.NoError(t, err)
+
+	in := Inputs{Now: t0.Add(time.Minute), Observation: obs}
+	p1, err := Begin(s, in)
+	require.NoError(t, err)
+	p2, err := Begin(s, in)
+	require.NoError(t, err)
+	assert.Equal(t, encodeAll(t, p1.Events), encodeAll(t, p2.Events))
+	require.NotNil(t, p1.Effect)
+	assert.Equal(t, p1.Effect, p2.Effect)
+
+	out := &world.Outcome{Schema: world.OutcomeSchema, Key: p1.Effect.Key, Operation: world.OpApplyPatch, Target: "a.txt", Status: world.OutcomeCommitted,
+		PostCheck: &world.CheckResult{ID: "a", Status: world.CheckPass}}
+	r1, err := Finish(p1, out, false)
+	require.NoError(t, err)
+	r2, err := Finish(p2, out, false)
+	require.NoError(t, err)
+	assert.Equal(t, encodeAll(t, r1.Events), encodeAll(t, r2.Events))
+	f1, _ := r1.State.Encode()
+	f2, _ := r2.State.Encode()
+	assert.Equal(t, f1, f2)
+
+	after, err := s.Encode()
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "Begin/Finish must not modify their input state")
+
+	// A different clock reading is a different cycle.
+	p3, err := Begin(s, Inputs{Now: t0.Add(2 * time.Minute), Observation: obs})
+	require.NoError(t, err)
+	assert.NotEqual(t, encodeAll(t, p1.Events)[0], encodeAll(t, p3.Events)[0])
+}
+
+// TestVerdictToDisposition maps each governance verdict onto the scheduler
+// without altering the decision, with and without other work remaining.
+func TestVerdictToDisposition(t *testing.T) {
+	cases := []struct {
+		name        string
+		rules       []governance.Rule
+		policy      governance.Policy
+		two         bool // a second, lower-priority candidate exists
+		evidence    bool
+		wantVerdict string
+		wantDisp    state.Disposition
+		wantEffect  bool
+	}{
+		{"execute", nil, governance.Policy{}, false, false, "EXECUTE", state.Continue, true},
+		{"refuse alone", []governance.Rule{{Operation: "*", Paths: []string{"**"}, Effect: governance.Forbid}}, governance.Policy{}, false, false, "REFUSE", state.Idle, false},
+		{"refuse with more work", []governance.Rule{{Operation: "*", Paths: []string{"a.txt"}, Effect: governance.Forbid}, {Operation: "*", Paths: []string{"**"}, Effect: governance.Allow}},
+			governance.Policy{}, true, false, "REFUSE", state.Continue, false},
+		{"escalate alone", []governance.Rule{{Operation: "*", Paths: []string{"**"}, Effect: governance.Approve}}, governance.Policy{}, false, false, "ESCALATE", state.WaitApproval, false},
+		{"escalate with more work", []governance.Rule{{Operation: "*", Paths: []string{"a.txt"}, Effect: governance.Approve}, {Operation: "*", Paths: []string{"**"}, Effect: governance.Allow}},
+			governance.Policy{}, true, false, "ESCALATE", state.Continue, false},
+		{"defer to sleep", []governance.Rule{{Operation: "*", Paths: []string{"**"}, Effect: governance.Allow, RequiresEvidence: []string{"ev"}}}, governance.Policy{}, false, false, "DEFER", state.Sleep, false},
+		{"defer to deferred", []governance.Rule{{Operation: "*", Paths: []string{"**"}, Effect: governance.Allow, RequiresEvidence: []string{"ev"}}}, governance.Policy{DeferTo: "defer"}, false, false, "DEFER", state.Deferred, false},
+		{"evidence present executes", []governance.Rule{{Operation: "*", Paths: []string{"**"}, Effect: governance.Allow, RequiresEvidence: []string{"ev"}}}, governance.Policy{}, false, true, "EXECUTE", state.Continue, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			checks := []world.Check{patchCheck("a", "a.txt")}
+			failing := map[string]bool{"a": true}
+			if c.two {
+				b := patchCheck("b", "b.txt")
+				b.Priority = 1
+				checks = append(checks, b)
+				failing["b"] = true
+			}
+			spec := testSpec(checks...)
+			ct := testContract(c.rules...)
+			ct.Policy = c.policy
+			obs := observe(spec, failing, c.evidence)
+			s := newState(t, spec, ct, obs)
+			p, err := Begin(s, Inputs{Now: t0.Add(time.Minute), Observation: obs})
+			require.NoError(t, err)
+			assert.Equal(t, c.wantEffect, p.Effect != nil)
+			var out *world.Outcome
+			if p.Effect != nil {
+				out = &world.Outcome{Schema: world.OutcomeSchema, Key: p.Effect.Key, Operation: world.OpApplyPatch, Target: "a.txt", Status: world.OutcomeCommitted,
+					PostCheck: &world.CheckResult{ID: "a", Status: world.CheckPass}}
+			}
+			r, err := Finish(p, out, false)
+			require.NoError(t, err)
+			assert.Equal(t, c.wantVerdict, r.Summary.GovernanceDecision)
+			assert.Equal(t, c.wantDisp, r.Summary.LoopDisposition, "reasons %v", r.Summary.ReasonCodes)
+
+			// The recorded decision is the verdict itself, unaltered.
+			var found bool
+			for _, ev := range slicesConcat(p.Events, r.Events) {
+				if ev.Type == "governance.decision.recorded" {
+					var d governance.Decision
+					require.NoError(t, ev.Object.Decode(&d))
+					assert.Equal(t, c.wantVerdict, d.Verdict.String())
+					found = true
+				}
+			}
+			assert.True(t, found)
+		})
+	}
+}
+
+func slicesConcat(a, b []ledger.Event) []ledger.Event { return append(append([]ledger.Event{}, a...), b...) }
+
+func TestEligibility(t *testing.T) {
+	spec := testSpec(patchCheck("a", "a.txt"))
+	obs := observe(spec, map[string]bool{}, false)
+	s := newState(t, spec, testContract(), obs)
+	idle := s.clone()
+	idle.Run.LoopDisposition = state.Idle
+	sleeping := idle.clone()
+	sleeping.Run.LoopDisposition = state.Sleep
+	sleeping.Run.NextWake = &state.Wake{At: state.FormatTime(t0.Add(time.Hour)), Reason: "SLEEP"}
+	stopped := idle.clone()
+	stopped.Run.Status = state.RunStopped
+	faulted := idle.clone()
+	faulted.Run.Status = state.RunFaulted
+	changed := observe(spec, map[string]bool{"a": true}, false)
+	wake := inbox.Item{ID: "wake-x", Kind: inbox.KindWake, Wake: &state.WakeSignal{Source: "external_event"}}
+	resume := inbox.Item{ID: "wake-y", Kind: inbox.KindWake, Wake: &state.WakeSignal{Source: "manual_resume"}}
+
+	cases := []struct {
+		name string
+		s    State
+		in   Inputs
+		want bool
+		why  string
+	}{
+		{"fresh run continues", s, Inputs{Now: t0, Observation: obs}, true, "continue"},
+		{"idle and unchanged", idle, Inputs{Now: t0, Observation: obs}, false, "nothing_eligible"},
+		{"idle, world changed", idle, Inputs{Now: t0, Observation: changed}, true, "environment_changed"},
+		{"idle, wake signal", idle, Inputs{Now: t0, Observation: obs, Inbox: []inbox.Item{wake}}, true, "wake_external_event"},
+		{"sleeping before wake time", sleeping, Inputs{Now: t0.Add(30 * time.Minute), Observation: obs}, false, "nothing_eligible"},
+		{"sleeping at wake time", sleeping, Inputs{Now: t0.Add(time.Hour), Observation: obs}, true, "wake_time_reached"},
+		{"stopped ignores everything", stopped, Inputs{Now: t0, Observation: changed, Inbox: []inbox.Item{wake}}, false, "run_stopped"},
+		{"faulted ignores a plain wake", faulted, Inputs{Now: t0, Observation: changed, Inbox: []inbox.Item{wake}}, false, "run_faulted"},
+		{"faulted resumes on manual_resume", faulted, Inputs{Now: t0, Observation: obs, Inbox: []inbox.Item{resume}}, true, "manual_resume"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ok, why := Eligible(c.s, c.in)
+			assert.Equal(t, c.want, ok)
+			assert.Contains(t, why, c.why)
+			if !ok {
+				_, err := Begin(c.s, c.in)
+				assert.ErrorIs(t, err, ErrNotEligible)
+			}
+		})
+	}
+}
+
+// TestStateRoundTrip: encoding then decoding the state gives identical
+// files, and tampering with a ref is caught.
+func TestStateRoundTrip(t *testing.T) {
+	spec := testSpec(patchCheck("a", "a.txt"))
+	obs := observe(spec, map[string]bool{"a": true}, false)
+	s := newState(t, spec, testContract(), obs)
+	files, err := s.Encode()
+	require.NoError(t, err)
+	back, err := Decode(files)
+	require.NoError(t, err)
+	again, err := back.Encode()
+	require.NoError(t, err)
+	assert.Equal(t, files, again)
+
+	tampered := map[string][]byte{}
+	for k, v := range files {
+		tampered[k] = v
+	}
+	other := testContract(governance.Rule{Operation: "*", Paths: []string{"**"}, Effect: governance.Forbid})
+	tampered[FileContract] = state.MustMarshal(other)
+	_, err = Decode(tampered)
+	var ie *state.IntegrityError
+	require.ErrorAs(t, err, &ie)
+	assert.Equal(t, FileContract, ie.File)
+}
