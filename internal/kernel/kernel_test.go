@@ -177,7 +177,9 @@ func TestVerdictToDisposition(t *testing.T) {
 	}
 }
 
-func slicesConcat(a, b []ledger.Event) []ledger.Event { return append(append([]ledger.Event{}, a...), b...) }
+func slicesConcat(a, b []ledger.Event) []ledger.Event {
+	return append(append([]ledger.Event{}, a...), b...)
+}
 
 func TestEligibility(t *testing.T) {
 	spec := testSpec(patchCheck("a", "a.txt"))
