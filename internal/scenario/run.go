@@ -19,6 +19,7 @@ import (
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/memory"
 	"github.com/acr-project/acr/internal/rundir"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
@@ -373,6 +374,37 @@ func (rn *runner) check(i string, e StepExpect) {
 				rn.failf("%s: actions applied %d, want %d", i, rn.lastR.ActionsApplied, *e.Recovery.ActionsApplied)
 			}
 		}
+	}
+	if e.ActiveLenses != nil {
+		var got []string
+		for _, a := range s.Strategy.Active {
+			got = append(got, a.SourceRef+"@"+a.SourceVersion)
+		}
+		slices.Sort(got)
+		want := slices.Sorted(slices.Values(e.ActiveLenses))
+		if !slices.Equal(slices.Compact(got), want) {
+			rn.failf("%s: active lens sources %v, want %v", i, got, want)
+		}
+	}
+	if e.KnowledgeCandidates != nil {
+		n := 0
+		for _, c := range s.Strategy.Candidates {
+			if c.Status != "candidate" {
+				rn.failf("%s: knowledge update %s has status %q: only candidates are allowed", i, c.Update.SourceRef, c.Status)
+			}
+			n++
+		}
+		if n != *e.KnowledgeCandidates {
+			rn.failf("%s: %d knowledge candidates, want %d", i, n, *e.KnowledgeCandidates)
+		}
+	}
+	for _, kind := range e.Protected {
+		if !slices.ContainsFunc(s.Context.Protected, func(p memory.Protected) bool { return p.Kind == kind }) {
+			rn.failf("%s: working memory holds no protected %s ref (protected: %v)", i, kind, s.Context.Protected)
+		}
+	}
+	if e.SummaryBlocks != nil && len(s.Context.Blocks) < *e.SummaryBlocks {
+		rn.failf("%s: %d summary blocks in working memory, want at least %d", i, len(s.Context.Blocks), *e.SummaryBlocks)
 	}
 	for _, wc := range e.WorldCount {
 		b, _ := os.ReadFile(filepath.Join(rn.dir, "sandbox", "world", filepath.FromSlash(wc.Path)))

@@ -111,6 +111,15 @@ type StepExpect struct {
 	Recovery         *RecoveryExpect   `json:"recovery,omitempty"`
 	Events           map[string]int    `json:"events,omitempty"`
 	Reasons          []string          `json:"reason_codes,omitempty"`
+	// ActiveLenses is the exact set of lens sources in force, as
+	// "source_ref@version".
+	ActiveLenses []string `json:"active_lenses,omitempty"`
+	// KnowledgeCandidates counts knowledge updates held as candidates.
+	KnowledgeCandidates *int `json:"knowledge_candidates,omitempty"`
+	// Protected lists kinds of protected refs working memory must hold.
+	Protected []string `json:"protected,omitempty"`
+	// SummaryBlocks is the least number of summary blocks in working memory.
+	SummaryBlocks *int `json:"summary_blocks,omitempty"`
 }
 
 // WorldCount asserts how often a text occurs in a world file (duplicate
