@@ -106,6 +106,9 @@ type Options struct {
 	CheckpointEvery int
 	// Failpoint is called at named substages (crash tests).
 	Failpoint func(string)
+	// WrapWorld, when set, wraps the sandbox as the driver sees it (tests
+	// use it to make the observation provider fail or return garbage).
+	WrapWorld func(kernel.World) kernel.World
 }
 
 // Run is an open, locked run.
@@ -277,8 +280,12 @@ func (r *Run) open(opt Options) error {
 	if every <= 0 {
 		every = 1
 	}
+	var kw kernel.World = w
+	if opt.WrapWorld != nil {
+		kw = opt.WrapWorld(w)
+	}
 	r.Driver = &kernel.Driver{
-		Store: r.Store, Ledger: led, World: w, Inbox: Inbox{FS: r.FS}, Clock: clock, Knowledge: opt.Knowledge,
+		Store: r.Store, Ledger: led, World: kw, Inbox: Inbox{FS: r.FS}, Clock: clock, Knowledge: opt.Knowledge,
 		Revision: opt.Revision, CheckpointEvery: every, UncertainErr: sandbox.ErrUncertain, Failpoint: opt.Failpoint,
 	}
 	return r.Driver.Open()

@@ -23,6 +23,7 @@ import (
 	"github.com/acr-project/acr/internal/rundir"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
+	"github.com/acr-project/acr/internal/world"
 )
 
 // Result is what running a scenario produced and whether it met its
@@ -75,6 +76,25 @@ func (k *scriptKnowledge) Poll(time.Time) ([]strategy.KnowledgeUpdate, error) {
 // crashSignal is the panic value that simulates the process dying.
 type crashSignal struct{ stage string }
 
+// flakyWorld makes the observation provider fail or return garbage a
+// scripted number of times.
+type flakyWorld struct {
+	kernel.World
+	fail, garbage *int
+}
+
+func (f flakyWorld) Observe() (world.Observation, error) {
+	switch {
+	case *f.fail > 0:
+		*f.fail--
+		return world.Observation{}, errors.New("scripted provider failure: observation unavailable")
+	case *f.garbage > 0:
+		*f.garbage--
+		return world.Observation{Schema: "garbage"}, nil
+	}
+	return f.World.Observe()
+}
+
 type runner struct {
 	sc    *Scenario
 	dir   string
@@ -86,6 +106,9 @@ type runner struct {
 	hits  int
 	last  kernel.RunReport
 	lastR *kernel.Recovery
+	// scripted provider faults still to happen
+	failures, garbage int
+	providerErr       bool
 }
 
 // Run executes a scenario in a fresh state directory and checks it.
@@ -116,7 +139,8 @@ func Run(sc *Scenario, o Options) (*Result, error) {
 	if o.Clock != nil {
 		clk = o.Clock
 	}
-	rn.opt = rundir.Options{Clock: clk, Knowledge: rn.know, Revision: "scenario", CheckpointEvery: every, Failpoint: rn.failpoint}
+	rn.opt = rundir.Options{Clock: clk, Knowledge: rn.know, Revision: "scenario", CheckpointEvery: every, Failpoint: rn.failpoint,
+		WrapWorld: func(w kernel.World) kernel.World { return flakyWorld{World: w, fail: &rn.failures, garbage: &rn.garbage} }}
 	if _, err := rundir.Init(rn.dir, sc.Inputs, "run:scenario:"+sc.Script.Name, false, rn.opt); err != nil {
 		return nil, fmt.Errorf("scenario %s: init: %w", sc.Script.Name, err)
 	}
@@ -194,7 +218,9 @@ func (rn *runner) runCycles(n int) (crashed bool, err error) {
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}
-	if errors.Is(err, kernel.ErrFaulted) {
+	rn.providerErr = errors.Is(err, kernel.ErrProvider)
+	if errors.Is(err, kernel.ErrFaulted) || errors.Is(err, kernel.ErrProvider) {
+		rn.res.Facts["provider_errors"]++
 		err = nil
 	}
 	return false, err
@@ -255,6 +281,10 @@ func (rn *runner) step(st Step) error {
 		return err
 	case st.Knowledge != nil:
 		rn.know.queue = append(rn.know.queue, *st.Knowledge)
+	case st.ProviderFailures > 0:
+		rn.failures += st.ProviderFailures
+	case st.ProviderGarbage > 0:
+		rn.garbage += st.ProviderGarbage
 	case st.Crash != nil:
 		c := *st.Crash
 		rn.arm, rn.hits = &c, 0
@@ -316,6 +346,9 @@ func (rn *runner) check(i string, e StepExpect) {
 	}
 	if e.CycleSeq != nil && r.CycleSeq != *e.CycleSeq {
 		rn.failf("%s: cycle %d, want %d", i, r.CycleSeq, *e.CycleSeq)
+	}
+	if e.ProviderError != nil && rn.providerErr != *e.ProviderError {
+		rn.failf("%s: provider error %t, want %t", i, rn.providerErr, *e.ProviderError)
 	}
 	if e.Executed != nil && rn.last.CyclesExecuted != *e.Executed {
 		rn.failf("%s: %d cycles executed, want %d", i, rn.last.CyclesExecuted, *e.Executed)

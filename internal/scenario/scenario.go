@@ -55,6 +55,10 @@ type Step struct {
 	Knowledge *strategy.KnowledgeUpdate `json:"knowledge,omitempty"`
 	Crash     *Crash                    `json:"crash,omitempty"`
 	Recover   bool                      `json:"recover,omitempty"`
+	// ProviderFailures makes the next N observations fail with an error;
+	// ProviderGarbage makes them return a malformed observation.
+	ProviderFailures int `json:"provider_failures,omitempty"`
+	ProviderGarbage  int `json:"provider_garbage,omitempty"`
 	// Repeat runs Steps Times times (a compact way to script long runs).
 	Repeat *Repeat     `json:"repeat,omitempty"`
 	Expect *StepExpect `json:"expect,omitempty"`
@@ -111,6 +115,8 @@ type StepExpect struct {
 	Recovery         *RecoveryExpect   `json:"recovery,omitempty"`
 	Events           map[string]int    `json:"events,omitempty"`
 	Reasons          []string          `json:"reason_codes,omitempty"`
+	// ProviderError says the preceding run ended with a provider failure.
+	ProviderError *bool `json:"provider_error,omitempty"`
 	// ActiveLenses is the exact set of lens sources in force, as
 	// "source_ref@version".
 	ActiveLenses []string `json:"active_lenses,omitempty"`
@@ -225,7 +231,7 @@ func validateSteps(steps []Step, at string) error {
 			}
 		}
 		for _, set := range []bool{st.Run > 0, st.Advance != "", st.World != nil, st.Wake != nil, st.Approve != "", st.Deny != "",
-			st.Stop != nil, st.Knowledge != nil, st.Crash != nil, st.Recover, st.Repeat != nil} {
+			st.Stop != nil, st.Knowledge != nil, st.Crash != nil, st.Recover, st.Repeat != nil, st.ProviderFailures > 0, st.ProviderGarbage > 0} {
 			if set {
 				n++
 			}
