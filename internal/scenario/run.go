@@ -140,7 +140,9 @@ func Run(sc *Scenario, o Options) (*Result, error) {
 		clk = o.Clock
 	}
 	rn.opt = rundir.Options{Clock: clk, Knowledge: rn.know, Revision: "scenario", CheckpointEvery: every, Failpoint: rn.failpoint,
-		WrapWorld: func(w kernel.World) kernel.World { return flakyWorld{World: w, fail: &rn.failures, garbage: &rn.garbage} }}
+		WrapWorld: func(w kernel.World) kernel.World {
+			return flakyWorld{World: w, fail: &rn.failures, garbage: &rn.garbage}
+		}}
 	if _, err := rundir.Init(rn.dir, sc.Inputs, "run:scenario:"+sc.Script.Name, false, rn.opt); err != nil {
 		return nil, fmt.Errorf("scenario %s: init: %w", sc.Script.Name, err)
 	}
