@@ -33,6 +33,12 @@ lint:
 fuzz:
 	@scripts/fuzz.sh $(FUZZTIME)
 
+# The full crash harness: 1,000 SIGKILLs at every failpoint and at random
+# instants; `make test` runs a short version of the same test.
+CRASH_KILLS ?= 1000
+crash:
+	$(GO) test -count=1 -timeout 60m -run '^TestCrashHarness$$' -v ./cmd/acr -crash.kills=$(CRASH_KILLS) | grep -E 'crash harness|PASS|FAIL|ok'
+
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
