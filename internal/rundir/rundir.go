@@ -114,7 +114,7 @@ type Options struct {
 // Run is an open, locked run.
 type Run struct {
 	Dir    string
-	FS     *disk.OSDir
+	FS     disk.FS
 	Store  *state.Store
 	Ledger *ledger.Ledger
 	World  *sandbox.World
@@ -154,8 +154,7 @@ func Init(dir string, in Inputs, runID string, force bool, opt Options) (kernel.
 	if err != nil {
 		return kernel.State{}, fmt.Errorf("create state directory %s: %w", dir, err)
 	}
-	store := state.NewStore(fsys)
-	unlock, err := store.Lock()
+	unlock, err := state.NewStore(fsys).Lock()
 	if err != nil {
 		return kernel.State{}, err
 	}
@@ -172,7 +171,24 @@ func Init(dir string, in Inputs, runID string, force bool, opt Options) (kernel.
 			return kernel.State{}, err
 		}
 	}
-	w, err := sandbox.Create(fsys.Path(), in.Spec, fsys)
+	return initParts(fsys, fsys.Path(), in, runID, opt)
+}
+
+// InitOn creates a run whose store, ledger, inbox and idempotency table
+// live on fsys and whose sandbox world lives under worldRoot on the real
+// file system. Tests use it with disk.Mem to model power loss.
+func InitOn(fsys disk.FS, worldRoot string, in Inputs, runID string, opt Options) (kernel.State, error) {
+	unlock, err := state.NewStore(fsys).Lock()
+	if err != nil {
+		return kernel.State{}, err
+	}
+	defer unlock.Unlock()
+	return initParts(fsys, worldRoot, in, runID, opt)
+}
+
+func initParts(fsys disk.FS, worldRoot string, in Inputs, runID string, opt Options) (kernel.State, error) {
+	store := state.NewStore(fsys)
+	w, err := sandbox.Create(worldRoot, in.Spec, fsys)
 	if err != nil {
 		return kernel.State{}, fmt.Errorf("create sandbox: %w", err)
 	}
@@ -230,12 +246,21 @@ func OpenWith(dir string, opt Options, hook func(*Run)) (*Run, error) {
 	} else if !ok {
 		return nil, state.ErrNoRun
 	}
+	return openOn(fsys, fsys.Path(), opt, hook)
+}
+
+// OpenOn opens a run created with InitOn.
+func OpenOn(fsys disk.FS, worldRoot string, opt Options, hook func(*Run)) (*Run, error) {
+	return openOn(fsys, worldRoot, opt, hook)
+}
+
+func openOn(fsys disk.FS, worldRoot string, opt Options, hook func(*Run)) (*Run, error) {
 	store := state.NewStore(fsys)
 	unlock, err := store.Lock()
 	if err != nil {
 		return nil, err
 	}
-	r := &Run{Dir: dir, FS: fsys, Store: store, unlock: unlock}
+	r := &Run{Dir: worldRoot, FS: fsys, Store: store, unlock: unlock}
 	if hook != nil {
 		hook(r)
 	}
@@ -263,7 +288,7 @@ func (r *Run) open(opt Options) error {
 		return err
 	}
 	r.Ledger = led
-	w, err := sandbox.Open(r.FS.Path(), st.Spec, r.FS)
+	w, err := sandbox.Open(r.Dir, st.Spec, r.FS)
 	if err != nil {
 		return fmt.Errorf("open sandbox: %w", err)
 	}

@@ -53,6 +53,16 @@ type Manifest struct {
 	CycleSeq          int64                `json:"cycle_seq"`
 	Files             map[string]FileEntry `json:"files"`
 	LedgerFrontier    Frontier             `json:"ledger_frontier"`
+	// Checksum is the fingerprint of the manifest's canonical bytes with
+	// this field empty. Without it, a flipped digit (a generation, a cycle
+	// number) would still be a valid manifest.
+	Checksum Fingerprint `json:"checksum"`
+}
+
+// checksum computes the manifest's self-checksum.
+func (m Manifest) checksum() Fingerprint {
+	m.Checksum = ""
+	return FingerprintOf(MustMarshal(m))
 }
 
 // FileEntry names one checkpoint file and pins its content.
@@ -128,6 +138,9 @@ func (s *Store) ReadManifest() (Manifest, error) {
 	}
 	if m.Schema != ManifestSchema {
 		return m, &IntegrityError{File: ManifestName, Msg: fmt.Sprintf("field schema: want %q, found %q", ManifestSchema, m.Schema)}
+	}
+	if m.Checksum != m.checksum() {
+		return m, &IntegrityError{File: ManifestName, Msg: fmt.Sprintf("checksum %s does not match the content (%s)", m.Checksum, m.checksum())}
 	}
 	if m.SchemaVersion != SchemaVersion {
 		return m, &IntegrityError{File: ManifestName, Msg: fmt.Sprintf(
@@ -212,6 +225,7 @@ func (s *Store) Commit(c Commit) (Manifest, error) {
 	if s.OnStage != nil {
 		s.OnStage("mid-checkpoint")
 	}
+	m.Checksum = m.checksum()
 	mb, err := Marshal(m)
 	if err != nil {
 		return Manifest{}, err

@@ -65,6 +65,7 @@ func TestStoreRoundTripIsByteIdentical(t *testing.T) {
 			assert.Equal(t, b, after, p)
 		}
 		m2.Generation = m1.Generation
+		m2.Checksum = m2.checksum()
 		assert.Equal(t, manifestBytes, MustMarshal(m2))
 
 		// The manifest is canonical JSON.
@@ -219,10 +220,16 @@ func TestStoreIntegrityErrors(t *testing.T) {
 			fe := m.Files["goal"]
 			fe.Path = "../goal.json"
 			m.Files["goal"] = fe
+			m.Checksum = m.checksum()
 			require.NoError(t, fsys.WriteFile(ManifestName, MustMarshal(m)))
 		}, ManifestName},
 		{"newer schema version", func(t *testing.T, fsys disk.FS, m Manifest) {
 			m.SchemaVersion = SchemaVersion + 1
+			m.Checksum = m.checksum()
+			require.NoError(t, fsys.WriteFile(ManifestName, MustMarshal(m)))
+		}, ManifestName},
+		{"manifest digit flipped", func(t *testing.T, fsys disk.FS, m Manifest) {
+			m.Generation++
 			require.NoError(t, fsys.WriteFile(ManifestName, MustMarshal(m)))
 		}, ManifestName},
 	}
@@ -252,4 +259,38 @@ func TestStoreLock(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, u2.Unlock())
 	})
+}
+
+// TestStoreDetectsEveryByteFlip flips every byte of the manifest and of
+// each checkpoint file in turn: every flip is reported as an integrity
+// error (or, for the manifest, a not-canonical or checksum error), never
+// loaded as a valid checkpoint.
+func TestStoreDetectsEveryByteFlip(t *testing.T) {
+	fsys := disk.NewMem()
+	s := NewStore(fsys)
+	m := commitGen(t, s, 1)
+	paths := []string{ManifestName}
+	for _, fe := range m.Files {
+		paths = append(paths, fe.Path)
+	}
+	flips := 0
+	for _, p := range paths {
+		orig, err := fsys.ReadFile(p)
+		require.NoError(t, err)
+		for i := range orig {
+			for _, mask := range []byte{0x01, 0x20} {
+				b := append([]byte(nil), orig...)
+				b[i] ^= mask
+				require.NoError(t, fsys.WriteFile(p, b))
+				_, err := s.Load()
+				var ie *IntegrityError
+				require.True(t, errors.As(err, &ie), "%s byte %d ^%#x loaded: %v", p, i, mask, err)
+				flips++
+			}
+		}
+		require.NoError(t, fsys.WriteFile(p, orig))
+	}
+	_, err := s.Load()
+	require.NoError(t, err)
+	require.Greater(t, flips, 500)
 }
