@@ -164,7 +164,12 @@ func (d *Driver) Open() error {
 	rec := Recovery{Classification: "clean", CheckpointCycle: st.Run.CycleSeq}
 	d.recovery = rec
 
-	// Repair a torn tail first: nothing can be appended after it.
+	// Check the checkpoint's frontier before changing anything: a ledger
+	// that is behind it (or differs there) is refused untouched.
+	if err := d.Ledger.CheckFrontier(snap.Manifest.LedgerFrontier); err != nil {
+		return err
+	}
+	// Then repair a torn tail: nothing can be appended after it.
 	var torn *ledger.Torn
 	var tornBytes []byte
 	if d.Ledger.Torn() != nil {
@@ -173,9 +178,6 @@ func (d *Driver) Open() error {
 			return err
 		}
 		rec.LedgerRepaired, rec.Recovered = true, true
-	}
-	if err := d.Ledger.CheckFrontier(snap.Manifest.LedgerFrontier); err != nil {
-		return err
 	}
 	recs, err := d.Ledger.ReadRange(snap.Manifest.LedgerFrontier, d.Ledger.Frontier().Offset)
 	if err != nil {

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/acr-project/acr/internal/kernel"
+	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/state"
+)
+
+// TestExitCodes pins the one mapping from errors to exit codes.
+func TestExitCodes(t *testing.T) {
+	wrap := func(err error) error { return fmt.Errorf("step: load: %w", err) }
+	cases := []struct {
+		name string
+		err  error
+		code int
+	}{
+		{"nil", nil, exitOK},
+		{"usage", usagef("bad flag"), exitUsage},
+		{"busy", wrap(state.ErrBusy), exitBusy},
+		{"no run", wrap(state.ErrNoRun), exitNoInput},
+		{"validation", &rundir.ValidationError{File: "goal.json", Field: "schema", Err: errors.New("x")}, exitData},
+		{"data", dataf("expired"), exitData},
+		{"integrity", wrap(&state.IntegrityError{File: "manifest.json", Msg: "x"}), exitData},
+		{"ledger damage", wrap(&ledger.DamageError{Line: 3, Msg: "x"}), exitData},
+		{"ledger behind", wrap(ledger.ErrBehind), exitData},
+		{"replay divergence", wrap(&kernel.ReplayError{Seq: 4, Msg: "x"}), exitData},
+		{"run exists", rundir.ErrRunExists, exitData},
+		{"faulted", wrap(kernel.ErrFaulted), exitInternal},
+		{"provider", wrap(kernel.ErrProvider), exitInternal},
+		{"disk full", wrap(&fs.PathError{Op: "write", Path: "manifest.json", Err: syscall.ENOSPC}), exitIO},
+		{"read-only", wrap(&fs.PathError{Op: "open", Path: "x", Err: syscall.EROFS}), exitIO},
+		{"fsync failure", wrap(fmt.Errorf("fsync ledger: %w", syscall.EIO)), exitIO},
+		{"anything else", errors.New("boom"), exitInternal},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _ := errorKind(c.err)
+			assert.Equal(t, c.code, code)
+		})
+	}
+}
