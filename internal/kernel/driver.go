@@ -56,6 +56,12 @@ type KnowledgeSource interface {
 	Poll(now time.Time) ([]strategy.KnowledgeUpdate, error)
 }
 
+// CycleIndex is told where each completed cycle's events are. It is a
+// rebuildable cache: the driver ignores its errors.
+type CycleIndex interface {
+	Add(ledger.IndexEntry) error
+}
+
 // Errors the CLI maps to exit codes.
 var (
 	// ErrFaulted: the run is FAULTED.
@@ -88,6 +94,7 @@ type Driver struct {
 	Ledger    Ledger
 	World     World
 	Inbox     Inbox
+	Index     CycleIndex
 	Clock     Clock
 	Knowledge KnowledgeSource
 	// Revision is written into every manifest.
@@ -321,7 +328,7 @@ func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) err
 	if n < len(p.Events) {
 		// Part of the first batch is missing: it was never fsynced, so the
 		// effect did not run. Finish the batch from the recorded inputs.
-		if err := d.appendRecovered(p.Events[n:], rec); err != nil {
+		if _, err := d.appendRecovered(p.Events[n:], rec); err != nil {
 			return err
 		}
 		rec.Classification = "interrupted_in_first_batch"
@@ -362,10 +369,13 @@ func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) err
 	if m < len(rest) {
 		return &ReplayError{Seq: rest[m].Seq, CycleSeq: rest[m].Event.CycleSeq, Msg: "ledger has events the replay does not produce"}
 	}
+	lastRec := evs[len(evs)-1]
 	if m < len(res.Events) {
-		if err := d.appendRecovered(res.Events[m:], rec); err != nil {
+		added, err := d.appendRecovered(res.Events[m:], rec)
+		if err != nil {
 			return err
 		}
+		lastRec = added[len(added)-1]
 		if rec.Classification == "clean" || rec.Classification == "" {
 			rec.Classification = "interrupted_after_first_batch"
 		}
@@ -373,6 +383,7 @@ func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) err
 		rec.Classification = "ledger_ahead_rolled_forward"
 	}
 	rec.CyclesRolledForward++
+	d.indexCycle(evs[0], lastRec)
 	d.state = res.State
 	d.noteConsumed(in)
 	return nil
@@ -408,12 +419,13 @@ func recordedOutcome(recs []ledger.Record) (world.Outcome, bool) {
 }
 
 // appendRecovered appends the missing events of an interrupted cycle.
-func (d *Driver) appendRecovered(evs []ledger.Event, rec *Recovery) error {
-	if _, err := d.Ledger.Append(evs); err != nil {
-		return err
+func (d *Driver) appendRecovered(evs []ledger.Event, rec *Recovery) ([]ledger.Record, error) {
+	recs, err := d.Ledger.Append(evs)
+	if err != nil {
+		return nil, err
 	}
 	rec.EventsAppended += len(evs)
-	return nil
+	return recs, nil
 }
 
 // appendOOB appends an out-of-band event: one that records what the driver
@@ -548,7 +560,8 @@ func (d *Driver) Step() (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	if _, err := d.Ledger.Append(p.Events); err != nil {
+	first, err := d.Ledger.Append(p.Events)
+	if err != nil {
 		return Summary{}, err
 	}
 	d.failpoint("after-decision")
@@ -569,9 +582,11 @@ func (d *Driver) Step() (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	if _, err := d.Ledger.Append(res.Events); err != nil {
+	last, err := d.Ledger.Append(res.Events)
+	if err != nil {
 		return Summary{}, err
 	}
+	d.indexCycle(first[0], last[len(last)-1])
 	d.failpoint("after-ledger-append")
 	d.state = res.State
 	d.failures = 0
@@ -588,6 +603,14 @@ func (d *Driver) Step() (Summary, error) {
 		return sum, ErrFaulted
 	}
 	return sum, nil
+}
+
+// indexCycle tells the cycle index where a completed cycle's events are.
+func (d *Driver) indexCycle(started, completed ledger.Record) {
+	if d.Index != nil {
+		_ = d.Index.Add(ledger.IndexEntry{Cycle: started.Event.CycleSeq, Start: started.Offset,
+			End: completed.Offset + completed.Length, FirstSeq: started.Seq})
+	}
 }
 
 // providerFailed records a provider failure outside any cycle, leaves the

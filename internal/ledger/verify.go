@@ -139,3 +139,10 @@ func Scan(fsys disk.FS, fn func(Record) error) error {
 		front = state.Frontier{Seq: rec.Seq, Hash: rec.Hash, Offset: front.Offset + rec.Length}
 	}
 }
+
+// ReadAll returns every committed record (see Scan).
+func ReadAll(fsys disk.FS) ([]Record, error) {
+	var out []Record
+	err := Scan(fsys, func(r Record) error { out = append(out, r); return nil })
+	return out, err
+}

@@ -117,6 +117,7 @@ type Run struct {
 	FS     disk.FS
 	Store  *state.Store
 	Ledger *ledger.Ledger
+	Index  *ledger.Index
 	World  *sandbox.World
 	Driver *kernel.Driver
 	unlock disk.Unlocker
@@ -288,6 +289,11 @@ func (r *Run) open(opt Options) error {
 		return err
 	}
 	r.Ledger = led
+	ix, err := ledger.OpenIndex(r.FS)
+	if err != nil {
+		return err
+	}
+	r.Index = ix
 	w, err := sandbox.Open(r.Dir, st.Spec, r.FS)
 	if err != nil {
 		return fmt.Errorf("open sandbox: %w", err)
@@ -310,7 +316,7 @@ func (r *Run) open(opt Options) error {
 		kw = opt.WrapWorld(w)
 	}
 	r.Driver = &kernel.Driver{
-		Store: r.Store, Ledger: led, World: kw, Inbox: Inbox{FS: r.FS}, Clock: clock, Knowledge: opt.Knowledge,
+		Store: r.Store, Ledger: led, World: kw, Inbox: Inbox{FS: r.FS}, Index: ix, Clock: clock, Knowledge: opt.Knowledge,
 		Revision: opt.Revision, CheckpointEvery: every, UncertainErr: sandbox.ErrUncertain, Failpoint: opt.Failpoint,
 	}
 	return r.Driver.Open()
@@ -328,6 +334,9 @@ func (r *Run) Close() error {
 	if r.Ledger != nil {
 		errs = append(errs, r.Ledger.Close())
 	}
+	if r.Index != nil {
+		errs = append(errs, r.Index.Close())
+	}
 	if r.unlock != nil {
 		errs = append(errs, r.unlock.Unlock())
 	}
@@ -342,6 +351,9 @@ func (r *Run) Abandon() {
 	}
 	if r.Ledger != nil {
 		r.Ledger.Close()
+	}
+	if r.Index != nil {
+		r.Index.Close()
 	}
 	if r.unlock != nil {
 		r.unlock.Unlock()

@@ -672,3 +672,5 @@ func TreeFingerprint(root string) (string, error) {
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
+
+func removeAll(p string) error { return os.RemoveAll(p) }

@@ -1,0 +1,326 @@
+package kernel
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/acr-project/acr/internal/governance"
+	"github.com/acr-project/acr/internal/intent"
+	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// Divergence is the first place where the current code derives something
+// other than what the ledger recorded.
+type Divergence struct {
+	Cycle    int64  `json:"cycle"`
+	Seq      int64  `json:"seq"`
+	Event    string `json:"event_type"`
+	Field    string `json:"field"`
+	Recorded string `json:"recorded"`
+	Derived  string `json:"derived"`
+}
+
+// ReplayReport says how far a replay got.
+type ReplayReport struct {
+	OK             bool        `json:"ok"`
+	CyclesReplayed int64       `json:"cycles_replayed"`
+	CyclesVerified int64       `json:"cycles_verified"`
+	FromCycle      int64       `json:"from_cycle"`
+	Divergence     *Divergence `json:"divergence,omitempty"`
+	// Incomplete is the cycle left unfinished at the end of the ledger (it
+	// is recovery's to finish, not replay's).
+	Incomplete int64 `json:"incomplete_cycle,omitempty"`
+}
+
+// Replay re-derives every recorded cycle from its recorded inputs with the
+// current code and compares the derived events with the recorded ones,
+// byte for byte (by ref). It reads provider outputs (observations, clock
+// readings, inbox items, knowledge updates, world outcomes) only from the
+// ledger and never touches the world or the checkpoint: Replay is not
+// re-execution. Cycles before from are replayed to rebuild the state but
+// not reported.
+func Replay(recs []ledger.Record, from int64) (ReplayReport, error) {
+	rep := ReplayReport{OK: true, FromCycle: from}
+	i := slices.IndexFunc(recs, func(r ledger.Record) bool { return r.Event.Type == evStarted })
+	if i < 0 {
+		i = len(recs)
+	}
+	s, err := replayInit(recs[:i])
+	if err != nil {
+		return rep, err
+	}
+	rest := recs[i:]
+	for len(rest) > 0 {
+		// One cycle: from its cycle.started to its cycle.completed.
+		j := slices.IndexFunc(rest, func(r ledger.Record) bool { return r.Event.Type == "persistent.cycle.completed" })
+		var group []ledger.Record
+		for _, r := range rest[:max(j+1, 0)] {
+			if !outOfBand(r.Event.Type) {
+				group = append(group, r)
+			}
+		}
+		if j < 0 {
+			for _, r := range rest {
+				if !outOfBand(r.Event.Type) {
+					rep.Incomplete = r.Event.CycleSeq
+					break
+				}
+			}
+			break
+		}
+		rest = rest[j+1:]
+		// Events before the cycle's (last) cycle.started: a fault recorded
+		// outside any cycle is applied; the partial events of a cycle that
+		// recovery abandoned (and derived again) are skipped.
+		k := lastIndex(group, evStarted)
+		if k < 0 {
+			return rep, fmt.Errorf("cycle %d completes without starting", group[len(group)-1].Event.CycleSeq)
+		}
+		if st, ok, err := replayFault(s, group[:k]); err != nil {
+			return rep, err
+		} else if ok {
+			s = st
+		}
+		group = group[k:]
+		next, div, err := replayCycle(s, group)
+		if err != nil {
+			return rep, err
+		}
+		rep.CyclesReplayed++
+		cycle := group[0].Event.CycleSeq
+		if cycle >= from {
+			rep.CyclesVerified++
+			if div != nil {
+				rep.OK, rep.Divergence = false, div
+				return rep, nil
+			}
+		} else if div != nil {
+			return rep, fmt.Errorf("cycle %d, before the verified range, diverges: %s", cycle, div.Field)
+		}
+		s = next
+	}
+	return rep, nil
+}
+
+func lastIndex(recs []ledger.Record, typ string) int {
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].Event.Type == typ {
+			return i
+		}
+	}
+	return -1
+}
+
+// replayFault applies a fault recorded outside any cycle.
+func replayFault(s State, group []ledger.Record) (State, bool, error) {
+	for _, r := range group {
+		if r.Event.Type == "persistent.run.faulted" {
+			st, _, err := Fault(s, parseAt(r.Event.At), r.Event.Reasons)
+			return st, true, err
+		}
+	}
+	return s, false, nil
+}
+
+// replayInit rebuilds the initial state from the pinned documents and the
+// first observation, and checks that Init derives the recorded events.
+func replayInit(recs []ledger.Record) (State, error) {
+	var bs Bootstrap
+	var found int
+	for _, r := range recs {
+		o := r.Event.Object
+		var err error
+		switch r.Event.Type {
+		case "intent.goal.pinned":
+			err, found = o.Decode(&bs.Goal), found+1
+		case "governance.contract.pinned":
+			err, found = o.Decode(&bs.Contract), found+1
+		case "environment.spec.pinned":
+			err, found = o.Decode(&bs.Spec), found+1
+		case evObserved:
+			err, found = o.Decode(&bs.Observation), found+1
+		case "persistent.run.started":
+			bs.RunID, bs.Now, found = r.Event.RunID, parseAt(r.Event.At), found+1
+		}
+		if err != nil {
+			return State{}, fmt.Errorf("replay init: %w", err)
+		}
+	}
+	if found != 5 {
+		return State{}, fmt.Errorf("replay init: the ledger does not begin with a run's pinned goal, contract, environment and start")
+	}
+	s, evs, err := Init(bs)
+	if err != nil {
+		return State{}, err
+	}
+	var ours []ledger.Record
+	for _, r := range recs {
+		if !outOfBand(r.Event.Type) {
+			ours = append(ours, r)
+		}
+	}
+	if div := compare(ours, evs); div != nil {
+		return State{}, fmt.Errorf("replay init diverges at seq %d (%s): field %s", div.Seq, div.Event, div.Field)
+	}
+	return s, nil
+}
+
+// replayCycle derives one recorded cycle and compares.
+func replayCycle(s State, recs []ledger.Record) (State, *Divergence, error) {
+	in, _, err := inputsFromRecords(&s, recs)
+	if err != nil {
+		return s, nil, fmt.Errorf("replay cycle %d: %w", recs[0].Event.CycleSeq, err)
+	}
+	p, err := Begin(s, in)
+	if err != nil {
+		return s, &Divergence{Cycle: recs[0].Event.CycleSeq, Seq: recs[0].Seq, Event: recs[0].Event.Type, Field: "(eligibility)", Derived: err.Error()}, nil
+	}
+	if div := compare(recs, p.Events); div != nil {
+		return s, div, nil
+	}
+	rest := recs[min(len(p.Events), len(recs)):]
+	var out *world.Outcome
+	if p.Effect != nil {
+		o, ok := recordedOutcome(rest)
+		if ok {
+			out = &o
+		}
+	}
+	res, err := Finish(p, out, p.Effect != nil && out == nil)
+	if err != nil {
+		return s, nil, err
+	}
+	if div := compare(rest, res.Events); div != nil {
+		return s, div, nil
+	}
+	if len(rest) != len(res.Events) {
+		r := recs[len(recs)-1]
+		return s, &Divergence{Cycle: r.Event.CycleSeq, Seq: r.Seq, Event: r.Event.Type, Field: "(event count)",
+			Recorded: fmt.Sprint(len(rest)), Derived: fmt.Sprint(len(res.Events))}, nil
+	}
+	return res.State, nil, nil
+}
+
+// compare finds the first recorded event that differs from the derived
+// one, and the first differing field in it.
+func compare(recorded []ledger.Record, derived []ledger.Event) *Divergence {
+	for i := range min(len(recorded), len(derived)) {
+		b, ref, err := derived[i].Encode()
+		if err != nil || ref == recorded[i].Ref {
+			continue
+		}
+		rb, _, _ := recorded[i].Event.Encode()
+		rv, _ := state.ParseCanonical(rb)
+		dv, _ := state.ParseCanonical(b)
+		path, a, c := firstDifference(rv, dv, "")
+		return &Divergence{Cycle: recorded[i].Event.CycleSeq, Seq: recorded[i].Seq, Event: recorded[i].Event.Type, Field: path, Recorded: a, Derived: c}
+	}
+	return nil
+}
+
+// firstDifference walks two JSON values in key order and returns the path
+// of the first difference with both sides rendered.
+func firstDifference(a, b state.Value, path string) (string, string, string) {
+	if a.Kind != b.Kind || (a.Kind != state.KindObject && a.Kind != state.KindArray) {
+		ae, be := string(a.Encode()), string(b.Encode())
+		if ae != be {
+			return orRoot(path), clip(ae), clip(be)
+		}
+		return "", "", ""
+	}
+	if a.Kind == state.KindArray {
+		for i := range max(len(a.Arr), len(b.Arr)) {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			if i >= len(a.Arr) || i >= len(b.Arr) {
+				return p, fmt.Sprint(len(a.Arr)) + " items", fmt.Sprint(len(b.Arr)) + " items"
+			}
+			if q, x, y := firstDifference(a.Arr[i], b.Arr[i], p); q != "" {
+				return q, x, y
+			}
+		}
+		return "", "", ""
+	}
+	keys := map[string]bool{}
+	for _, m := range a.Obj {
+		keys[m.Key] = true
+	}
+	for _, m := range b.Obj {
+		keys[m.Key] = true
+	}
+	for _, k := range sortedKeys(keys) {
+		av, aok := member(a, k)
+		bv, bok := member(b, k)
+		p := k
+		if path != "" {
+			p = path + "." + k
+		}
+		if aok != bok {
+			return p, present(aok), present(bok)
+		}
+		if q, x, y := firstDifference(av, bv, p); q != "" {
+			return q, x, y
+		}
+	}
+	return "", "", ""
+}
+
+func member(v state.Value, k string) (state.Value, bool) {
+	for _, m := range v.Obj {
+		if m.Key == k {
+			return m.Val, true
+		}
+	}
+	return state.Value{}, false
+}
+
+func present(ok bool) string {
+	if ok {
+		return "(present)"
+	}
+	return "(absent)"
+}
+
+func orRoot(p string) string {
+	if p == "" {
+		return "(value)"
+	}
+	return p
+}
+
+func clip(s string) string {
+	if len(s) > 120 {
+		return s[:117] + "..."
+	}
+	return s
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// PinnedDocuments returns the goal and contract a run started with, from
+// its first ledger events.
+func PinnedDocuments(recs []ledger.Record) (intent.Goal, governance.Contract, error) {
+	var g intent.Goal
+	var c governance.Contract
+	var ng, nc bool
+	for _, r := range recs {
+		switch r.Event.Type {
+		case "intent.goal.pinned":
+			ng = r.Event.Object.Decode(&g) == nil
+		case "governance.contract.pinned":
+			nc = r.Event.Object.Decode(&c) == nil
+		}
+	}
+	if !ng || !nc {
+		return g, c, fmt.Errorf("the ledger does not hold the pinned goal and contract")
+	}
+	return g, c, nil
+}
