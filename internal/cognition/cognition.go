@@ -137,7 +137,7 @@ func Run(p Program, programRef state.Ref, sit Situation) (Dialogue, *world.Actio
 	avail := slices.Clone(p.Affordances)
 	var chosen *Affordance
 	var draft *world.Action
-	critiqued := false
+	critiqued, critiquedBeforeSelect := false, false
 	say := func(role string, op Op, format string, args ...any) {
 		d.Turns = append(d.Turns, Turn{Role: role, Op: op, Claim: fmt.Sprintf(format, args...)})
 		d.Operations++
@@ -155,6 +155,7 @@ func Run(p Program, programRef state.Ref, sit Situation) (Dialogue, *world.Actio
 		case OpCritique:
 			critiqued = true
 			if chosen == nil {
+				critiquedBeforeSelect = true
 				// Critique before selection: weed out remedies that failed.
 				if sit.Routing.SkipFailed {
 					kept := slices.DeleteFunc(slices.Clone(avail), func(a Affordance) bool { return sit.FailedPrint[a.Fingerprint] })
@@ -187,6 +188,14 @@ func Run(p Program, programRef state.Ref, sit Situation) (Dialogue, *world.Actio
 			draft = &a
 			say("proposer", op, "draft %s on %s", a.Operation, a.Target)
 		case OpFinalize:
+			if draft != nil && critiqued && critiquedBeforeSelect {
+				// The critique ran before there was a draft; the draft's
+				// own checks still apply.
+				if problem := critique(draft, sit); problem != "" {
+					say("critic", op, "reject %s: %s", chosen.ID, problem)
+					d.Reason, draft = problem, nil
+				}
+			}
 			if draft == nil || !critiqued {
 				if d.Reason == "" {
 					d.Reason = "no_acceptable_draft"

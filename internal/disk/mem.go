@@ -22,7 +22,7 @@ import (
 type Mem struct {
 	mu    sync.Mutex
 	dirs  map[string]*memDir
-	locks map[string]bool
+	locks map[string]*memLock
 	skip  func(SyncOp) bool
 }
 
@@ -46,7 +46,7 @@ type inode struct {
 func NewMem() *Mem {
 	return &Mem{
 		dirs:  map[string]*memDir{".": {entries: map[string]*inode{}, durable: map[string]*inode{}}},
-		locks: map[string]bool{},
+		locks: map[string]*memLock{},
 	}
 }
 
@@ -69,7 +69,7 @@ func (m *Mem) Crash() {
 			ino.data = bytes.Clone(ino.durable)
 		}
 	}
-	m.locks = map[string]bool{}
+	m.locks = map[string]*memLock{}
 }
 
 func cloneEntries(in map[string]*inode) map[string]*inode {
@@ -160,6 +160,13 @@ func (m *Mem) ReadDir(name string) ([]fs.DirEntry, error) {
 func (m *Mem) MkdirAll(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	for p := clean(name); p != "." && p != "/"; p = path.Dir(p) {
+		if d, ok := m.dirs[path.Dir(p)]; ok {
+			if _, isFile := d.entries[path.Base(p)]; isFile {
+				return &fs.PathError{Op: "mkdir", Path: p, Err: fs.ErrExist}
+			}
+		}
+	}
 	for p := clean(name); p != "." && p != "/"; p = path.Dir(p) {
 		if _, ok := m.dirs[p]; !ok {
 			m.dirs[p] = &memDir{entries: map[string]*inode{}, durable: map[string]*inode{}}
@@ -253,22 +260,28 @@ func (m *Mem) Lock(name string) (Unlocker, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	name = clean(name)
-	if m.locks[name] {
+	if m.locks[name] != nil {
 		return nil, ErrLocked
 	}
-	m.locks[name] = true
-	return memLock{m: m, name: name}, nil
+	l := &memLock{m: m, name: name}
+	m.locks[name] = l
+	return l, nil
 }
 
+// memLock is one holder's lock. Unlocking releases it only if it is still
+// this holder's: a stale Unlock (twice, or after a crash) never frees a
+// later holder's lock, as with flock.
 type memLock struct {
 	m    *Mem
 	name string
 }
 
-func (l memLock) Unlock() error {
+func (l *memLock) Unlock() error {
 	l.m.mu.Lock()
 	defer l.m.mu.Unlock()
-	delete(l.m.locks, l.name)
+	if l.m.locks[l.name] == l {
+		delete(l.m.locks, l.name)
+	}
 	return nil
 }
 

@@ -194,6 +194,11 @@ func (c *Contract) Validate() error {
 		if len(r.Paths) == 0 {
 			return &state.FieldError{Path: at + ".paths", Err: fmt.Errorf("required (use [\"**\"] for every path)")}
 		}
+		for j, pat := range r.Paths {
+			if err := world.ValidPattern(pat); err != nil {
+				return &state.FieldError{Path: fmt.Sprintf("%s.paths[%d]", at, j), Err: err}
+			}
+		}
 		switch r.Effect {
 		case Allow, Approve, Forbid:
 		default:

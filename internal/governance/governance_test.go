@@ -427,3 +427,14 @@ func TestNewReceipt(t *testing.T) {
 	r = governance.NewReceipt(d, decRef, f.req)
 	assert.Equal(t, []string{string(f.req.ObservationRef)}, r.EvidenceRefs)
 }
+
+func TestContractValidateRejectsMalformedRulePattern(t *testing.T) {
+	// A malformed glob never matches, so a forbid rule written with one
+	// would silently fall through to a later allow rule.
+	c := quickstartContract()
+	c.Rules[0].Paths = []string{"vendor/[lib"}
+	assert.Equal(t, 2, c.Match(world.OpApplyPatch, "vendor/[lib"), "the malformed forbid rule is skipped")
+	var fe *state.FieldError
+	require.ErrorAs(t, c.Validate(), &fe)
+	assert.Equal(t, "rules[0].paths[0]", fe.Path)
+}

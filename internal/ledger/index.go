@@ -220,3 +220,104 @@ func RebuildIndex(fsys disk.FS) error {
 	}
 	return disk.ReplaceFile(fsys, IndexFileName, out)
 }
+
+// CycleCompleted returns only the persistent.cycle.completed record of a
+// cycle (its cycle record), reading one line.
+func CycleCompleted(fsys disk.FS, cycle int64) (Record, error) {
+	e, ok, err := lookup(fsys, cycle)
+	if err != nil {
+		return Record{}, err
+	}
+	if !ok {
+		if err := RebuildIndex(fsys); err != nil {
+			return Record{}, err
+		}
+		if e, ok, err = lookup(fsys, cycle); err != nil || !ok {
+			return Record{}, fmt.Errorf("cycle %d: %w", cycle, ErrNoCycle)
+		}
+	}
+	f, err := fsys.Open(FileName)
+	if err != nil {
+		return Record{}, err
+	}
+	defer f.Close()
+	start, err := lineStart(f, e.End-1)
+	if err != nil {
+		return Record{}, err
+	}
+	r, err := readRecord(f, start, e.End)
+	if err != nil {
+		return Record{}, err
+	}
+	if r.Event.Type != "persistent.cycle.completed" || r.Event.CycleSeq != cycle {
+		return Record{}, &DamageError{Offset: start, Msg: fmt.Sprintf("cycle %d does not end where the index says", cycle)}
+	}
+	return r, nil
+}
+
+// Prologue returns the records before the first cycle: the run's start,
+// with its pinned goal, contract and environment.
+func Prologue(fsys disk.FS) ([]Record, error) {
+	end := int64(-1)
+	if e, ok, err := lookup(fsys, 1); err == nil && ok {
+		end = e.Start
+	}
+	f, err := fsys.Open(FileName)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if end < 0 {
+		size, err := f.Size()
+		if err != nil {
+			return nil, err
+		}
+		end = size
+		recs, err := readWhole(f, size)
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range recs {
+			if r.Event.Type == "persistent.cycle.started" {
+				return recs[:i], nil
+			}
+		}
+		return recs, nil
+	}
+	return readRange(f, state.GenesisFrontier(), end)
+}
+
+func readWhole(f disk.File, size int64) ([]Record, error) {
+	buf := make([]byte, size)
+	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if i := lastNewline(buf); i >= 0 {
+		buf = buf[:i+1]
+	} else {
+		buf = nil
+	}
+	return readRange(bytesReaderAt(buf), state.GenesisFrontier(), int64(len(buf)))
+}
+
+func lastNewline(b []byte) int {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == '\n' {
+			return i
+		}
+	}
+	return -1
+}
+
+type bytesReaderAt []byte
+
+func (b bytesReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if off >= int64(len(b)) {
+		return 0, io.EOF
+	}
+	n := copy(p, b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}

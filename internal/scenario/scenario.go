@@ -23,6 +23,7 @@ import (
 	"github.com/acr-project/acr/internal/rundir"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
+	"github.com/acr-project/acr/internal/world"
 )
 
 // Schema is the scenario script's schema name.
@@ -242,6 +243,28 @@ func validateSteps(steps []Step, at string) error {
 		if st.Advance != "" {
 			if _, err := time.ParseDuration(st.Advance); err != nil {
 				return &state.FieldError{Path: fmt.Sprintf("%s[%d].advance", at, i), Err: err}
+			}
+		}
+		if w := st.World; w != nil {
+			target := w.Write
+			if (w.Write == "") == (w.Remove == "") {
+				return &state.FieldError{Path: fmt.Sprintf("%s[%d].world", at, i), Err: fmt.Errorf("give exactly one of write or remove")}
+			}
+			if target == "" {
+				target = w.Remove
+			}
+			if _, err := world.CleanPath(target); err != nil {
+				return &state.FieldError{Path: fmt.Sprintf("%s[%d].world", at, i), Err: err}
+			}
+		}
+		if w := st.Wake; w != nil {
+			if !slices.Contains(state.WakeSources(), w.Source) {
+				return &state.FieldError{Path: fmt.Sprintf("%s[%d].wake.source", at, i), Err: fmt.Errorf("unknown wake source %q", w.Source)}
+			}
+			if w.Expires != "" {
+				if d, err := time.ParseDuration(w.Expires); err != nil || d <= 0 {
+					return &state.FieldError{Path: fmt.Sprintf("%s[%d].wake.expires_in", at, i), Err: fmt.Errorf("want a positive duration such as 1h, found %q", w.Expires)}
+				}
 			}
 		}
 		if st.Crash != nil && !slices.Contains(Failpoints(), st.Crash.Failpoint) {

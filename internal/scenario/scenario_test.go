@@ -78,3 +78,24 @@ func TestPromotionIsNeverSilent(t *testing.T) {
 	}
 	require.Positive(t, created, "no scenario created a commitment: the check saw nothing")
 }
+
+func TestLoadRejectsBadSteps(t *testing.T) {
+	cases := map[string]string{
+		"world escapes":     `{"world":{"write":"../outside","content":"x"}}`,
+		"world empty":       `{"world":{}}`,
+		"bad expiry":        `{"wake":{"source":"external_event","expires_in":"soon"}}`,
+		"unknown source":    `{"wake":{"source":"grant_me"}}`,
+		"two actions":       `{"run":1,"advance":"1h"}`,
+		"unknown failpoint": `{"crash":{"failpoint":"somewhere"}}`,
+	}
+	for name, step := range cases {
+		t.Run(name, func(t *testing.T) {
+			var st Step
+			require.NoError(t, state.Unmarshal([]byte(step), &st))
+			s := Script{Schema: Schema, Name: "x", Start: "2026-01-01T00:00:00Z", Steps: []Step{st}}
+			var fe *state.FieldError
+			require.ErrorAs(t, s.validate(), &fe)
+			assert.Contains(t, fe.Path, "steps[0]")
+		})
+	}
+}

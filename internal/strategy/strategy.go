@@ -334,6 +334,12 @@ func Apply(t Tension, tr Trigger, registry []Lens, s State) (State, Retrieval, *
 	if s.Overlay != nil {
 		ov.SkipFailedFixes = mergeSorted(s.Overlay.SkipFailedFixes, ov.SkipFailedFixes)
 		ov.CritiqueFirst = ov.CritiqueFirst || s.Overlay.CritiqueFirst
+		for _, sv := range s.Overlay.Lenses {
+			if !slices.Contains(ov.Lenses, sv) {
+				ov.Lenses = append(ov.Lenses, sv)
+			}
+		}
+		slices.SortFunc(ov.Lenses, func(a, b SourceVersion) int { return strings.Compare(a.LensID, b.LensID) })
 	}
 	slices.Sort(ov.SkipFailedFixes)
 	s.Overlay = &ov
@@ -348,6 +354,9 @@ func Settle(s State, resolved []string) State {
 	}
 	ov := *s.Overlay
 	ov.SkipFailedFixes = slices.DeleteFunc(slices.Clone(ov.SkipFailedFixes), func(it string) bool { return slices.Contains(resolved, it) })
+	if len(ov.SkipFailedFixes) == len(s.Overlay.SkipFailedFixes) {
+		return s // none of the resolved items was in the overlay
+	}
 	if len(ov.SkipFailedFixes) == 0 {
 		s.Overlay = nil
 		s.LastReviewed = ""

@@ -191,6 +191,9 @@ func (s *Spec) Validate() error {
 		if _, err := CleanPath(e.Path); err != nil {
 			return &state.FieldError{Path: at + ".path", Err: err}
 		}
+		if s.Excluded(e.Path) {
+			return &state.FieldError{Path: at + ".path", Err: fmt.Errorf("path is excluded from observation, so the evidence could never be seen")}
+		}
 	}
 	for i, c := range s.Checks {
 		for j, id := range c.RequiresEvidence {
@@ -200,9 +203,26 @@ func (s *Spec) Validate() error {
 		}
 	}
 	for i, pat := range s.Exclude {
-		if _, err := path.Match(strings.ReplaceAll(pat, "**/", ""), "x"); err != nil {
+		if err := ValidPattern(pat); err != nil {
 			return &state.FieldError{Path: fmt.Sprintf("exclude[%d]", i), Err: err}
 		}
+	}
+	return nil
+}
+
+// ValidPattern checks a path pattern of the glob dialect MatchAny speaks.
+// A malformed pattern never matches anything, which would silently turn a
+// forbid rule or an exclusion into nothing.
+func ValidPattern(pat string) error {
+	if pat == "" {
+		return fmt.Errorf("empty pattern")
+	}
+	core := strings.TrimSuffix(strings.TrimPrefix(pat, "**/"), "/**")
+	if core == "**" {
+		return nil
+	}
+	if _, err := path.Match(core, "x"); err != nil {
+		return fmt.Errorf("pattern %q: %w", pat, err)
 	}
 	return nil
 }
@@ -227,14 +247,26 @@ func (f Fix) validate(c Check) error {
 	return nil
 }
 
-// Excluded reports whether observation must skip p.
+// Excluded reports whether observation must skip p: p itself or any
+// directory above it matches an exclusion (observation never enters an
+// excluded directory, so nothing below one can be managed either).
 func (s *Spec) Excluded(p string) bool {
-	for _, pat := range slices.Concat(DefaultExclude(), s.Exclude) {
-		if matchGlob(pat, p) {
-			return true
+	pats := slices.Concat(DefaultExclude(), s.Exclude)
+	for q := p; q != "" && q != "."; q = parentPath(q) {
+		for _, pat := range pats {
+			if matchGlob(pat, q) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+func parentPath(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return ""
 }
 
 // matchGlob matches slash paths: "**" matches everything, a leading "**/"

@@ -240,8 +240,8 @@ func TestExcludedAddsSpecPatterns(t *testing.T) {
 		{"logs/2026/app.log", true},
 		{"app.log.txt", false},
 		{"tmp", true},
-		{"tmp/x", false},
-		{".env", true}, // defaults still apply
+		{"tmp/x", true}, // below an excluded directory
+		{".env", true},  // defaults still apply
 		{"src/x.go", false},
 	}
 	for _, tc := range cases {
@@ -396,4 +396,32 @@ func TestIdempotencyKey(t *testing.T) {
 		assert.False(t, dup, "%s collides with %s", name, prev)
 		seen[k] = name
 	}
+}
+
+func TestSpecValidateRejectsExcludedEvidencePath(t *testing.T) {
+	// Observation never reads an excluded path, so evidence declared there
+	// could never be observed and work waiting for it would wait forever.
+	s := quickstartSpec()
+	s.Evidence[0].Path = "reports/api-key.txt"
+	require.True(t, s.Excluded(s.Evidence[0].Path))
+	var fe *state.FieldError
+	require.ErrorAs(t, s.Validate(), &fe)
+	assert.Equal(t, "evidence[0].path", fe.Path)
+	_, err := world.CleanPath(s.Evidence[0].Path)
+	assert.NoError(t, err, "the path is well-formed; only its exclusion is the problem")
+}
+
+func TestExcludedDirectoryNames(t *testing.T) {
+	s := world.Spec{Schema: world.SpecSchema}
+	for _, p := range []string{"secrets", "keys", "a/.env"} {
+		require.True(t, s.Excluded(p), p)
+	}
+	for _, p := range []string{"secrets/config.txt", "keys/id.txt", "a/.env/x", "app/secrets/db.yaml"} {
+		assert.True(t, s.Excluded(p), "%s is inside an excluded directory", p)
+	}
+	assert.False(t, s.Excluded("docs/guide.md"))
+	s.Files = map[string]string{"secrets/config.txt": "x"}
+	var fe *state.FieldError
+	require.ErrorAs(t, s.Validate(), &fe)
+	assert.Equal(t, "files.secrets/config.txt", fe.Path)
 }

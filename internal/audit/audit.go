@@ -1,0 +1,323 @@
+// Package audit answers "why did it do that?" for any past cycle, from
+// evidence only: the cycle's own ledger events and the objects they carry
+// (agenda resolution, decision receipt, commitments, strategy refs with
+// exact source versions, action, idempotency key, world outcome), the
+// contract and authority pinned at the start of the run, and the later
+// compaction that summarised the cycle's working memory. It never reads a
+// summary block as evidence, and it works the same before and after
+// compaction and across restarts, because everything is resolved by ref
+// in the ledger.
+//
+// Reading a cycle costs that cycle's bytes (through the cycle index), the
+// run's prologue, and at most a bounded number of later cycle records to
+// find the compaction: never a scan of the whole ledger.
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/acr-project/acr/internal/agenda"
+	"github.com/acr-project/acr/internal/cognition"
+	"github.com/acr-project/acr/internal/commitment"
+	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/governance"
+	"github.com/acr-project/acr/internal/kernel"
+	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/memory"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/strategy"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// Report explains one cycle.
+type Report struct {
+	RunID          string               `json:"run_id"`
+	Cycle          int64                `json:"cycle"`
+	CycleRef       state.Ref            `json:"cycle_ref"`
+	Record         state.CycleRecord    `json:"cycle_record"`
+	Inputs         kernel.Manifest      `json:"inputs"`
+	InboxItems     []InboxItem          `json:"inbox_items"`
+	Chain          []Step               `json:"causal_chain"`
+	Agenda         *agenda.Resolution   `json:"agenda,omitempty"`
+	Program        *cognition.Program   `json:"cognitive_program,omitempty"`
+	Dialogue       *cognition.Dialogue  `json:"self_dialogue,omitempty"`
+	Action         *world.Action        `json:"action_request,omitempty"`
+	ActionRef      state.Ref            `json:"action_ref,omitempty"`
+	Decision       *governance.Decision `json:"decision,omitempty"`
+	DecisionRef    state.Ref            `json:"decision_ref,omitempty"`
+	Receipt        *governance.Receipt  `json:"decision_receipt,omitempty"`
+	Contract       ContractInForce      `json:"contract_in_force"`
+	IdempotencyKey string               `json:"idempotency_key,omitempty"`
+	Outcome        *world.Outcome       `json:"world_outcome,omitempty"`
+	Evaluation     *kernel.Evaluation   `json:"evaluation,omitempty"`
+	Commitments    []CommitmentChange   `json:"commitments"`
+	Strategy       Strategy             `json:"strategy"`
+	Compaction     *Compaction          `json:"compacted_by,omitempty"`
+	Recovery       []Step               `json:"recovery"`
+	Controller     []json               `json:"controller_transitions"`
+}
+
+// json is a raw object kept as-is in the report.
+type json = state.Value
+
+// InboxItem is a consumed inbox item: who sent it and why.
+type InboxItem struct {
+	Kind   string `json:"kind"`
+	ID     string `json:"id"`
+	By     string `json:"by"`
+	Reason string `json:"reason,omitempty"`
+	What   string `json:"what"`
+}
+
+// Step is one event of the causal chain.
+type Step struct {
+	Seq       int64                `json:"seq"`
+	Type      string               `json:"type"`
+	Ref       state.Ref            `json:"ref"`
+	Parents   []state.Ref          `json:"parents,omitempty"`
+	Refs      map[string]state.Ref `json:"refs,omitempty"`
+	Reasons   []string             `json:"reason_codes,omitempty"`
+	ObjectRef state.Ref            `json:"object_ref,omitempty"`
+}
+
+// ContractInForce is the contract and authority pinned for the run.
+type ContractInForce struct {
+	GoalRef      state.Ref              `json:"goal_ref"`
+	GoalID       string                 `json:"goal_id"`
+	Ref          state.Ref              `json:"ref"`
+	ID           string                 `json:"id"`
+	AuthorityRef state.Ref              `json:"authority_ref"`
+	Authority    governance.Authority   `json:"authority"`
+	Coordinates  governance.Coordinates `json:"coordinates"`
+	Rule         *governance.Rule       `json:"rule_applied,omitempty"`
+}
+
+// CommitmentChange is a lifecycle event the cycle recorded.
+type CommitmentChange struct {
+	Event      string                `json:"event"`
+	Reason     string                `json:"reason"`
+	Commitment commitment.Commitment `json:"commitment"`
+}
+
+// Strategy holds the cycle's strategy lane.
+type Strategy struct {
+	Tension   *strategy.Tension   `json:"tension,omitempty"`
+	Trigger   *strategy.Trigger   `json:"trigger,omitempty"`
+	Retrieval *strategy.Retrieval `json:"lens_retrieval,omitempty"`
+	Overlay   *strategy.Overlay   `json:"routing_overlay,omitempty"`
+	// Sources are the lens sources with exact versions that shaped the
+	// cycle (from the retrieval and the overlay).
+	Sources []strategy.SourceVersion `json:"sources"`
+}
+
+// Compaction names the later compaction that summarised this cycle.
+type Compaction struct {
+	Cycle    int64     `json:"compaction_cycle"`
+	EventRef state.Ref `json:"compaction_ref"`
+	BlockID  string    `json:"summary_block"`
+	From     int64     `json:"from_cycle"`
+	To       int64     `json:"to_cycle"`
+	Trigger  string    `json:"trigger"`
+}
+
+// ErrUnknownCycle means the ledger has no completed cycle with that number.
+var ErrUnknownCycle = ledger.ErrNoCycle
+
+// lookahead bounds the search for the compaction that summarised a cycle;
+// compaction runs at least every compact_every_cycles cycles.
+const lookahead = 512
+
+// Explain builds the report for one cycle.
+func Explain(fsys disk.FS, cycle int64) (*Report, error) {
+	recs, err := ledger.Cycle(fsys, cycle)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Cycle: cycle, InboxItems: []InboxItem{}, Chain: []Step{}, Commitments: []CommitmentChange{},
+		Recovery: []Step{}, Controller: []state.Value{}, Strategy: Strategy{Sources: []strategy.SourceVersion{}}}
+	for _, rec := range recs {
+		if err := r.absorb(rec); err != nil {
+			return nil, fmt.Errorf("audit cycle %d, seq %d: %w", cycle, rec.Seq, err)
+		}
+	}
+	pro, err := ledger.Prologue(fsys)
+	if err != nil {
+		return nil, err
+	}
+	g, c, err := kernel.PinnedDocuments(pro)
+	if err != nil {
+		return nil, err
+	}
+	r.Contract = ContractInForce{GoalRef: state.MustRefOf("goal", g), GoalID: g.ID, Ref: state.MustRefOf("contract", c), ID: c.ID, AuthorityRef: kernel.AuthorityRef(c), Authority: c.Authority, Coordinates: c.Coordinates}
+	if r.Decision != nil {
+		var i int
+		if _, err := fmt.Sscanf(r.Decision.Rule, "rules[%d]", &i); err == nil && i >= 0 && i < len(c.Rules) {
+			rule := c.Rules[i]
+			r.Contract.Rule = &rule
+		}
+	}
+	comp, err := findCompaction(fsys, cycle)
+	if err != nil {
+		return nil, err
+	}
+	r.Compaction = comp
+	return r, nil
+}
+
+func decode[T any](o *ledger.Object) (*T, error) {
+	if o == nil {
+		return nil, errors.New("event carries no object")
+	}
+	var v T
+	if err := o.Decode(&v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// absorb files one event of the cycle into the report.
+func (r *Report) absorb(rec ledger.Record) error {
+	ev := rec.Event
+	step := Step{Seq: rec.Seq, Type: ev.Type, Ref: rec.Ref, Parents: ev.Parents, Refs: ev.Refs, Reasons: ev.Reasons}
+	if ev.Object != nil {
+		step.ObjectRef = ev.Object.Ref
+	}
+	if strings.HasPrefix(ev.Type, "persistent.recovery.") || strings.HasPrefix(ev.Type, "ledger.") {
+		r.Recovery = append(r.Recovery, step)
+		return nil
+	}
+	r.Chain = append(r.Chain, step)
+	r.RunID = ev.RunID
+	var err error
+	switch {
+	case ev.Type == "persistent.cycle.started":
+		var m *kernel.Manifest
+		if m, err = decode[kernel.Manifest](ev.Object); err == nil {
+			r.Inputs = *m
+		}
+	case ev.Type == "inbox.item.consumed":
+		r.InboxItems = append(r.InboxItems, inboxItem(ev.Object))
+	case ev.Type == "agenda.resolution.selected" || ev.Type == "agenda.resolution.empty":
+		r.Agenda, err = decode[agenda.Resolution](ev.Object)
+	case ev.Type == "cognition.program.compiled":
+		r.Program, err = decode[cognition.Program](ev.Object)
+	case ev.Type == "cognition.run.completed":
+		r.Dialogue, err = decode[cognition.Dialogue](ev.Object)
+	case ev.Type == "action.request.proposed":
+		r.Action, err = decode[world.Action](ev.Object)
+		r.ActionRef = ev.Object.Ref
+	case ev.Type == "governance.decision.recorded":
+		r.Decision, err = decode[governance.Decision](ev.Object)
+		r.DecisionRef = ev.Object.Ref
+	case ev.Type == "governance.receipt.recorded":
+		r.Receipt, err = decode[governance.Receipt](ev.Object)
+	case ev.Type == "sandbox.action.committed" || ev.Type == "sandbox.action.not_applied":
+		r.Outcome, err = decode[world.Outcome](ev.Object)
+		if err == nil {
+			r.IdempotencyKey = r.Outcome.Key
+		}
+	case ev.Type == "evaluation.recorded":
+		r.Evaluation, err = decode[kernel.Evaluation](ev.Object)
+	case strings.HasPrefix(ev.Type, "commitment.") && ev.Object != nil && ev.Type != "commitment.conditions.evaluated":
+		var c *commitment.Commitment
+		if c, err = decode[commitment.Commitment](ev.Object); err == nil {
+			r.Commitments = append(r.Commitments, CommitmentChange{Event: ev.Type, Reason: strings.Join(ev.Reasons, ","), Commitment: *c})
+		}
+	case ev.Type == "strategy.tension.observed":
+		r.Strategy.Tension, err = decode[strategy.Tension](ev.Object)
+	case ev.Type == "strategy.review.evaluated":
+		r.Strategy.Trigger, err = decode[strategy.Trigger](ev.Object)
+	case ev.Type == "strategy.lens.retrieved":
+		if r.Strategy.Retrieval, err = decode[strategy.Retrieval](ev.Object); err == nil {
+			for _, c := range r.Strategy.Retrieval.Candidates {
+				r.Strategy.addSource(c.SourceVersion)
+			}
+		}
+	case ev.Type == "strategy.routing.overlaid":
+		if r.Strategy.Overlay, err = decode[strategy.Overlay](ev.Object); err == nil {
+			for _, sv := range r.Strategy.Overlay.Lenses {
+				r.Strategy.addSource(sv)
+			}
+		}
+	case strings.HasPrefix(ev.Type, "controller.") && ev.Object != nil:
+		var v state.Value
+		if v, err = state.ParseCanonical(ev.Object.Body); err == nil {
+			r.Controller = append(r.Controller, v)
+		}
+	case ev.Type == "persistent.cycle.completed":
+		var cr *state.CycleRecord
+		if cr, err = decode[state.CycleRecord](ev.Object); err == nil {
+			r.Record, r.CycleRef = *cr, ev.Object.Ref
+			if r.IdempotencyKey == "" {
+				r.IdempotencyKey = cr.IdempotencyKey
+			}
+		}
+	}
+	return err
+}
+
+func (s *Strategy) addSource(sv strategy.SourceVersion) {
+	if !slices.Contains(s.Sources, sv) {
+		s.Sources = append(s.Sources, sv)
+	}
+}
+
+func inboxItem(o *ledger.Object) InboxItem {
+	it := InboxItem{Kind: o.Ref.Kind()}
+	switch it.Kind {
+	case "sig":
+		if w, err := decode[state.WakeSignal](o); err == nil {
+			it.ID, it.By, it.Reason, it.What = w.ID, w.By, w.Reason, "wake "+w.Source+" "+w.Ref
+		}
+	case "apr":
+		if a, err := decode[state.Approval](o); err == nil {
+			it.ID, it.By, it.Reason, it.What = a.ID, a.By, a.Reason, a.Verdict+" "+string(a.ActionRef)
+		}
+	default:
+		if s, err := decode[state.StopRequest](o); err == nil {
+			it.ID, it.By, it.Reason, it.What = s.ID, s.By, s.Reason, "stop"
+		}
+	}
+	return it
+}
+
+// findCompaction looks at the cycle records after cycle for the first
+// compaction whose summary covers it.
+func findCompaction(fsys disk.FS, cycle int64) (*Compaction, error) {
+	for c := cycle; c < cycle+lookahead; c++ {
+		rec, err := ledger.CycleCompleted(fsys, c)
+		if errors.Is(err, ledger.ErrNoCycle) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var cr state.CycleRecord
+		if err := rec.Event.Object.Decode(&cr); err != nil {
+			return nil, err
+		}
+		if cr.ContextCompressionRef == "" {
+			continue
+		}
+		recs, err := ledger.Cycle(fsys, c)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			if r.Event.Type != "context.compaction.completed" {
+				continue
+			}
+			var comp memory.Compression
+			if err := r.Event.Object.Decode(&comp); err != nil {
+				return nil, err
+			}
+			if slices.ContainsFunc(comp.Summarised, func(u memory.Unit) bool { return u.CycleSeq == cycle }) {
+				return &Compaction{Cycle: c, EventRef: r.Ref, BlockID: comp.Block.ID, From: comp.Block.FromCycle, To: comp.Block.ToCycle, Trigger: comp.Trigger}, nil
+			}
+		}
+	}
+	return nil, nil
+}

@@ -1,0 +1,140 @@
+package audit
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/acr-project/acr/internal/state"
+)
+
+// WriteText writes the report for a person: every line is a fact from the
+// ledger, with the ref it came from.
+func (r *Report) WriteText(w io.Writer) error {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	rec := r.Record
+	p("cycle %d of run %s (%s)", r.Cycle, r.RunID, r.CycleRef)
+	p("started     %s, ended %s (%s)", rec.StartedAt, rec.LoopDisposition, strings.Join(rec.ReasonCodes, ", "))
+	p("intent      goal %s (%s)", r.Contract.GoalID, r.Contract.GoalRef)
+	p("inputs      observation %s, %d inbox item(s), %d knowledge update(s), clock %s", r.Inputs.ObservationRef, len(r.Inputs.InboxItems), len(r.Inputs.Knowledge), r.Inputs.At)
+	for _, it := range r.InboxItems {
+		p("  inbox     %s %s by %s%s", it.ID, it.What, it.By, reasonSuffix(it.Reason))
+	}
+	if a := r.Agenda; a != nil {
+		sel := "nothing"
+		if a.Selected != nil {
+			sel = a.Selected.ItemID + " (" + string(a.Selected.Source) + ")"
+		}
+		p("agenda      %s: selected %s because %s; %d candidate(s)", a.Outcome, sel, strings.Join(a.ReasonCodes, ", "), len(a.Candidates))
+		for _, x := range a.Excluded {
+			p("  excluded  %s: %s", x.ItemID, x.Reason)
+		}
+	}
+	if s := r.Strategy.Trigger; s != nil {
+		p("strategy    %s (%s)", s.Decision, strings.Join(s.Reasons, ", "))
+	}
+	for _, sv := range r.Strategy.Sources {
+		p("  lens      %s from %s version %s", sv.LensID, sv.SourceRef, sv.SourceVersion)
+	}
+	if ov := r.Strategy.Overlay; ov != nil {
+		p("  overlay   critique_first=%t skip_failed_fixes=%v", ov.CritiqueFirst, ov.SkipFailedFixes)
+	}
+	if pr := r.Program; pr != nil {
+		var ops []string
+		for _, o := range pr.Steps {
+			ops = append(ops, string(o))
+		}
+		p("cognition   program %s: %s", r.Record.CognitiveProgramRef, strings.Join(ops, " > "))
+	}
+	if d := r.Dialogue; d != nil {
+		p("  dialogue  %s %s%s", d.Result, d.Affordance, reasonSuffix(d.Reason))
+		for _, t := range d.Turns {
+			p("    %-9s %-20s %s", t.Role, t.Op, t.Claim)
+		}
+	}
+	if a := r.Action; a != nil {
+		p("action      %s %s for check %s (%s)", a.Operation, a.Target, a.CheckID, r.ActionRef)
+	}
+	if d := r.Decision; d != nil {
+		p("decision    %s by %s (%s): %s", d.Verdict, d.Actor, r.DecisionRef, strings.Join(d.ReasonCodes, ", "))
+		if len(d.MissingEvidence) > 0 {
+			p("  missing   evidence %s", strings.Join(d.MissingEvidence, ", "))
+		}
+		if d.ApprovalID != "" {
+			p("  approval  %s", d.ApprovalID)
+		}
+	}
+	if rc := r.Receipt; rc != nil {
+		p("  receipt   decided %s, evidence %s", rc.DecidedAt, strings.Join(rc.EvidenceRefs, ", "))
+	}
+	c := r.Contract
+	p("contract    %s (%s), authority %s mode %s (%s), coordinates %s/%s/%s", c.ID, c.Ref, c.Authority.ID, c.Authority.Mode, c.AuthorityRef,
+		c.Coordinates.Readiness, c.Coordinates.Autonomy, c.Coordinates.CognitiveDepth)
+	if c.Rule != nil {
+		p("  rule      %s %v: %s%s", c.Rule.Operation, c.Rule.Paths, c.Rule.Effect, reasonSuffix(c.Rule.Reason))
+	}
+	if o := r.Outcome; o != nil {
+		p("outcome     %s %s: %s, before %s after %s", o.Operation, o.Target, o.Status, orDash(string(o.BeforeSHA256)), orDash(string(o.AfterSHA256)))
+		p("  key       %s", o.Key)
+	} else if r.IdempotencyKey != "" {
+		p("outcome     none recorded; idempotency key %s", r.IdempotencyKey)
+	}
+	if e := r.Evaluation; e != nil {
+		p("evaluation  %s by %s: expected %s; observed %s", e.Result, e.Actor, e.Expected, e.Observed)
+	}
+	for _, cc := range r.Commitments {
+		p("commitment  %s %s v%d %s%s", cc.Event, cc.Commitment.ID, cc.Commitment.Version, cc.Commitment.Status, reasonSuffix(cc.Reason))
+	}
+	if cp := r.Compaction; cp != nil {
+		p("compaction  summarised at cycle %d into block %s (cycles %d-%d, %s), %s", cp.Cycle, cp.BlockID, cp.From, cp.To, cp.Trigger, cp.EventRef)
+	} else {
+		p("compaction  not summarised yet: the cycle is still raw in working memory")
+	}
+	for _, s := range r.Recovery {
+		p("recovery    seq %d %s (%s)", s.Seq, s.Type, strings.Join(s.Reasons, ", "))
+	}
+	p("causal chain")
+	for _, s := range r.Chain {
+		p("  %6d  %-36s %s", s.Seq, s.Type, s.Ref.Short())
+	}
+	return nil
+}
+
+func reasonSuffix(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return state.Ref(s).Short()
+}
+
+// WriteDOT writes the cycle's causal graph for Graphviz: events in order,
+// linked to their causal parents, with the objects they carry.
+func (r *Report) WriteDOT(w io.Writer) error {
+	fmt.Fprintf(w, "digraph cycle_%d {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\", fontsize=10];\n", r.Cycle)
+	fmt.Fprintf(w, "  label=%q;\n", fmt.Sprintf("cycle %d of %s: %s", r.Cycle, r.RunID, r.Record.LoopDisposition))
+	objects := map[state.Ref]bool{}
+	for _, s := range r.Chain {
+		fmt.Fprintf(w, "  %q [label=%q];\n", s.Ref.Short(), fmt.Sprintf("%d %s", s.Seq, s.Type))
+		for _, par := range s.Parents {
+			if par.Kind() == "evt" {
+				fmt.Fprintf(w, "  %q -> %q;\n", par.Short(), s.Ref.Short())
+			}
+		}
+		if s.ObjectRef != "" {
+			if !objects[s.ObjectRef] {
+				fmt.Fprintf(w, "  %q [shape=ellipse, label=%q];\n", s.ObjectRef.Short(), s.ObjectRef.Short())
+				objects[s.ObjectRef] = true
+			}
+			fmt.Fprintf(w, "  %q -> %q [style=dashed, arrowhead=none];\n", s.Ref.Short(), s.ObjectRef.Short())
+		}
+	}
+	_, err := fmt.Fprintln(w, "}")
+	return err
+}

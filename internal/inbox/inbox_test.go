@@ -1,0 +1,336 @@
+package inbox_test
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/inbox"
+	"github.com/acr-project/acr/internal/state"
+)
+
+func mustParse(t *testing.T, s string) *state.Value {
+	t.Helper()
+	v, err := state.Parse([]byte(s))
+	require.NoError(t, err)
+	return &v
+}
+
+func wake(t *testing.T, created string) *state.WakeSignal {
+	return &state.WakeSignal{
+		Schema: state.WakeSignalSchema, Source: "external_event", Ref: "ticket-7", DedupKey: "dk-" + created,
+		Priority: 5, CreatedAt: created, ExpiresAt: "2026-12-31T00:00:00Z", By: "alice", Reason: "ticket closed",
+		Payload: mustParse(t, `{"note": "hello", "n": 3}`),
+	}
+}
+
+func approvalItem(created, verdict string) *state.Approval {
+	return &state.Approval{Schema: state.ApprovalSchema, ActionRef: state.MustRefOf("areq", "x"), Verdict: verdict, By: "bob", CreatedAt: created}
+}
+
+func stopItem(created string) *state.StopRequest {
+	return &state.StopRequest{Schema: state.StopSchema, By: "carol", Reason: "enough", Kill: true, CreatedAt: created}
+}
+
+var idPattern = regexp.MustCompile(`^(wake|approval|stop)-[0-9a-f]{24}$`)
+
+func TestSealDecodeRoundTrip(t *testing.T) {
+	cases := []struct {
+		name string
+		v    any
+		kind inbox.Kind
+	}{
+		{"wake", wake(t, "2026-01-01T00:00:00Z"), inbox.KindWake},
+		{"approval", approvalItem("2026-01-01T00:00:00Z", "approve"), inbox.KindApproval},
+		{"stop", stopItem("2026-01-01T00:00:00Z"), inbox.KindStop},
+	}
+	require.NotEmpty(t, cases)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			id, body, err := inbox.Seal(tc.v)
+			require.NoError(t, err)
+			assert.Regexp(t, idPattern, id)
+			assert.True(t, strings.HasPrefix(id, string(tc.kind)+"-"), id)
+			assert.Contains(t, string(body), `"id":"`+id+`"`, "the sealed body carries its id")
+			canon, err := state.Marshal(tc.v)
+			require.NoError(t, err)
+			assert.Equal(t, canon, body, "the body is the canonical encoding")
+
+			it, err := inbox.Decode(id, body)
+			require.NoError(t, err)
+			assert.Equal(t, id, it.ID)
+			assert.Equal(t, tc.kind, it.Kind)
+			assert.Equal(t, body, it.Body)
+			assert.Equal(t, "2026-01-01T00:00:00Z", it.CreatedAt())
+			var decoded any
+			switch tc.kind {
+			case inbox.KindWake:
+				require.NotNil(t, it.Wake)
+				assert.Nil(t, it.Approval)
+				assert.Nil(t, it.Stop)
+				decoded = it.Wake
+				assert.Equal(t, id, it.Wake.ID)
+				assert.Equal(t, "ticket-7", it.Wake.Ref)
+				require.NotNil(t, it.Wake.Payload)
+				assert.Equal(t, `{"n":3,"note":"hello"}`, string(it.Wake.Payload.Encode()))
+			case inbox.KindApproval:
+				require.NotNil(t, it.Approval)
+				decoded = it.Approval
+				assert.Equal(t, tc.v.(*state.Approval).ActionRef, it.Approval.ActionRef)
+				assert.Equal(t, "approve", it.Approval.Verdict)
+			case inbox.KindStop:
+				require.NotNil(t, it.Stop)
+				decoded = it.Stop
+				assert.True(t, it.Stop.Kill)
+			}
+			re, err := state.Marshal(decoded)
+			require.NoError(t, err)
+			assert.Equal(t, body, re, "decoding and re-encoding gives the same bytes")
+		})
+	}
+}
+
+func TestSealIsContentDerived(t *testing.T) {
+	a := approvalItem("2026-01-01T00:00:00Z", "approve")
+	id1, b1, err := inbox.Seal(a)
+	require.NoError(t, err)
+
+	// Sealing again (the id is now set) gives the same id and bytes.
+	id2, b2, err := inbox.Seal(a)
+	require.NoError(t, err)
+	assert.Equal(t, id1, id2)
+	assert.Equal(t, b1, b2)
+
+	// A stale id in the input is ignored.
+	c := approvalItem("2026-01-01T00:00:00Z", "approve")
+	c.ID = "approval-000000000000000000000000"
+	id3, _, err := inbox.Seal(c)
+	require.NoError(t, err)
+	assert.Equal(t, id1, id3)
+
+	// Any content change changes the id.
+	d := approvalItem("2026-01-01T00:00:00Z", "deny")
+	id4, _, err := inbox.Seal(d)
+	require.NoError(t, err)
+	assert.NotEqual(t, id1, id4)
+	e := approvalItem("2026-01-01T00:00:01Z", "approve")
+	id5, _, err := inbox.Seal(e)
+	require.NoError(t, err)
+	assert.NotEqual(t, id1, id5)
+}
+
+func TestSealRejectsOtherTypes(t *testing.T) {
+	for _, v := range []any{state.Approval{}, "x", nil, &state.RunState{}} {
+		_, _, err := inbox.Seal(v)
+		assert.Error(t, err, "%T", v)
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	id, body, err := inbox.Seal(approvalItem("2026-01-01T00:00:00Z", "approve"))
+	require.NoError(t, err)
+	wid, wbody, err := inbox.Seal(wake(t, "2026-01-01T00:00:00Z"))
+	require.NoError(t, err)
+
+	tampered := bytes.Replace(body, []byte(`"verdict":"approve"`), []byte(`"verdict":"deny"`), 1)
+	require.NotEqual(t, body, tampered)
+	tamperedPayload := bytes.Replace(wbody, []byte(`"note":"hello"`), []byte(`"note":"hellO"`), 1)
+	require.NotEqual(t, wbody, tamperedPayload)
+	spaced := bytes.Replace(body, []byte(`,`), []byte(`, `), 1)
+
+	cases := []struct {
+		name string
+		id   string
+		body []byte
+		msg  string
+	}{
+		{"tampered body", id, tampered, "does not match its id"},
+		{"tampered payload", wid, tamperedPayload, "does not match its id"},
+		{"renamed file", "approval-111111111111111111111111", body, "does not match its id"},
+		{"malformed name", "approval", body, "malformed name"},
+		{"unknown kind", "grant-" + strings.TrimPrefix(id, "approval-"), body, "unknown kind"},
+		{"kind does not match content", "wake-" + strings.TrimPrefix(id, "approval-"), body, ""},
+		{"not canonical", id, spaced, ""},
+		{"not JSON", id, []byte("hello"), ""},
+		{"unknown field", id, bytes.Replace(body, []byte(`{"action_ref"`), []byte(`{"aaa":1,"action_ref"`), 1), ""},
+		{"empty", id, nil, ""},
+	}
+	require.NotEmpty(t, cases)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := inbox.Decode(tc.id, tc.body)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.msg)
+		})
+	}
+}
+
+func TestWriteListRemove(t *testing.T) {
+	m := disk.NewMem()
+	items, bad, err := inbox.List(m)
+	require.NoError(t, err)
+	assert.Nil(t, items, "no inbox directory means no items")
+	assert.Nil(t, bad)
+
+	late := stopItem("2026-01-03T00:00:00Z")
+	early := approvalItem("2026-01-01T00:00:00Z", "approve")
+	mid1 := wake(t, "2026-01-02T00:00:00Z")
+	mid2 := approvalItem("2026-01-02T00:00:00Z", "deny")
+	var ids []string
+	for _, v := range []any{late, early, mid1, mid2} {
+		id, err := inbox.Write(m, v)
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	// Writing the same item again is harmless.
+	again, err := inbox.Write(m, early)
+	require.NoError(t, err)
+	assert.Equal(t, ids[1], again)
+
+	// Files that are not items.
+	require.NoError(t, m.WriteFile("inbox/notes.txt", []byte("ignore me")))
+	require.NoError(t, m.WriteFile("inbox/.wake-tmp.json", []byte("partial")))
+	require.NoError(t, m.MkdirAll("inbox/rejected"))
+	require.NoError(t, m.WriteFile("inbox/rejected/wake-old.json", []byte("old")))
+	// Files that claim to be items but are not.
+	require.NoError(t, m.WriteFile("inbox/wake-bogus.json", []byte("{}")))
+	require.NoError(t, m.WriteFile("inbox/junk.json", []byte("not json")))
+
+	namesBefore := dirNames(t, m, "inbox")
+	items, bad, err = inbox.List(m)
+	require.NoError(t, err)
+	assert.Equal(t, namesBefore, dirNames(t, m, "inbox"), "List never changes the directory")
+
+	// Ordered by creation time, then id.
+	midIDs := []string{ids[2], ids[3]}
+	if midIDs[1] < midIDs[0] {
+		midIDs[0], midIDs[1] = midIDs[1], midIDs[0]
+	}
+	var got []string
+	for _, it := range items {
+		got = append(got, it.ID)
+	}
+	assert.Equal(t, []string{ids[1], midIDs[0], midIDs[1], ids[0]}, got)
+
+	require.Len(t, bad, 2)
+	assert.Equal(t, "junk.json", bad[0].Name)
+	assert.Contains(t, bad[0].Reason, "malformed name")
+	assert.Equal(t, "wake-bogus.json", bad[1].Name)
+	assert.NotEmpty(t, bad[1].Reason)
+
+	// Items survive a crash: Write makes the entry durable.
+	m.Crash()
+	items, _, err = inbox.List(m)
+	require.NoError(t, err)
+	assert.Len(t, items, 4)
+
+	// Remove is idempotent and ignores ids that are not there.
+	require.NoError(t, inbox.Remove(m, []string{ids[0], ids[1]}))
+	require.NoError(t, inbox.Remove(m, []string{ids[0], ids[1], "stop-doesnotexist"}))
+	require.NoError(t, inbox.Remove(m, nil))
+	items, _, err = inbox.List(m)
+	require.NoError(t, err)
+	got = nil
+	for _, it := range items {
+		got = append(got, it.ID)
+	}
+	assert.ElementsMatch(t, []string{ids[2], ids[3]}, got)
+	ok, err := disk.Exists(m, "inbox/"+ids[0]+".json")
+	require.NoError(t, err)
+	assert.False(t, ok)
+}
+
+func dirNames(t *testing.T, fsys disk.FS, dir string) []string {
+	t.Helper()
+	es, err := fsys.ReadDir(dir)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+func TestQuarantine(t *testing.T) {
+	m := disk.NewMem()
+	require.NoError(t, m.MkdirAll(inbox.Dir))
+	require.NoError(t, disk.ReplaceFile(m, "inbox/wake-bad.json", []byte("garbage")))
+
+	require.NoError(t, inbox.Quarantine(m, "wake-bad.json"))
+	check := func() {
+		t.Helper()
+		got, err := m.ReadFile("inbox/rejected/wake-bad.json")
+		require.NoError(t, err)
+		assert.Equal(t, "garbage", string(got))
+		_, err = m.Stat("inbox/wake-bad.json")
+		assert.ErrorIs(t, err, fs.ErrNotExist)
+	}
+	check()
+	// The move is durable.
+	m.Crash()
+	check()
+
+	// The quarantined file is no longer listed or rejected again.
+	items, bad, err := inbox.List(m)
+	require.NoError(t, err)
+	assert.Empty(t, items)
+	assert.Empty(t, bad)
+
+	// Quarantining a file that is not there is an error.
+	assert.Error(t, inbox.Quarantine(m, "wake-bad.json"))
+}
+
+func TestCheckPayload(t *testing.T) {
+	require.NoError(t, inbox.CheckPayload(nil))
+	cases := []struct {
+		name string
+		json string
+		path string // "" means accepted
+	}{
+		{"plain note", `{"note":"the build is green","count":2}`, ""},
+		{"forbidden words as values are fine", `{"note":"authority","tags":["budget","grant"]}`, ""},
+		{"scalar", `"authority"`, ""},
+		{"empty object", `{}`, ""},
+		{"top-level authority", `{"authority":"project_write"}`, "payload.authority"},
+		{"top-level budget", `{"note":"x","budget":{"cycles":1000}}`, "payload.budget"},
+		{"case-insensitive", `{"Contract_Ref":"contract:sha256:x"}`, "payload.Contract_Ref"},
+		{"nested object", `{"meta":{"inner":{"grants":["write"]}}}`, "payload.meta.inner.grants"},
+		{"inside an array", `{"items":[{"ok":1},{"rules":[]}]}`, "payload.items[1].rules"},
+		{"top-level array", `[1,{"policy":{}}]`, "payload[1].policy"},
+		{"array in array", `{"a":[[{"approve":true}]]}`, "payload.a[0][0].approve"},
+		{"approval", `{"approval":"yes"}`, "payload.approval"},
+		{"autonomy", `{"autonomy":"A4"}`, "payload.autonomy"},
+		{"permissions", `{"permissions":["*"]}`, "payload.permissions"},
+	}
+	require.NotEmpty(t, cases)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := inbox.CheckPayload(mustParse(t, tc.json))
+			if tc.path == "" {
+				require.NoError(t, err)
+				return
+			}
+			var fe *state.FieldError
+			require.True(t, errors.As(err, &fe), "want *state.FieldError, got %T: %v", err, err)
+			assert.Equal(t, tc.path, fe.Path)
+		})
+	}
+}
+
+func TestValidSource(t *testing.T) {
+	srcs := state.WakeSources()
+	require.NotEmpty(t, srcs)
+	for _, s := range srcs {
+		assert.True(t, inbox.ValidSource(s), s)
+	}
+	for _, s := range []string{"", "bogus", "External_Event", "manual_resume ", "approval"} {
+		assert.False(t, inbox.ValidSource(s), s)
+	}
+}
