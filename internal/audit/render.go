@@ -21,11 +21,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		p("  inbox     %s %s by %s%s", it.ID, it.What, it.By, reasonSuffix(it.Reason))
 	}
 	if a := r.Agenda; a != nil {
-		sel := "nothing"
 		if a.Selected != nil {
-			sel = a.Selected.ItemID + " (" + string(a.Selected.Source) + ")"
+			p("agenda      selected %s (%s) because %s; %d candidate(s)", a.Selected.ItemID, a.Selected.Source, strings.Join(a.ReasonCodes, ", "), len(a.Candidates))
+		} else {
+			p("agenda      no agenda (%s)", strings.Join(a.ReasonCodes, ", "))
 		}
-		p("agenda      %s: selected %s because %s; %d candidate(s)", a.Outcome, sel, strings.Join(a.ReasonCodes, ", "), len(a.Candidates))
 		for _, x := range a.Excluded {
 			p("  excluded  %s: %s", x.ItemID, x.Reason)
 		}

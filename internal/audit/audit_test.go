@@ -1,0 +1,155 @@
+package audit
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/scenario"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/strategy"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/ (review the diff)")
+
+// runScenario runs a reference scenario and returns its state directory.
+func runScenario(t *testing.T, name string) *disk.OSDir {
+	t.Helper()
+	sc, err := scenario.Load(filepath.Join("..", "..", "scenarios", name))
+	require.NoError(t, err)
+	res, err := scenario.Run(sc, scenario.Options{Keep: true})
+	require.NoError(t, err)
+	require.True(t, res.Passed, "%v", res.Failures)
+	t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(res.Dir)) })
+	fsys, err := disk.OpenOSDir(res.Dir)
+	require.NoError(t, err)
+	return fsys
+}
+
+// TestAuditAfterCompaction is P9's audit half: after 50+ cycles and a
+// compaction, an early cycle is still explained from the ledger: its
+// decision receipt, the contract and authority in force, the commitment
+// it promoted, and the lens source version that shaped it.
+func TestAuditAfterCompaction(t *testing.T) {
+	fsys := runScenario(t, "p09-compaction")
+	var reviewed, promoted int64
+	for c := int64(1); c <= 10; c++ {
+		r, err := Explain(fsys, c)
+		require.NoError(t, err)
+		if r.Strategy.Overlay != nil && reviewed == 0 {
+			reviewed = c
+		}
+		if slices.ContainsFunc(r.Commitments, func(cc CommitmentChange) bool { return cc.Event == "commitment.created" }) && promoted == 0 {
+			promoted = c
+		}
+	}
+	require.NotZero(t, reviewed, "no early cycle had a strategic review")
+	require.NotZero(t, promoted, "no early cycle promoted a commitment")
+
+	r, err := Explain(fsys, reviewed)
+	require.NoError(t, err)
+	require.NotNil(t, r.Compaction, "cycle %d should have been summarised by a later compaction", reviewed)
+	assert.Greater(t, r.Compaction.Cycle, reviewed)
+	assert.NotEmpty(t, r.Compaction.BlockID)
+	assert.Contains(t, r.Strategy.Sources, sourceVersion("alternative-remedy", "src:wujiece-handbook", "2026-08-01"))
+	require.NotNil(t, r.Decision)
+	require.NotNil(t, r.Receipt)
+	assert.Equal(t, r.DecisionRef, r.Receipt.DecisionRef)
+	assert.Equal(t, "governance", r.Receipt.Actor)
+	assert.Equal(t, r.Decision.ContractRef, r.Contract.Ref, "the decision names the contract pinned at the start")
+	assert.Equal(t, "project_write", string(r.Contract.Authority.Mode))
+
+	p, err := Explain(fsys, promoted)
+	require.NoError(t, err)
+	require.NotNil(t, p.Compaction)
+	var created *CommitmentChange
+	for i := range p.Commitments {
+		if p.Commitments[i].Event == "commitment.created" {
+			created = &p.Commitments[i]
+		}
+	}
+	require.NotNil(t, created)
+	assert.Equal(t, "PROMOTE_TO_COMMITMENT", created.Commitment.Origin.Kind)
+	assert.Equal(t, p.Record.AgendaResolutionRef, created.Commitment.Origin.ResolutionRef)
+	require.NotNil(t, p.Decision)
+	assert.Equal(t, "DEFER", p.Decision.Verdict.String())
+
+	_, err = Explain(fsys, 10_000)
+	assert.ErrorIs(t, err, ErrUnknownCycle)
+}
+
+func sourceVersion(id, ref, v string) strategy.SourceVersion {
+	return strategy.SourceVersion{LensID: id, SourceRef: ref, SourceVersion: v}
+}
+
+// TestAuditGolden pins the text, JSON and DOT renderings of the approval
+// scenario's cycles (run -update to rewrite them, then review the diff).
+func TestAuditGolden(t *testing.T) {
+	fsys := runScenario(t, "p05-approval-escalation")
+	n := 0
+	for _, c := range []int64{1, 2} {
+		r, err := Explain(fsys, c)
+		require.NoError(t, err)
+		var text, dot bytes.Buffer
+		require.NoError(t, r.WriteText(&text))
+		require.NoError(t, r.WriteDOT(&dot))
+		js, err := state.Marshal(r)
+		require.NoError(t, err)
+		for ext, got := range map[string][]byte{"txt": text.Bytes(), "json": append(js, '\n'), "dot": dot.Bytes()} {
+			golden(t, filepath.Join("testdata", "p05-cycle"+itoa(c)+"."+ext), got)
+			n++
+		}
+	}
+	require.Equal(t, 6, n)
+}
+
+func itoa(n int64) string { return string(rune('0' + n)) }
+
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "missing golden file (run go test ./internal/audit -update)")
+	assert.Equal(t, string(want), string(got), path)
+}
+
+// TestAuditWithoutIndex: a deleted or corrupted cycle index is rebuilt
+// from the ledger, and the audit answers the same.
+func TestAuditWithoutIndex(t *testing.T) {
+	fsys := runScenario(t, "p07-direct-path")
+	want, err := Explain(fsys, 2)
+	require.NoError(t, err)
+	wantJS := state.MustMarshal(want)
+
+	require.NoError(t, fsys.Remove(ledger.IndexFileName))
+	got, err := Explain(fsys, 2)
+	require.NoError(t, err)
+	assert.Equal(t, wantJS, state.MustMarshal(got), "after deleting the index")
+
+	b, err := fsys.ReadFile(ledger.IndexFileName)
+	require.NoError(t, err, "the index is rebuilt")
+	// Point cycle 2's entry at cycle 1's bytes (same length, valid syntax).
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	require.GreaterOrEqual(t, len(lines), 2)
+	lines[1] = bytes.Replace(lines[0], []byte(`"cycle":"000000000001"`), []byte(`"cycle":"000000000002"`), 1)
+	require.NoError(t, fsys.WriteFile(ledger.IndexFileName, bytes.Join(lines, nil)))
+	got, err = Explain(fsys, 2)
+	require.NoError(t, err)
+	assert.Equal(t, wantJS, state.MustMarshal(got), "after corrupting the index")
+
+	require.NoError(t, fsys.WriteFile(ledger.IndexFileName, []byte("garbage")))
+	got, err = Explain(fsys, 2)
+	require.NoError(t, err)
+	assert.Equal(t, wantJS, state.MustMarshal(got), "after replacing the index with garbage")
+}
