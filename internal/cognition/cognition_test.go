@@ -265,8 +265,10 @@ func TestRunCritiqueFirstStillRejectsExcludedTarget(t *testing.T) {
 	p := cognition.Compile(1, "check:license", c, affs, routing)
 	spec := world.Spec{Exclude: []string{world.IssuesFile}}
 	d, _ := cognition.Run(p, "", cognition.Situation{Check: c, Result: res, Spec: &spec, Routing: routing, FailedPrint: map[string]bool{}})
-	require.Len(t, d.Turns, 6)
+	require.Len(t, d.Turns, 7, "the draft is critiqued at finalize as well")
 	assert.Equal(t, cognition.OpCritique, d.Turns[2].Op)
+	assert.Equal(t, "critic", d.Turns[5].Role)
+	assert.Equal(t, cognition.OpFinalize, d.Turns[5].Op)
 	assert.Equal(t, "drop 0 remedy(ies) that already failed on this item", d.Turns[2].Claim)
 	assert.Equal(t, "critic", d.Turns[2].Role)
 	assert.Equal(t, "no_action", d.Result)

@@ -403,18 +403,18 @@ func TestSchemasAgreeWithAcr(t *testing.T) {
 			{"steps/0", `{"run": 1, "expect": {"executed": "1"}}`, false, false},
 			{"expect", `{"cycles": 3, "final_disposition": "IDLE", "dispositions": {"IDLE": 2, "CONTINUE": 1}, "fingerprints": {}}`, true, true},
 			{"expect", `{"fingerprints": {"bogus": ""}}`, false, false},
-			// The schema is stricter than scenario.Load where the runner or
-			// the run would refuse or misread the value later: unknown wake
-			// sources and authority-carrying payloads are rejected by the
-			// run, a bad expires_in is read as "expires at once", a bad
-			// knowledge update is a provider failure, world paths are not
-			// checked by the runner, and an expectation that no run can meet.
-			{"steps/0", `{"wake": {"source": "made_up"}}`, true, false},
+			// scenario.Load checks wake sources, expiries and world paths.
+			{"steps/0", `{"wake": {"source": "made_up"}}`, false, false},
+			{"steps/0", `{"wake": {"source": "external_event", "expires_in": "soon"}}`, false, false},
+			{"steps/0", `{"world": {}}`, false, false},
+			{"steps/0", `{"world": {"write": "../outside.txt", "content": "x"}}`, false, false},
+			// The schema is stricter than scenario.Load where the run itself
+			// refuses the value later (so a scenario can script a refusal):
+			// authority-carrying payloads are rejected by the cycle, a bad
+			// knowledge update is a provider failure; and an expectation
+			// that no run can meet.
 			{"steps/0", `{"wake": {"source": "external_event", "payload": {"x": {"Authority": "admin"}}}}`, true, false},
-			{"steps/0", `{"wake": {"source": "external_event", "expires_in": "soon"}}`, true, false},
 			{"steps/0", `{"knowledge": {"schema": "x", "source_ref": "s", "observed_version_ref": "2"}}`, true, false},
-			{"steps/0", `{"world": {}}`, true, false},
-			{"steps/0", `{"world": {"write": "../outside.txt", "content": "x"}}`, true, false},
 			{"steps/0", `{"run": 1, "expect": {"disposition": "SLEEPING"}}`, true, false},
 			{"steps/0", `{"run": 1, "expect": {"cycle_seq": -1}}`, true, false},
 			{"expect", `{"fingerprints": {"history": "abc"}}`, true, false},
