@@ -583,6 +583,9 @@ func Analyse(dir string) (*History, error) {
 			var d governance.Decision
 			if ev.Object != nil && ev.Object.Decode(&d) == nil {
 				c["governance_"+strings.ToLower(d.Verdict.String())]++
+				if d.Verdict == governance.Defer {
+					c["deferred"]++ // the deferral itself, whatever the policy makes of it
+				}
 			}
 		case ev.Type == "sandbox.action.committed":
 			c["sandbox_action"]++
