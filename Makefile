@@ -4,7 +4,7 @@ BIN      := bin/acr
 DEMO_DIR ?= $(CURDIR)/.demo_state
 FUZZTIME ?= 10s
 
-.PHONY: build demo test test-short lint fuzz bench crash ci clean
+.PHONY: build demo test test-short lint fuzz bench crash validate release-manifest clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/acr
@@ -38,6 +38,16 @@ fuzz:
 CRASH_KILLS ?= 1000
 crash:
 	$(GO) test -count=1 -timeout 60m -run '^TestCrashHarness$$' -v ./cmd/acr -crash.kills=$(CRASH_KILLS) | grep -E 'crash harness|PASS|FAIL|ok'
+
+# Freeze the release: record the current schema/source hashes and every
+# scenario's fingerprints, and write docs/PHASE12_VALIDATION.md. Run it on
+# purpose after an intended change, and review the diff.
+release-manifest: build
+	$(BIN) validate --freeze --out docs
+
+# Validate without freezing (what CI runs through make test, too).
+validate: build
+	$(BIN) validate --out docs
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -81,6 +81,8 @@ func errorKind(err error) (int, string) {
 		return exitData, "integrity"
 	case errors.Is(err, rundir.ErrRunExists):
 		return exitData, "run_exists"
+	case errors.Is(err, errValidation):
+		return exitInternal, "validation_failed"
 	case errors.Is(err, kernel.ErrFaulted):
 		return exitInternal, "faulted"
 	case errors.Is(err, kernel.ErrProvider):

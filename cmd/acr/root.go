@@ -125,7 +125,8 @@ the cycles that are due, and atomically rewrites the checkpoint.` + exitStatusHe
 	for _, c := range []*cobra.Command{
 		newInitCommand(a), newStatusCommand(a), newStepCommand(a), newRunCommand(a), newWakeCommand(a),
 		newApproveCommand(a, "approve"), newApproveCommand(a, "deny"), newStopCommand(a), newRecoverCommand(a),
-		newLedgerCommand(a), newAuditCommand(a), newLogCommand(a), newReplayCommand(a), newVersionCommand(a),
+		newLedgerCommand(a), newAuditCommand(a), newLogCommand(a), newReplayCommand(a), newScenarioCommand(a), newValidateCommand(a),
+		newVersionCommand(a),
 	} {
 		c.Long = strings.TrimSpace(c.Long) + "\n" + exitStatusHelp
 		root.AddCommand(c)

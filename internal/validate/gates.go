@@ -1,0 +1,770 @@
+package validate
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/acr-project/acr/internal/audit"
+	"github.com/acr-project/acr/internal/cognition"
+	"github.com/acr-project/acr/internal/commitment"
+	"github.com/acr-project/acr/internal/governance"
+	"github.com/acr-project/acr/internal/inbox"
+	"github.com/acr-project/acr/internal/kernel"
+	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/memory"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/strategy"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// Gates lists the Phase-12 completion gates (seed §18) in order.
+func Gates() []GateDef {
+	return []GateDef{
+		{"A", "Single-input bootstrap", gateA},
+		{"B", "No busy-loop", gateB},
+		{"C", "Wake correctness", gateC},
+		{"D", "Commitment continuity", gateD},
+		{"E", "Direct path honesty", gateE},
+		{"F", "Strategic path integration", gateF},
+		{"G", "Governance boundary integrity", gateG},
+		{"H", "Sandbox action idempotency", gateH},
+		{"I", "Crash recovery before commit", gateI},
+		{"J", "Crash recovery after commit", gateJ},
+		{"K", "CTCL causal continuity", gateK},
+		{"L", "Context compaction recovery", gateL},
+		{"M", "Budget boundedness", gateM},
+		{"N", "Explicit stop", gateN},
+		{"O", "Fault isolation", gateO},
+		{"P", "Phase 0-11 freeze", gateP},
+		{"Q", "External strategy-source provenance", gateQ},
+		{"R", "No private CoT dependency", gateR},
+		{"S", "100-cycle mixed run", gateS},
+		{"T", "Replay determinism", gateT},
+	}
+}
+
+// cycle is one completed cycle's events (recovery bookkeeping excluded).
+type cycle struct {
+	seq    int64
+	events []ledger.Record
+	record state.CycleRecord
+}
+
+func outOfBand(t string) bool {
+	return strings.HasPrefix(t, "persistent.recovery.") || strings.HasPrefix(t, "persistent.provider.") ||
+		strings.HasPrefix(t, "ledger.") || t == "inbox.item.quarantined"
+}
+
+// cycles groups a run's records into completed cycles.
+func (r *Run) cycles() []cycle {
+	var out []cycle
+	var cur []ledger.Record
+	for _, rec := range r.Records {
+		if outOfBand(rec.Event.Type) {
+			continue
+		}
+		if rec.Event.Type == "persistent.cycle.started" {
+			cur = nil
+		}
+		cur = append(cur, rec)
+		if rec.Event.Type == "persistent.cycle.completed" {
+			c := cycle{seq: rec.Event.CycleSeq, events: cur}
+			_ = rec.Event.Object.Decode(&c.record)
+			out = append(out, c)
+			cur = nil
+		}
+	}
+	return out
+}
+
+func (c cycle) has(typ string) bool {
+	return slices.ContainsFunc(c.events, func(r ledger.Record) bool { return r.Event.Type == typ })
+}
+
+func (c cycle) find(typ string) (ledger.Record, bool) {
+	for _, r := range c.events {
+		if r.Event.Type == typ {
+			return r, true
+		}
+	}
+	return ledger.Record{}, false
+}
+
+func (c cycle) manifest() kernel.Manifest {
+	var m kernel.Manifest
+	if r, ok := c.find("persistent.cycle.started"); ok {
+		_ = r.Event.Object.Decode(&m)
+	}
+	return m
+}
+
+func gateA(ev *Evidence) Gate {
+	selfDriven := 0
+	where := ""
+	for _, name := range sortedNames(ev) {
+		cs := ev.Runs[name].cycles()
+		for i := 1; i < len(cs); i++ {
+			if cs[i-1].record.LoopDisposition == state.Continue && len(cs[i].manifest().InboxItems) == 0 && len(cs[i-1].manifest().InboxItems) == 0 {
+				selfDriven++
+				if where == "" {
+					where = fmt.Sprintf("%s cycles %d-%d", name, cs[i-1].seq, cs[i].seq)
+				}
+			}
+		}
+	}
+	if selfDriven == 0 {
+		return fail("no cycle followed another without a new human input")
+	}
+	return pass(fmt.Sprintf("%d cycles ran on from the previous cycle with no new human input (first: %s)", selfDriven, where),
+		"every run was bootstrapped by one acr init with a goal, a contract and an environment")
+}
+
+func gateB(ev *Evidence) Gate {
+	var bad []string
+	resting, woken := 0, 0
+	for _, name := range sortedNames(ev) {
+		cs := ev.Runs[name].cycles()
+		for i, c := range cs {
+			if c.has("agenda.resolution.empty") && c.record.LoopDisposition == state.Continue {
+				bad = append(bad, fmt.Sprintf("%s cycle %d: no agenda, yet CONTINUE", name, c.seq))
+			}
+			if i == 0 {
+				continue
+			}
+			if prev := cs[i-1].record.LoopDisposition; prev != state.Continue {
+				resting++
+				w, ok := c.find("persistent.loop.woke")
+				if !ok || len(w.Event.Reasons) == 0 {
+					bad = append(bad, fmt.Sprintf("%s cycle %d ran after %s without a recorded wake reason", name, c.seq, prev))
+				} else {
+					woken++
+				}
+			}
+		}
+	}
+	if p02, g := need(ev, "p02-healthy-idle"); g != nil {
+		return *g
+	} else if p02.Result.Cycles != 1 {
+		bad = append(bad, fmt.Sprintf("p02-healthy-idle ran %d cycles; a healthy idle run must run one and then none", p02.Result.Cycles))
+	}
+	if len(bad) > 0 {
+		return fail(bad...)
+	}
+	return pass(fmt.Sprintf("%d cycles after a resting disposition, each woken by a recorded reason", woken),
+		"no cycle without agenda ended in CONTINUE", "p02-healthy-idle: three invocations, one cycle")
+}
+
+// observationAt finds the observation a cycle ran on.
+func observationAt(recs []ledger.Record, upto int64, ref state.Ref) (world.Observation, bool) {
+	var obs world.Observation
+	found := false
+	for _, r := range recs {
+		if r.Seq > upto {
+			break
+		}
+		if o := r.Event.Object; o != nil && o.Ref == ref {
+			found = o.Decode(&obs) == nil
+		}
+	}
+	return obs, found
+}
+
+func gateC(ev *Evidence) Gate {
+	var bad []string
+	resumes, held := 0, 0
+	for _, name := range sortedNames(ev) {
+		run := ev.Runs[name]
+		last := map[string]commitment.Commitment{}
+		for _, c := range run.cycles() {
+			m := c.manifest()
+			obs, _ := observationAt(run.Records, c.events[0].Seq+int64(len(c.events)), m.ObservationRef)
+			var signals []state.WakeSignal
+			var approvals []state.Approval
+			for _, r := range c.events {
+				if r.Event.Type == "inbox.item.consumed" {
+					switch r.Event.Object.Ref.Kind() {
+					case "sig":
+						var w state.WakeSignal
+						if r.Event.Object.Decode(&w) == nil {
+							signals = append(signals, w)
+						}
+					case "apr":
+						var a state.Approval
+						if r.Event.Object.Decode(&a) == nil {
+							approvals = append(approvals, a)
+						}
+					}
+				}
+			}
+			now, _ := state.ParseTime(m.At)
+			ctx := commitment.Context{Now: now, Observation: obs, Signals: signals, Approvals: approvals}
+			resumed := false
+			for _, r := range c.events {
+				if !strings.HasPrefix(r.Event.Type, "commitment.") || r.Event.Object == nil || r.Event.Type == "commitment.conditions.evaluated" {
+					continue
+				}
+				var cm commitment.Commitment
+				if r.Event.Object.Decode(&cm) != nil {
+					continue
+				}
+				if r.Event.Type == "commitment.resumed" {
+					resumed = true
+					resumes++
+					before, ok := last[cm.ID]
+					if !ok || before.Wake == nil || !commitment.Matched(*before.Wake, ctx) {
+						bad = append(bad, fmt.Sprintf("%s cycle %d: commitment %s resumed without its wake condition holding", name, c.seq, cm.ID))
+					}
+				}
+				last[cm.ID] = cm
+			}
+			if !resumed && c.has("persistent.loop.woke") {
+				for _, cm := range last {
+					if cm.Status == commitment.Suspended {
+						held++
+						break
+					}
+				}
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return fail(bad...)
+	}
+	if resumes == 0 {
+		return inconclusive("no commitment was resumed in any scenario")
+	}
+	return pass(fmt.Sprintf("%d resumes, each with its wake condition holding in that cycle's recorded inputs", resumes),
+		fmt.Sprintf("%d woken cycles kept a suspended commitment suspended (its condition did not hold)", held))
+}
+
+func gateD(ev *Evidence) Gate {
+	var bad []string
+	live := 0
+	for _, name := range sortedNames(ev) {
+		run := ev.Runs[name]
+		status := map[string]string{}
+		for _, r := range run.Records {
+			if strings.HasPrefix(r.Event.Type, "commitment.") && r.Event.Object != nil && r.Event.Type != "commitment.conditions.evaluated" {
+				var cm commitment.Commitment
+				if r.Event.Object.Decode(&cm) == nil {
+					status[cm.ID] = string(cm.Status)
+				}
+			}
+		}
+		for id, st := range status {
+			_, inStore := run.Final.Commitments.Get(id)
+			terminal := commitment.Status(st).Terminal()
+			switch {
+			case !terminal && !inStore:
+				bad = append(bad, fmt.Sprintf("%s: live commitment %s (%s) is missing from the checkpoint", name, id, st))
+			case terminal && inStore:
+				bad = append(bad, fmt.Sprintf("%s: terminal commitment %s still in the checkpoint", name, id))
+			case !terminal:
+				live++
+				if !slices.ContainsFunc(run.Final.Context.Protected, func(p memory.Protected) bool { return p.Kind == "commitment" && strings.HasPrefix(p.Ref, id+"@") }) {
+					bad = append(bad, fmt.Sprintf("%s: live commitment %s is not protected in working memory", name, id))
+				}
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return fail(bad...)
+	}
+	if p09, g := need(ev, "p09-compaction"); g != nil {
+		return *g
+	} else if p09.Result.TransitionClasses["context_compaction"] == 0 || len(p09.Final.Commitments.Commitments) == 0 {
+		return inconclusive("p09-compaction did not compact with a live commitment")
+	}
+	return pass(fmt.Sprintf("%d live commitments across all runs are in their checkpoint and protected in working memory", live),
+		"p09-compaction: the commitment promoted early survived compaction and every restart")
+}
+
+func gateE(ev *Evidence) Gate {
+	selected, direct, reviewed := 0, 0, 0
+	for _, name := range sortedNames(ev) {
+		for _, c := range ev.Runs[name].cycles() {
+			if c.has("strategy.review.requested") {
+				reviewed++
+			}
+			if c.has("agenda.resolution.selected") {
+				selected++
+				if !c.has("strategy.review.requested") {
+					direct++
+				}
+			}
+		}
+	}
+	p07, g := need(ev, "p07-direct-path")
+	if g != nil {
+		return *g
+	}
+	if p07.Result.TransitionClasses["strategic_review"] != 0 {
+		return fail("p07-direct-path, a scenario without tension, reviewed strategy")
+	}
+	if direct == 0 || reviewed >= selected {
+		return fail(fmt.Sprintf("%d cycles selected work, %d on the direct path, %d reviews", selected, direct, reviewed))
+	}
+	return pass(fmt.Sprintf("%d of %d cycles that selected work took the direct path; %d reviews in all", direct, selected, reviewed))
+}
+
+func gateF(ev *Evidence) Gate {
+	overlays, influenced := 0, 0
+	var bad []string
+	for _, name := range sortedNames(ev) {
+		run := ev.Runs[name]
+		var pending []state.Ref
+		for _, r := range run.Records {
+			switch r.Event.Type {
+			case "strategy.routing.overlaid":
+				var ov strategy.Overlay
+				if r.Event.Object.Decode(&ov) != nil {
+					continue
+				}
+				overlays++
+				for _, sv := range ov.Lenses {
+					if sv.SourceRef == "" || sv.SourceVersion == "" {
+						bad = append(bad, fmt.Sprintf("%s: overlay names a lens without an exact source version", name))
+					}
+				}
+				pending = append(pending, ov.Ref())
+			case "cognition.program.compiled":
+				var p cognition.Program
+				if r.Event.Object.Decode(&p) != nil || !slices.Contains(pending, p.Routing) {
+					continue
+				}
+				if slices.Index(p.Steps, cognition.OpCritique) < slices.Index(p.Steps, cognition.OpSelect) {
+					influenced++
+					pending = slices.DeleteFunc(pending, func(x state.Ref) bool { return x == p.Routing })
+				}
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return fail(bad...)
+	}
+	if overlays == 0 {
+		return inconclusive("no strategic review produced a routing overlay")
+	}
+	if influenced == 0 {
+		return fail(fmt.Sprintf("%d routing overlays, none changed the order of a later cognitive program", overlays))
+	}
+	return pass(fmt.Sprintf("%d routing overlays; %d reordered a later cognitive program (critique before selection)", overlays, influenced),
+		"overlays name each lens with its exact source version; no operator or domain identity is part of an overlay")
+}
+
+func gateG(ev *Evidence) Gate {
+	var bad []string
+	effects := 0
+	for _, name := range sortedNames(ev) {
+		run := ev.Runs[name]
+		pinned := run.Final.Run.ContractRef
+		if run.Final.Run.AuthorityRef != kernel.AuthorityRef(run.Final.Contract) {
+			bad = append(bad, name+": authority ref changed")
+		}
+		for _, c := range run.cycles() {
+			var execute map[state.Ref]bool
+			for _, r := range c.events {
+				switch r.Event.Type {
+				case "governance.decision.recorded":
+					var d governance.Decision
+					if r.Event.Object.Decode(&d) != nil {
+						bad = append(bad, fmt.Sprintf("%s cycle %d: undecodable decision", name, c.seq))
+						continue
+					}
+					if d.ContractRef != pinned {
+						bad = append(bad, fmt.Sprintf("%s cycle %d: decision under contract %s, pinned %s", name, c.seq, d.ContractRef, pinned))
+					}
+					if d.Actor != "governance" {
+						bad = append(bad, fmt.Sprintf("%s cycle %d: decision made by %q", name, c.seq, d.Actor))
+					}
+					if d.Verdict == governance.Execute {
+						execute = map[state.Ref]bool{d.ActionRef: true}
+					}
+				case "sandbox.action.committed", "sandbox.action.not_applied":
+					effects++
+					if !execute[r.Event.Refs["action"]] {
+						bad = append(bad, fmt.Sprintf("%s cycle %d: world effect without an EXECUTE decision for that action", name, c.seq))
+					}
+				case "inbox.item.consumed":
+					if r.Event.Object.Ref.Kind() == "sig" {
+						var w state.WakeSignal
+						if r.Event.Object.Decode(&w) == nil && inbox.CheckPayload(w.Payload) != nil && acceptedSignal(c, r.Event.Object.Ref) {
+							bad = append(bad, fmt.Sprintf("%s cycle %d: a wake signal carrying authority was accepted", name, c.seq))
+						}
+					}
+				}
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return fail(bad...)
+	}
+	return pass(fmt.Sprintf("%d world effects, each preceded in its cycle by governance's EXECUTE for that exact action", effects),
+		"every decision was made by governance under the pinned contract; authority never changed; no authority-carrying signal was accepted")
+}
+
+func acceptedSignal(c cycle, ref state.Ref) bool {
+	for _, r := range c.events {
+		if r.Event.Type == "persistent.wake.accepted" && r.Event.Refs["item"] == ref {
+			return true
+		}
+	}
+	return false
+}
+
+func gateH(ev *Evidence) Gate {
+	total := 0
+	var bad []string
+	for _, name := range sortedNames(ev) {
+		run := ev.Runs[name]
+		keys := map[string]int{}
+		for _, r := range run.Records {
+			if r.Event.Type == "sandbox.action.committed" {
+				var o world.Outcome
+				if r.Event.Object.Decode(&o) == nil {
+					keys[o.Key]++
+					total++
+				}
+			}
+		}
+		for k, n := range keys {
+			if n > 1 {
+				bad = append(bad, fmt.Sprintf("%s: key %s committed %d times", name, k, n))
+			}
+		}
+		if d := run.Result.Facts["duplicate_effects"]; d > 0 {
+			bad = append(bad, fmt.Sprintf("%s: %v duplicate effects", name, d))
+		}
+	}
+	if len(bad) > 0 {
+		return fail(bad...)
+	}
+	ch, g := need(ev, "crash-harness")
+	if g != nil {
+		return *g
+	}
+	if !ch.Result.Passed {
+		return fail("crash-harness failed: " + strings.Join(ch.Result.Failures, "; "))
+	}
+	return pass(fmt.Sprintf("%d committed effects, no idempotency key committed twice", total),
+		"crash-harness: crashes at all six failpoints, every finding reported exactly once in the world")
+}
+
+func recoveryGate(ev *Evidence, name, class string, reused bool) Gate {
+	run, g := need(ev, name)
+	if g != nil {
+		return *g
+	}
+	if !run.Result.Passed {
+		return fail(name + " failed: " + strings.Join(run.Result.Failures, "; "))
+	}
+	for _, rec := range run.Result.Recoveries {
+		if rec.Classification == class && ((reused && rec.ActionsReused > 0) || (!reused && rec.ActionsApplied > 0 && rec.ActionsReused == 0)) {
+			return pass(fmt.Sprintf("%s: recovery classified %s, actions reused %d, applied %d", name, class, rec.ActionsReused, rec.ActionsApplied),
+				"the effect appears exactly once in the world")
+		}
+	}
+	return fail(fmt.Sprintf("%s: no recovery classified %s", name, class))
+}
+
+func gateI(ev *Evidence) Gate {
+	return recoveryGate(ev, "p10-crash-before-commit", "interrupted_before_action_commit", false)
+}
+
+func gateJ(ev *Evidence) Gate {
+	return recoveryGate(ev, "p11-crash-after-commit", "interrupted_after_action_commit", true)
+}
+
+func gateK(ev *Evidence) Gate {
+	var bad []string
+	events := 0
+	for _, name := range sortedNames(ev) {
+		run := ev.Runs[name]
+		var prevCycle state.Ref
+		for _, c := range run.cycles() {
+			started := c.events[0]
+			if started.Event.Refs["prior_cycle"] != prevCycle {
+				bad = append(bad, fmt.Sprintf("%s cycle %d does not name the previous cycle %s", name, c.seq, prevCycle))
+			}
+			for i := 1; i < len(c.events); i++ {
+				events++
+				if len(c.events[i].Event.Parents) != 1 || c.events[i].Event.Parents[0] != c.events[i-1].Ref {
+					bad = append(bad, fmt.Sprintf("%s seq %d (%s) is not linked to its causal parent", name, c.events[i].Seq, c.events[i].Event.Type))
+				}
+			}
+			prevCycle = c.record.PriorCycleRef
+			if rec, ok := c.find("persistent.cycle.completed"); ok {
+				prevCycle = rec.Event.Object.Ref
+			}
+		}
+		for i := 1; i < len(run.Records); i++ {
+			if run.Records[i].Chain != run.Records[i-1].Hash || run.Records[i].Seq != run.Records[i-1].Seq+1 {
+				bad = append(bad, fmt.Sprintf("%s: hash chain broken at seq %d", name, run.Records[i].Seq))
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return fail(bad...)
+	}
+	return pass(fmt.Sprintf("%d events across all runs each linked to their causal parent; every cycle names its predecessor; every ledger's hash chain is intact", events))
+}
+
+func gateL(ev *Evidence) Gate {
+	run, g := need(ev, "p09-compaction")
+	if g != nil {
+		return *g
+	}
+	var summarised []int64
+	for _, r := range run.Records {
+		if r.Event.Type == "context.compaction.completed" {
+			var comp memory.Compression
+			if r.Event.Object.Decode(&comp) == nil {
+				for _, u := range comp.Summarised {
+					summarised = append(summarised, u.CycleSeq)
+				}
+			}
+		}
+	}
+	if len(summarised) == 0 {
+		return fail("p09-compaction compacted nothing")
+	}
+	checked, withDecision := 0, 0
+	for _, cyc := range summarised {
+		rep, err := audit.Explain(run.FS, cyc)
+		if err != nil {
+			return fail(fmt.Sprintf("audit of compacted cycle %d: %v", cyc, err))
+		}
+		if rep.Compaction == nil {
+			return fail(fmt.Sprintf("audit of cycle %d does not find the compaction that summarised it", cyc))
+		}
+		if rep.Record.GovernanceDecisionRef != "" {
+			if rep.Decision == nil || rep.Receipt == nil || rep.Receipt.DecisionRef != rep.DecisionRef {
+				return fail(fmt.Sprintf("audit of cycle %d cannot recover its decision receipt", cyc))
+			}
+			withDecision++
+		}
+		checked++
+	}
+	return pass(fmt.Sprintf("p09-compaction: all %d compacted cycles audited from the ledger; %d decision receipts recovered", checked, withDecision),
+		"the summary blocks are pointers into the ledger, never used as evidence")
+}
+
+func gateM(ev *Evidence) Gate {
+	var bad []string
+	for _, name := range sortedNames(ev) {
+		run := ev.Runs[name]
+		b, u := run.Final.Contract.Budgets, run.Final.Run.Budget
+		for _, x := range []struct {
+			n    string
+			hard int64
+			used int64
+		}{{"cycles", b.Cycles.Hard, u.Cycles}, {"actions", b.Actions.Hard, u.Actions}, {"cognitive_operations", b.CognitiveOperations.Hard, u.CognitiveOperations},
+			{"compactions", b.Compactions.Hard, u.Compactions}} {
+			if x.hard > 0 && x.used > x.hard {
+				bad = append(bad, fmt.Sprintf("%s: %s used %d of hard limit %d", name, x.n, x.used, x.hard))
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return fail(bad...)
+	}
+	p13, g := need(ev, "p13-budget-stop")
+	if g != nil {
+		return *g
+	}
+	r := p13.Final.Run
+	if r.Status != state.RunStopped || !slices.Contains(r.ReasonCodes, "budget_limit") || r.Budget.Cycles != p13.Final.Contract.Budgets.Cycles.Hard {
+		return fail(fmt.Sprintf("p13-budget-stop ended %s after %d cycles with %v", r.Status, r.Budget.Cycles, r.ReasonCodes))
+	}
+	return pass("no run used more than a hard budget", fmt.Sprintf("p13-budget-stop stopped at its hard cycle budget (%d) with budget_limit", r.Budget.Cycles))
+}
+
+func gateN(ev *Evidence) Gate {
+	run, g := need(ev, "p12-explicit-stop")
+	if g != nil {
+		return *g
+	}
+	stopAt := int64(-1)
+	for _, r := range run.Records {
+		if r.Event.Type == "persistent.run.stopped" {
+			stopAt = r.Event.CycleSeq
+		}
+		if r.Event.Type == "persistent.cycle.completed" && stopAt >= 0 && r.Event.CycleSeq > stopAt {
+			return fail(fmt.Sprintf("cycle %d ran after the stop", r.Event.CycleSeq))
+		}
+	}
+	if stopAt < 0 || run.Final.Run.Status != state.RunStopped {
+		return fail("p12-explicit-stop did not record a stop")
+	}
+	return pass(fmt.Sprintf("p12-explicit-stop: persistent.run.stopped at cycle %d, terminal checkpoint, nothing ran after", stopAt))
+}
+
+func gateO(ev *Evidence) Gate {
+	run, g := need(ev, "p16-provider-fault")
+	if g != nil {
+		return *g
+	}
+	failures, faulted := 0, false
+	lastCycle := int64(0)
+	for _, r := range run.Records {
+		switch r.Event.Type {
+		case "persistent.cycle.completed":
+			lastCycle = r.Event.CycleSeq
+		case "persistent.provider.failed":
+			failures++
+			if r.Event.CycleSeq != lastCycle {
+				return fail(fmt.Sprintf("a provider failure at seq %d advanced the run to cycle %d", r.Seq, r.Event.CycleSeq))
+			}
+		case "persistent.run.faulted":
+			faulted = true
+		}
+	}
+	if failures == 0 || !faulted || !run.Result.Passed {
+		return fail(fmt.Sprintf("p16-provider-fault: %d provider failures, faulted %t, passed %t", failures, faulted, run.Result.Passed))
+	}
+	return pass(fmt.Sprintf("p16-provider-fault: %d provider failures and garbage inputs recorded, none advanced the run state", failures),
+		"failures past the policy's limit ended in FAULTED with a reason; a manual resume recovered")
+}
+
+func gateP(ev *Evidence) Gate {
+	f := ev.Freeze
+	switch {
+	case len(f.Mismatches) > 0:
+		return fail(append([]string{"changed without regenerating the release manifest (make release-manifest):"}, f.Mismatches...)...)
+	case f.Missing != "":
+		return inconclusive(f.Missing)
+	}
+	return pass(fmt.Sprintf("%d schema and source hashes equal the frozen release manifest", f.Checked))
+}
+
+func gateQ(ev *Evidence) Gate {
+	var bad []string
+	for _, name := range sortedNames(ev) {
+		run := ev.Runs[name]
+		want := strategy.NewState(run.Final.Goal.Registry()).Active
+		if !slices.Equal(run.Final.Strategy.Active, want) {
+			bad = append(bad, fmt.Sprintf("%s: lenses in force %v differ from the pinned registry %v", name, run.Final.Strategy.Active, want))
+		}
+		for _, c := range run.Final.Strategy.Candidates {
+			if c.Status != "candidate" {
+				bad = append(bad, fmt.Sprintf("%s: knowledge update %s promoted (%s)", name, c.Update.SourceRef, c.Status))
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return fail(bad...)
+	}
+	p15, g := need(ev, "p15-knowledge-refresh")
+	if g != nil {
+		return *g
+	}
+	if len(p15.Final.Strategy.Candidates) == 0 {
+		return inconclusive("p15-knowledge-refresh received no knowledge update")
+	}
+	return pass("every run keeps the exact lens source versions it was pinned with, through compaction, checkpoints and recovery",
+		fmt.Sprintf("p15-knowledge-refresh: %d changed source version(s) held as review candidates, none promoted", len(p15.Final.Strategy.Candidates)))
+}
+
+// hiddenKeys name fields that would hold private reasoning.
+func hiddenKeys() []string {
+	return []string{"chain_of_thought", "cot", "reasoning", "thoughts", "thinking", "scratchpad", "hidden", "private_notes"}
+}
+
+func hasHiddenKey(v state.Value) string {
+	switch v.Kind {
+	case state.KindObject:
+		for _, m := range v.Obj {
+			if slices.Contains(hiddenKeys(), strings.ToLower(m.Key)) {
+				return m.Key
+			}
+			if k := hasHiddenKey(m.Val); k != "" {
+				return k
+			}
+		}
+	case state.KindArray:
+		for _, e := range v.Arr {
+			if k := hasHiddenKey(e); k != "" {
+				return k
+			}
+		}
+	}
+	return ""
+}
+
+func gateR(ev *Evidence) Gate {
+	var bad []string
+	replayed := int64(0)
+	for _, name := range sortedNames(ev) {
+		run := ev.Runs[name]
+		for _, r := range run.Records {
+			if r.Event.Object == nil {
+				continue
+			}
+			if v, err := state.ParseCanonical(r.Event.Object.Body); err == nil {
+				if k := hasHiddenKey(v); k != "" {
+					bad = append(bad, fmt.Sprintf("%s seq %d carries a %q field", name, r.Seq, k))
+				}
+			}
+		}
+		rep, err := kernel.Replay(run.Records, 1)
+		switch {
+		case err != nil:
+			bad = append(bad, fmt.Sprintf("%s: replay from the ledger failed: %v", name, err))
+		case !rep.OK:
+			bad = append(bad, fmt.Sprintf("%s: replay diverges at cycle %d field %s", name, rep.Divergence.Cycle, rep.Divergence.Field))
+		default:
+			replayed += rep.CyclesVerified
+		}
+	}
+	if len(bad) > 0 {
+		return fail(bad...)
+	}
+	return pass(fmt.Sprintf("%d cycles re-derived from the public records in the ledger alone", replayed),
+		"no record carries a private-reasoning field; cognition is recorded as public turns")
+}
+
+// requiredClasses are the transition classes §19 requires of the long run.
+func requiredClasses() []string {
+	return []string{"strategic_review", "direct_path", "agenda_selected", "no_agenda", "idle", "sleep", "wake", "deferred",
+		"commitment_transition", "context_compaction", "governance_boundary", "crash_recovery", "idempotent_outcome_recovery"}
+}
+
+func gateS(ev *Evidence) Gate {
+	run, g := need(ev, "p14-mixed-100")
+	if g != nil {
+		return *g
+	}
+	var missing []string
+	for _, c := range requiredClasses() {
+		if run.Result.TransitionClasses[c] == 0 {
+			missing = append(missing, c)
+		}
+	}
+	stoppedEarly := run.Final.Run.Status == state.RunStopped
+	if run.Result.Cycles < 100 && !stoppedEarly {
+		missing = append(missing, fmt.Sprintf("only %d cycles", run.Result.Cycles))
+	}
+	if len(missing) > 0 || !run.Result.Passed {
+		return fail(append(missing, run.Result.Failures...)...)
+	}
+	var counts []string
+	for _, c := range requiredClasses() {
+		counts = append(counts, fmt.Sprintf("%s=%d", c, run.Result.TransitionClasses[c]))
+	}
+	return pass(fmt.Sprintf("p14-mixed-100: %d cycles, final %s", run.Result.Cycles, run.Result.FinalDisposition), strings.Join(counts, " "))
+}
+
+func gateT(ev *Evidence) Gate {
+	var bad []string
+	for _, name := range sortedNames(ev) {
+		a, b := ev.Runs[name].Result.Fingerprints, ev.Second[name]
+		if b == nil || a != b.Fingerprints {
+			bad = append(bad, fmt.Sprintf("%s: fingerprints differ between two runs", name))
+		}
+	}
+	if len(bad) > 0 {
+		return fail(bad...)
+	}
+	return pass(fmt.Sprintf("all %d scenarios ran twice with identical history, world and run-state fingerprints", len(ev.Runs)))
+}
