@@ -47,16 +47,27 @@ Exit status 0 only if no gate FAILs.`,
 
 func runValidate(a *app, scenarios, out string, freeze bool) error {
 	manifestPath := filepath.Join(out, "release-manifest.json")
-	ev, cleanup, err := validate.Collect(validate.Options{Scenarios: scenarios, Root: ".", Manifest: manifestPath})
+	opts := validate.Options{Scenarios: scenarios, Root: ".", Manifest: manifestPath}
+	if freeze {
+		// Freeze the scenario fingerprints, then validate again so that the
+		// report describes the frozen state rather than the old one.
+		ev, cleanup, err := validate.Collect(opts)
+		if err != nil {
+			return err
+		}
+		err = validate.FreezeScenarios(scenarios, ev)
+		cleanup()
+		if err != nil {
+			return err
+		}
+	}
+	ev, cleanup, err := validate.Collect(opts)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
 	frozen := ev.Freeze.Current
 	if freeze {
-		if err := validate.FreezeScenarios(scenarios, ev); err != nil {
-			return err
-		}
 		// Record the current hashes first, then check against them, so
 		// that gate P reports what was frozen.
 		if err := validate.WriteOutputs(out, ev, validate.Evaluate(ev), validate.BuildManifest(ev, validate.Evaluate(ev), frozen)); err != nil {

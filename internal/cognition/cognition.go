@@ -251,7 +251,7 @@ func actionFor(c world.Check, res world.CheckResult, f world.Fix) world.Action {
 	a := world.Action{Schema: world.ActionSchema, Operation: f.Operation, Target: c.Path, CheckID: c.ID}
 	switch f.Operation {
 	case world.OpApplyPatch:
-		a.ExpectSHA256, a.Find, a.Replace = res.TargetSHA256, f.Find, f.Replace
+		a.ExpectSHA256, a.Find, a.Replace, a.Occurrences = res.TargetSHA256, f.Find, f.Replace, f.Occurrences
 	case world.OpRecordArtifact:
 		a.ExpectSHA256, a.Content = res.TargetSHA256, f.Content
 	case world.OpMarkIssue:

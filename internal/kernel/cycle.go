@@ -78,6 +78,7 @@ type builder struct {
 	now     time.Time
 	at      string
 	events  []ledger.Event
+	refs    []state.Ref // refs of all events of the cycle, in order
 	last    state.Ref
 	rec     state.CycleRecord
 	reasons []string
@@ -118,6 +119,7 @@ func (b *builder) emit(typ string, obj *ledger.Object, refs map[string]state.Ref
 		return ""
 	}
 	b.events = append(b.events, ev)
+	b.refs = append(b.refs, ref)
 	b.last = ref
 	return ref
 }
@@ -807,6 +809,10 @@ func evaluate(a world.Action, out world.Outcome, outRef state.Ref) Evaluation {
 		ev.Result = map[bool]string{true: "accepted", false: "inconclusive"}[out.Status == world.OutcomeCommitted]
 	case out.PostCheck.Status == world.CheckPass:
 		ev.Result = "accepted"
+	case out.Status == world.OutcomeCommitted && out.AfterSHA256 != out.BeforeSHA256:
+		// The target changed but the check does not pass yet: progress,
+		// not failure (a queue drained one item at a time).
+		ev.Result = "partially_accepted"
 	default:
 		ev.Result = "rejected"
 	}
@@ -832,12 +838,7 @@ func (b *builder) finish() {
 	}
 
 	// Working memory: record this cycle, then compact if the cadence says so.
-	var evRefs []state.Ref
-	for _, ev := range b.events {
-		r, _ := ev.Ref()
-		evRefs = append(evRefs, r)
-	}
-	unit := memory.Unit{CycleSeq: b.cycle, EventRefs: nonNil(evRefs), Item: b.item, Verdict: b.rec.GovernanceDecision, Disposition: rs.LoopDisposition.String()}
+	unit := memory.Unit{CycleSeq: b.cycle, EventRefs: slices.Clone(nonNil(b.refs)), Item: b.item, Verdict: b.rec.GovernanceDecision, Disposition: rs.LoopDisposition.String()}
 	b.s.Context = memory.Record(b.s.Context, unit, b.protected())
 	mp := memory.Policy{MaxUnits: pol.CompactAfterUnits, EveryCycles: pol.CompactEveryCycles, KeepUnits: 8, KeepBlocks: pol.KeepSummaryBlocks}
 	if due, trigger := memory.Due(b.s.Context, b.cycle, mp, b.compactReq); due && !rs.LoopDisposition.Terminal() {

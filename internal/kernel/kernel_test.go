@@ -253,3 +253,32 @@ func TestStateRoundTrip(t *testing.T) {
 	require.ErrorAs(t, err, &ie)
 	assert.Equal(t, FileContract, ie.File)
 }
+
+// TestEvaluation pins how the evaluator reads an outcome against the
+// expected effect (the addressed check passes).
+func TestEvaluation(t *testing.T) {
+	patch := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "a.txt", CheckID: "a", Find: "bad", Replace: "good"}
+	mark := world.Action{Schema: world.ActionSchema, Operation: world.OpMarkIssue, Target: world.IssuesFile, CheckID: "a"}
+	pass := &world.CheckResult{ID: "a", Status: world.CheckPass}
+	fail := &world.CheckResult{ID: "a", Status: world.CheckFail}
+	h1, h2 := state.FingerprintOf([]byte("1")), state.FingerprintOf([]byte("2"))
+	cases := []struct {
+		name string
+		a    world.Action
+		out  world.Outcome
+		want string
+	}{
+		{"fixed", patch, world.Outcome{Status: world.OutcomeCommitted, BeforeSHA256: h1, AfterSHA256: h2, PostCheck: pass}, "accepted"},
+		{"progress, not done", patch, world.Outcome{Status: world.OutcomeCommitted, BeforeSHA256: h1, AfterSHA256: h2, PostCheck: fail}, "partially_accepted"},
+		{"nothing changed", patch, world.Outcome{Status: world.OutcomeNoChange, BeforeSHA256: h1, AfterSHA256: h1, PostCheck: fail}, "rejected"},
+		{"already fine", patch, world.Outcome{Status: world.OutcomeNoChange, BeforeSHA256: h1, AfterSHA256: h1, PostCheck: pass}, "accepted"},
+		{"stale target", patch, world.Outcome{Status: world.OutcomeStale, PostCheck: fail}, "inconclusive"},
+		{"failed", patch, world.Outcome{Status: world.OutcomeFailed}, "rejected"},
+		{"reported", mark, world.Outcome{Status: world.OutcomeCommitted, PostCheck: fail}, "partially_accepted"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, evaluate(c.a, c.out, "wout:sha256:x").Result)
+		})
+	}
+}

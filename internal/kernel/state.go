@@ -3,6 +3,7 @@ package kernel
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 
 	"github.com/acr-project/acr/internal/commitment"
@@ -157,17 +158,19 @@ func runFingerprint(r state.RunState) state.Fingerprint {
 func runStateRef(r state.RunState) state.Ref { return state.MustRefOf(kindRunState, r) }
 
 // seal refreshes the run state's refs, version, id and fingerprint after a
-// change.
+// change. The goal, contract and environment spec never change after
+// init, so their refs are computed only when missing.
 func (s *State) seal() {
-	refs := s.refs()
-	s.Run.GoalRefs = []state.Ref{refs[FileGoal]}
-	s.Run.ContractRef = refs[FileContract]
-	s.Run.AuthorityRef = AuthorityRef(s.Contract)
-	s.Run.EnvironmentSpecRef = refs[FileSpec]
-	s.Run.EnvironmentRef = refs[FileEnvironment]
-	s.Run.CommitmentStoreRef = refs[FileCommitments]
-	s.Run.ContextBindingRef = refs[FileContext]
-	s.Run.StrategyStateRef = refs[FileStrategy]
+	if len(s.Run.GoalRefs) == 0 || s.Run.ContractRef == "" || s.Run.EnvironmentSpecRef == "" || s.Run.AuthorityRef == "" {
+		s.Run.GoalRefs = []state.Ref{state.MustRefOf(kindGoal, s.Goal)}
+		s.Run.ContractRef = state.MustRefOf(kindContract, s.Contract)
+		s.Run.AuthorityRef = AuthorityRef(s.Contract)
+		s.Run.EnvironmentSpecRef = state.MustRefOf(kindSpec, s.Spec)
+	}
+	s.Run.EnvironmentRef = s.Environment.Ref()
+	s.Run.CommitmentStoreRef = state.MustRefOf(kindCommitments, s.Commitments)
+	s.Run.ContextBindingRef = s.Context.Ref()
+	s.Run.StrategyStateRef = state.MustRefOf(kindStrategy, s.Strategy)
 	s.Run.Version++
 	fp := runFingerprint(s.Run)
 	s.Run.Fingerprint = fp
@@ -177,14 +180,85 @@ func (s *State) seal() {
 // clone returns a deep copy, so that a step never mutates its input state.
 func (s State) clone() State {
 	var out State
-	files, err := s.Encode()
-	if err != nil {
-		panic(fmt.Sprintf("kernel: state does not encode: %v", err))
+	deepCopy(reflect.ValueOf(&out).Elem(), reflect.ValueOf(s))
+	return out
+}
+
+// deepCopy copies src into dst, duplicating every slice, map and pointer,
+// so that nothing reachable from dst is shared with src. Values without
+// pointers (numbers, strings, which are immutable, and structs of them) are
+// copied in one assignment, slices of them in one copy.
+func deepCopy(dst, src reflect.Value) {
+	if pointerFree(src.Type()) {
+		dst.Set(src)
+		return
 	}
-	for name, v := range out.parts() {
-		if err := state.UnmarshalCanonical(files[name], v); err != nil {
-			panic(fmt.Sprintf("kernel: state does not round-trip: %s: %v", name, err))
+	switch src.Kind() {
+	case reflect.Pointer:
+		if src.IsNil() {
+			return
+		}
+		p := reflect.New(src.Type().Elem())
+		deepCopy(p.Elem(), src.Elem())
+		dst.Set(p)
+	case reflect.Slice:
+		if src.IsNil() {
+			return
+		}
+		s := reflect.MakeSlice(src.Type(), src.Len(), src.Len())
+		if pointerFree(src.Type().Elem()) {
+			reflect.Copy(s, src)
+		} else {
+			for i := range src.Len() {
+				deepCopy(s.Index(i), src.Index(i))
+			}
+		}
+		dst.Set(s)
+	case reflect.Map:
+		if src.IsNil() {
+			return
+		}
+		m := reflect.MakeMapWithSize(src.Type(), src.Len())
+		iter := src.MapRange()
+		for iter.Next() {
+			v := reflect.New(src.Type().Elem()).Elem()
+			deepCopy(v, iter.Value())
+			m.SetMapIndex(iter.Key(), v)
+		}
+		dst.Set(m)
+	case reflect.Struct:
+		for i := range src.NumField() {
+			if dst.Field(i).CanSet() {
+				deepCopy(dst.Field(i), src.Field(i))
+			}
+		}
+	case reflect.Interface:
+		if src.IsNil() {
+			return
+		}
+		v := reflect.New(src.Elem().Type()).Elem()
+		deepCopy(v, src.Elem())
+		dst.Set(v)
+	default:
+		dst.Set(src)
+	}
+}
+
+// pointerFree reports whether values of t share no memory when assigned:
+// no slices, maps, pointers or interfaces anywhere inside (strings are
+// immutable, so sharing them is safe).
+func pointerFree(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface, reflect.Chan, reflect.Func, reflect.UnsafePointer:
+		return false
+	case reflect.Array:
+		return pointerFree(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !pointerFree(t.Field(i).Type) {
+				return false
+			}
 		}
 	}
-	return out
+	return true
 }

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/acr-project/acr/internal/state"
@@ -35,7 +34,7 @@ type Event struct {
 // it. Ref is the ref of Body's canonical bytes.
 type Object struct {
 	Ref  state.Ref       `json:"ref"`
-	Body json.RawMessage `json:"body"`
+	Body state.Canonical `json:"body"`
 }
 
 // NewObject encodes v canonically and wraps it with its ref.

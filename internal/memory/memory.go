@@ -60,17 +60,22 @@ type Block struct {
 }
 
 // Binding is the active context binding.
+//
+// Units are kept as their canonical bytes: the binding is re-hashed every
+// cycle, and a unit, once recorded, never changes, so it is encoded once.
+// The bytes are exactly what encoding the Unit would give, so the
+// binding's JSON is the same as if it held Unit values.
 type Binding struct {
-	Schema              string      `json:"schema"`
-	Units               []Unit      `json:"units"`
-	Blocks              []Block     `json:"blocks"`
-	Protected           []Protected `json:"protected"`
-	LastCompactionCycle int64       `json:"last_compaction_cycle"`
+	Schema              string            `json:"schema"`
+	Units               []state.Canonical `json:"units"`
+	Blocks              []Block           `json:"blocks"`
+	Protected           []Protected       `json:"protected"`
+	LastCompactionCycle int64             `json:"last_compaction_cycle"`
 }
 
 // NewBinding returns an empty binding.
 func NewBinding() Binding {
-	return Binding{Schema: BindingSchema, Units: []Unit{}, Blocks: []Block{}, Protected: []Protected{}}
+	return Binding{Schema: BindingSchema, Units: []state.Canonical{}, Blocks: []Block{}, Protected: []Protected{}}
 }
 
 // Ref returns the binding's ref.
@@ -79,9 +84,22 @@ func (b Binding) Ref() state.Ref { return state.MustRefOf("ctxbind", b) }
 // Record adds a cycle's unit and refreshes the protected refs.
 func Record(b Binding, u Unit, protected []Protected) Binding {
 	out := b
-	out.Units = append(slices.Clone(b.Units), u)
+	out.Units = append(slices.Clone(b.Units), state.Canonical(state.MustMarshal(u)))
 	out.Protected = normalise(protected)
 	return out
+}
+
+// UnitsOf decodes the binding's units.
+func (b Binding) UnitsOf() ([]Unit, error) {
+	out := make([]Unit, 0, len(b.Units))
+	for i, raw := range b.Units {
+		var u Unit
+		if err := state.UnmarshalCanonical(raw, &u); err != nil {
+			return nil, fmt.Errorf("working memory unit %d: %w", i, err)
+		}
+		out = append(out, u)
+	}
+	return out, nil
 }
 
 func normalise(ps []Protected) []Protected {
@@ -142,7 +160,11 @@ var ErrProtectedLost = errors.New("compaction would drop a protected ref")
 // keeps at most KeepBlocks blocks, and carries every protected ref over.
 func Compact(b Binding, cycleSeq int64, trigger string, p Policy) (Binding, Compression, error) {
 	keep := min(max(p.KeepUnits, 0), len(b.Units))
-	fold := b.Units[:len(b.Units)-keep]
+	units, err := b.UnitsOf()
+	if err != nil {
+		return b, Compression{}, err
+	}
+	fold := units[:len(units)-keep]
 	c := Compression{Schema: CompressionSchema, CycleSeq: cycleSeq, Trigger: trigger, Summarised: slices.Clone(fold),
 		Dropped: []Block{}, Before: b.Ref()}
 	out := Binding{Schema: BindingSchema, Units: slices.Clone(b.Units[len(b.Units)-keep:]), Blocks: slices.Clone(b.Blocks),

@@ -55,7 +55,7 @@ func TestRecord(t *testing.T) {
 	b0 := memory.NewBinding()
 	b1 := memory.Record(b0, unit(1, "check:a"), protected)
 	require.Len(t, b1.Units, 1)
-	assert.Equal(t, unit(1, "check:a"), b1.Units[0])
+	assert.Equal(t, unit(1, "check:a"), unitsOf(t, b1)[0])
 	assert.Empty(t, b0.Units, "Record does not modify its input")
 	assert.Equal(t, []memory.Protected{
 		{Kind: "commitment", Ref: "cmt-a"},
@@ -66,18 +66,20 @@ func TestRecord(t *testing.T) {
 
 	b2 := memory.Record(b1, unit(2, ""), nil)
 	require.Len(t, b2.Units, 2)
-	assert.Equal(t, int64(2), b2.Units[1].CycleSeq)
+	assert.Equal(t, int64(2), unitsOf(t, b2)[1].CycleSeq)
 	assert.Equal(t, []memory.Protected{}, b2.Protected, "protected refs are replaced, never nil")
 	assert.Len(t, b1.Units, 1)
 	assert.NotEqual(t, b1.Ref(), b2.Ref())
 
 	// Record on a binding whose slice has spare capacity must not leak
 	// into a sibling binding.
-	base := memory.Binding{Schema: memory.BindingSchema, Units: make([]memory.Unit, 1, 4)}
+	units := make([]state.Canonical, 1, 4)
+	units[0] = state.Canonical(state.MustMarshal(unit(1, "first")))
+	base := memory.Binding{Schema: memory.BindingSchema, Units: units}
 	x := memory.Record(base, unit(10, "x"), nil)
 	y := memory.Record(base, unit(20, "y"), nil)
-	assert.Equal(t, int64(10), x.Units[1].CycleSeq)
-	assert.Equal(t, int64(20), y.Units[1].CycleSeq)
+	assert.Equal(t, int64(10), unitsOf(t, x)[1].CycleSeq)
+	assert.Equal(t, int64(20), unitsOf(t, y)[1].CycleSeq)
 }
 
 func TestDue(t *testing.T) {
@@ -123,7 +125,7 @@ func TestCompactFoldsOldUnits(t *testing.T) {
 
 	// The newest KeepUnits units stay raw.
 	require.Len(t, out.Units, 3)
-	assert.Equal(t, []int64{8, 9, 10}, seqs(out.Units))
+	assert.Equal(t, []int64{8, 9, 10}, seqs(unitsOf(t, out)))
 	assert.Equal(t, beforeUnits, b.Units, "Compact does not modify its input")
 
 	// One block covers exactly the folded cycles.
@@ -136,7 +138,7 @@ func TestCompactFoldsOldUnits(t *testing.T) {
 	assert.Equal(t, int64(11), blk.CompressionCycle)
 	assert.Regexp(t, regexp.MustCompile(`^blk-[0-9a-f]{16}$`), blk.ID)
 	var refs []byte
-	for _, u := range beforeUnits[:7] {
+	for _, u := range decodeUnits(t, beforeUnits[:7]) {
 		refs = append(refs, u.CycleRef...)
 		for _, r := range u.EventRefs {
 			refs = append(refs, r...)
@@ -148,7 +150,7 @@ func TestCompactFoldsOldUnits(t *testing.T) {
 	assert.Equal(t, memory.CompressionSchema, c.Schema)
 	assert.Equal(t, int64(11), c.CycleSeq)
 	assert.Equal(t, "units_over_limit", c.Trigger)
-	assert.Equal(t, beforeUnits[:7], c.Summarised)
+	assert.Equal(t, decodeUnits(t, beforeUnits[:7]), c.Summarised)
 	assert.Equal(t, blk, c.Block)
 	assert.Equal(t, []memory.Block{}, c.Dropped)
 	assert.Equal(t, beforeRef, c.Before)
@@ -282,4 +284,16 @@ func TestBlockFor(t *testing.T) {
 		assert.Equal(t, tc.id != "", ok, "cycle %d", tc.cycle)
 		assert.Equal(t, tc.id, got.ID, "cycle %d", tc.cycle)
 	}
+}
+
+func unitsOf(t *testing.T, b memory.Binding) []memory.Unit {
+	t.Helper()
+	us, err := b.UnitsOf()
+	require.NoError(t, err)
+	return us
+}
+
+func decodeUnits(t *testing.T, raw []state.Canonical) []memory.Unit {
+	t.Helper()
+	return unitsOf(t, memory.Binding{Units: raw})
 }

@@ -285,7 +285,11 @@ func (w *World) plan(key, h string, a world.Action, target string) (plan, error)
 		case !bytes.Contains(cur, []byte(a.Find)):
 			p.out.Status, p.out.Detail = world.OutcomeNoChange, "find text is not present"
 		default:
-			p.change(bytes.ReplaceAll(cur, []byte(a.Find), []byte(a.Replace)))
+			n := -1 // every occurrence
+			if a.Occurrences > 0 {
+				n = a.Occurrences
+			}
+			p.change(bytes.Replace(cur, []byte(a.Find), []byte(a.Replace), n))
 		}
 	case world.OpMarkIssue:
 		next := bytes.Clone(cur)

@@ -331,3 +331,18 @@ func TestLookupAmongManyKeys(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, len(fan), 100, "records fan out over many directories")
 }
+
+func TestApplyPatchOccurrences(t *testing.T) {
+	spec := world.Spec{Schema: world.SpecSchema, Files: map[string]string{"queue.txt": "pending\npending\npending\n"},
+		Checks: []world.Check{{ID: "queue", Summary: "queue", Kind: world.CheckAbsentText, Path: "queue.txt", Text: "pending", Priority: 1}}}
+	w, dir := newTestWorld(t, spec)
+	cur := fp("pending\npending\npending\n")
+	a := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "queue.txt", CheckID: "queue",
+		ExpectSHA256: cur, Find: "pending", Replace: "done", Occurrences: 1}
+	out, _, err := w.Execute(testKey("queue-1"), a)
+	require.NoError(t, err)
+	assert.Equal(t, world.OutcomeCommitted, out.Status)
+	assert.Equal(t, "done\npending\npending\n", readWorld(t, dir, "queue.txt"))
+	require.NotNil(t, out.PostCheck)
+	assert.Equal(t, world.CheckFail, out.PostCheck.Status, "two items are still pending")
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"unicode/utf8"
@@ -469,14 +470,29 @@ func appendEscapedRune(buf []byte, r rune) []byte {
 }
 
 // Marshal returns the canonical JSON encoding of v. It is the one encoder
-// for everything acr writes or hashes. Go's encoding/json does the
-// reflection; the result is re-parsed and re-emitted so key order, string
-// escaping and number form follow the canonical rules. A float anywhere in
-// v is an error: floats are kept out of hashed state.
+// for everything acr writes or hashes. It walks v directly; for types it
+// has no fast path for it falls back to MarshalViaJSON, the reference
+// implementation, whose bytes it must equal (tested). A float anywhere in v
+// is an error: floats are kept out of hashed state.
 func Marshal(v any) ([]byte, error) {
 	if val, ok := v.(Value); ok {
 		return val.Encode(), nil
 	}
+	b, err := appendValue(nil, reflect.ValueOf(v))
+	if err == nil {
+		return b, nil
+	}
+	var slow errSlowPath
+	if !errors.As(err, &slow) {
+		return nil, err
+	}
+	return MarshalViaJSON(v)
+}
+
+// MarshalViaJSON is the reference canonical encoder: encoding/json does the
+// reflection, and the result is re-parsed and re-emitted so that key
+// order, string escaping and number form follow the canonical rules.
+func MarshalViaJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

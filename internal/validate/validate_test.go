@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,7 +150,10 @@ func TestGates(t *testing.T) {
 			run.Final.Strategy.Candidates = cs
 		},
 		"R": func(t *testing.T, ev *Evidence) { // hidden reasoning in a record
-			edit(t, ev.Runs["p01-bootstrap"], "cognition.run.completed", func(d *map[string]any) { (*d)["reasoning"] = "private" })
+			edit(t, ev.Runs["p01-bootstrap"], "cognition.run.completed", func(d *state.Value) {
+				d.Obj = append(d.Obj, state.Member{Key: "reasoning", Val: state.Value{Kind: state.KindString, Str: "private"}})
+				slices.SortFunc(d.Obj, func(a, b state.Member) int { return strings.Compare(a.Key, b.Key) })
+			})
 		},
 		"S": func(t *testing.T, ev *Evidence) { // the long run missed a transition class
 			res := *ev.Runs["p14-mixed-100"].Result

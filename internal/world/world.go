@@ -78,8 +78,11 @@ type Fix struct {
 	Operation Operation `json:"operation"`
 	Find      string    `json:"find,omitempty"`    // apply_local_patch
 	Replace   string    `json:"replace,omitempty"` // apply_local_patch
-	Content   string    `json:"content,omitempty"` // record_artifact
-	Note      string    `json:"note,omitempty"`    // mark_issue
+	// Occurrences limits apply_local_patch to the first N occurrences
+	// (0: all of them).
+	Occurrences int    `json:"occurrences,omitempty"`
+	Content     string `json:"content,omitempty"` // record_artifact
+	Note        string `json:"note,omitempty"`    // mark_issue
 }
 
 // EvidenceSpec declares where a piece of evidence appears when it exists.
@@ -232,6 +235,9 @@ func (f Fix) validate(c Check) error {
 	case OpApplyPatch:
 		if f.Find == "" {
 			return fmt.Errorf("apply_local_patch needs find")
+		}
+		if f.Occurrences < 0 {
+			return fmt.Errorf("occurrences must be 0 (all) or more")
 		}
 		if c.Kind == CheckFileExists {
 			return fmt.Errorf("apply_local_patch cannot fix a file_exists check")
@@ -420,6 +426,7 @@ type Action struct {
 	ExpectSHA256 state.Fingerprint `json:"expect_sha256,omitempty"`
 	Find         string            `json:"find,omitempty"`
 	Replace      string            `json:"replace,omitempty"`
+	Occurrences  int               `json:"occurrences,omitempty"`
 	Content      string            `json:"content,omitempty"`
 	Note         string            `json:"note,omitempty"`
 	// Checks lists check ids for run_validation.
