@@ -4,7 +4,7 @@ BIN      := bin/acr
 DEMO_DIR ?= $(CURDIR)/.demo_state
 FUZZTIME ?= 10s
 
-.PHONY: build demo test test-short lint fuzz bench crash validate release-manifest clean
+.PHONY: build demo test test-short lint fuzz bench bench-quick crash validate release-manifest clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/acr
@@ -49,8 +49,14 @@ release-manifest: build
 validate: build
 	$(BIN) validate --out docs
 
+# Go micro-benchmarks, then the whole-process targets of docs/PERFORMANCE.md.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) run ./cmd/acr-perf -out docs/PERFORMANCE.md
+
+# The same harness with small sizes (checks the harness, not the targets).
+bench-quick:
+	$(GO) run ./cmd/acr-perf -quick
 
 clean:
 	rm -rf bin $(DEMO_DIR)

@@ -51,6 +51,7 @@ type Report struct {
 	Receipt        *governance.Receipt  `json:"decision_receipt,omitempty"`
 	Contract       ContractInForce      `json:"contract_in_force"`
 	IdempotencyKey string               `json:"idempotency_key,omitempty"`
+	Intent         *world.Intent        `json:"intent,omitempty"`
 	Outcome        *world.Outcome       `json:"world_outcome,omitempty"`
 	Evaluation     *kernel.Evaluation   `json:"evaluation,omitempty"`
 	Commitments    []CommitmentChange   `json:"commitments"`
@@ -185,7 +186,12 @@ func (r *Report) absorb(rec ledger.Record) error {
 	if ev.Object != nil {
 		step.ObjectRef = ev.Object.Ref
 	}
-	if strings.HasPrefix(ev.Type, "persistent.recovery.") || strings.HasPrefix(ev.Type, "ledger.") {
+	if ev.Type == "sandbox.action.intent" {
+		var err error
+		r.Intent, err = decode[world.Intent](ev.Object)
+		return err
+	}
+	if kernel.OutOfBand(ev.Type) {
 		r.Recovery = append(r.Recovery, step)
 		return nil
 	}

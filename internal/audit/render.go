@@ -55,6 +55,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if a := r.Action; a != nil {
 		p("action      %s %s for check %s (%s)", a.Operation, a.Target, a.CheckID, r.ActionRef)
 	}
+	if in := r.Intent; in != nil {
+		p("intent      %s %s, recorded before the effect: before %s, after %s", in.Planned.Operation, in.Planned.Target, orDash(string(in.Planned.BeforeSHA256)), orDash(string(in.Planned.AfterSHA256)))
+	}
 	if d := r.Decision; d != nil {
 		p("decision    %s by %s (%s): %s", d.Verdict, d.Actor, r.DecisionRef, strings.Join(d.ReasonCodes, ", "))
 		if len(d.MissingEvidence) > 0 {

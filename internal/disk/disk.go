@@ -32,6 +32,11 @@ type FS interface {
 	// directory, write, fsync, rename. The new directory entry is durable
 	// only after SyncDir of the parent.
 	WriteFile(name string, data []byte) error
+	// WriteCache creates or replaces a file without making it durable and
+	// without atomicity (a crash may leave it missing or torn): for caches
+	// whose content can be rebuilt from durable records, such as the
+	// sandbox's outcome table. Readers treat an undecodable entry as absent.
+	WriteCache(name string, data []byte) error
 	// Remove deletes a file; durable after SyncDir of the parent.
 	Remove(name string) error
 	// SyncDir fsyncs a directory so that entries created, renamed or removed

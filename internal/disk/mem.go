@@ -192,6 +192,18 @@ func (m *Mem) WriteFile(name string, data []byte) error {
 	return nil
 }
 
+// WriteCache implements FS: neither the data nor the name is durable.
+func (m *Mem) WriteCache(name string, data []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, base, err := m.lookup(name)
+	if err != nil {
+		return err
+	}
+	d.entries[base] = &inode{data: bytes.Clone(data)}
+	return nil
+}
+
 // Remove implements FS.
 func (m *Mem) Remove(name string) error {
 	m.mu.Lock()

@@ -135,6 +135,17 @@ func (d *OSDir) WriteFile(name string, data []byte) error {
 	return renameio.WriteFile(p, data, 0o644, renameio.WithTempDir(filepath.Dir(p)))
 }
 
+// WriteCache implements FS: a plain write, no temp file, no fsync. A crash
+// can leave the file missing or torn; readers of a cache must treat a
+// record that does not decode as absent.
+func (d *OSDir) WriteCache(name string, data []byte) error {
+	p, err := d.abs(name)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(p, data, 0o644)
+}
+
 // Remove implements FS.
 func (d *OSDir) Remove(name string) error {
 	p, err := d.abs(name)

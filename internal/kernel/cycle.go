@@ -579,8 +579,26 @@ func (b *builder) think() {
 		ai = len(rs.Attempts) - 1
 	}
 	rs.Attempts[ai].Count++
+	rs.Attempts[ai].LastCycle = b.cycle
+	rs.Attempts = boundAttempts(rs.Attempts, b.item)
 	sortAttempts(rs.Attempts)
 	b.govern(*action, nil, sel.CommitmentID)
+}
+
+// boundAttempts keeps only the most recent attempts of an item.
+func boundAttempts(as []state.Attempt, item string) []state.Attempt {
+	var mine []state.Attempt
+	for _, a := range as {
+		if a.ItemID == item {
+			mine = append(mine, a)
+		}
+	}
+	if len(mine) <= state.AttemptsKeptPerItem {
+		return as
+	}
+	slices.SortFunc(mine, func(a, c state.Attempt) int { return int(c.LastCycle - a.LastCycle) })
+	drop := mine[state.AttemptsKeptPerItem:]
+	return slices.DeleteFunc(as, func(a state.Attempt) bool { return slices.Contains(drop, a) })
 }
 
 func sortAttempts(as []state.Attempt) {

@@ -33,10 +33,13 @@ type Ledger interface {
 	RepairTail() (*ledger.Torn, []byte, error)
 }
 
-// World is the sandbox adapter.
+// World is the sandbox adapter. Prepare computes an action's intent (or
+// returns the outcome already recorded for its key); the driver makes the
+// intent durable in the ledger before Commit carries it out, at most once.
 type World interface {
 	Observe() (world.Observation, error)
-	Execute(key string, a world.Action) (world.Outcome, bool, error)
+	Prepare(key string, a world.Action) (world.Intent, *world.Outcome, error)
+	Commit(key string, a world.Action, in world.Intent) (world.Outcome, bool, error)
 }
 
 // Inbox is where wake signals, approvals and stop requests arrive.
@@ -232,12 +235,19 @@ func (d *Driver) Open() error {
 	return d.commit()
 }
 
-// outOfBand reports events that are not produced by a cycle step: they
-// record repairs, recoveries and provider failures, and replay skips them.
-func outOfBand(typ string) bool {
+// evIntent records an effect's intent, appended with the decision.
+const evIntent = "sandbox.action.intent"
+
+// OutOfBand reports events that are not produced by a cycle step: they
+// record what the driver did or learned from a provider (repairs,
+// recoveries, provider failures, an effect's intent), and replay skips
+// them when it re-derives cycles.
+func OutOfBand(typ string) bool {
 	return strings.HasPrefix(typ, "persistent.recovery.") || strings.HasPrefix(typ, "persistent.provider.") ||
-		strings.HasPrefix(typ, "ledger.") || typ == "inbox.item.quarantined"
+		strings.HasPrefix(typ, "ledger.") || typ == "inbox.item.quarantined" || typ == evIntent
 }
+
+func outOfBand(typ string) bool { return OutOfBand(typ) }
 
 // rollForward replays the ledger records beyond the checkpoint.
 func (d *Driver) rollForward(recs []ledger.Record, rec *Recovery) error {
@@ -254,6 +264,11 @@ func (d *Driver) rollForward(recs []ledger.Record, rec *Recovery) error {
 		if outOfBand(r.Event.Type) {
 			if r.Event.Type == "persistent.provider.failed" {
 				d.failures++
+			}
+			if len(group) > 0 {
+				// Inside a cycle (an intent, a recovery note): replay skips
+				// it when matching, but recovery reads the intent.
+				group = append(group, r)
 			}
 			continue
 		}
@@ -340,13 +355,13 @@ func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) err
 		if o, ok := recordedOutcome(rest); ok {
 			outcome = &o
 		} else {
-			out, reused, err := d.World.Execute(p.Effect.Key, p.Effect.Action)
+			out, reused, err := d.finishEffect(recs, p, rec)
 			switch {
 			case err != nil && d.UncertainErr != nil && errors.Is(err, d.UncertainErr):
 				uncertain, rec.UncertainEffect = true, true
 				rec.Classification = "interrupted_effect_uncertain"
 			case err != nil:
-				return fmt.Errorf("recover cycle %d: execute %s: %w", p.b.cycle, p.Effect.Key, err)
+				return fmt.Errorf("recover cycle %d: effect %s: %w", p.b.cycle, p.Effect.Key, err)
 			case reused:
 				outcome = &out
 				rec.ActionsReused++
@@ -387,6 +402,33 @@ func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) err
 	d.state = res.State
 	d.noteConsumed(in)
 	return nil
+}
+
+// finishEffect carries out the effect of an interrupted cycle at most
+// once: with the intent the cycle recorded, or, if the crash came before
+// the intent was durable (so the effect cannot have run), with a fresh
+// intent recorded now.
+func (d *Driver) finishEffect(recs []ledger.Record, p *Pending, rec *Recovery) (world.Outcome, bool, error) {
+	in, ok := recordedIntent(recs, p.Effect.Key)
+	if !ok {
+		var prior *world.Outcome
+		var err error
+		in, prior, err = d.World.Prepare(p.Effect.Key, p.Effect.Action)
+		if err != nil {
+			return world.Outcome{}, false, err
+		}
+		if prior != nil {
+			return *prior, true, nil
+		}
+		ev, err := d.intentEvent(p.b.cycle, p.b.at, in)
+		if err != nil {
+			return world.Outcome{}, false, err
+		}
+		if _, err := d.appendRecovered([]ledger.Event{ev}, rec); err != nil {
+			return world.Outcome{}, false, err
+		}
+	}
+	return d.World.Commit(p.Effect.Key, p.Effect.Action, in)
 }
 
 // matchPrefix checks that the recorded events equal the derived ones for
@@ -560,20 +602,40 @@ func (d *Driver) Step() (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	first, err := d.Ledger.Append(p.Events)
+	batch := p.Events
+	var intent world.Intent
+	var outcome *world.Outcome
+	if p.Effect != nil {
+		// The intent goes into the same write and fsync as the decision:
+		// durable before the effect, at no extra cost.
+		var prior *world.Outcome
+		intent, prior, err = d.World.Prepare(p.Effect.Key, p.Effect.Action)
+		if err != nil {
+			return Summary{}, fmt.Errorf("cycle %d: prepare %s: %w", p.b.cycle, p.Effect.Key, err)
+		}
+		if prior != nil {
+			outcome = prior
+		} else {
+			ev, err := d.intentEvent(p.b.cycle, p.b.at, intent)
+			if err != nil {
+				return Summary{}, err
+			}
+			batch = append(slices.Clone(batch), ev)
+		}
+	}
+	first, err := d.Ledger.Append(batch)
 	if err != nil {
 		return Summary{}, err
 	}
 	d.failpoint("after-decision")
-	var outcome *world.Outcome
 	uncertain := false
-	if p.Effect != nil {
-		out, _, err := d.World.Execute(p.Effect.Key, p.Effect.Action)
+	if p.Effect != nil && outcome == nil {
+		out, _, err := d.World.Commit(p.Effect.Key, p.Effect.Action, intent)
 		switch {
 		case err != nil && d.UncertainErr != nil && errors.Is(err, d.UncertainErr):
 			uncertain = true
 		case err != nil:
-			return Summary{}, fmt.Errorf("cycle %d: execute %s: %w", p.b.cycle, p.Effect.Key, err)
+			return Summary{}, fmt.Errorf("cycle %d: commit %s: %w", p.b.cycle, p.Effect.Key, err)
 		default:
 			outcome = &out
 		}
@@ -603,6 +665,29 @@ func (d *Driver) Step() (Summary, error) {
 		return sum, ErrFaulted
 	}
 	return sum, nil
+}
+
+// intentEvent records an effect's intent in the ledger.
+func (d *Driver) intentEvent(cycle int64, at string, in world.Intent) (ledger.Event, error) {
+	obj, err := ledger.NewObject("intent", in)
+	if err != nil {
+		return ledger.Event{}, err
+	}
+	return ledger.Event{Type: evIntent, RunID: d.state.Run.RunID, CycleSeq: cycle, At: at, Object: obj,
+		Reasons: []string{"intent_before_effect"}}, nil
+}
+
+// recordedIntent finds the intent a cycle recorded for its effect.
+func recordedIntent(recs []ledger.Record, key string) (world.Intent, bool) {
+	for _, r := range recs {
+		if r.Event.Type == evIntent && r.Event.Object != nil {
+			var in world.Intent
+			if r.Event.Object.Decode(&in) == nil && in.Key == key {
+				return in, true
+			}
+		}
+	}
+	return world.Intent{}, false
 }
 
 // indexCycle tells the cycle index where a completed cycle's events are.

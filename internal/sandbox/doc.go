@@ -85,3 +85,17 @@
 // A World serialises its own calls; a second process is kept out by the run
 // lock the kernel holds, not by this package.
 package sandbox
+
+//
+// # Prepare and Commit: the intent in the caller's log
+//
+// Execute keeps its own intent record, which costs a file creation and two
+// fsyncs per action. A caller that already keeps a durable log can carry
+// the intent instead: Prepare computes it (the planned outcome and the
+// target's before and after hashes) without touching the world; the kernel
+// appends it to the ledger in the same write and fsync as the cycle's
+// decision; Commit then applies the effect durably and writes the outcome
+// record as a cache, without fsync. After a crash or a power loss the
+// recorded intent and the target's hash decide exactly as above (after:
+// the effect happened; before: apply it now; anything else: ask a person),
+// so a lost cache record costs nothing but a re-check.

@@ -346,3 +346,32 @@ func TestApplyPatchOccurrences(t *testing.T) {
 	require.NotNil(t, out.PostCheck)
 	assert.Equal(t, world.CheckFail, out.PostCheck.Status, "two items are still pending")
 }
+
+// TestCommitSurvivesATornCacheRecord: Commit's outcome record is a cache.
+// A record torn by a crash counts as absent, and the intent and the world
+// decide: the effect already happened, so it is not applied again.
+func TestCommitSurvivesATornCacheRecord(t *testing.T) {
+	w, dir := newTestWorld(t, testSpec())
+	key := testKey("torn-cache")
+	a := world.Action{Schema: world.ActionSchema, Operation: world.OpMarkIssue, Target: world.IssuesFile, CheckID: "readme", Note: "once"}
+	in, prior, err := w.Prepare(key, a)
+	require.NoError(t, err)
+	require.Nil(t, prior)
+	require.True(t, in.Changes)
+	out, reused, err := w.Commit(key, a, in)
+	require.NoError(t, err)
+	assert.False(t, reused)
+	assert.Equal(t, 1, issueLines(t, dir, key))
+
+	// Tear the cache record.
+	p := filepath.Join(dir, filepath.FromSlash(outcomeName(keyDigest(key))))
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(p, b[:len(b)/2], 0o644))
+
+	again, reused, err := w.Commit(key, a, in)
+	require.NoError(t, err)
+	assert.True(t, reused, "the world holds the after state: the effect happened")
+	assert.Equal(t, out.AfterSHA256, again.AfterSHA256)
+	assert.Equal(t, 1, issueLines(t, dir, key), "never applied twice")
+}

@@ -74,6 +74,9 @@ type World struct {
 	spec   world.Spec
 	keys   disk.FS
 	tmpSeq uint64
+	// madeDirs remembers the fan-out directories known to exist, to save a
+	// MkdirAll per outcome.
+	madeDirs map[string]bool
 }
 
 // Create makes sandbox/world under stateDir, which must exist, writes
@@ -127,7 +130,7 @@ func populate(worldDir string, spec world.Spec, keys disk.FS) (*World, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &World{root: root, spec: spec, keys: keys}
+	w := &World{root: root, spec: spec, keys: keys, madeDirs: map[string]bool{}}
 	names := make([]string, 0, len(spec.Files))
 	for name := range spec.Files {
 		names = append(names, name)
@@ -162,7 +165,7 @@ func Open(stateDir string, spec world.Spec, keys disk.FS) (*World, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open sandbox: %w", err)
 	}
-	w := &World{root: root, spec: spec, keys: keys}
+	w := &World{root: root, spec: spec, keys: keys, madeDirs: map[string]bool{}}
 	if err := w.sweepTemps(); err != nil {
 		_ = root.Close()
 		return nil, fmt.Errorf("open sandbox: %w", err)

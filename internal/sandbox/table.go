@@ -91,6 +91,18 @@ func (w *World) readOutcome(key, h string) (outcomeRecord, bool, error) {
 	return rec, true, nil
 }
 
+// readCachedOutcome reads an outcome record written by Commit, which is a
+// cache: a record torn by a crash does not decode and counts as absent (the
+// caller's durable intent and the world decide instead).
+func (w *World) readCachedOutcome(key, h string) (outcomeRecord, bool, error) {
+	rec, ok, err := w.readOutcome(key, h)
+	var perr *fs.PathError
+	if err != nil && !errors.As(err, &perr) {
+		return outcomeRecord{}, false, nil
+	}
+	return rec, ok, err
+}
+
 func (w *World) readIntent(key, h string) (intentRecord, bool, error) {
 	var rec intentRecord
 	ok, err := readRecord(w.keys, intentName(h), &rec)
@@ -135,4 +147,28 @@ func writeRecord(keys disk.FS, name string, v any) ([]byte, error) {
 		return nil, fmt.Errorf("write %s: %w", name, err)
 	}
 	return data, nil
+}
+
+// SeedOutcomes writes n outcome records directly (cache writes, no fsync)
+// and returns their keys. It exists for benchmarks that need a large table
+// without executing n actions; the records are ordinary outcome records.
+func SeedOutcomes(w *World, n int) ([]string, error) {
+	keys := make([]string, n)
+	for i := range n {
+		key := keyPrefix + state.Digest([]byte(fmt.Sprintf("seed-%d", i)))
+		h := strings.TrimPrefix(key, keyPrefix)
+		out := world.Outcome{Schema: world.OutcomeSchema, Key: key, Operation: world.OpInspect, Target: "a.txt", Status: world.OutcomeNoChange}
+		data, err := state.Marshal(outcomeRecord{Schema: OutcomeSchema, Outcome: out})
+		if err != nil {
+			return nil, err
+		}
+		if err := w.ensureFanDir(h); err != nil {
+			return nil, err
+		}
+		if err := w.keys.WriteCache(outcomeName(h), data); err != nil {
+			return nil, err
+		}
+		keys[i] = key
+	}
+	return keys, nil
 }

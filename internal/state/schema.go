@@ -224,7 +224,14 @@ type Attempt struct {
 	EvidenceRef string `json:"evidence_ref"`
 	Count       int    `json:"count"`
 	Failures    int    `json:"failures"`
+	// LastCycle is the cycle of the latest try; only the most recent
+	// attempts per item are kept (enough to see a remedy flip-flop
+	// between two states), so the run state does not grow with history.
+	LastCycle int64 `json:"last_cycle"`
 }
+
+// AttemptsKeptPerItem bounds the forever-loop guard's memory per item.
+const AttemptsKeptPerItem = 8
 
 // DedupKey is a consumed wake signal's dedup key, remembered until expiry.
 type DedupKey struct {

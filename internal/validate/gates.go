@@ -51,10 +51,7 @@ type cycle struct {
 	record state.CycleRecord
 }
 
-func outOfBand(t string) bool {
-	return strings.HasPrefix(t, "persistent.recovery.") || strings.HasPrefix(t, "persistent.provider.") ||
-		strings.HasPrefix(t, "ledger.") || t == "inbox.item.quarantined"
-}
+func outOfBand(t string) bool { return kernel.OutOfBand(t) }
 
 // cycles groups a run's records into completed cycles.
 func (r *Run) cycles() []cycle {

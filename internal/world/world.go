@@ -469,6 +469,25 @@ type Outcome struct {
 	Results []CheckResult `json:"results,omitempty"`
 }
 
+// IntentSchema names an effect's intent record.
+const IntentSchema = "acr.sandbox-intent/v0.1"
+
+// Intent is what executing an action is going to do, computed from the
+// world before the effect: the outcome it will have and, when it changes
+// the world, the target's hash before and after. Made durable before the
+// effect (the driver puts it in the ledger with the cycle's decision), it
+// lets recovery tell for certain whether an interrupted effect happened:
+// the target can only hold the before or the after bytes.
+type Intent struct {
+	Schema string `json:"schema"`
+	Key    string `json:"idempotency_key"`
+	Action Action `json:"action"`
+	// Changes says whether the action changes the world.
+	Changes bool `json:"changes"`
+	// Planned is the outcome the action will have (without its post-check).
+	Planned Outcome `json:"planned"`
+}
+
 // IdempotencyKey derives the key of seed §10.2 from the run id, the cycle,
 // the action request ref and the governance decision ref.
 func IdempotencyKey(runID string, cycleSeq int64, actionRef, decisionRef state.Ref) string {

@@ -1,0 +1,168 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// Prepare computes what executing a under key would do, without doing it:
+// the intent the caller must make durable before calling Commit. If the
+// key already has a recorded outcome, that outcome is returned instead and
+// nothing needs to run.
+//
+// Prepare and Commit split Execute for a caller that keeps its own durable
+// log (the kernel puts the intent in the ledger, in the same fsync as the
+// decision): the sandbox then writes no intent record of its own, and its
+// outcome record is a cache that the intent and the world can rebuild.
+func (w *World) Prepare(key string, a world.Action) (world.Intent, *world.Outcome, error) {
+	h, err := keyHex(key)
+	if err != nil {
+		return world.Intent{}, nil, fmt.Errorf("prepare: %w", err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	target := resolveTarget(h, a)
+	rec, ok, err := w.readCachedOutcome(key, h)
+	if err != nil {
+		return world.Intent{}, nil, fmt.Errorf("prepare %s: %w", key, err)
+	}
+	if ok {
+		if err := sameAction(rec.Outcome.Operation, rec.Outcome.Target, a.Operation, target); err != nil {
+			return world.Intent{}, nil, fmt.Errorf("prepare %s: %w", key, err)
+		}
+		return world.Intent{}, &rec.Outcome, nil
+	}
+	if err := w.validate(a); err != nil {
+		return world.Intent{}, nil, fmt.Errorf("prepare %s: %w", key, err)
+	}
+	p, err := w.plan(key, h, a, target)
+	if err != nil {
+		return world.Intent{}, nil, fmt.Errorf("prepare %s: %w", key, err)
+	}
+	return world.Intent{Schema: world.IntentSchema, Key: key, Action: a, Changes: p.write, Planned: p.out}, nil, nil
+}
+
+// Commit carries out a prepared intent at most once. The target's current
+// hash decides: the planned after-hash means the effect already happened
+// (a crash came between the effect and its outcome record: reused is
+// true), the before-hash means it did not (it is applied now), anything
+// else means something else changed the target, and Commit returns
+// ErrUncertain without touching it. The outcome record is written as a
+// cache (not fsynced): the caller's durable intent and the world are what
+// recovery trusts.
+func (w *World) Commit(key string, a world.Action, in world.Intent) (out world.Outcome, reused bool, err error) {
+	h, err := keyHex(key)
+	if err != nil {
+		return world.Outcome{}, false, fmt.Errorf("commit: %w", err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out, reused, err = w.commitIntent(key, h, a, in)
+	if err != nil {
+		return world.Outcome{}, false, fmt.Errorf("commit %s: %w", key, err)
+	}
+	return out, reused, nil
+}
+
+func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
+	if in.Schema != world.IntentSchema || in.Key != key || in.Action.Ref() != a.Ref() {
+		return world.Outcome{}, false, fmt.Errorf("the intent given is not the intent of this action and key")
+	}
+	target := resolveTarget(h, a)
+	rec, ok, err := w.readCachedOutcome(key, h)
+	if err != nil {
+		return world.Outcome{}, false, err
+	}
+	if ok {
+		if err := sameAction(rec.Outcome.Operation, rec.Outcome.Target, a.Operation, target); err != nil {
+			return world.Outcome{}, false, err
+		}
+		return rec.Outcome, true, nil
+	}
+	if !in.Changes {
+		out := in.Planned
+		if out.PostCheck, err = w.postCheck(a.CheckID); err != nil {
+			return world.Outcome{}, false, err
+		}
+		out, err = w.cacheOutcome(h, a, out)
+		return out, false, err
+	}
+	content, exists, err := w.readFile(target)
+	if err != nil {
+		if refused(err) {
+			return world.Outcome{}, false, fmt.Errorf("%w: %s on %s: the target can no longer be read: %w", ErrUncertain, a.Operation, target, err)
+		}
+		return world.Outcome{}, false, err
+	}
+	switch now := hashOf(content, exists); now {
+	case in.Planned.AfterSHA256:
+		out := in.Planned
+		if out.PostCheck, err = w.postCheck(a.CheckID); err != nil {
+			return world.Outcome{}, false, err
+		}
+		out, err = w.cacheOutcome(h, a, out)
+		return out, err == nil, err
+	case in.Planned.BeforeSHA256:
+		p, err := w.plan(key, h, a, target)
+		if err != nil {
+			return world.Outcome{}, false, err
+		}
+		if !p.write || p.out.AfterSHA256 != in.Planned.AfterSHA256 {
+			return world.Outcome{}, false, fmt.Errorf("%w: %s on %s: planning again from the same bytes gives a different result", ErrUncertain, a.Operation, target)
+		}
+		w.stage(StageBeforeActionCommit)
+		if err := w.replace(target, p.content); err != nil {
+			var f *failure
+			if !errors.As(err, &f) {
+				return world.Outcome{}, false, err
+			}
+			p.out.Status, p.out.Detail, p.out.AfterSHA256, p.out.Results = world.OutcomeFailed, f.detail, p.out.BeforeSHA256, nil
+		}
+		if p.out.PostCheck, err = w.postCheck(a.CheckID); err != nil {
+			return world.Outcome{}, false, err
+		}
+		out, err := w.cacheOutcome(h, a, p.out)
+		return out, false, err
+	default:
+		return world.Outcome{}, false, fmt.Errorf("%w: %s on %s: the target's hash is %s, neither %s from before the effect nor %s from after it; something else changed it, so whether the effect happened is for a person to decide",
+			ErrUncertain, a.Operation, target, describe(now), describe(in.Planned.BeforeSHA256), describe(in.Planned.AfterSHA256))
+	}
+}
+
+// cacheOutcome writes the outcome record without fsync and returns the
+// outcome as decoded from the bytes written (so that a fresh execution and
+// a later lookup return equal values).
+func (w *World) cacheOutcome(h string, a world.Action, out world.Outcome) (world.Outcome, error) {
+	data, err := state.Marshal(outcomeRecord{Schema: OutcomeSchema, ActionRef: a.Ref(), Outcome: out})
+	if err != nil {
+		return world.Outcome{}, err
+	}
+	if err := w.ensureFanDir(h); err != nil {
+		return world.Outcome{}, err
+	}
+	if err := w.keys.WriteCache(outcomeName(h), data); err != nil {
+		return world.Outcome{}, fmt.Errorf("write %s: %w", outcomeName(h), err)
+	}
+	var back outcomeRecord
+	if err := state.UnmarshalCanonical(data, &back); err != nil {
+		return world.Outcome{}, fmt.Errorf("decode outcome just written: %w", err)
+	}
+	w.stage(StageAfterActionCommit)
+	return back.Outcome, nil
+}
+
+// ensureFanDir creates a key's fan-out directory once per World.
+func (w *World) ensureFanDir(h string) error {
+	d := fanDir(h)
+	if w.madeDirs[d] {
+		return nil
+	}
+	if err := w.keys.MkdirAll(d); err != nil {
+		return err
+	}
+	w.madeDirs[d] = true
+	return nil
+}
