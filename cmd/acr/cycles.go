@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/acr-project/acr/internal/kernel"
+	"github.com/acr-project/acr/internal/rundir"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -76,25 +78,60 @@ func runRun(a *app, o runOptions) error {
 	if err != nil {
 		return err
 	}
+	if a.cfg.JSON {
+		return runRunJSON(a, r, o)
+	}
+	rep, err := r.Driver.Run(o.maxCycles, a.printCycle)
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if rep.CyclesExecuted == 0 {
+		a.printf("no cycle eligible: %s\n", strings.Join(rep.ReasonCodes, ", "))
+	} else {
+		a.printf("%d cycle(s), final disposition %s\n", rep.CyclesExecuted, rep.FinalDisposition)
+	}
+	a.printHint(r.Driver.State())
+	return err
+}
+
+// runRunJSON prints one JSON object whose "cycles" array is written as the
+// cycles finish, so that a run of any length holds one summary in memory at
+// a time and a reader sees each cycle as soon as it is durable. The run's
+// totals, and the error if one stopped it, close the object.
+func runRunJSON(a *app, r *rundir.Run, o runOptions) error {
+	a.printf(`{"cycles":[`)
+	n := 0
 	rep, err := r.Driver.Run(o.maxCycles, func(s kernel.Summary) {
-		if !a.cfg.JSON {
-			a.printCycle(s)
+		b, merr := json.Marshal(s)
+		if merr != nil {
+			b = []byte("null")
 		}
+		if n > 0 {
+			a.printf(",")
+		}
+		n++
+		a.printf("%s", b)
 	})
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}
-	if a.cfg.JSON {
-		a.printJSON(rep)
-	} else {
-		if rep.CyclesExecuted == 0 {
-			a.printf("no cycle eligible: %s\n", strings.Join(rep.ReasonCodes, ", "))
-		} else {
-			a.printf("%d cycle(s), final disposition %s\n", rep.CyclesExecuted, rep.FinalDisposition)
-		}
-		a.printHint(r.Driver.State())
+	tail := map[string]any{
+		"cycles_executed": rep.CyclesExecuted, "final_disposition": rep.FinalDisposition,
+		"disposition_counts": rep.DispositionCounts, "reason_codes": rep.ReasonCodes,
 	}
-	return err
+	if err != nil {
+		code, kind := errorKind(err)
+		tail["error"], tail["kind"], tail["exit_code"] = err.Error(), kind, code
+	}
+	b, merr := json.Marshal(tail)
+	if merr != nil {
+		return merr
+	}
+	a.printf("],%s\n", b[1:])
+	if err != nil {
+		return &silentError{err}
+	}
+	return nil
 }
 
 // printCycle prints one readable line per cycle.

@@ -727,12 +727,13 @@ func (d *Driver) providerFailed(cause error) error {
 	return fmt.Errorf("%w: %w", ErrFaulted, cause)
 }
 
-// RunReport summarises a bounded run.
+// RunReport summarises a bounded run. It holds counts, not the cycles
+// themselves: a run of a million cycles must not keep a million summaries in
+// memory, so each summary goes to the caller's callback as it happens.
 type RunReport struct {
 	CyclesExecuted    int            `json:"cycles_executed"`
 	FinalDisposition  string         `json:"final_disposition"`
 	DispositionCounts map[string]int `json:"disposition_counts"`
-	Cycles            []Summary      `json:"cycles"`
 	ReasonCodes       []string       `json:"reason_codes"`
 }
 
@@ -741,7 +742,7 @@ type RunReport struct {
 // wake that is already pending lets it go on). It always leaves a
 // checkpoint of the final state behind.
 func (d *Driver) Run(maxCycles int, each func(Summary)) (RunReport, error) {
-	rep := RunReport{DispositionCounts: map[string]int{}, Cycles: []Summary{}}
+	rep := RunReport{DispositionCounts: map[string]int{}}
 	var err error
 	for rep.CyclesExecuted < maxCycles {
 		var sum Summary
@@ -754,7 +755,6 @@ func (d *Driver) Run(maxCycles int, each func(Summary)) (RunReport, error) {
 		}
 		rep.CyclesExecuted++
 		rep.DispositionCounts[sum.LoopDisposition.String()]++
-		rep.Cycles = append(rep.Cycles, sum)
 		if each != nil {
 			each(sum)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/inbox"
+	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -27,6 +28,12 @@ func quickstart(t *testing.T) Inputs {
 	return in
 }
 
+func logCycle(t *testing.T) func(kernel.Summary) {
+	return func(c kernel.Summary) {
+		t.Logf("cycle %d %s %v %s %s %s", c.CycleSeq, c.LoopDisposition, c.ReasonCodes, c.GovernanceDecision, c.Action, c.Outcome)
+	}
+}
+
 func TestQuickstartFlow(t *testing.T) {
 	dir := t.TempDir()
 	clock := &stepClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
@@ -36,11 +43,8 @@ func TestQuickstartFlow(t *testing.T) {
 
 	r, err := Open(dir, opt)
 	require.NoError(t, err)
-	rep, err := r.Driver.Run(20, nil)
+	rep, err := r.Driver.Run(20, logCycle(t))
 	require.NoError(t, err)
-	for _, c := range rep.Cycles {
-		t.Logf("cycle %d %s %v %s %s %s", c.CycleSeq, c.LoopDisposition, c.ReasonCodes, c.GovernanceDecision, c.Action, c.Outcome)
-	}
 	require.NoError(t, r.Close())
 	assert.Equal(t, "WAIT_APPROVAL", rep.FinalDisposition)
 
@@ -53,11 +57,8 @@ func TestQuickstartFlow(t *testing.T) {
 
 	r, err = Open(dir, opt)
 	require.NoError(t, err)
-	rep, err = r.Driver.Run(20, nil)
+	rep, err = r.Driver.Run(20, logCycle(t))
 	require.NoError(t, err)
-	for _, c := range rep.Cycles {
-		t.Logf("cycle %d %s %v %s %s %s", c.CycleSeq, c.LoopDisposition, c.ReasonCodes, c.GovernanceDecision, c.Action, c.Outcome)
-	}
 	require.NoError(t, r.Close())
 	assert.Equal(t, "IDLE", rep.FinalDisposition)
 

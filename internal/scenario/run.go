@@ -105,7 +105,9 @@ type runner struct {
 	arm   *Crash
 	hits  int
 	last  kernel.RunReport
-	lastR *kernel.Recovery
+	// lastDispositions are the dispositions of the last invocation's cycles.
+	lastDispositions []string
+	lastR            *kernel.Recovery
 	// scripted provider faults still to happen
 	failures, garbage int
 	providerErr       bool
@@ -193,7 +195,7 @@ func (rn *runner) failf(format string, args ...any) {
 // runCycles opens the run (recovering it), runs up to n cycles and closes
 // it. A crash at an armed failpoint abandons the process's work.
 func (rn *runner) runCycles(n int) (crashed bool, err error) {
-	rn.last = kernel.RunReport{}
+	rn.last, rn.lastDispositions = kernel.RunReport{}, nil
 	var r *rundir.Run
 	defer func() {
 		if p := recover(); p != nil {
@@ -212,11 +214,12 @@ func (rn *runner) runCycles(n int) (crashed bool, err error) {
 	}
 	rec := r.Driver.Recovery()
 	rn.noteRecovery(rec)
-	rep, err := r.Driver.Run(n, nil)
+	rep, err := r.Driver.Run(n, func(c kernel.Summary) {
+		d := c.LoopDisposition.String()
+		rn.lastDispositions = append(rn.lastDispositions, d)
+		rn.res.DispositionSequence = append(rn.res.DispositionSequence, d)
+	})
 	rn.last = rep
-	for _, c := range rep.Cycles {
-		rn.res.DispositionSequence = append(rn.res.DispositionSequence, c.LoopDisposition.String())
-	}
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}
@@ -356,10 +359,7 @@ func (rn *runner) check(i string, e StepExpect) {
 		rn.failf("%s: %d cycles executed, want %d", i, rn.last.CyclesExecuted, *e.Executed)
 	}
 	if e.Dispositions != nil {
-		var got []string
-		for _, c := range rn.last.Cycles {
-			got = append(got, c.LoopDisposition.String())
-		}
+		got := rn.lastDispositions
 		if !slices.Equal(got, e.Dispositions) {
 			rn.failf("%s: dispositions %v, want %v", i, got, e.Dispositions)
 		}
