@@ -290,7 +290,7 @@ func FuzzVerify(f *testing.F) {
 	f.Add(data)
 	f.Add(data[:len(data)-7])
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rep, err := verifyStream(bytes.NewReader(data), nil)
+		rep, err := verifyChunks(bytes.NewReader(data), int64(len(data)), nil, 2, 64)
 		if err != nil || !rep.OK {
 			return
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"strconv"
 
 	"github.com/acr-project/acr/internal/state"
@@ -57,16 +58,34 @@ func encodeLine(seq int64, prev string, event []byte) ([]byte, string) {
 // parseLine checks a line's framing and its own hash without decoding the
 // event. b must include the trailing newline.
 func parseLine(b []byte) (line, error) {
-	var l line
+	r, err := parseRawLine(b, sha256.New())
+	if err != nil {
+		return line{}, err
+	}
+	return line{seq: r.seq, chain: string(r.chain), hash: string(r.hash), event: r.event}, nil
+}
+
+// rawLine is a parsed line whose fields all alias the line's bytes, so
+// that checking a line allocates nothing.
+type rawLine struct {
+	seq         int64
+	chain, hash []byte // "sha256:<hex>"
+	event       []byte
+}
+
+// parseRawLine is parseLine without copies; h is a SHA-256 hasher the
+// caller reuses across lines.
+func parseRawLine(b []byte, h hash.Hash) (rawLine, error) {
+	var l rawLine
 	if len(b) < minLineBytes || b[len(b)-1] != '\n' {
 		return l, fmt.Errorf("line too short or not newline-terminated")
 	}
 	body := b[:len(b)-1]
-	if !bytes.HasPrefix(body, []byte(linePrefix)) || !isHex(body[len(linePrefix):len(linePrefix)+64]) ||
+	if !bytes.HasPrefix(body, []byte(linePrefix)) || !state.IsHex64(body[len(linePrefix):len(linePrefix)+64]) ||
 		!bytes.Equal(body[len(linePrefix)+64:eventStart], []byte(eventMember)) {
 		return l, fmt.Errorf("line does not start with the chain member")
 	}
-	l.chain = string(body[len(`{"chain":"`) : len(linePrefix)+64])
+	l.chain = body[len(`{"chain":"`) : len(linePrefix)+64]
 
 	// Walk back over "<digits>}" to the seq member.
 	end := len(body) - 1
@@ -81,9 +100,9 @@ func parseLine(b []byte) (line, error) {
 	if len(digits) == 0 || len(digits) > 18 || (digits[0] == '0') {
 		return l, fmt.Errorf("malformed seq")
 	}
-	seq, err := strconv.ParseInt(string(digits), 10, 64)
-	if err != nil {
-		return l, fmt.Errorf("malformed seq: %w", err)
+	var seq int64
+	for _, d := range digits { // at most 18 digits: no overflow
+		seq = seq*10 + int64(d-'0')
 	}
 	l.seq = seq
 	seqAt := i - len(seqMember)
@@ -92,44 +111,35 @@ func parseLine(b []byte) (line, error) {
 	}
 	hashAt := seqAt - hashLen
 	if hashAt < eventStart+2 || !bytes.Equal(body[hashAt:hashAt+len(hashMember)], []byte(hashMember)) ||
-		body[seqAt-1] != '"' || !isHex(body[hashAt+len(hashMember):seqAt-1]) {
+		body[seqAt-1] != '"' || !state.IsHex64(body[hashAt+len(hashMember):seqAt-1]) {
 		return l, fmt.Errorf("malformed hash member")
 	}
-	l.hash = string(body[hashAt+len(`,"hash":"`) : seqAt-1])
+	l.hash = body[hashAt+len(`,"hash":"`) : seqAt-1]
 	l.event = body[eventStart:hashAt]
 
-	h := sha256.New()
+	h.Reset()
 	h.Write(body[:hashAt])
 	h.Write(body[seqAt:])
-	if got := hashPrefix + hex.EncodeToString(h.Sum(nil)); got != l.hash {
-		return l, fmt.Errorf("line hash mismatch: content hashes to %s, line says %s", got, l.hash)
+	var sum [sha256.Size]byte
+	var got [2 * sha256.Size]byte
+	hex.Encode(got[:], h.Sum(sum[:0]))
+	if !bytes.Equal(got[:], l.hash[len(hashPrefix):]) {
+		return l, fmt.Errorf("line hash mismatch: content hashes to %s%s, line says %s", hashPrefix, got[:], l.hash)
 	}
 	return l, nil
 }
 
-func isHex(b []byte) bool {
-	if len(b) != 64 {
-		return false
-	}
-	for _, c := range b {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// decodeEvent strictly decodes canonical event bytes and checks any object
-// it carries.
+// decodeEvent strictly decodes canonical event bytes. The checker runs
+// first, so nothing Verify would reject decodes, and any object an event
+// carries has been checked against its ref.
 func decodeEvent(b []byte) (Event, error) {
+	var c eventChecker
+	if err := c.check(b); err != nil {
+		return Event{}, err
+	}
 	var e Event
 	if err := state.UnmarshalCanonical(b, &e); err != nil {
-		return e, err
-	}
-	if e.Object != nil {
-		if err := e.Object.Check(); err != nil {
-			return e, err
-		}
+		return Event{}, err
 	}
 	return e, nil
 }

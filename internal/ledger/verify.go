@@ -2,9 +2,13 @@ package ledger
 
 import (
 	"bufio"
+	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
+	"runtime"
 
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/state"
@@ -24,11 +28,17 @@ type Report struct {
 }
 
 // Verify walks the whole chain: framing, each line's own hash, the chain
-// link to the previous line, seq continuity and, for every event, strict
-// canonical decoding and object refs. It stops at the first damaged line.
-// When expect is set (the checkpoint's frontier), the line it names must be
-// there with the same seq and hash. The returned error is for I/O problems
-// only; damage is in the Report.
+// link to the previous line, seq continuity and, for every event, canonical
+// syntax, the envelope's fields and that a carried object's ref is the hash
+// of its body (what decoding the event would check, without building it).
+// It stops at the first damaged line. When expect is set (the checkpoint's
+// frontier), the line it names must be there with the same seq and hash.
+// The returned error is for I/O problems only; damage is in the Report.
+//
+// The file is cut into chunks at line boundaries and the chunks are checked
+// in parallel, one worker per CPU; only the links between chunks are
+// checked in order. Memory stays bounded by the chunks in flight, whatever
+// the ledger's length.
 func Verify(fsys disk.FS, expect *state.Frontier) (Report, error) {
 	f, err := fsys.Open(FileName)
 	if err != nil {
@@ -39,7 +49,7 @@ func Verify(fsys disk.FS, expect *state.Frontier) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("open ledger: %w", err)
 	}
-	rep, err := verifyStream(io.NewSectionReader(f, 0, size), expect)
+	rep, err := verifyChunks(f, size, expect, runtime.GOMAXPROCS(0), verifyChunkSize)
 	if err == nil && rep.OK && expect != nil && (expect.Seq > rep.Frontier.Seq || expect.Offset > rep.Frontier.Offset) {
 		rep.OK = false
 		rep.Damage = &DamageError{Offset: rep.Frontier.Offset, Msg: fmt.Sprintf(
@@ -48,52 +58,182 @@ func Verify(fsys disk.FS, expect *state.Frontier) (Report, error) {
 	return rep, err
 }
 
-func verifyStream(r io.Reader, expect *state.Frontier) (Report, error) {
+// verifyChunkSize is the size of the blocks Verify reads and hands to its
+// workers: large enough that per-chunk overhead vanishes, small enough that
+// the chunks in flight stay a few MiB.
+const verifyChunkSize = 256 << 10
+
+// chunk is a run of complete lines starting at byte offset off of the file.
+type chunk struct {
+	data []byte
+	off  int64
+	buf  []byte // the whole buffer data lives in, recycled after the check
+}
+
+// chunkResult is what a worker found in one chunk. Links between lines of
+// the chunk are checked by the worker; the link from the previous chunk's
+// last line to this chunk's first is checked by the collector.
+type chunkResult struct {
+	lines             int64
+	firstSeq, lastSeq int64
+	firstChain        string
+	lastHash          string
+	end               int64 // file offset after the last good line
+	damageLine        int64 // 1-based line within the chunk, 0 if none
+	damageOff         int64
+	damageMsg         string
+	err               error // I/O error reading the chunk
+}
+
+func verifyChunks(r io.ReaderAt, size int64, expect *state.Frontier, workers, chunkSize int) (Report, error) {
 	rep := Report{OK: true, Frontier: state.GenesisFrontier()}
-	br := bufio.NewReaderSize(r, 1<<20)
-	var lineNo int64
-	for {
-		b, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: collect it whole.
-			full := append([]byte(nil), b...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				b, err = br.ReadSlice('\n')
-				full = append(full, b...)
+	done := make(chan struct{})
+	defer close(done)
+	type job struct {
+		c   chunk
+		out chan chunkResult
+	}
+	jobs := make(chan job, workers)
+	order := make(chan chan chunkResult, 2*workers)
+	free := make(chan []byte, 3*workers)
+	var torn *Torn
+
+	go func() { // reader: cut the file into chunks of whole lines
+		defer close(jobs)
+		defer close(order)
+		var carry, pending []byte
+		carryOff := int64(0)
+		for off := int64(0); off < size; {
+			n := int(min(int64(chunkSize), size-off))
+			// The carry still lives in a buffer a worker may recycle: move
+			// it aside before taking a buffer from the free list.
+			pending = append(pending[:0], carry...)
+			var buf []byte
+			select {
+			case buf = <-free:
+			default:
 			}
-			b = full
+			if cap(buf) < len(pending)+n {
+				buf = make([]byte, 0, max(len(pending)+n, 2*chunkSize))
+			}
+			buf = append(buf[:0], pending...)
+			got, err := r.ReadAt(buf[len(pending):len(pending)+n], off)
+			if err != nil && !(errors.Is(err, io.EOF) && got == n) {
+				out := make(chan chunkResult, 1)
+				out <- chunkResult{err: fmt.Errorf("read ledger at byte %d: %w", off, err)}
+				select {
+				case order <- out:
+				case <-done:
+				}
+				return
+			}
+			buf = buf[:len(pending)+got]
+			off += int64(got)
+			cut := bytes.LastIndexByte(buf, '\n') + 1
+			if cut == 0 {
+				carry = buf // a line longer than a chunk: keep reading
+				continue
+			}
+			c := chunk{data: buf[:cut], off: carryOff, buf: buf}
+			carry = buf[cut:]
+			carryOff += int64(cut)
+			out := make(chan chunkResult, 1)
+			select {
+			case order <- out:
+			case <-done:
+				return
+			}
+			select {
+			case jobs <- job{c, out}:
+			case <-done:
+				return
+			}
 		}
-		if len(b) > 0 && errors.Is(err, io.EOF) {
-			rep.Torn = &Torn{Offset: rep.Frontier.Offset, Length: int64(len(b))}
+		if len(carry) > 0 {
+			torn = &Torn{Offset: carryOff, Length: int64(len(carry))}
+		}
+	}()
+	for range workers {
+		go func() {
+			var ck eventChecker
+			h := sha256.New()
+			for j := range jobs {
+				j.out <- verifyChunk(j.c, expect, &ck, h)
+				select {
+				case free <- j.c.buf:
+				default:
+				}
+			}
+		}()
+	}
+
+	var lineNo int64
+	for out := range order {
+		res := <-out
+		if res.err != nil {
+			return rep, res.err
+		}
+		damage := func(line, off int64, msg string) (Report, error) {
+			rep.OK = false
+			rep.Damage = &DamageError{Line: lineNo + line, Offset: off, Msg: msg}
 			return rep, nil
 		}
-		if errors.Is(err, io.EOF) {
-			return rep, nil
+		if res.firstSeq != 0 { // the first line parsed: check its link to the previous chunk
+			if res.firstSeq != rep.Frontier.Seq+1 || res.firstChain != rep.Frontier.Hash {
+				return damage(1, rep.Frontier.Offset, chainMsg(res.firstSeq, res.firstChain, rep.Frontier))
+			}
+		}
+		rep.Events += res.lines
+		if res.lines > 0 {
+			rep.Frontier = state.Frontier{Seq: res.lastSeq, Hash: res.lastHash, Offset: res.end}
+		}
+		if res.damageLine > 0 {
+			return damage(res.damageLine, res.damageOff, res.damageMsg)
+		}
+		lineNo += res.lines
+	}
+	rep.Torn = torn // the reader has finished: order is closed
+	return rep, nil
+}
+
+func chainMsg(seq int64, chain string, prev state.Frontier) string {
+	return fmt.Sprintf("chain broken: line has seq %d chained to %s, expected seq %d chained to %s",
+		seq, chain, prev.Seq+1, prev.Hash)
+}
+
+// verifyChunk checks every line of one chunk.
+func verifyChunk(c chunk, expect *state.Frontier, ck *eventChecker, h hash.Hash) chunkResult {
+	var res chunkResult
+	data, off := c.data, c.off
+	var prevHash []byte
+	var prevSeq int64
+	end := off
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		b := data[:i+1]
+		data = data[i+1:]
+		ln, err := parseRawLine(b, h)
+		if err == nil && res.lines > 0 && (ln.seq != prevSeq+1 || !bytes.Equal(ln.chain, prevHash)) {
+			err = errors.New(chainMsg(ln.seq, string(ln.chain), state.Frontier{Seq: prevSeq, Hash: string(prevHash)}))
+		}
+		if err == nil {
+			err = ck.check(ln.event)
+		}
+		if err == nil && expect != nil && ln.seq == expect.Seq && (string(ln.hash) != expect.Hash || end+int64(len(b)) != expect.Offset) {
+			err = fmt.Errorf("the checkpoint names this line as its frontier with hash %s at byte %d; the line differs", expect.Hash, expect.Offset)
+		}
+		if res.lines == 0 && ln.seq != 0 {
+			res.firstSeq, res.firstChain = ln.seq, string(ln.chain)
 		}
 		if err != nil {
-			return rep, fmt.Errorf("read ledger: %w", err)
+			res.damageLine, res.damageOff, res.damageMsg = res.lines+1, end, err.Error()
+			break
 		}
-		lineNo++
-		ln, perr := parseLine(b)
-		if perr == nil && (ln.seq != rep.Frontier.Seq+1 || ln.chain != rep.Frontier.Hash) {
-			perr = fmt.Errorf("chain broken: line has seq %d chained to %s, expected seq %d chained to %s",
-				ln.seq, ln.chain, rep.Frontier.Seq+1, rep.Frontier.Hash)
-		}
-		if perr == nil {
-			_, perr = decodeEvent(ln.event)
-		}
-		if perr == nil && expect != nil && ln.seq == expect.Seq &&
-			(ln.hash != expect.Hash || rep.Frontier.Offset+int64(len(b)) != expect.Offset) {
-			perr = fmt.Errorf("the checkpoint names this line as its frontier with hash %s at byte %d; the line differs", expect.Hash, expect.Offset)
-		}
-		if perr != nil {
-			rep.OK = false
-			rep.Damage = &DamageError{Line: lineNo, Offset: rep.Frontier.Offset, Msg: perr.Error()}
-			return rep, nil
-		}
-		rep.Events++
-		rep.Frontier = state.Frontier{Seq: ln.seq, Hash: ln.hash, Offset: rep.Frontier.Offset + int64(len(b))}
+		res.lines++
+		prevSeq, prevHash, end = ln.seq, ln.hash, end+int64(len(b))
 	}
+	res.lastSeq, res.lastHash, res.end = prevSeq, string(prevHash), end
+	return res
 }
 
 // Scan calls fn for every committed record in order, checking the chain as

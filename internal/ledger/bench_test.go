@@ -1,0 +1,80 @@
+package ledger
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/state"
+)
+
+// benchLedger writes a ledger of about the given size whose events look
+// like a cycle's: refs, reason codes and an object with nested facts.
+func benchLedger(b *testing.B, size int64) (disk.FS, string) {
+	dir := b.TempDir()
+	fsys, err := disk.OpenOSDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := Create(fsys)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	for c := int64(1); l.Frontier().Offset < size; c++ {
+		var evs []Event
+		for i := range 15 {
+			obj, _ := NewObject("fact", map[string]any{"cycle": c, "facts": []string{"README.md has a typo", fmt.Sprintf("check %d passed", i)},
+				"target": "docs/guide/é.md", "sha256": state.Digest([]byte{byte(i)})})
+			evs = append(evs, Event{Type: "persistent.cycle.step", RunID: "run:bench", CycleSeq: c, At: "2026-01-01T00:00:00Z",
+				Parents: []state.Ref{obj.Ref}, Refs: map[string]state.Ref{"observation": obj.Ref, "decision": obj.Ref},
+				Reasons: []string{"agenda_selected", "direct_path"}, Object: obj})
+		}
+		if _, err := l.Append(evs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return fsys, filepath.Join(dir, filepath.FromSlash(FileName))
+}
+
+// BenchmarkVerify and BenchmarkVerifySHA256 run over the same bytes: the
+// target is Verify's MB/s at half SHA-256's or better (docs/PERFORMANCE.md).
+func BenchmarkVerify(b *testing.B) {
+	fsys, path := benchLedger(b, 64<<20)
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(fi.Size())
+	for b.Loop() {
+		rep, err := Verify(fsys, nil)
+		if err != nil || !rep.OK {
+			b.Fatal(err, rep.Damage)
+		}
+	}
+}
+
+func BenchmarkVerifySHA256(b *testing.B) {
+	_, path := benchLedger(b, 64<<20)
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(fi.Size())
+	buf := make([]byte, 1<<20)
+	for b.Loop() {
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h := sha256.New()
+		if _, err := io.CopyBuffer(h, f, buf); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
+}
