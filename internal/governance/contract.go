@@ -33,7 +33,60 @@ type Contract struct {
 	// decides. No match means forbidden.
 	Rules   []Rule  `json:"rules"`
 	Budgets Budgets `json:"budgets"`
-	Policy  Policy  `json:"policy"`
+	// CycleBudget bounds each single cycle (the controller's budgets);
+	// Budgets bound the whole run.
+	CycleBudget *CycleBudget `json:"cycle_budget,omitempty"`
+	Policy      Policy       `json:"policy"`
+}
+
+// Cycle returns the cycle budget in force, defaults filled in.
+func (c *Contract) Cycle() CycleBudget {
+	if c.CycleBudget == nil {
+		return CycleBudget{}.Defaults()
+	}
+	return c.CycleBudget.Defaults()
+}
+
+// CycleBudget is what one cycle may spend. A zero field takes its default;
+// a cycle that would go over a limit stops in the controller's blocked
+// state with the limit's name as the reason.
+type CycleBudget struct {
+	// MaxWallTimeSeconds bounds the time from the cycle's start to its
+	// effect: past it, the effect is not carried out (the watchdog).
+	MaxWallTimeSeconds int64 `json:"max_wall_time_seconds,omitempty"`
+	// MaxEvents bounds the ledger events one cycle writes.
+	MaxEvents int64 `json:"max_events,omitempty"`
+	// MaxRecursiveDepth bounds the cognitive depth a cycle reaches (D0..D3
+	// as 0..3), whatever the contract's coordinate allows.
+	MaxRecursiveDepth int64 `json:"max_recursive_depth,omitempty"`
+	// MaxBranches bounds the agenda candidates one cycle weighs.
+	MaxBranches int64 `json:"max_branches,omitempty"`
+	// MaxToolActions bounds sandbox actions per cycle.
+	MaxToolActions int64 `json:"max_tool_actions,omitempty"`
+	// MaxFilesTouched bounds the files one cycle's action may change.
+	MaxFilesTouched int64 `json:"max_files_touched,omitempty"`
+	// MaxCost bounds cognitive operations per cycle.
+	MaxCost int64 `json:"max_cost,omitempty"`
+	// MaxCascadeFanout bounds the recipients of a cycle's cascade.
+	MaxCascadeFanout int64 `json:"max_cascade_fanout,omitempty"`
+}
+
+// Defaults returns the budget with zero fields replaced by defaults.
+func (b CycleBudget) Defaults() CycleBudget {
+	def := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&b.MaxWallTimeSeconds, 300)
+	def(&b.MaxEvents, 256)
+	def(&b.MaxRecursiveDepth, 3)
+	def(&b.MaxBranches, 64)
+	def(&b.MaxToolActions, 1)
+	def(&b.MaxFilesTouched, 8)
+	def(&b.MaxCost, 64)
+	def(&b.MaxCascadeFanout, 8)
+	return b
 }
 
 // Authority is the authority the run holds, fixed for its lifetime.
@@ -213,6 +266,24 @@ func (c *Contract) Validate() error {
 		if l.l.Soft < 0 || l.l.Hard < 0 || (l.l.Hard > 0 && l.l.Soft > l.l.Hard) {
 			return &state.FieldError{Path: "budgets." + l.name, Err: fmt.Errorf("soft and hard must be >= 0 and soft <= hard")}
 		}
+	}
+	cb := CycleBudget{}
+	if c.CycleBudget != nil {
+		cb = *c.CycleBudget
+	}
+	for _, v := range []struct {
+		name string
+		n    int64
+	}{{"max_wall_time_seconds", cb.MaxWallTimeSeconds}, {"max_events", cb.MaxEvents},
+		{"max_recursive_depth", cb.MaxRecursiveDepth}, {"max_branches", cb.MaxBranches},
+		{"max_tool_actions", cb.MaxToolActions}, {"max_files_touched", cb.MaxFilesTouched},
+		{"max_cost", cb.MaxCost}, {"max_cascade_fanout", cb.MaxCascadeFanout}} {
+		if v.n < 0 {
+			return &state.FieldError{Path: "cycle_budget." + v.name, Err: fmt.Errorf("must be >= 0 (0 takes the default)")}
+		}
+	}
+	if cb.MaxRecursiveDepth > 3 {
+		return &state.FieldError{Path: "cycle_budget.max_recursive_depth", Err: fmt.Errorf("must be at most 3 (D3)")}
 	}
 	switch c.Policy.DeferTo {
 	case "", "sleep", "defer":
