@@ -172,7 +172,9 @@ var roleNames = [...]string{IntentCustodian: "intent_custodian", Observer: "obse
 	Executor: "executor", Evaluator: "evaluator", Promoter: "promoter", Operator: "operator"}
 
 // Roles lists every valid role.
-func Roles() []Role { return []Role{IntentCustodian, Observer, Distiller, Executor, Evaluator, Promoter, Operator} }
+func Roles() []Role {
+	return []Role{IntentCustodian, Observer, Distiller, Executor, Evaluator, Promoter, Operator}
+}
 
 func (r Role) String() string {
 	if r > RoleInvalid && int(r) < len(roleNames) {
