@@ -86,6 +86,14 @@ func runWake(a *app, o wakeOptions) error {
 	if sig.By == "" {
 		sig.By = osUser()
 	}
+	if sig.CausalParent == "" {
+		// Every wake event names what it follows from: by default the
+		// run's last cycle, which the operator was looking at.
+		sig.CausalParent = string(rs.State.Run.LastCycleRef)
+		if sig.CausalParent == "" {
+			sig.CausalParent = rs.State.Run.RunID
+		}
+	}
 	ttl := rs.State.Contract.Policy.Defaults().SignalTTLSeconds
 	sig.ExpiresAt = state.FormatTime(now.Add(time.Duration(ttl) * time.Second))
 	if o.expires != "" {

@@ -22,6 +22,7 @@ import (
 	"github.com/acr-project/acr/internal/agenda"
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/commitment"
+	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/kernel"
@@ -58,7 +59,64 @@ type Report struct {
 	Strategy       Strategy             `json:"strategy"`
 	Compaction     *Compaction          `json:"compacted_by,omitempty"`
 	Recovery       []Step               `json:"recovery"`
-	Controller     []json               `json:"controller_transitions"`
+	Controller     Controller           `json:"controller"`
+}
+
+// Controller is the cycle as the cycle controller saw it: the declared
+// coordinates and budget, every transition with its actor role, and the
+// controller's artifacts.
+type Controller struct {
+	Declaration *controller.Declaration     `json:"declaration,omitempty"`
+	Transitions []controller.Transition     `json:"transitions"`
+	Tension     *controller.TensionReport   `json:"tension,omitempty"`
+	Fitness     *controller.FitnessContract `json:"fitness_contract,omitempty"`
+	FitnessRef  state.Ref                   `json:"fitness_ref,omitempty"`
+	Readback    *world.Readback             `json:"readback,omitempty"`
+	Learning    *controller.LearningDelta   `json:"learning_delta,omitempty"`
+	Candidate   *controller.Candidate       `json:"candidate,omitempty"`
+	Cascade     *controller.CascadeRecord   `json:"cascade,omitempty"`
+	Violations  []controller.Violation      `json:"violations_refused"`
+	// Other holds controller records of kinds this audit does not know,
+	// as they are.
+	Other []json `json:"other,omitempty"`
+}
+
+// add files one controller record under its kind.
+func (c *Controller) add(ev ledger.Event) error {
+	var err error
+	switch ev.Type {
+	case "controller.transition.recorded":
+		var t *controller.Transition
+		if t, err = decode[controller.Transition](ev.Object); err == nil {
+			c.Transitions = append(c.Transitions, *t)
+		}
+	case "controller.cycle.declared":
+		c.Declaration, err = decode[controller.Declaration](ev.Object)
+	case "controller.tension.assessed":
+		c.Tension, err = decode[controller.TensionReport](ev.Object)
+	case "controller.fitness.fixed":
+		c.Fitness, err = decode[controller.FitnessContract](ev.Object)
+		c.FitnessRef = ev.Object.Ref
+	case "effect.readback.recorded":
+		c.Readback, err = decode[world.Readback](ev.Object)
+	case "controller.learning.metabolized":
+		c.Learning, err = decode[controller.LearningDelta](ev.Object)
+	case "controller.candidate.forged":
+		c.Candidate, err = decode[controller.Candidate](ev.Object)
+	case "controller.cascade.recorded":
+		c.Cascade, err = decode[controller.CascadeRecord](ev.Object)
+	case "controller.violation.refused":
+		var v *controller.Violation
+		if v, err = decode[controller.Violation](ev.Object); err == nil {
+			c.Violations = append(c.Violations, *v)
+		}
+	default:
+		var v state.Value
+		if v, err = state.ParseCanonical(ev.Object.Body); err == nil {
+			c.Other = append(c.Other, v)
+		}
+	}
+	return err
 }
 
 // json is a raw object kept as-is in the report.
@@ -138,7 +196,7 @@ func Explain(fsys disk.FS, cycle int64) (*Report, error) {
 		return nil, err
 	}
 	r := &Report{Cycle: cycle, InboxItems: []InboxItem{}, Chain: []Step{}, Commitments: []CommitmentChange{},
-		Recovery: []Step{}, Controller: []state.Value{}, Strategy: Strategy{Sources: []strategy.SourceVersion{}}}
+		Recovery: []Step{}, Controller: Controller{Transitions: []controller.Transition{}, Violations: []controller.Violation{}}, Strategy: Strategy{Sources: []strategy.SourceVersion{}}}
 	for _, rec := range recs {
 		if err := r.absorb(rec); err != nil {
 			return nil, fmt.Errorf("audit cycle %d, seq %d: %w", cycle, rec.Seq, err)
@@ -248,11 +306,8 @@ func (r *Report) absorb(rec ledger.Record) error {
 				r.Strategy.addSource(sv)
 			}
 		}
-	case strings.HasPrefix(ev.Type, "controller.") && ev.Object != nil:
-		var v state.Value
-		if v, err = state.ParseCanonical(ev.Object.Body); err == nil {
-			r.Controller = append(r.Controller, v)
-		}
+	case strings.HasPrefix(ev.Type, "controller.") && ev.Object != nil, ev.Type == "effect.readback.recorded":
+		err = r.Controller.add(ev)
 	case ev.Type == "persistent.cycle.completed":
 		var cr *state.CycleRecord
 		if cr, err = decode[state.CycleRecord](ev.Object); err == nil {

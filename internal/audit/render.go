@@ -96,6 +96,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, s := range r.Recovery {
 		p("recovery    seq %d %s (%s)", s.Seq, s.Type, strings.Join(s.Reasons, ", "))
 	}
+	writeController(p, r.Controller)
 	p("causal chain")
 	for _, s := range r.Chain {
 		p("  %6d  %-36s %s", s.Seq, s.Type, s.Ref.Short())
@@ -140,4 +141,50 @@ func (r *Report) WriteDOT(w io.Writer) error {
 	}
 	_, err := fmt.Fprintln(w, "}")
 	return err
+}
+
+// writeController prints the controller's view: coordinates, tension,
+// fitness, every transition with its actor role, and what was refused.
+func writeController(p func(string, ...any), c Controller) {
+	if d := c.Declaration; d != nil {
+		co := d.Coordinates
+		p("controller  %s: readiness %s, autonomy %s, authority %s, depth %s (max D%d this cycle)", d.CycleID, co.Readiness, co.Autonomy,
+			co.Authority, co.CognitiveDepth, d.MaxDepth)
+	}
+	if t := c.Tension; t != nil {
+		var subjects []string
+		for _, s := range t.Sources {
+			subjects = append(subjects, s.Class+":"+s.Subject)
+		}
+		p("  tension   %s%s", strings.Join(t.Classes, ", "), reasonSuffix(strings.Join(subjects, ", ")))
+	}
+	if f := c.Fitness; f != nil {
+		p("  fitness   %s fixed before the action by %s: %s", c.FitnessRef, f.ProposedBy, strings.Join(f.Criteria, ", "))
+	}
+	if rb := c.Readback; rb != nil {
+		p("  readback  %s %s by observer: passing [%s], failing [%s]", rb.Target, orDash(string(rb.SHA256)), strings.Join(rb.Passing, " "), strings.Join(rb.Failing, " "))
+	}
+	for _, t := range c.Transitions {
+		line := fmt.Sprintf("  %2d %-14s -> %-24s %-16s %s", t.Seq, t.PreviousState, t.NextState, t.ActorRole, t.Reason)
+		if t.AuthorityUsed != "" && t.AuthorityUsed != "none" {
+			line += " [authority " + string(t.AuthorityUsed) + "]"
+		}
+		p("%s", strings.TrimRight(line, " "))
+	}
+	if l := c.Learning; l != nil {
+		changes := "no durable change"
+		if len(l.Changes) > 0 {
+			changes = strings.Join(l.Changes, "; ")
+		}
+		p("  learning  %s: %s (%s)", l.ResultantStatus, changes, l.MemoryClass)
+	}
+	if cd := c.Candidate; cd != nil {
+		p("  candidate %s (%s, enabled %t) for %s: %s", cd.ID, cd.Kind, cd.Enabled, cd.Gap, cd.Spec)
+	}
+	if cs := c.Cascade; cs != nil && len(cs.Surfaces) > 0 {
+		p("  cascade   surfaces %s, recipients %s", strings.Join(cs.Surfaces, ", "), orDash(strings.Join(cs.Recipients, ", ")))
+	}
+	for _, v := range c.Violations {
+		p("  refused   %s: %s by %s on %s", v.Rule, v.Detail, v.Actor, v.Artifact)
+	}
 }

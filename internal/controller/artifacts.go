@@ -3,6 +3,7 @@ package controller
 import (
 	"slices"
 
+	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -11,7 +12,6 @@ const (
 	DeclarationSchema = "acr.controller-cycle/v0.1"
 	TensionSchema     = "acr.tension-report/v0.1"
 	FitnessSchema     = "acr.fitness-contract/v0.1"
-	ReadbackSchema    = "acr.observation-report/v0.1"
 	LearningSchema    = "acr.learning-delta/v0.1"
 	CandidateSchema   = "acr.capability-candidate/v0.1"
 	CascadeSchema     = "acr.cascade/v0.1"
@@ -27,8 +27,8 @@ type Declaration struct {
 	Coordinates   Coordinates `json:"coordinates"`
 	// MaxDepth is the cognitive depth the cycle may reach: the lower of
 	// the coordinate and the budget's max_recursive_depth.
-	MaxDepth int64 `json:"max_depth"`
-	Budget   any   `json:"budget"`
+	MaxDepth int64                  `json:"max_depth"`
+	Budget   governance.CycleBudget `json:"budget"`
 }
 
 // Tension classes of a TensionReport.
@@ -141,18 +141,6 @@ type FitnessContract struct {
 	// PassingBefore are the checks on the target that passed before.
 	PassingBefore []string `json:"passing_before"`
 	ProposedBy    Role     `json:"proposed_by"`
-}
-
-// Readback is the observer's own report of the action's effect, read from
-// the world after the executor is done, kept apart from the executor's
-// outcome so that the evaluator never rests on the executor's word alone.
-type Readback struct {
-	Schema  string            `json:"schema"`
-	Target  string            `json:"target"`
-	SHA256  state.Fingerprint `json:"sha256"`
-	Passing []string          `json:"passing"`
-	Failing []string          `json:"failing"`
-	By      Role              `json:"by"`
 }
 
 // LearningDelta is what a cycle keeps: only accepted durable changes; a

@@ -153,13 +153,22 @@ func Decide(c *Contract, spec *world.Spec, req Request) Decision {
 	if c.Authority.Mode.Rank() < requiredAuthority(a.Operation).Rank() {
 		return refuse("authority_insufficient")
 	}
-	i := c.Match(a.Operation, a.Target)
-	if i < 0 {
-		d.Rule = "default"
-		return refuse("no_rule_allows")
+	var r Rule
+	if a.Operation == world.OpRestore {
+		// Undoing the run's own effect through its rollback bundle needs
+		// no rule beyond the one that allowed the effect; it still needs
+		// the authority and the autonomy to write.
+		d.Rule, d.Effect = "rollback_of_own_effect", Allow
+		r = Rule{Effect: Allow}
+	} else {
+		i := c.Match(a.Operation, a.Target)
+		if i < 0 {
+			d.Rule = "default"
+			return refuse("no_rule_allows")
+		}
+		r = c.Rules[i]
+		d.Rule, d.Effect = fmt.Sprintf("rules[%d]", i), r.Effect
 	}
-	r := c.Rules[i]
-	d.Rule, d.Effect = fmt.Sprintf("rules[%d]", i), r.Effect
 	if r.Effect == Forbid {
 		return refuse("contract_forbids")
 	}
@@ -184,7 +193,9 @@ func Decide(c *Contract, spec *world.Spec, req Request) Decision {
 	switch autonomy := Level(c.Coordinates.Autonomy, 'A'); {
 	case autonomy <= 0:
 		return refuse("autonomy_A0_observe_only")
-	case autonomy == 1 && !approved:
+	case autonomy == 1:
+		// A1 is proposal-only: an approval is the person's review of the
+		// proposal, never permission for the loop to act.
 		d.Verdict, d.ReasonCodes = Escalate, []string{"autonomy_A1_proposal_only"}
 		return d
 	}
@@ -194,6 +205,9 @@ func Decide(c *Contract, spec *world.Spec, req Request) Decision {
 	}
 	d.Verdict = Execute
 	d.ReasonCodes = []string{"contract_allows"}
+	if a.Operation == world.OpRestore {
+		d.ReasonCodes = []string{"rollback_of_own_effect"}
+	}
 	if approved {
 		d.ReasonCodes = []string{"operator_approved"}
 	}

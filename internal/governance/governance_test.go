@@ -354,10 +354,13 @@ func TestDecide(t *testing.T) {
 			f.contract.Coordinates.Autonomy = "A1"
 			f.req.Approval = approval(otherRef, "approve")
 		}, governance.Escalate, []string{"autonomy_A1_proposal_only"}, "rules[2]", governance.Allow, []string{}, ""},
-		{"A1 with approval executes", func(f *decideFixture) {
+		{"A1 with approval still only proposes", func(f *decideFixture) {
 			f.contract.Coordinates.Autonomy = "A1"
 			f.req.Approval = approval(f.req.ActionRef, "approve")
-		}, governance.Execute, []string{"operator_approved"}, "rules[2]", governance.Allow, []string{}, "approval-1"},
+		}, governance.Escalate, []string{"autonomy_A1_proposal_only"}, "rules[2]", governance.Allow, []string{}, "approval-1"},
+		{"restore of the run's own effect needs no rule", func(f *decideFixture) {
+			setAction(f, world.OpRestore, "config/app.ini")
+		}, governance.Execute, []string{"rollback_of_own_effect"}, "rollback_of_own_effect", governance.Allow, []string{}, ""},
 		{"approve effect escalates", func(f *decideFixture) { setAction(f, world.OpApplyPatch, "config/app.ini") },
 			governance.Escalate, []string{"contract_requires_approval"}, "rules[1]", governance.Approve, []string{}, ""},
 		{"approve effect, approval for a different action", func(f *decideFixture) {

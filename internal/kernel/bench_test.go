@@ -32,7 +32,7 @@ func BenchmarkCycle(b *testing.B) {
 			out = &world.Outcome{Schema: world.OutcomeSchema, Key: p.Effect.Key, Operation: world.OpApplyPatch, Target: "a.txt",
 				Status: world.OutcomeCommitted, PostCheck: &world.CheckResult{ID: "a", Status: world.CheckPass}}
 		}
-		r, err := Finish(p, out, false)
+		r, err := Finish(p, settled(out, "a"))
 		if err != nil {
 			b.Fatal(err)
 		}

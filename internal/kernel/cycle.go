@@ -10,6 +10,7 @@ import (
 	"github.com/acr-project/acr/internal/agenda"
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/commitment"
+	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/intent"
@@ -68,6 +69,9 @@ type Summary struct {
 	StrategicReview    bool              `json:"strategic_review"`
 	Compacted          bool              `json:"compacted"`
 	Recovered          bool              `json:"recovered,omitempty"`
+	// Controller is the controller state the cycle went back to sleep
+	// from: no_cycle, propose, blocked, failed or cascade.
+	Controller string `json:"controller_state"`
 }
 
 // builder accumulates one cycle's events, linking each to the previous one
@@ -99,6 +103,25 @@ type builder struct {
 	fp         string
 	evidence   string
 	compactReq bool
+	strategic  strategy.Tension
+
+	// the controller's view of the cycle (control.go)
+	ctl        *controller.Machine
+	guard      *controller.Guard
+	coords     controller.Coordinates
+	cycleID    string
+	maxDepth   int64
+	deadline   time.Time
+	handoff    []state.Ref // outputs of the last transition
+	nEvents    int64       // events emitted by the cycle, both batches
+	evMark     int64       // nEvents at the last transition
+	via        controller.State
+	fitness    controller.FitnessContract
+	fitnessRef state.Ref
+	areqRef    state.Ref
+	woken      []string // commitments whose condition or deadline came
+	restOut    []state.Ref
+	restUsed   controller.Usage
 }
 
 func (b *builder) fail(err error) {
@@ -121,6 +144,7 @@ func (b *builder) emit(typ string, obj *ledger.Object, refs map[string]state.Ref
 	b.events = append(b.events, ev)
 	b.refs = append(b.refs, ref)
 	b.last = ref
+	b.nEvents++
 	return ref
 }
 
@@ -170,12 +194,17 @@ func Begin(s State, in Inputs) (*Pending, error) {
 	for _, ev := range inputEvents {
 		b.emit(ev.Type, ev.Object, ev.Refs, ev.Reasons...)
 	}
+	_, why := Eligible(s, in)
 	if prior := s.Run.LoopDisposition; prior != state.Continue && prior != state.DispositionInvalid {
-		_, why := Eligible(s, in)
 		b.emit("persistent.loop.woke", nil, nil, why...)
 	}
 	b.s.Environment = in.Observation
+	b.declare(why)
 	b.consumeInbox(in)
+	if in.KillSwitch && b.stop == nil {
+		b.stop = &state.StopRequest{Schema: state.StopSchema, ID: "kill-switch", By: "kill-switch", Kill: true, CreatedAt: b.at}
+		b.emit("persistent.stop.requested", nil, nil, "operator_kill_switch", "kill_switch_file")
+	}
 	b.receiveKnowledge(in.Knowledge)
 	b.run()
 	if b.err != nil {
@@ -184,14 +213,13 @@ func Begin(s State, in Inputs) (*Pending, error) {
 	return &Pending{Events: b.events, Effect: b.effect, b: b}, nil
 }
 
-// Finish completes a cycle. outcome is the world's answer to the Effect
-// (nil when there was none); uncertain reports that recovery could not
-// tell whether an interrupted effect happened.
-func Finish(p *Pending, outcome *world.Outcome, uncertain bool) (*Result, error) {
+// Finish completes a cycle with what the driver learned about its Effect
+// (the zero Settlement when there was none).
+func Finish(p *Pending, st Settlement) (*Result, error) {
 	b := p.b
 	b.events = nil // the first batch belongs to Pending
 	if p.Effect != nil {
-		b.settle(outcome, uncertain)
+		b.settle(st)
 	}
 	b.finish()
 	if b.err != nil {
@@ -224,8 +252,11 @@ func (b *builder) consumeInbox(in Inputs) {
 				b.emit("persistent.wake.rejected", nil, refs, "unknown_source")
 			case expired(w.ExpiresAt, b.now):
 				b.emit("persistent.wake.rejected", nil, refs, "expired")
+			case w.CausalParent == "":
+				b.emit("persistent.wake.rejected", nil, refs, "no_causal_parent")
 			case inbox.CheckPayload(w.Payload) != nil:
 				b.emit("persistent.wake.rejected", nil, refs, "carries_authority")
+				b.refused(b.guard.Raise(b.coords, controller.Coordinates{Authority: governance.AuthExternalAction}, controller.Observer, ref))
 			case slices.ContainsFunc(rs.DedupKeys, func(k state.DedupKey) bool { return k.Key == w.DedupKey }):
 				b.emit("persistent.wake.coalesced", nil, refs, "duplicate_dedup_key")
 			default:
@@ -286,57 +317,147 @@ func (b *builder) receiveKnowledge(updates []strategy.KnowledgeUpdate) {
 	}
 }
 
-// run is the body of a cycle up to the governance boundary.
+// run is the body of a cycle up to the governance boundary. Each step is
+// a controller state (control.go, docs/controller.md).
 func (b *builder) run() {
 	rs := &b.s.Run
 	if b.stop != nil {
+		b.block(controller.Operator, stopReason(*b.stop))
 		b.conclude(state.Stopped, []string{stopReason(*b.stop)})
 		return
 	}
 	if rs.Status == state.RunFaulted {
+		b.block(controller.IntentCustodian, "run_faulted_awaiting_manual_resume")
 		b.conclude(state.Faulted, []string{"run_faulted_awaiting_manual_resume"})
 		return
 	}
 	if name, ok := b.hardBudgetAtStart(); ok {
+		b.block(controller.IntentCustodian, "budget_"+name)
 		b.conclude(state.Stopped, []string{"budget_limit", "budget_" + name})
-		return
-	}
-	if al := intent.Align(&b.s.Goal, b.now); !al.Aligned {
-		b.emit("controller.cycle.blocked", nil, nil, append([]string{"intent_review_required"}, al.Reasons...)...)
-		b.conclude(state.Deferred, append([]string{"intent_review_required"}, al.Reasons...))
 		return
 	}
 
 	// Observe: semantic state and self-observation.
+	b.move(controller.Observe, "inputs_accepted", b.rec.InputRefs...)
 	sem := semantic.Encode(b.s.Environment, &b.s.Spec)
 	b.rec.SemanticStateRef = b.record("semantic.state.encoded", "sem", sem, nil)
 	self := semantic.Observe(rs, b.cycle, len(b.s.Commitments.Commitments))
 	b.rec.SelfObservationRef = b.record("self.observation.recorded", "self", self, nil)
+	b.move(controller.Align, "context_snapshot", b.rec.SemanticStateRef, b.rec.SelfObservationRef)
 
-	// Existing commitments come before new agenda candidates.
+	// Align with the accepted intent.
+	if al := intent.Align(&b.s.Goal, b.now); !al.Aligned {
+		b.emit("controller.cycle.blocked", nil, nil, append([]string{"intent_review_required"}, al.Reasons...)...)
+		b.block(controller.IntentCustodian, "intent_review_required")
+		b.conclude(state.Deferred, append([]string{"intent_review_required"}, al.Reasons...))
+		return
+	}
+	b.move(controller.AssessTension, "intent_aligned", rs.GoalRefs...)
+
+	// Existing commitments come before new agenda candidates; then
+	// strategy, then the controller's tension report.
 	b.evaluateCommitments()
 	b.liftDeferrals()
 	b.liftSuppressions()
-
-	// Strategy: tension, trigger, optional review.
 	b.strategize()
+	tension, tensionRef := b.assessTension(sem)
 
 	// A resolved approval is acted on first: its action was decided before.
 	if i := slices.IndexFunc(rs.PendingApprovals, func(p state.PendingApproval) bool { return p.Resolution != nil }); i >= 0 {
+		b.move(controller.Distill, "approval_resolved", tensionRef)
 		b.resumeApproval(i)
 		return
 	}
+	// So is an undo the evaluator required.
+	if len(rs.Rollbacks) > 0 {
+		b.move(controller.Distill, "rollback_required", tensionRef)
+		b.rollback()
+		return
+	}
+	satisfied := b.s.Goal.StopOnSuccess && intent.Satisfied(&b.s.Goal, b.s.Environment)
+	resolved := false
+	if !tension.Material {
+		// No agenda is still a first-class outcome of the pipeline: the
+		// (empty) resolution is recorded with the no_cycle.
+		b.resolveAgenda(sem)
+		resolved = true
+		if b.res.Outcome == agenda.NoAgenda {
+			b.move(controller.NoCycle, controller.TensionNone, tensionRef, b.resRef)
+			if satisfied {
+				b.conclude(state.Stopped, []string{"goal_satisfied"})
+				return
+			}
+			b.conclude(b.resting(), append(b.restingReasons(), "no_material_tension"))
+			return
+		}
+		// The agenda found work the tension report did not name: distill
+		// it rather than drop it.
+	}
+	b.move(controller.Distill, strings.Join(tension.Classes, ","), tensionRef)
+	if b.maxDepth < 1 {
+		// D0: observe and report tension, think about nothing.
+		b.move(controller.NoCycle, "cognitive_depth_D0")
+		b.conclude(b.resting(), []string{"cognitive_depth_D0"})
+		return
+	}
 
-	b.resolveAgenda(sem)
+	if !resolved {
+		b.resolveAgenda(sem)
+	}
 	if b.res.Outcome == agenda.NoAgenda {
-		if b.s.Goal.StopOnSuccess && intent.Satisfied(&b.s.Goal, b.s.Environment) {
+		b.move(controller.NoCycle, "no_agenda", b.resRef)
+		if satisfied {
 			b.conclude(state.Stopped, []string{"goal_satisfied"})
 			return
 		}
 		b.conclude(b.resting(), b.restingReasons())
 		return
 	}
+	if over := b.overBudget(controller.Usage{Branches: int64(b.candidates)}); over != "" {
+		b.block(controller.Distiller, "budget_"+over, b.resRef)
+		b.conclude(b.resting(), []string{"cycle_budget", "budget_" + over})
+		return
+	}
 	b.think()
+}
+
+// assessTension writes the controller's TensionReport: is anything worth
+// a cycle, and why, with the evidence ref of each claim.
+func (b *builder) assessTension(sem semantic.State) (controller.TensionReport, state.Ref) {
+	rs := &b.s.Run
+	obs := b.s.Environment.Ref()
+	blocked := b.blocked()
+	in := controller.TensionInputs{CycleID: b.cycleID, Observation: obs, Due: b.woken}
+	for _, f := range sem.Failing() {
+		if _, ok := blocked["check:"+f.Subject]; !ok {
+			in.Failing = append(in.Failing, f.Subject)
+		}
+	}
+	in.Drifted = b.drifted(in.Failing)
+	for i, w := range b.signals {
+		if w.Source == "manual_resume" {
+			in.OperatorSignals = append(in.OperatorSignals, controller.TensionSource{Class: controller.TensionOperatorRequest,
+				Subject: w.Source, Ref: state.NewRef("sig", state.MustMarshal(b.signals[i]))})
+		}
+	}
+	for _, p := range rs.PendingApprovals {
+		if p.Resolution != nil {
+			in.OperatorSignals = append(in.OperatorSignals, controller.TensionSource{Class: controller.TensionOperatorRequest, Subject: "approval", Ref: p.Ref})
+		}
+	}
+	for _, r := range rs.Rollbacks {
+		in.Failing = append(in.Failing, "rollback:"+r.ItemID)
+	}
+	for _, sg := range b.strategic.Signals {
+		if sg.Class == strategy.ConflictingCommitments {
+			in.Conflicts = append(in.Conflicts, sg.Subject)
+		}
+	}
+	if b.compactReq {
+		in.Maintenance = append(in.Maintenance, "compaction")
+	}
+	t := controller.Assess(in)
+	return t, b.record(evTension, "tens", t, map[string]state.Ref{"observation": obs}, t.Classes...)
 }
 
 // evaluateCommitments evaluates live commitments' conditions and applies
@@ -381,6 +502,9 @@ func (b *builder) transition(t commitment.Transition, refs map[string]state.Ref)
 	}
 	if t.Kind == commitment.Resume {
 		b.emit("persistent.commitment.resumed", nil, map[string]state.Ref{"commitment": ref}, "explicit_resume")
+	}
+	if t.Kind == commitment.Resume || t.Kind == commitment.Expire {
+		b.woken = append(b.woken, c.ID)
 	}
 }
 
@@ -455,10 +579,17 @@ func (b *builder) strategize() {
 		}
 	}
 	t := strategy.Assess(strategy.Inputs{CycleSeq: b.cycle, Failures: failures, Targets: targets, Candidates: open, FailureThreshold: pol.FailureThreshold})
+	b.strategic = t
 	b.rec.StrategicTensionRef = b.record("strategy.tension.observed", "tension", t, nil)
 	tr := strategy.NeedsReview(t, b.s.Strategy)
 	b.rec.ReviewTriggerRef = b.record("strategy.review.evaluated", "trigger", tr, nil, tr.Reasons...)
 	if tr.Decision != strategy.Review {
+		return
+	}
+	if b.maxDepth < 2 {
+		// A review is D2 cognition: a cycle declared below it skips the
+		// review rather than deepen itself.
+		b.emit("strategy.review.capped", nil, map[string]state.Ref{"trigger": b.rec.ReviewTriggerRef}, "cognitive_depth_below_D2")
 		return
 	}
 	b.emit("strategy.review.requested", nil, map[string]state.Ref{"trigger": b.rec.ReviewTriggerRef}, tr.Reasons...)
@@ -537,6 +668,7 @@ func (b *builder) think() {
 	b.check = b.s.Spec.Checks[ci]
 	result, _ := b.s.Environment.Check(b.check.ID)
 	if name, ok := b.hardBudget("cognitive_operations"); ok {
+		b.block(controller.Distiller, "budget_"+name, b.resRef)
 		b.conclude(state.Stopped, []string{"budget_limit", "budget_" + name})
 		return
 	}
@@ -557,9 +689,23 @@ func (b *builder) think() {
 	dlg, action := cognition.Run(prog, progRef, cognition.Situation{Check: b.check, Result: result, FailedPrint: failed, Spec: &b.s.Spec, Routing: routing})
 	b.rec.DialogueRef = b.record("cognition.run.completed", "dlg", dlg, map[string]state.Ref{"program": progRef}, dlg.Result)
 	rs.Budget.CognitiveOperations += int64(dlg.Operations)
+	depth := int64(1)
+	if b.sum.StrategicReview {
+		depth = 2
+	}
+	used := controller.Usage{Branches: int64(b.candidates), Cost: int64(dlg.Operations), RecursiveDepth: depth}
 	if action == nil {
+		// The distiller produced no Resultant: the controller does not
+		// force one.
 		b.suppress(state.Suppression{ItemID: b.item, Reason: "no_acceptable_remedy", Since: b.at})
+		b.moveAs(controller.Distiller, controller.NoCycle, "no_acceptable_remedy", used, b.resRef, progRef, b.rec.DialogueRef)
 		b.conclude(b.afterSetback(), []string{"no_action_request", dlg.Reason})
+		return
+	}
+	if over := b.overBudget(used); over != "" {
+		b.moveAs(controller.Distiller, controller.Blocked, "budget_"+over, used, b.resRef, progRef, b.rec.DialogueRef)
+		b.suppress(state.Suppression{ItemID: b.item, Reason: "cycle_budget_" + over, Since: b.at, EvidenceRef: string(result.TargetSHA256)})
+		b.conclude(b.afterSetback(), []string{"cycle_budget", "budget_" + over})
 		return
 	}
 
@@ -569,7 +715,9 @@ func (b *builder) think() {
 		return a.ItemID == b.item && a.Fingerprint == b.fp && a.EvidenceRef == b.evidence
 	})
 	if ai >= 0 && rs.Attempts[ai].Count >= pol.RepeatLimit {
+		// Stop rule: recursion that repeats without new evidence.
 		b.emit("loop.guard.tripped", nil, nil, "repeat_without_progress", b.item)
+		b.moveAs(controller.Distiller, controller.Blocked, "repeat_without_progress", used, b.resRef, progRef, b.rec.DialogueRef)
 		b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "repeat_without_progress", Since: b.at, EvidenceRef: b.evidence})
 		b.conclude(b.afterSetback(), []string{"repeat_without_progress"})
 		return
@@ -582,6 +730,7 @@ func (b *builder) think() {
 	rs.Attempts[ai].LastCycle = b.cycle
 	rs.Attempts = boundAttempts(rs.Attempts, b.item)
 	sortAttempts(rs.Attempts)
+	b.moveAs(controller.Distiller, controller.Plan, "resultant_ready", used, b.resRef, progRef, b.rec.DialogueRef)
 	b.govern(*action, nil, sel.CommitmentID)
 }
 
@@ -631,15 +780,56 @@ func (b *builder) resumeApproval(i int) {
 	b.sum.Agenda = p.ItemID
 	r, _ := b.s.Environment.Check(action.CheckID)
 	b.fp, b.evidence = cognition.Fingerprint(action), string(r.TargetSHA256)
+	if p.ProposalOnly {
+		// A1: the person reviewed a proposal. The loop acts on nothing;
+		// the item waits for its target to change.
+		b.record("controller.proposal.reviewed", "prev", map[string]any{"proposal": p.Ref, "verdict": p.Resolution.Verdict,
+			"by": p.Resolution.By, "fitness_ref": p.FitnessRef, "cycle_seq": b.cycle}, map[string]state.Ref{"action": p.Ref}, "verdict_"+p.Resolution.Verdict)
+		b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "proposal_reviewed", Since: b.at, EvidenceRef: b.evidence})
+		b.move(controller.NoCycle, "proposal_reviewed_by_operator", b.resRef)
+		b.conclude(b.resting(), []string{"proposal_reviewed", "autonomy_A1_proposal_only"})
+		return
+	}
+	b.move(controller.Plan, "approved_plan", b.resRef)
 	b.govern(action, p.Resolution, "")
 }
 
-// govern takes an action request across the governance boundary and maps
-// the decision onto the scheduler without altering it.
+// rollback plans the undo an evaluation required: the restore action from
+// the effect's rollback bundle, governed like any action.
+func (b *builder) rollback() {
+	rs := &b.s.Run
+	r := rs.Rollbacks[0]
+	rs.Rollbacks = slices.Delete(slices.Clone(rs.Rollbacks), 0, 1)
+	var action world.Action
+	if err := state.DecodeValue(r.Action, &action); err != nil {
+		b.fail(fmt.Errorf("rollback of %s: %w", r.ItemID, err))
+		return
+	}
+	b.item = r.ItemID
+	if ci := slices.IndexFunc(b.s.Spec.Checks, func(c world.Check) bool { return c.ID == r.CheckID }); ci >= 0 {
+		b.check = b.s.Spec.Checks[ci]
+	}
+	b.res = agenda.Resolution{Schema: agenda.Schema, CycleSeq: b.cycle, Candidates: []agenda.Candidate{}, Excluded: []agenda.Exclusion{},
+		Outcome: agenda.Selected, Selected: &agenda.Candidate{ItemID: r.ItemID, CheckID: r.CheckID, Source: "rollback"},
+		ReasonCodes: []string{"rollback_first"}}
+	b.resRef = b.record("agenda.resolution.selected", "ares", b.res, map[string]state.Ref{"evaluation": r.EvaluationRef}, b.res.ReasonCodes...)
+	b.rec.AgendaResolutionRef = b.resRef
+	rs.ActiveAgendaResolutionRef = b.resRef
+	b.sum.Agenda = r.ItemID
+	b.fp, b.evidence = cognition.Fingerprint(action), string(action.ExpectSHA256)
+	b.move(controller.Plan, "rollback_bundle", b.resRef, r.EvaluationRef)
+	b.govern(action, nil, "")
+}
+
+// govern takes an action request across the governance boundary (the
+// controller's plan and preflight) and maps the decision onto the
+// scheduler without altering it.
 func (b *builder) govern(action world.Action, approval *state.Approval, commitmentID string) {
 	rs := &b.s.Run
 	actionRef := action.Ref()
 	b.rec.ActionRequestRef = b.record("action.request.proposed", "areq", action, nil)
+	b.areqRef = b.rec.ActionRequestRef
+	fitRef := b.plan(action, actionRef, b.areqRef)
 	result, known := b.s.Environment.Check(action.CheckID)
 	present := map[string]bool{}
 	for _, e := range b.s.Environment.Evidence {
@@ -648,11 +838,11 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 	req := governance.Request{
 		Action: action, ActionRef: actionRef, ContractRef: rs.ContractRef, CycleSeq: b.cycle, Now: b.at,
 		EvidencePresent: present, RequiredEvidence: b.check.RequiresEvidence, ObservationRef: b.s.Environment.Ref(),
-		StillNeeded: !known || result.Status == world.CheckFail || action.CheckID == "", Approval: approval,
+		StillNeeded: !known || result.Status == world.CheckFail || action.CheckID == "" || action.Operation == world.OpRestore, Approval: approval,
 	}
 	d := governance.Decide(&b.s.Contract, &b.s.Spec, req)
 	decRef := b.record("governance.decision.recorded", "gdec", d, map[string]state.Ref{"action": actionRef}, d.ReasonCodes...)
-	b.record("governance.receipt.recorded", "grcpt", governance.NewReceipt(d, decRef, req), map[string]state.Ref{"decision": decRef})
+	rcptRef := b.record("governance.receipt.recorded", "grcpt", governance.NewReceipt(d, decRef, req), map[string]state.Ref{"decision": decRef})
 	b.rec.GovernanceDecisionRef = decRef
 	b.rec.GovernanceDecision = d.Verdict.String()
 	b.sum.GovernanceDecision = d.Verdict.String()
@@ -661,28 +851,55 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 
 	switch d.Verdict {
 	case governance.Execute:
+		approver := controller.IntentCustodian
+		if approval != nil {
+			approver = controller.Operator
+		}
+		if err := b.guard.ApprovePlan(b.areqRef, approver); err != nil {
+			b.refused(err)
+			b.block(approver, controller.RuleOwnPlan, decRef)
+			b.conclude(b.orResting(more), []string{"self_approval_refused"})
+			return
+		}
 		if name, ok := b.hardBudget("actions"); ok {
+			b.block(controller.IntentCustodian, "budget_"+name, decRef)
 			b.conclude(state.Stopped, []string{"budget_limit", "budget_" + name})
+			return
+		}
+		files := int64(0)
+		if action.Operation.Writes() {
+			files = 1
+		}
+		if over := b.overBudget(controller.Usage{ToolActions: 1, FilesTouched: files}); over != "" {
+			b.block(controller.IntentCustodian, "budget_"+over, decRef)
+			b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "cycle_budget_" + over, Since: b.at, EvidenceRef: b.evidence})
+			b.conclude(b.orResting(more), []string{"cycle_budget", "budget_" + over})
 			return
 		}
 		key := world.IdempotencyKey(rs.RunID, b.cycle, actionRef, decRef)
 		b.effect = &Effect{Key: key, Action: action, ActionRef: actionRef, DecisionRef: decRef}
 		b.rec.IdempotencyKey = key
 		b.sum.IdempotencyKey = key
+		b.move(controller.Checkpoint, "governance_execute", decRef, rcptRef)
 		b.emit("sandbox.action.requested", nil, map[string]state.Ref{"action": actionRef, "decision": decRef}, "idempotency_key_derived")
 	case governance.Refuse:
+		b.block(controller.IntentCustodian, "governance_refused_"+d.ReasonCodes[0], decRef, rcptRef)
 		b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "refused_" + d.ReasonCodes[0], DecisionRef: decRef, Since: b.at})
 		b.conclude(b.orResting(more), append([]string{"governance_refused"}, d.ReasonCodes...))
 	case governance.IdleVerdict:
+		b.move(controller.NoCycle, "nothing_to_do", decRef, rcptRef)
 		b.conclude(b.orResting(more), []string{"governance_idle", "nothing_to_do"})
 	case governance.Escalate:
 		rs.PendingApprovals = append(rs.PendingApprovals, state.PendingApproval{
 			Ref: actionRef, DecisionRef: decRef, Operation: string(action.Operation), Target: action.Target, CheckID: action.CheckID,
 			ItemID: b.item, Reason: d.ReasonCodes[0], RequestedAt: b.at, CycleSeq: b.cycle, Action: mustValue(action),
+			ProposalOnly: b.coords.AutonomyLevel() <= 1, FitnessRef: fitRef,
 		})
 		b.emit("approval.requested", nil, map[string]state.Ref{"action": actionRef, "decision": decRef}, d.ReasonCodes...)
+		b.move(controller.Propose, d.ReasonCodes[0], decRef, rcptRef, fitRef)
 		b.conclude(b.orResting(more), append([]string{"governance_escalated"}, d.ReasonCodes...))
 	case governance.Defer:
+		b.block(controller.IntentCustodian, "evidence_missing", decRef, rcptRef)
 		b.deferItem(d, decRef, commitmentID)
 		b.conclude(b.orResting(more), append([]string{"governance_deferred"}, d.MissingEvidence...))
 	}
@@ -747,31 +964,78 @@ func (b *builder) orResting(more bool) state.Disposition {
 // afterSetback is the disposition after an item was set aside.
 func (b *builder) afterSetback() state.Disposition { return b.orResting(b.candidates > 1) }
 
-// settle records the world's answer to the effect and evaluates it against
-// the expected effect (the addressed check passes).
-func (b *builder) settle(out *world.Outcome, uncertain bool) {
+// settle records the world's answer to the effect: act, observe the
+// effect, evaluate it against the fixed FitnessContract, roll back or
+// metabolize, maybe forge a candidate, cascade.
+func (b *builder) settle(st Settlement) {
 	rs := &b.s.Run
 	e := b.effect
-	if uncertain || out == nil {
+	if st.Blocked != "" {
+		// A control was missing at the checkpoint: nothing was done.
+		b.block(controller.Executor, st.Blocked)
+		b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "control_missing_" + st.Blocked, Since: b.at, EvidenceRef: b.evidence})
+		b.conclude(b.afterSetback(), []string{"control_missing", st.Blocked})
+		return
+	}
+	b.move(controller.Act, "controls_in_place", e.ActionRef)
+	if st.Uncertain || st.Outcome == nil {
 		rs.PendingApprovals = append(rs.PendingApprovals, state.PendingApproval{
 			Ref: e.ActionRef, DecisionRef: e.DecisionRef, Operation: string(e.Action.Operation), Target: e.Action.Target, CheckID: e.Action.CheckID,
 			ItemID: b.item, Reason: "recovery_cannot_tell_if_effect_happened", RequestedAt: b.at, CycleSeq: b.cycle, Action: mustValue(e.Action),
 		})
 		b.emit("approval.requested", nil, map[string]state.Ref{"action": e.ActionRef}, "recovery_uncertain_effect")
+		b.moveAs(controller.Executor, controller.ObserveEffect, "effect_uncertain", controller.Usage{ToolActions: 1})
+		b.move(controller.Evaluate, "no_readback")
+		ev := Evaluation{Schema: EvaluationSchema, ActionRef: e.ActionRef, FitnessRef: b.fitnessRef, Expected: b.expected(e.Action),
+			Observed: "unknown: recovery could not tell whether the effect happened", Result: "operator_review_required", Actor: "evaluator"}
+		evRef := b.record("evaluation.recorded", "evalr", ev, nil, ev.Result)
+		b.rec.EvaluationRef = evRef
+		b.move(controller.Metabolize, ev.Result, evRef)
+		b.metabolize(ev.Result, "", evRef)
 		b.conclude(b.resting(), []string{"recovery_uncertain_effect"})
 		return
 	}
+	out := *st.Outcome
 	rs.Budget.Actions++
 	typ := "sandbox.action.committed"
 	if out.Status != world.OutcomeCommitted {
 		typ = "sandbox.action.not_applied"
 	}
-	outRef := b.record(typ, "wout", *out, map[string]state.Ref{"action": e.ActionRef, "decision": e.DecisionRef}, string(out.Status))
+	outRef := b.record(typ, "wout", out, map[string]state.Ref{"action": e.ActionRef, "decision": e.DecisionRef}, string(out.Status))
+	b.guard.Author(outRef, controller.Executor)
 	b.rec.WorldOutcomeRef = outRef
 	b.sum.Outcome = string(out.Status)
+	files := int64(0)
+	if out.AfterSHA256 != out.BeforeSHA256 {
+		files = 1
+	}
+	b.moveAs(controller.Executor, controller.ObserveEffect, string(out.Status), controller.Usage{ToolActions: 1, FilesTouched: files}, outRef)
 
-	ev := evaluate(e.Action, *out, outRef)
-	b.rec.EvaluationRef = b.record("evaluation.recorded", "evalr", ev, map[string]state.Ref{"outcome": outRef}, ev.Result)
+	var rbRef state.Ref
+	if st.Readback != nil {
+		rbRef = b.record(evReadback, "rdbk", *st.Readback, map[string]state.Ref{"outcome": outRef}, "independent_readback")
+		b.guard.Author(rbRef, controller.Observer)
+	}
+	b.move(controller.Evaluate, "effect_observed", rbRef)
+
+	result, why := evaluateEffect(e.Action, out, st.Readback, b.fitness)
+	ev := Evaluation{Schema: EvaluationSchema, ActionRef: e.ActionRef, OutcomeRef: outRef, ReadbackRef: rbRef, FitnessRef: b.fitnessRef,
+		Expected: b.expected(e.Action), Observed: why, Result: result, Actor: "evaluator"}
+	if result == "rollback_required" && st.Rollback == nil {
+		ev.Result, ev.Observed = "operator_review_required", why+"; no rollback bundle to undo it"
+	}
+	evRef := b.record("evaluation.recorded", "evalr", ev, map[string]state.Ref{"outcome": outRef, "fitness": b.fitnessRef}, ev.Result)
+	b.guard.Author(evRef, controller.Evaluator)
+	if err := b.guard.AcceptEvaluation(evRef, outRef, []state.Ref{outRef, rbRef}); err != nil {
+		b.refused(err)
+		ev.Result = "operator_review_required"
+	}
+	if b.guard.Fitness() != b.fitnessRef {
+		b.refused(&controller.Violation{Rule: controller.RuleFitnessFixed, Actor: controller.Evaluator, Artifact: evRef, Detail: "evaluated against another fitness contract"})
+		ev.Result = "operator_review_required"
+	}
+	b.rec.EvaluationRef = evRef
+
 	ai := slices.IndexFunc(rs.Attempts, func(a state.Attempt) bool {
 		return a.ItemID == b.item && a.Fingerprint == b.fp && a.EvidenceRef == b.evidence
 	})
@@ -781,60 +1045,85 @@ func (b *builder) settle(out *world.Outcome, uncertain bool) {
 		r, _ := b.s.Environment.Check(e.Action.CheckID)
 		b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "reported_awaiting_human", Since: b.at, EvidenceRef: string(r.TargetSHA256)})
 	}
+	reasons := []string{"action_" + string(out.Status), "evaluation_" + ev.Result}
+	disp := state.Continue
 	switch ev.Result {
 	case "accepted":
 		rs.Attempts = slices.DeleteFunc(rs.Attempts, func(a state.Attempt) bool { return a.ItemID == b.item })
 		b.s.Strategy = strategy.Settle(b.s.Strategy, []string{b.item})
+		if e.Action.Operation != world.OpRestore {
+			b.noteFixed()
+		}
 	case "rejected":
 		if ai >= 0 {
 			rs.Attempts[ai].Failures++
 		}
+	case "rollback_required":
+		req := state.RollbackRequest{ItemID: b.item, CheckID: e.Action.CheckID, FromCycle: b.cycle, Reason: why,
+			Action: mustValue(st.Rollback.RestoreAction(e.Action.CheckID)), EvaluationRef: evRef}
+		rs.Rollbacks = append(rs.Rollbacks, req)
+		b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "rolled_back_regression", Since: b.at})
+		b.move(controller.Rollback, ev.Result, evRef)
+		reqRef := b.record(evRollback, "rbreq", req, map[string]state.Ref{"evaluation": evRef}, "rollback_bundle_queued")
+		b.move(controller.Metabolize, "rollback_queued", reqRef)
+		b.metabolize(ev.Result, out.Target, outRef, rbRef, evRef)
+		b.conclude(disp, reasons)
+		return
+	case "operator_review_required":
+		rs.PendingApprovals = append(rs.PendingApprovals, state.PendingApproval{
+			Ref: e.ActionRef, DecisionRef: e.DecisionRef, Operation: string(e.Action.Operation), Target: e.Action.Target, CheckID: e.Action.CheckID,
+			ItemID: b.item, Reason: "evaluation_needs_operator_review", RequestedAt: b.at, CycleSeq: b.cycle, Action: mustValue(e.Action), ProposalOnly: true,
+		})
+		b.emit("approval.requested", nil, map[string]state.Ref{"action": e.ActionRef, "evaluation": evRef}, "evaluation_needs_operator_review")
+		disp = b.resting()
 	}
-	b.conclude(state.Continue, []string{"action_" + string(out.Status), "evaluation_" + ev.Result})
+	b.move(controller.Metabolize, ev.Result, evRef)
+	b.metabolize(ev.Result, out.Target, outRef, rbRef, evRef)
+	b.conclude(disp, reasons)
 }
 
-// Evaluation compares the expected effect of an action with what the world
-// reported. It is the evaluator's artifact, separate from the executor's.
+// metabolize writes the LearningDelta, forges a candidate at A4 after a
+// demonstrated gap, and records the cascade. The controller is left in
+// cascade; finish takes it back to sleep.
+func (b *builder) metabolize(result, target string, evidence ...state.Ref) {
+	delta := b.learn(result, evidence)
+	dRef := b.record(evLearning, "ldelta", delta, nil, result)
+	b.guard.Author(dRef, controller.Promoter)
+	next := dRef
+	if gap, ok := b.gapDemonstrated(); ok && b.coords.AutonomyLevel() >= 4 {
+		b.move(controller.ForgeCandidate, gap, dRef)
+		next = b.forge(gap, dRef)
+	}
+	b.move(controller.Cascade, "metabolized", next)
+	ref, used := b.cascade(target)
+	b.restOut, b.restUsed = []state.Ref{ref}, used
+}
+
+// EvaluationSchema names an evaluation.
+const EvaluationSchema = "acr.evaluation/v0.1"
+
+// Evaluation compares the expected effect of an action with what the
+// observer read back, by the FitnessContract fixed before the action. It
+// is the evaluator's artifact, separate from the executor's outcome.
 type Evaluation struct {
-	Schema     string    `json:"schema"`
-	ActionRef  state.Ref `json:"action_ref"`
-	OutcomeRef state.Ref `json:"outcome_ref"`
-	Expected   string    `json:"expected"`
-	Observed   string    `json:"observed"`
-	Result     string    `json:"result"` // accepted | partially_accepted | rejected | inconclusive
-	Actor      string    `json:"actor"`
+	Schema      string    `json:"schema"`
+	ActionRef   state.Ref `json:"action_ref"`
+	OutcomeRef  state.Ref `json:"outcome_ref"`
+	ReadbackRef state.Ref `json:"readback_ref,omitempty"`
+	FitnessRef  state.Ref `json:"fitness_ref"`
+	Expected    string    `json:"expected"`
+	Observed    string    `json:"observed"`
+	// Result: accepted | partially_accepted | rejected | inconclusive |
+	// rollback_required | operator_review_required.
+	Result string `json:"result"`
+	Actor  string `json:"actor"`
 }
 
-func evaluate(a world.Action, out world.Outcome, outRef state.Ref) Evaluation {
-	ev := Evaluation{Schema: "acr.evaluation/v0.1", ActionRef: a.Ref(), OutcomeRef: outRef, Actor: "evaluator"}
-	ev.Expected = "outcome committed"
-	if a.CheckID != "" {
-		ev.Expected = "check " + a.CheckID + " passes"
+func (b *builder) expected(a world.Action) string {
+	if a.CheckID != "" && slices.Contains(b.fitness.Criteria, "check_passes") {
+		return "check " + a.CheckID + " passes, no regression"
 	}
-	post := "none"
-	if out.PostCheck != nil {
-		post = string(out.PostCheck.Status)
-	}
-	ev.Observed = fmt.Sprintf("outcome %s, check %s", out.Status, post)
-	switch {
-	case out.Status == world.OutcomeStale:
-		ev.Result = "inconclusive"
-	case out.Status == world.OutcomeFailed:
-		ev.Result = "rejected"
-	case a.Operation == world.OpMarkIssue && out.Status == world.OutcomeCommitted:
-		ev.Result = "partially_accepted" // reported, not fixed
-	case out.PostCheck == nil:
-		ev.Result = map[bool]string{true: "accepted", false: "inconclusive"}[out.Status == world.OutcomeCommitted]
-	case out.PostCheck.Status == world.CheckPass:
-		ev.Result = "accepted"
-	case out.Status == world.OutcomeCommitted && out.AfterSHA256 != out.BeforeSHA256:
-		// The target changed but the check does not pass yet: progress,
-		// not failure (a queue drained one item at a time).
-		ev.Result = "partially_accepted"
-	default:
-		ev.Result = "rejected"
-	}
-	return ev
+	return "outcome committed and read back"
 }
 
 // conclude sets the cycle's disposition and reasons. A later call (the
@@ -888,6 +1177,13 @@ func (b *builder) finish() {
 	case state.Faulted:
 		rs.Status = state.RunFaulted
 	}
+	if d == state.Faulted && b.ctl.State() != controller.Failed && b.ctl.State() != controller.Blocked {
+		b.move(controller.Failed, strings.Join(b.reasons, ","))
+	}
+	from := b.ctl.State()
+	b.moveAs(roleOf(from), controller.Sleep, "rest_"+strings.ToLower(d.String()), b.restUsed, b.restOut...)
+	rs.Controller = b.via.String()
+	b.sum.Controller = rs.Controller
 	b.setWaiting(d)
 	rs.ReasonCodes = nonNil(b.reasons)
 	rs.CycleSeq = b.cycle

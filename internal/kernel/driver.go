@@ -40,6 +40,8 @@ type World interface {
 	Observe() (world.Observation, error)
 	Prepare(key string, a world.Action) (world.Intent, *world.Outcome, error)
 	Commit(key string, a world.Action, in world.Intent) (world.Outcome, bool, error)
+	// Readback is the observer's own reading of a target after an effect.
+	Readback(target string) (world.Readback, error)
 }
 
 // Inbox is where wake signals, approvals and stop requests arrive.
@@ -100,6 +102,9 @@ type Driver struct {
 	Index     CycleIndex
 	Clock     Clock
 	Knowledge KnowledgeSource
+	// KillSwitch reports whether the operator's kill switch is on; nil
+	// means there is none.
+	KillSwitch func() (bool, error)
 	// Revision is written into every manifest.
 	Revision string
 	// CheckpointEvery is how many cycles may run between directory
@@ -244,7 +249,7 @@ const evIntent = "sandbox.action.intent"
 // them when it re-derives cycles.
 func OutOfBand(typ string) bool {
 	return strings.HasPrefix(typ, "persistent.recovery.") || strings.HasPrefix(typ, "persistent.provider.") ||
-		strings.HasPrefix(typ, "ledger.") || typ == "inbox.item.quarantined" || typ == evIntent
+		strings.HasPrefix(typ, "ledger.") || typ == "inbox.item.quarantined" || typ == evIntent || typ == evBlocked
 }
 
 func outOfBand(typ string) bool { return OutOfBand(typ) }
@@ -349,31 +354,43 @@ func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) err
 		rec.Classification = "interrupted_in_first_batch"
 	}
 	rest := evs[n:]
-	var outcome *world.Outcome
-	uncertain := false
-	if p.Effect != nil {
-		if o, ok := recordedOutcome(rest); ok {
-			outcome = &o
-		} else {
-			out, reused, err := d.finishEffect(recs, p, rec)
+	st := recordedSettlement(recs, rest, p)
+	if p.Effect != nil && st.Blocked == "" && st.Outcome == nil {
+		in, blocked, err := d.recoveredIntent(recs, p, rec)
+		if err != nil {
+			return err
+		}
+		st.Blocked = blocked
+		if in != nil {
+			st.Rollback = in.Rollback
+		}
+		if blocked == "" {
+			out, reused, err := d.commitEffect(p, in)
 			switch {
 			case err != nil && d.UncertainErr != nil && errors.Is(err, d.UncertainErr):
-				uncertain, rec.UncertainEffect = true, true
+				st.Uncertain, rec.UncertainEffect = true, true
 				rec.Classification = "interrupted_effect_uncertain"
 			case err != nil:
 				return fmt.Errorf("recover cycle %d: effect %s: %w", p.b.cycle, p.Effect.Key, err)
 			case reused:
-				outcome = &out
+				st.Outcome = &out
 				rec.ActionsReused++
 				rec.Classification = "interrupted_after_action_commit"
 			default:
-				outcome = &out
+				st.Outcome = &out
 				rec.ActionsApplied++
 				rec.Classification = "interrupted_before_action_commit"
 			}
 		}
 	}
-	res, err := Finish(p, outcome, uncertain)
+	if st.Outcome != nil && st.Readback == nil {
+		rb, err := d.World.Readback(st.Outcome.Target)
+		if err != nil {
+			return fmt.Errorf("recover cycle %d: readback %s: %w", p.b.cycle, st.Outcome.Target, err)
+		}
+		st.Readback = &rb
+	}
+	res, err := Finish(p, st)
 	if err != nil {
 		return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: err.Error()}
 	}
@@ -404,31 +421,88 @@ func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) err
 	return nil
 }
 
-// finishEffect carries out the effect of an interrupted cycle at most
-// once: with the intent the cycle recorded, or, if the crash came before
-// the intent was durable (so the effect cannot have run), with a fresh
-// intent recorded now.
-func (d *Driver) finishEffect(recs []ledger.Record, p *Pending, rec *Recovery) (world.Outcome, bool, error) {
-	in, ok := recordedIntent(recs, p.Effect.Key)
-	if !ok {
-		var prior *world.Outcome
-		var err error
-		in, prior, err = d.World.Prepare(p.Effect.Key, p.Effect.Action)
+// recoveredIntent returns the intent an interrupted cycle made durable. If
+// the crash came before it was (so the effect cannot have run), the
+// controls are checked again and a fresh intent, or the missing control,
+// is recorded now.
+func (d *Driver) recoveredIntent(recs []ledger.Record, p *Pending, rec *Recovery) (*world.Intent, string, error) {
+	if in, ok := recordedIntent(recs, p.Effect.Key); ok {
+		return &in, "", nil
+	}
+	in, prior, err := d.World.Prepare(p.Effect.Key, p.Effect.Action)
+	if err != nil {
+		return nil, "", fmt.Errorf("recover cycle %d: prepare %s: %w", p.b.cycle, p.Effect.Key, err)
+	}
+	if prior != nil {
+		return nil, "", nil // commitEffect finds the recorded outcome
+	}
+	ev, blocked, err := d.effectEvent(p, in)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := d.appendRecovered([]ledger.Event{ev}, rec); err != nil {
+		return nil, "", err
+	}
+	return &in, blocked, nil
+}
+
+// commitEffect carries out the effect at most once (Commit finds an
+// outcome already recorded for the key and reuses it).
+func (d *Driver) commitEffect(p *Pending, in *world.Intent) (world.Outcome, bool, error) {
+	if in == nil {
+		i, prior, err := d.World.Prepare(p.Effect.Key, p.Effect.Action)
 		if err != nil {
 			return world.Outcome{}, false, err
 		}
 		if prior != nil {
 			return *prior, true, nil
 		}
-		ev, err := d.intentEvent(p.b.cycle, p.b.at, in)
-		if err != nil {
-			return world.Outcome{}, false, err
-		}
-		if _, err := d.appendRecovered([]ledger.Event{ev}, rec); err != nil {
-			return world.Outcome{}, false, err
+		in = &i
+	}
+	return d.World.Commit(p.Effect.Key, p.Effect.Action, *in)
+}
+
+// effectEvent checks the controls for an effect and returns the event to
+// append with the cycle's first batch: the intent when every control is in
+// place, else the missing control.
+func (d *Driver) effectEvent(p *Pending, in world.Intent) (ledger.Event, string, error) {
+	if why := Controls(p, &in, true, d.Clock.Now()); why != "" {
+		ev := ledger.Event{Type: evBlocked, RunID: d.state.Run.RunID, CycleSeq: p.b.cycle, At: p.b.at,
+			Refs: map[string]state.Ref{"action": p.Effect.ActionRef}, Reasons: []string{why}}
+		return ev, why, nil
+	}
+	ev, err := d.intentEvent(p.b.cycle, p.b.at, in)
+	return ev, "", err
+}
+
+// recordedSettlement reads back what a recorded cycle learned about its
+// effect: the missing control or the intent's bundle from the out-of-band
+// records, the outcome and readback from the cycle's own events.
+func recordedSettlement(all, rest []ledger.Record, p *Pending) Settlement {
+	var st Settlement
+	if p.Effect == nil {
+		return st
+	}
+	for _, r := range all {
+		if r.Event.Type == evBlocked && len(r.Event.Reasons) > 0 {
+			st.Blocked = r.Event.Reasons[0]
 		}
 	}
-	return d.World.Commit(p.Effect.Key, p.Effect.Action, in)
+	if in, ok := recordedIntent(all, p.Effect.Key); ok {
+		st.Rollback = in.Rollback
+	}
+	if o, ok := recordedOutcome(rest); ok {
+		st.Outcome = &o
+	}
+	for _, r := range rest {
+		if r.Event.Type == evReadback && r.Event.Object != nil {
+			var rb world.Readback
+			if r.Event.Object.Decode(&rb) == nil {
+				st.Readback = &rb
+			}
+		}
+	}
+	return st
 }
 
 // matchPrefix checks that the recorded events equal the derived ones for
@@ -555,6 +629,13 @@ func (d *Driver) gather() (Inputs, error) {
 		}
 		in.Knowledge = ups
 	}
+	if d.KillSwitch != nil {
+		on, err := d.KillSwitch()
+		if err != nil {
+			return Inputs{}, fmt.Errorf("%w: kill switch: %w", ErrProvider, err)
+		}
+		in.KillSwitch = on
+	}
 	return in, nil
 }
 
@@ -603,24 +684,28 @@ func (d *Driver) Step() (Summary, error) {
 		return Summary{}, err
 	}
 	batch := p.Events
-	var intent world.Intent
-	var outcome *world.Outcome
+	var intent *world.Intent
+	var st Settlement
 	if p.Effect != nil {
-		// The intent goes into the same write and fsync as the decision:
-		// durable before the effect, at no extra cost.
-		var prior *world.Outcome
-		intent, prior, err = d.World.Prepare(p.Effect.Key, p.Effect.Action)
+		// The controls are checked and the intent (or the missing control)
+		// goes into the same write and fsync as the decision: durable
+		// before the effect, at no extra cost.
+		in, prior, err := d.World.Prepare(p.Effect.Key, p.Effect.Action)
 		if err != nil {
 			return Summary{}, fmt.Errorf("cycle %d: prepare %s: %w", p.b.cycle, p.Effect.Key, err)
 		}
 		if prior != nil {
-			outcome = prior
+			st.Outcome = prior
 		} else {
-			ev, err := d.intentEvent(p.b.cycle, p.b.at, intent)
+			ev, blocked, err := d.effectEvent(p, in)
 			if err != nil {
 				return Summary{}, err
 			}
 			batch = append(slices.Clone(batch), ev)
+			st.Blocked, st.Rollback = blocked, in.Rollback
+			if blocked == "" {
+				intent = &in
+			}
 		}
 	}
 	first, err := d.Ledger.Append(batch)
@@ -628,19 +713,25 @@ func (d *Driver) Step() (Summary, error) {
 		return Summary{}, err
 	}
 	d.failpoint("after-decision")
-	uncertain := false
-	if p.Effect != nil && outcome == nil {
-		out, _, err := d.World.Commit(p.Effect.Key, p.Effect.Action, intent)
+	if intent != nil {
+		out, _, err := d.World.Commit(p.Effect.Key, p.Effect.Action, *intent)
 		switch {
 		case err != nil && d.UncertainErr != nil && errors.Is(err, d.UncertainErr):
-			uncertain = true
+			st.Uncertain = true
 		case err != nil:
 			return Summary{}, fmt.Errorf("cycle %d: commit %s: %w", p.b.cycle, p.Effect.Key, err)
 		default:
-			outcome = &out
+			st.Outcome = &out
 		}
 	}
-	res, err := Finish(p, outcome, uncertain)
+	if st.Outcome != nil {
+		rb, err := d.World.Readback(st.Outcome.Target)
+		if err != nil {
+			return Summary{}, fmt.Errorf("cycle %d: readback %s: %w", p.b.cycle, st.Outcome.Target, err)
+		}
+		st.Readback = &rb
+	}
+	res, err := Finish(p, st)
 	if err != nil {
 		return Summary{}, err
 	}

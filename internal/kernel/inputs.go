@@ -28,6 +28,9 @@ type Inputs struct {
 	Inbox []inbox.Item
 	// Knowledge holds knowledge-source update candidates.
 	Knowledge []strategy.KnowledgeUpdate
+	// KillSwitch is set when the operator's kill-switch file exists: the
+	// run stops at once and takes no action.
+	KillSwitch bool
 }
 
 // Manifest is the record of a cycle's inputs, carried by
@@ -40,6 +43,7 @@ type Manifest struct {
 	InboxPresent   []string    `json:"inbox_present"`
 	InboxItems     []state.Ref `json:"inbox_items"`
 	Knowledge      []state.Ref `json:"knowledge"`
+	KillSwitch     bool        `json:"kill_switch,omitempty"`
 }
 
 // ManifestSchema names the cycle input manifest.
@@ -68,7 +72,7 @@ func inboxKind(k inbox.Kind) string {
 func inputRecords(s *State, cycle int64, in Inputs) (Manifest, []ledger.Event, error) {
 	at := state.FormatTime(in.Now)
 	m := Manifest{Schema: ManifestSchema, CycleSeq: cycle, At: at, ObservationRef: in.Observation.Ref(),
-		InboxPresent: slices.Clone(in.InboxPresent), InboxItems: []state.Ref{}, Knowledge: []state.Ref{}}
+		InboxPresent: slices.Clone(in.InboxPresent), InboxItems: []state.Ref{}, Knowledge: []state.Ref{}, KillSwitch: in.KillSwitch}
 	if m.InboxPresent == nil {
 		m.InboxPresent = []string{}
 	}
@@ -113,7 +117,7 @@ func inputsFromRecords(s *State, recs []ledger.Record) (Inputs, Manifest, error)
 	if err != nil {
 		return Inputs{}, m, err
 	}
-	in := Inputs{Now: now, InboxPresent: m.InboxPresent}
+	in := Inputs{Now: now, InboxPresent: m.InboxPresent, KillSwitch: m.KillSwitch}
 	bodies := map[state.Ref]*ledger.Object{}
 	for _, r := range recs[1:] {
 		if o := r.Event.Object; o != nil {

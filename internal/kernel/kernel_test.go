@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/intent"
@@ -91,9 +92,9 @@ func TestBeginFinishArePure(t *testing.T) {
 
 	out := &world.Outcome{Schema: world.OutcomeSchema, Key: p1.Effect.Key, Operation: world.OpApplyPatch, Target: "a.txt", Status: world.OutcomeCommitted,
 		PostCheck: &world.CheckResult{ID: "a", Status: world.CheckPass}}
-	r1, err := Finish(p1, out, false)
+	r1, err := Finish(p1, settled(out, "a"))
 	require.NoError(t, err)
-	r2, err := Finish(p2, out, false)
+	r2, err := Finish(p2, settled(out, "a"))
 	require.NoError(t, err)
 	assert.Equal(t, encodeAll(t, r1.Events), encodeAll(t, r2.Events))
 	f1, _ := r1.State.Encode()
@@ -157,7 +158,7 @@ func TestVerdictToDisposition(t *testing.T) {
 				out = &world.Outcome{Schema: world.OutcomeSchema, Key: p.Effect.Key, Operation: world.OpApplyPatch, Target: "a.txt", Status: world.OutcomeCommitted,
 					PostCheck: &world.CheckResult{ID: "a", Status: world.CheckPass}}
 			}
-			r, err := Finish(p, out, false)
+			r, err := Finish(p, settled(out, "a"))
 			require.NoError(t, err)
 			assert.Equal(t, c.wantVerdict, r.Summary.GovernanceDecision)
 			assert.Equal(t, c.wantDisp, r.Summary.LoopDisposition, "reasons %v", r.Summary.ReasonCodes)
@@ -254,31 +255,52 @@ func TestStateRoundTrip(t *testing.T) {
 	assert.Equal(t, FileContract, ie.File)
 }
 
-// TestEvaluation pins how the evaluator reads an outcome against the
-// expected effect (the addressed check passes).
+// TestEvaluation pins how the evaluator judges an outcome: by the
+// observer's readback against the fixed FitnessContract, never by the
+// executor's report alone.
 func TestEvaluation(t *testing.T) {
 	patch := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "a.txt", CheckID: "a", Find: "bad", Replace: "good"}
 	mark := world.Action{Schema: world.ActionSchema, Operation: world.OpMarkIssue, Target: world.IssuesFile, CheckID: "a"}
-	pass := &world.CheckResult{ID: "a", Status: world.CheckPass}
-	fail := &world.CheckResult{ID: "a", Status: world.CheckFail}
+	restore := world.Action{Schema: world.ActionSchema, Operation: world.OpRestore, Target: "a.txt", CheckID: "a"}
+	fit := controller.FitnessContract{Criteria: []string{"check_passes", "no_regression", "readback_agrees"}, PassingBefore: []string{"b"}}
 	h1, h2 := state.FingerprintOf([]byte("1")), state.FingerprintOf([]byte("2"))
+	rb := func(sha state.Fingerprint, passing, failing []string) *world.Readback {
+		return &world.Readback{Schema: world.ReadbackSchema, Target: "a.txt", SHA256: sha, Passing: passing, Failing: failing}
+	}
+	committed := world.Outcome{Status: world.OutcomeCommitted, BeforeSHA256: h1, AfterSHA256: h2}
 	cases := []struct {
 		name string
 		a    world.Action
 		out  world.Outcome
+		rb   *world.Readback
 		want string
 	}{
-		{"fixed", patch, world.Outcome{Status: world.OutcomeCommitted, BeforeSHA256: h1, AfterSHA256: h2, PostCheck: pass}, "accepted"},
-		{"progress, not done", patch, world.Outcome{Status: world.OutcomeCommitted, BeforeSHA256: h1, AfterSHA256: h2, PostCheck: fail}, "partially_accepted"},
-		{"nothing changed", patch, world.Outcome{Status: world.OutcomeNoChange, BeforeSHA256: h1, AfterSHA256: h1, PostCheck: fail}, "rejected"},
-		{"already fine", patch, world.Outcome{Status: world.OutcomeNoChange, BeforeSHA256: h1, AfterSHA256: h1, PostCheck: pass}, "accepted"},
-		{"stale target", patch, world.Outcome{Status: world.OutcomeStale, PostCheck: fail}, "inconclusive"},
-		{"failed", patch, world.Outcome{Status: world.OutcomeFailed}, "rejected"},
-		{"reported", mark, world.Outcome{Status: world.OutcomeCommitted, PostCheck: fail}, "partially_accepted"},
+		{"fixed", patch, committed, rb(h2, []string{"a", "b"}, nil), "accepted"},
+		{"progress, not done", patch, committed, rb(h2, []string{"b"}, []string{"a"}), "partially_accepted"},
+		{"fixed but broke another check", patch, committed, rb(h2, []string{"a"}, []string{"b"}), "rollback_required"},
+		{"nothing changed", patch, world.Outcome{Status: world.OutcomeNoChange, BeforeSHA256: h1, AfterSHA256: h1}, rb(h1, []string{"b"}, []string{"a"}), "rejected"},
+		{"already fine", patch, world.Outcome{Status: world.OutcomeNoChange, BeforeSHA256: h1, AfterSHA256: h1}, rb(h1, []string{"a", "b"}, nil), "accepted"},
+		{"stale target", patch, world.Outcome{Status: world.OutcomeStale}, rb("", nil, []string{"a"}), "inconclusive"},
+		{"failed", patch, world.Outcome{Status: world.OutcomeFailed}, rb(h1, nil, []string{"a"}), "rejected"},
+		{"reported", mark, world.Outcome{Status: world.OutcomeCommitted, AfterSHA256: h2}, rb(h2, nil, nil), "partially_accepted"},
+		{"the readback disagrees with the executor", patch, committed, rb(h1, []string{"a"}, nil), "operator_review_required"},
+		{"no readback at all", patch, committed, nil, "operator_review_required"},
+		{"restored", restore, committed, rb(h2, nil, []string{"a"}), "accepted"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			assert.Equal(t, c.want, evaluate(c.a, c.out, "wout:sha256:x").Result)
+			got, why := evaluateEffect(c.a, c.out, c.rb, fit)
+			assert.Equal(t, c.want, got, why)
 		})
 	}
+}
+
+// settled is the driver's settlement for an outcome, with an observer
+// readback in which the given checks pass.
+func settled(out *world.Outcome, passing ...string) Settlement {
+	if out == nil {
+		return Settlement{}
+	}
+	return Settlement{Outcome: out, Readback: &world.Readback{Schema: world.ReadbackSchema, Target: out.Target, SHA256: out.AfterSHA256,
+		Passing: passing, Failing: []string{}}}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/acr-project/acr/internal/intent"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
-	"github.com/acr-project/acr/internal/world"
 )
 
 // Divergence is the first place where the current code derives something
@@ -55,10 +54,12 @@ func Replay(recs []ledger.Record, from int64) (ReplayReport, error) {
 	for len(rest) > 0 {
 		// One cycle: from its cycle.started to its cycle.completed.
 		j := slices.IndexFunc(rest, func(r ledger.Record) bool { return r.Event.Type == "persistent.cycle.completed" })
-		var group []ledger.Record
+		var group, oob []ledger.Record
 		for _, r := range rest[:max(j+1, 0)] {
 			if !outOfBand(r.Event.Type) {
 				group = append(group, r)
+			} else {
+				oob = append(oob, r)
 			}
 		}
 		if j < 0 {
@@ -84,7 +85,7 @@ func Replay(recs []ledger.Record, from int64) (ReplayReport, error) {
 			s = st
 		}
 		group = group[k:]
-		next, div, err := replayCycle(s, group)
+		next, div, err := replayCycle(s, group, oob)
 		if err != nil {
 			return rep, err
 		}
@@ -167,8 +168,9 @@ func replayInit(recs []ledger.Record) (State, error) {
 	return s, nil
 }
 
-// replayCycle derives one recorded cycle and compares.
-func replayCycle(s State, recs []ledger.Record) (State, *Divergence, error) {
+// replayCycle derives one recorded cycle and compares. oob holds the
+// cycle's out-of-band records: an effect's intent or missing control.
+func replayCycle(s State, recs, oob []ledger.Record) (State, *Divergence, error) {
 	in, _, err := inputsFromRecords(&s, recs)
 	if err != nil {
 		return s, nil, fmt.Errorf("replay cycle %d: %w", recs[0].Event.CycleSeq, err)
@@ -181,14 +183,9 @@ func replayCycle(s State, recs []ledger.Record) (State, *Divergence, error) {
 		return s, div, nil
 	}
 	rest := recs[min(len(p.Events), len(recs)):]
-	var out *world.Outcome
-	if p.Effect != nil {
-		o, ok := recordedOutcome(rest)
-		if ok {
-			out = &o
-		}
-	}
-	res, err := Finish(p, out, p.Effect != nil && out == nil)
+	st := recordedSettlement(oob, rest, p)
+	st.Uncertain = p.Effect != nil && st.Outcome == nil && st.Blocked == ""
+	res, err := Finish(p, st)
 	if err != nil {
 		return s, nil, err
 	}

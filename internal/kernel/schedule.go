@@ -31,6 +31,9 @@ func Eligible(s State, in Inputs) (bool, []string) {
 		return false, []string{"run_faulted"}
 	}
 	var why []string
+	if in.KillSwitch {
+		why = append(why, "kill_switch")
+	}
 	if rs.LoopDisposition == state.Continue {
 		why = append(why, "continue")
 	}

@@ -145,13 +145,16 @@ func Generate(dir string, events, cycles int64) (Generated, error) {
 			}
 			continue
 		}
-		var out *world.Outcome
+		var settle kernel.Settlement
 		if p.Effect != nil {
-			out = &world.Outcome{Schema: world.OutcomeSchema, Key: p.Effect.Key, Operation: world.OpApplyPatch, Target: "README.md",
-				Status: world.OutcomeCommitted, BeforeSHA256: state.FingerprintOf([]byte(Broken)), AfterSHA256: state.FingerprintOf([]byte(Fixed)),
-				PostCheck: &world.CheckResult{ID: "typo", Status: world.CheckPass, TargetSHA256: state.FingerprintOf([]byte(Fixed))}}
+			fixed := state.FingerprintOf([]byte(Fixed))
+			settle.Outcome = &world.Outcome{Schema: world.OutcomeSchema, Key: p.Effect.Key, Operation: world.OpApplyPatch, Target: "README.md",
+				Status: world.OutcomeCommitted, BeforeSHA256: state.FingerprintOf([]byte(Broken)), AfterSHA256: fixed,
+				PostCheck: &world.CheckResult{ID: "typo", Status: world.CheckPass, TargetSHA256: fixed}}
+			settle.Readback = &world.Readback{Schema: world.ReadbackSchema, Target: "README.md", SHA256: fixed, Passing: []string{"typo"}, Failing: []string{}}
+			settle.Rollback = &world.RollbackBundle{Target: "README.md", Existed: true, Content: Broken, Before: settle.Outcome.BeforeSHA256, After: fixed}
 		}
-		r, err := kernel.Finish(p, out, false)
+		r, err := kernel.Finish(p, settle)
 		if err != nil {
 			return g, err
 		}

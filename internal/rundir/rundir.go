@@ -318,8 +318,22 @@ func (r *Run) open(opt Options) error {
 	r.Driver = &kernel.Driver{
 		Store: r.Store, Ledger: led, World: kw, Inbox: Inbox{FS: r.FS}, Index: ix, Clock: clock, Knowledge: opt.Knowledge,
 		Revision: opt.Revision, CheckpointEvery: every, UncertainErr: sandbox.ErrUncertain, Failpoint: opt.Failpoint,
+		KillSwitch: func() (bool, error) { return killSwitchOn(r.FS) },
 	}
 	return r.Driver.Open()
+}
+
+// KillSwitchFile is the operator's kill switch: while a file of this name
+// exists in the state directory, the next cycle stops the run (STOPPED,
+// reason operator_kill_switch) and no action is taken.
+const KillSwitchFile = "KILL"
+
+func killSwitchOn(fsys disk.FS) (bool, error) {
+	_, err := fsys.Stat(KillSwitchFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // Close writes any owed checkpoint, closes the parts and releases the lock.

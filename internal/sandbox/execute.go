@@ -89,7 +89,7 @@ func (w *World) execute(key, h string, a world.Action) (world.Outcome, bool, err
 			return world.Outcome{}, false, err
 		}
 		w.stage(StageBeforeActionCommit)
-		if err := w.replace(target, p.content); err != nil {
+		if err := w.apply(target, p); err != nil {
 			var f *failure
 			if !errors.As(err, &f) {
 				return world.Outcome{}, false, err
@@ -127,7 +127,7 @@ func resolveTarget(h string, a world.Action) string {
 // they are programming errors upstream, not answers the table should keep.
 func (w *World) validate(a world.Action) error {
 	switch a.Operation {
-	case world.OpInspect, world.OpMarkIssue, world.OpRecordArtifact:
+	case world.OpInspect, world.OpMarkIssue, world.OpRecordArtifact, world.OpRestore:
 	case world.OpApplyPatch:
 		if a.Find == "" {
 			return fmt.Errorf("apply_local_patch needs a non-empty find text")
@@ -247,7 +247,10 @@ func (w *World) stage(name string) {
 type plan struct {
 	out     world.Outcome
 	write   bool
+	remove  bool // the write removes the target (restoring an absence)
 	content []byte
+	before  []byte // the target's bytes before, for the rollback bundle
+	existed bool
 }
 
 // plan computes the outcome and the new content from the current content.
@@ -273,6 +276,7 @@ func (w *World) plan(key, h string, a world.Action, target string) (plan, error)
 	}
 	before := hashOf(cur, exists)
 	p.out.BeforeSHA256, p.out.AfterSHA256 = before, before
+	p.before, p.existed = cur, exists
 	switch a.Operation {
 	case world.OpInspect:
 		p.out.Status = world.OutcomeNoChange
@@ -309,6 +313,19 @@ func (w *World) plan(key, h string, a world.Action, target string) (plan, error)
 		default:
 			p.out.Status, p.out.Detail = world.OutcomeStale, fmt.Sprintf("target holds other content than the action expected: expected %s, found %s", describe(a.ExpectSHA256), describe(before))
 		}
+	case world.OpRestore:
+		snapshot := hashOf([]byte(a.Content), !a.Absent)
+		switch {
+		case before == snapshot:
+			p.out.Status, p.out.Detail = world.OutcomeNoChange, "the target already is as the snapshot"
+		case before != a.ExpectSHA256:
+			p.out.Status, p.out.Detail = world.OutcomeStale, fmt.Sprintf("target changed since the undone effect: expected %s, found %s", describe(a.ExpectSHA256), describe(before))
+		case a.Absent:
+			p.out.Status, p.out.AfterSHA256 = world.OutcomeCommitted, ""
+			p.write, p.remove = true, true
+		default:
+			p.change([]byte(a.Content))
+		}
 	case world.OpRunValidation:
 		results := make([]world.CheckResult, 0, len(a.Checks))
 		for _, id := range a.Checks {
@@ -332,6 +349,14 @@ func (w *World) plan(key, h string, a world.Action, target string) (plan, error)
 		}
 	}
 	return p, nil
+}
+
+// apply carries out a planned write.
+func (w *World) apply(target string, p plan) error {
+	if p.remove {
+		return w.remove(target)
+	}
+	return w.replace(target, p.content)
 }
 
 // change makes content the planned new content. If it equals the current

@@ -3,6 +3,8 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"unicode/utf8"
 
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
@@ -42,7 +44,59 @@ func (w *World) Prepare(key string, a world.Action) (world.Intent, *world.Outcom
 	if err != nil {
 		return world.Intent{}, nil, fmt.Errorf("prepare %s: %w", key, err)
 	}
-	return world.Intent{Schema: world.IntentSchema, Key: key, Action: a, Changes: p.write, Planned: p.out}, nil, nil
+	in := world.Intent{Schema: world.IntentSchema, Key: key, Action: a, Changes: p.write, Planned: p.out}
+	if p.write {
+		in.Rollback = rollbackBundle(target, p)
+	}
+	return in, nil, nil
+}
+
+// MaxRollbackBytes bounds the pre-image a rollback bundle carries: the
+// bundle lives in the ledger, and a target larger than this cannot be
+// undone, so an action on it is blocked.
+const MaxRollbackBytes = 1 << 20
+
+// rollbackBundle takes the target's pre-image, or returns nil when it
+// cannot be carried as text (not UTF-8, or too large).
+func rollbackBundle(target string, p plan) *world.RollbackBundle {
+	if len(p.before) > MaxRollbackBytes || !utf8.Valid(p.before) {
+		return nil
+	}
+	return &world.RollbackBundle{Target: target, Existed: p.existed, Content: string(p.before),
+		Before: p.out.BeforeSHA256, After: p.out.AfterSHA256}
+}
+
+// Readback reads target and the checks on it through the observation
+// path, for the observer's report after an effect. It never goes through
+// the executor's records.
+func (w *World) Readback(target string) (world.Readback, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rb := world.Readback{Schema: world.ReadbackSchema, Target: target, Passing: []string{}, Failing: []string{}}
+	content, exists, err := w.readFile(target)
+	if err != nil && !refused(err) {
+		return rb, fmt.Errorf("readback %s: %w", target, err)
+	}
+	if err == nil {
+		rb.SHA256 = hashOf(content, exists)
+	}
+	for _, c := range w.spec.Checks {
+		if c.Path != target {
+			continue
+		}
+		r, err := w.evaluate(c)
+		if err != nil {
+			return rb, fmt.Errorf("readback %s: %w", target, err)
+		}
+		if r.Status == world.CheckPass {
+			rb.Passing = append(rb.Passing, c.ID)
+		} else {
+			rb.Failing = append(rb.Failing, c.ID)
+		}
+	}
+	slices.Sort(rb.Passing)
+	slices.Sort(rb.Failing)
+	return rb, nil
 }
 
 // Commit carries out a prepared intent at most once. The target's current
@@ -114,7 +168,7 @@ func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (wo
 			return world.Outcome{}, false, fmt.Errorf("%w: %s on %s: planning again from the same bytes gives a different result", ErrUncertain, a.Operation, target)
 		}
 		w.stage(StageBeforeActionCommit)
-		if err := w.replace(target, p.content); err != nil {
+		if err := w.apply(target, p); err != nil {
 			var f *failure
 			if !errors.As(err, &f) {
 				return world.Outcome{}, false, err

@@ -454,6 +454,25 @@ func (w *World) replace(p string, data []byte) error {
 	return w.syncDir(dir)
 }
 
+// remove deletes the world file p (restoring its absence) and fsyncs its
+// directory. Like replace, it never acts through a symlink.
+func (w *World) remove(p string) error {
+	fi, err := w.root.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return refuse(p, "is not a regular file; only files the run created are removed")
+	}
+	if err := w.root.Remove(p); err != nil {
+		return fmt.Errorf("remove %s: %w", p, err)
+	}
+	return w.syncDir(path.Dir(p))
+}
+
 // createTemp creates a fresh temp file with O_EXCL. Names come from a
 // counter rather than randomness; O_EXCL makes a collision with a stale file
 // harmless.

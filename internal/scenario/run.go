@@ -272,8 +272,16 @@ func (rn *runner) step(st Step) error {
 		if err != nil {
 			return err
 		}
+		parent := st.Wake.CausalParent
+		switch parent {
+		case "":
+			parent = "scenario:" + rn.sc.Script.Name
+		case "-":
+			parent = ""
+		}
 		_, err = inbox.Write(fsys, &state.WakeSignal{Schema: state.WakeSignalSchema, Source: st.Wake.Source, Ref: st.Wake.Ref, DedupKey: key,
-			CreatedAt: state.FormatTime(now), ExpiresAt: state.FormatTime(now.Add(exp)), By: "scenario", Reason: st.Wake.Reason, Payload: st.Wake.Payload})
+			CreatedAt: state.FormatTime(now), ExpiresAt: state.FormatTime(now.Add(exp)), By: "scenario", Reason: st.Wake.Reason, Payload: st.Wake.Payload,
+			CausalParent: parent, Priority: st.Wake.Priority})
 		return err
 	case st.Approve != "" || st.Deny != "":
 		return rn.resolve(st)

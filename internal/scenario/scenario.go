@@ -86,6 +86,12 @@ type Wake struct {
 	Expires  string       `json:"expires_in,omitempty"`
 	Payload  *state.Value `json:"payload,omitempty"`
 	Reason   string       `json:"reason,omitempty"`
+	// CausalParent is the event the signal follows from (default: the
+	// scenario's name). "-" sends a signal without one, which the loop
+	// must reject.
+	CausalParent string `json:"causal_parent,omitempty"`
+	// Priority of the signal.
+	Priority int `json:"priority,omitempty"`
 }
 
 // Stop queues a stop request.

@@ -143,8 +143,36 @@ type RunState struct {
 	InboxSeen []string `json:"inbox_seen"`
 	// DedupKeys remembers recently consumed wake dedup keys until expiry.
 	DedupKeys []DedupKey `json:"dedup_keys"`
-	// Controller is the controller state the last cycle ended in.
+	// Controller is the controller state from which the last cycle went
+	// back to sleep (no_cycle, propose, blocked, failed or cascade).
 	Controller string `json:"controller_state"`
+	// Rollbacks are undo actions an evaluation asked for, carried out by
+	// the next cycle through the effect's rollback bundle.
+	Rollbacks []RollbackRequest `json:"rollbacks,omitempty"`
+	// Fixed lists the items this run fixed, by the cycle that fixed them:
+	// one that fails again is state drift, not new work.
+	Fixed []FixedItem `json:"fixed,omitempty"`
+}
+
+// RollbackRequest is an undo the evaluator required: the restore action
+// built from the undone effect's rollback bundle.
+type RollbackRequest struct {
+	ItemID    string `json:"item_id"`
+	CheckID   string `json:"check_id,omitempty"`
+	FromCycle int64  `json:"from_cycle"`
+	Reason    string `json:"reason"`
+	// Action is the canonical body of the restore action.
+	Action Value `json:"action"`
+	// EvaluationRef is the evaluation that required the undo.
+	EvaluationRef Ref `json:"evaluation_ref"`
+}
+
+// FixedItem records that an item was fixed (its fix was accepted).
+type FixedItem struct {
+	ItemID string `json:"item_id"`
+	Cycle  int64  `json:"cycle"`
+	// Times counts how often the item had to be fixed.
+	Times int64 `json:"times"`
 }
 
 // Wake is a known future wake condition.
@@ -194,6 +222,11 @@ type PendingApproval struct {
 	// Resolution is the person's answer once consumed; the next cycle acts
 	// on it.
 	Resolution *Approval `json:"resolution"`
+	// ProposalOnly marks an A1 proposal: the person reviews it, and the
+	// loop acts on nothing whatever the answer.
+	ProposalOnly bool `json:"proposal_only,omitempty"`
+	// FitnessRef is the FitnessContract fixed with the plan.
+	FitnessRef Ref `json:"fitness_ref,omitempty"`
 }
 
 // DeferredItem is known work waiting for evidence.

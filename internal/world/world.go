@@ -102,11 +102,14 @@ const (
 	OpApplyPatch     Operation = "apply_local_patch"
 	OpRunValidation  Operation = "run_validation"
 	OpRecordArtifact Operation = "record_artifact"
+	// OpRestore puts a target back as a rollback bundle recorded it: the
+	// executor's undo of the run's own effect. It is never a fix.
+	OpRestore Operation = "restore_snapshot"
 )
 
 // Operations lists every operation, in a fixed order.
 func Operations() []Operation {
-	return []Operation{OpInspect, OpMarkIssue, OpApplyPatch, OpRunValidation, OpRecordArtifact}
+	return []Operation{OpInspect, OpMarkIssue, OpApplyPatch, OpRunValidation, OpRecordArtifact, OpRestore}
 }
 
 // IssuesFile is where mark_issue appends its reports inside the world.
@@ -431,6 +434,9 @@ type Action struct {
 	Note         string            `json:"note,omitempty"`
 	// Checks lists check ids for run_validation.
 	Checks []string `json:"checks,omitempty"`
+	// Absent, for restore_snapshot, says the snapshot is the target's
+	// absence: restoring removes the file the undone action created.
+	Absent bool `json:"absent,omitempty"`
 }
 
 // Ref returns the action's content ref, the ref approvals bind to.
@@ -486,6 +492,40 @@ type Intent struct {
 	Changes bool `json:"changes"`
 	// Planned is the outcome the action will have (without its post-check).
 	Planned Outcome `json:"planned"`
+	// Rollback is the pre-image of the target, taken before the effect, so
+	// that the effect can be undone. Nil when the action changes nothing,
+	// or when no bundle could be taken (then the action must not run).
+	Rollback *RollbackBundle `json:"rollback,omitempty"`
+}
+
+// RollbackBundle holds what a target was before an effect: its bytes (as
+// text) or its absence, with the hashes before and after the effect.
+type RollbackBundle struct {
+	Target  string            `json:"target"`
+	Existed bool              `json:"existed"`
+	Content string            `json:"content,omitempty"`
+	Before  state.Fingerprint `json:"before_sha256,omitempty"`
+	After   state.Fingerprint `json:"after_sha256,omitempty"`
+}
+
+// RestoreAction is the action that undoes an effect through its bundle.
+func (b RollbackBundle) RestoreAction(checkID string) Action {
+	return Action{Schema: ActionSchema, Operation: OpRestore, Target: b.Target, CheckID: checkID,
+		ExpectSHA256: b.After, Content: b.Content, Absent: !b.Existed}
+}
+
+// ReadbackSchema names an observer's readback.
+const ReadbackSchema = "acr.observation-report/v0.1"
+
+// Readback is the observer's own reading of a target after an effect,
+// taken through the observation path, not the executor's: the evaluator
+// compares it with what the executor reported.
+type Readback struct {
+	Schema  string            `json:"schema"`
+	Target  string            `json:"target"`
+	SHA256  state.Fingerprint `json:"sha256,omitempty"`
+	Passing []string          `json:"passing"`
+	Failing []string          `json:"failing"`
 }
 
 // IdempotencyKey derives the key of seed §10.2 from the run id, the cycle,

@@ -346,7 +346,7 @@ func TestObservationLookups(t *testing.T) {
 func TestOperationWrites(t *testing.T) {
 	want := map[world.Operation]bool{
 		world.OpInspect: false, world.OpMarkIssue: true, world.OpApplyPatch: true,
-		world.OpRunValidation: true, world.OpRecordArtifact: true,
+		world.OpRunValidation: true, world.OpRecordArtifact: true, world.OpRestore: true,
 	}
 	ops := world.Operations()
 	require.Len(t, ops, len(want))

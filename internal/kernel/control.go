@@ -1,0 +1,372 @@
+package kernel
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/governance"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// This file maps the Phase-12 pipeline onto the cycle controller (see
+// docs/controller.md): which controller state each substage is, which role
+// acts in it, and the records that make every transition auditable.
+
+// Event types of the controller.
+const (
+	evTransition = "controller.transition.recorded"
+	evDeclared   = "controller.cycle.declared"
+	evTension    = "controller.tension.assessed"
+	evFitness    = "controller.fitness.fixed"
+	evViolation  = "controller.violation.refused"
+	evReadback   = "effect.readback.recorded"
+	evBlocked    = "sandbox.action.blocked"
+	evLearning   = "controller.learning.metabolized"
+	evCandidate  = "controller.candidate.forged"
+	evCascade    = "controller.cascade.recorded"
+	evRollback   = "controller.rollback.requested"
+)
+
+// roleOf is the role that works in a controller state, and so the actor of
+// the transition that leaves it.
+func roleOf(s controller.State) controller.Role {
+	switch s {
+	case controller.Sleep, controller.Wake, controller.Observe, controller.ObserveEffect:
+		return controller.Observer
+	case controller.Distill, controller.Plan, controller.ForgeCandidate:
+		return controller.Distiller
+	case controller.Checkpoint, controller.Act, controller.Rollback:
+		return controller.Executor
+	case controller.Evaluate:
+		return controller.Evaluator
+	case controller.Metabolize:
+		return controller.Promoter
+	}
+	return controller.IntentCustodian
+}
+
+// declare records the cycle's operating coordinates and budget, starts the
+// controller machine and wakes it.
+func (b *builder) declare(why []string) {
+	c := &b.s.Contract
+	b.coords = controller.Declare(c)
+	cb := c.Cycle()
+	b.maxDepth = min(int64(max(b.coords.Depth(), 0)), cb.MaxRecursiveDepth)
+	b.cycleID = controller.CycleID(b.s.Run.RunID, b.cycle)
+	b.ctl = controller.Start(b.cycleID, controller.CycleID(b.s.Run.RunID, b.cycle-1), b.at, cb)
+	b.guard = controller.NewGuard()
+	b.deadline = b.now.Add(time.Duration(cb.MaxWallTimeSeconds) * time.Second)
+	decl := controller.Declaration{Schema: controller.DeclarationSchema, CycleID: b.cycleID,
+		ParentCycleID: controller.CycleID(b.s.Run.RunID, b.cycle-1), Coordinates: b.coords, MaxDepth: b.maxDepth, Budget: cb}
+	ref := b.record(evDeclared, "cdecl", decl, nil)
+	reason := "continue"
+	if len(why) > 0 {
+		reason = strings.Join(why, ",")
+	}
+	b.handoff = append(slices.Clone(b.rec.InputRefs), ref)
+	b.move(controller.Wake, reason)
+}
+
+// move takes the controller to the next state and records the transition.
+// Its inputs are what the state being left was handed; its outputs (out)
+// are what that state produced, and become the next state's inputs.
+func (b *builder) move(to controller.State, reason string, out ...state.Ref) {
+	b.moveAs(roleOf(b.ctl.State()), to, reason, controller.Usage{}, out...)
+}
+
+// moveAs is move with an explicit actor (the operator, for a stop) and the
+// budget the left state consumed beyond its events.
+func (b *builder) moveAs(role controller.Role, to controller.State, reason string, used controller.Usage, out ...state.Ref) {
+	if b.err != nil || b.ctl == nil {
+		return
+	}
+	from := b.ctl.State()
+	used.Events = b.nEvents - b.evMark
+	t, err := b.ctl.Move(controller.Step{To: to, Role: role, Reason: reason, Inputs: b.handoff, Outputs: out,
+		Authority: b.authorityUsed(from), Used: used})
+	if err != nil {
+		b.fail(err)
+		return
+	}
+	ref := b.record(evTransition, "ctrans", t, nil, reason)
+	b.rec.ControllerTransitionRef = append(b.rec.ControllerTransitionRef, ref)
+	b.evMark = b.nEvents
+	b.handoff = slices.Clone(t.OutputHashes)
+	if to != controller.Sleep {
+		b.via = to
+	}
+}
+
+// authorityUsed is the authority a state exercises: reading the world to
+// observe it, the action's own authority to act, proposing to propose.
+func (b *builder) authorityUsed(s controller.State) governance.AuthorityMode {
+	switch s {
+	case controller.Observe, controller.ObserveEffect:
+		return governance.AuthRead
+	case controller.Propose:
+		return governance.AuthPropose
+	case controller.Act:
+		if b.effect != nil && b.effect.Action.Operation.Writes() {
+			return governance.AuthProjectWrite
+		}
+		return governance.AuthRead
+	}
+	return governance.AuthNone
+}
+
+// block ends the cycle's controller path in blocked, with reason.
+func (b *builder) block(role controller.Role, reason string, out ...state.Ref) {
+	b.moveAs(role, controller.Blocked, reason, controller.Usage{}, out...)
+}
+
+// refused records a violation the guard refused. The act does not happen.
+func (b *builder) refused(err error) bool {
+	var v *controller.Violation
+	if !errors.As(err, &v) {
+		b.fail(err)
+		return true
+	}
+	b.record(evViolation, "cviol", v, nil, v.Rule)
+	return true
+}
+
+// overBudget checks a cost against the cycle budget before it is spent.
+func (b *builder) overBudget(more controller.Usage) string {
+	more.Events = b.nEvents - b.evMark
+	return b.ctl.Exceeds(more)
+}
+
+// fitnessFor writes the FitnessContract of an action: how its result will
+// be judged, fixed before the action.
+func (b *builder) fitnessFor(a world.Action, actionRef state.Ref) controller.FitnessContract {
+	f := controller.FitnessContract{Schema: controller.FitnessSchema, CycleID: b.cycleID, ActionRef: actionRef, CheckID: a.CheckID,
+		Target: a.Target, Criteria: []string{"readback_agrees"}, PassingBefore: []string{}, ProposedBy: controller.Distiller}
+	switch a.Operation {
+	case world.OpMarkIssue:
+		f.Criteria = append(f.Criteria, "issue_recorded")
+	case world.OpRestore:
+		f.Criteria = append(f.Criteria, "snapshot_restored")
+	case world.OpApplyPatch, world.OpRecordArtifact:
+		if a.CheckID != "" {
+			f.Criteria = append(f.Criteria, "check_passes")
+		}
+		f.Criteria = append(f.Criteria, "no_regression")
+	}
+	for _, c := range b.s.Spec.Checks {
+		if r, ok := b.s.Environment.Check(c.ID); ok && c.Path == a.Target && r.Status == world.CheckPass {
+			f.PassingBefore = append(f.PassingBefore, c.ID)
+		}
+	}
+	slices.Sort(f.Criteria)
+	slices.Sort(f.PassingBefore)
+	return f
+}
+
+// plan fixes the plan's FitnessContract and goes to preflight.
+func (b *builder) plan(action world.Action, actionRef, requestRef state.Ref) state.Ref {
+	f := b.fitnessFor(action, actionRef)
+	ref := b.record(evFitness, "fit", f, map[string]state.Ref{"action": actionRef})
+	b.guard.Author(requestRef, controller.Distiller)
+	b.guard.Author(ref, controller.Distiller)
+	if err := b.guard.FixFitness(ref, controller.Distiller); err != nil {
+		b.refused(err)
+	}
+	b.fitness, b.fitnessRef = f, ref
+	b.move(controller.Preflight, "plan_ready", requestRef, ref)
+	return ref
+}
+
+// Settlement is what the driver learned about a cycle's effect. The
+// driver fills it; replay reads it back from the ledger.
+type Settlement struct {
+	// Outcome is the world's answer (nil when the effect did not run).
+	Outcome *world.Outcome
+	// Readback is the observer's own reading of the target afterwards.
+	Readback *world.Readback
+	// Uncertain: recovery could not tell whether an interrupted effect
+	// happened.
+	Uncertain bool
+	// Blocked names a control that was missing, so the effect was not
+	// carried out ("" when all were in place).
+	Blocked string
+	// Rollback is the bundle the durable intent carried: how to undo the
+	// effect if the evaluator requires it.
+	Rollback *world.RollbackBundle
+}
+
+// Controls checks the controls an effect needs before it may run (the
+// controller's checkpoint state): the run lock, the idempotency key, a
+// durable intent with a rollback bundle for any change, and the cycle's
+// wall-time budget. It returns the first missing one, or "". Pure: the
+// driver passes what it holds and the time.
+func Controls(p *Pending, in *world.Intent, lockHeld bool, now time.Time) string {
+	switch {
+	case p.Effect == nil:
+		return ""
+	case !lockHeld:
+		return "lock_unavailable"
+	case p.Effect.Key == "":
+		return "idempotency_key_missing"
+	case in == nil || in.Key != p.Effect.Key:
+		return "checkpoint_missing"
+	case in.Changes && in.Rollback == nil:
+		return "rollback_bundle_unavailable"
+	case now.After(p.b.deadline):
+		return "watchdog_max_wall_time"
+	}
+	return ""
+}
+
+// evaluateEffect is the evaluator's judgement of an effect against the
+// fixed FitnessContract, resting on the observer's readback, not on the
+// executor's word.
+func evaluateEffect(a world.Action, out world.Outcome, rb *world.Readback, f controller.FitnessContract) (string, string) {
+	switch {
+	case rb == nil:
+		return "operator_review_required", "no independent readback"
+	case out.Status == world.OutcomeStale:
+		return "inconclusive", "target changed before the effect"
+	case out.Status == world.OutcomeFailed:
+		return "rejected", "the effect failed"
+	case rb.SHA256 != out.AfterSHA256:
+		return "operator_review_required", "the readback disagrees with the executor's report"
+	}
+	var regressed []string
+	for _, id := range f.PassingBefore {
+		if slices.Contains(rb.Failing, id) {
+			regressed = append(regressed, id)
+		}
+	}
+	switch {
+	case out.Status == world.OutcomeCommitted && len(regressed) > 0:
+		return "rollback_required", "regressed " + strings.Join(regressed, ",")
+	case a.Operation == world.OpRestore:
+		if out.Status == world.OutcomeCommitted || out.Status == world.OutcomeNoChange {
+			return "accepted", "snapshot restored"
+		}
+		return "rejected", "snapshot not restored"
+	case a.Operation == world.OpMarkIssue && out.Status == world.OutcomeCommitted:
+		return "partially_accepted", "reported, not fixed"
+	case a.CheckID == "" || !slices.Contains(f.Criteria, "check_passes"):
+		if out.Status == world.OutcomeCommitted {
+			return "accepted", "committed and read back"
+		}
+		return "inconclusive", "nothing changed"
+	case slices.Contains(rb.Passing, a.CheckID):
+		return "accepted", "check " + a.CheckID + " passes on readback"
+	case out.Status == world.OutcomeCommitted && out.AfterSHA256 != out.BeforeSHA256:
+		// The target changed but the check does not pass yet: progress,
+		// not failure (a queue drained one item at a time).
+		return "partially_accepted", "target changed, check " + a.CheckID + " not passing yet"
+	}
+	return "rejected", "check " + a.CheckID + " still fails"
+}
+
+// learn writes the LearningDelta: only accepted durable changes.
+func (b *builder) learn(result string, evidence []state.Ref) controller.LearningDelta {
+	d := controller.LearningDelta{Schema: controller.LearningSchema, CycleID: b.cycleID, ResultantStatus: result,
+		SupportingEvidence: nonNil(evidence), Changes: []string{}, Superseded: []state.Ref{}, RemainingUnknowns: []string{},
+		RevisitConditions: []string{}, MemoryClass: "residue"}
+	switch result {
+	case "accepted":
+		d.Changes = append(d.Changes, "item "+b.item+" fixed")
+		d.MemoryClass = "source"
+		d.NextTrigger = "check " + b.check.ID + " fails again"
+		d.RevisitConditions = append(d.RevisitConditions, "target "+b.check.Path+" changes")
+	case "partially_accepted":
+		d.Changes = append(d.Changes, "item "+b.item+" progressed")
+		d.MemoryClass = "reflection"
+		d.NextTrigger = "next cycle"
+		d.RemainingUnknowns = append(d.RemainingUnknowns, "whether check "+b.check.ID+" will pass")
+	default:
+		d.NextTrigger = "evidence changes"
+		d.RemainingUnknowns = append(d.RemainingUnknowns, result+": no durable change kept")
+	}
+	return d
+}
+
+// gapDemonstrated reports a capability gap for the current item: it keeps
+// failing after fixes (drift), or no remedy exists for it.
+func (b *builder) gapDemonstrated() (string, bool) {
+	rs := &b.s.Run
+	for _, f := range rs.Fixed {
+		if f.ItemID == b.item && f.Times >= 2 {
+			return "recurring_drift", true
+		}
+	}
+	for _, sp := range rs.Suppressed {
+		if sp.ItemID == b.item && sp.Reason == "no_acceptable_remedy" {
+			return "no_acceptable_remedy", true
+		}
+	}
+	return "", false
+}
+
+// forge produces a disabled guard/test candidate for a demonstrated gap.
+// Only at A4; the candidate can never load or promote itself.
+func (b *builder) forge(gap string, evidence state.Ref) state.Ref {
+	c := controller.Candidate{Schema: controller.CandidateSchema, ID: "guard-" + b.item, Gap: gap, Evidence: evidence, Kind: "guard",
+		Spec:    "keep check " + b.check.ID + " (" + b.check.Summary + ") passing on " + b.check.Path,
+		Tests:   []string{"check " + b.check.ID + " passes after every change to " + b.check.Path},
+		Enabled: false, AuthorBy: controller.Distiller}
+	ref := b.record(evCandidate, "cand", c, map[string]state.Ref{"evidence": evidence}, "candidate_disabled", gap)
+	b.guard.Author(ref, controller.Distiller)
+	// The candidate asks to promote itself: refused and recorded.
+	if err := b.guard.Promote(ref, controller.Distiller, ref); err != nil {
+		b.refused(err)
+	}
+	return ref
+}
+
+// cascade records the impacted surfaces and who should hear of them,
+// capped at the cycle's fan-out budget.
+func (b *builder) cascade(target string) (state.Ref, controller.Usage) {
+	cr := controller.CascadeRecord{Schema: controller.CascadeSchema, CycleID: b.cycleID, Surfaces: []string{}, Recipients: []string{}, Impact: "none"}
+	if target != "" {
+		cr.Surfaces = append(cr.Surfaces, target)
+		cr.Impact = "changed"
+	}
+	for _, c := range b.s.Commitments.Commitments {
+		if c.Target == target && target != "" {
+			cr.Recipients = append(cr.Recipients, "commitment:"+c.ID)
+		}
+	}
+	if slices.ContainsFunc(b.s.Run.PendingApprovals, func(p state.PendingApproval) bool { return p.Resolution == nil }) {
+		cr.Recipients = append(cr.Recipients, "operator")
+	}
+	most := b.ctl.Budget().MaxCascadeFanout
+	if int64(len(cr.Recipients)) > most {
+		cr.Recipients = cr.Recipients[:most]
+		cr.Impact += ",fanout_capped"
+	}
+	ref := b.record(evCascade, "casc", cr, nil)
+	return ref, controller.Usage{CascadeFanout: int64(len(cr.Recipients))}
+}
+
+// noteFixed remembers that the current item was fixed, for drift.
+func (b *builder) noteFixed() {
+	rs := &b.s.Run
+	i := slices.IndexFunc(rs.Fixed, func(f state.FixedItem) bool { return f.ItemID == b.item })
+	if i < 0 {
+		rs.Fixed = append(rs.Fixed, state.FixedItem{ItemID: b.item})
+		i = len(rs.Fixed) - 1
+	}
+	rs.Fixed[i].Cycle = b.cycle
+	rs.Fixed[i].Times++
+	slices.SortFunc(rs.Fixed, func(a, c state.FixedItem) int { return strings.Compare(a.ItemID, c.ItemID) })
+}
+
+// drifted lists failing checks whose items this run had fixed before.
+func (b *builder) drifted(failing []string) []string {
+	var out []string
+	for _, id := range failing {
+		if slices.ContainsFunc(b.s.Run.Fixed, func(f state.FixedItem) bool { return f.ItemID == "check:"+id }) {
+			out = append(out, id)
+		}
+	}
+	return out
+}

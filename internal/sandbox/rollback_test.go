@@ -1,0 +1,92 @@
+package sandbox
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// prepareCommit runs an action through Prepare and Commit.
+func prepareCommit(t *testing.T, w *World, key string, a world.Action) (world.Intent, world.Outcome) {
+	t.Helper()
+	in, prior, err := w.Prepare(key, a)
+	require.NoError(t, err)
+	require.Nil(t, prior)
+	out, _, err := w.Commit(key, a, in)
+	require.NoError(t, err)
+	return in, out
+}
+
+func TestRollbackBundleRestoresAPatchedFile(t *testing.T) {
+	w, dir := newTestWorld(t, testSpec())
+	patch := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", CheckID: "no-debug",
+		ExpectSHA256: state.FingerprintOf([]byte(appSource)), Find: "debug = true", Replace: "debug = false"}
+	in, out := prepareCommit(t, w, testKey("patch"), patch)
+	require.Equal(t, world.OutcomeCommitted, out.Status)
+	require.NotNil(t, in.Rollback, "a change carries its pre-image")
+	assert.Equal(t, appSource, in.Rollback.Content)
+	assert.True(t, in.Rollback.Existed)
+	assert.Equal(t, out.AfterSHA256, in.Rollback.After)
+
+	rb, err := w.Readback("src/app.go")
+	require.NoError(t, err)
+	assert.Equal(t, out.AfterSHA256, rb.SHA256)
+	assert.Equal(t, []string{"no-debug"}, rb.Passing)
+
+	restore := in.Rollback.RestoreAction("no-debug")
+	rin, rout := prepareCommit(t, w, testKey("restore"), restore)
+	assert.Equal(t, world.OutcomeCommitted, rout.Status)
+	assert.Equal(t, in.Rollback.Before, rout.AfterSHA256)
+	got, err := os.ReadFile(worldPath(dir, "src/app.go"))
+	require.NoError(t, err)
+	assert.Equal(t, appSource, string(got))
+	require.NotNil(t, rin.Rollback, "the restore can itself be undone")
+
+	// Restoring again changes nothing: the target already is the snapshot.
+	_, again := prepareCommit(t, w, testKey("restore-again"), restore)
+	assert.Equal(t, world.OutcomeNoChange, again.Status)
+}
+
+func TestRollbackOfACreatedFileRemovesIt(t *testing.T) {
+	w, dir := newTestWorld(t, testSpec())
+	create := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "LICENSE", CheckID: "license", Content: "MIT License\n"}
+	in, out := prepareCommit(t, w, testKey("create"), create)
+	require.Equal(t, world.OutcomeCommitted, out.Status)
+	require.NotNil(t, in.Rollback)
+	assert.False(t, in.Rollback.Existed)
+
+	_, rout := prepareCommit(t, w, testKey("undo-create"), in.Rollback.RestoreAction("license"))
+	assert.Equal(t, world.OutcomeCommitted, rout.Status)
+	_, err := os.Stat(worldPath(dir, "LICENSE"))
+	assert.True(t, os.IsNotExist(err), "the created file is gone")
+}
+
+func TestRestoreRefusesATargetChangedSinceTheEffect(t *testing.T) {
+	w, dir := newTestWorld(t, testSpec())
+	patch := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", CheckID: "no-debug",
+		ExpectSHA256: state.FingerprintOf([]byte(appSource)), Find: "debug = true", Replace: "debug = false"}
+	in, _ := prepareCommit(t, w, testKey("patch"), patch)
+	require.NoError(t, os.WriteFile(worldPath(dir, "src/app.go"), []byte("someone else's edit\n"), 0o644))
+	_, rout := prepareCommit(t, w, testKey("restore"), in.Rollback.RestoreAction("no-debug"))
+	assert.Equal(t, world.OutcomeStale, rout.Status, "never overwrite a change the run did not make")
+	got, err := os.ReadFile(worldPath(dir, "src/app.go"))
+	require.NoError(t, err)
+	assert.Equal(t, "someone else's edit\n", string(got))
+}
+
+func TestNoBundleForBinaryTargets(t *testing.T) {
+	w, dir := newTestWorld(t, testSpec())
+	require.NoError(t, os.WriteFile(worldPath(dir, "src/app.go"), []byte("debug = true\xff\n"), 0o644))
+	patch := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", CheckID: "no-debug",
+		ExpectSHA256: state.FingerprintOf([]byte("debug = true\xff\n")), Find: "debug = true", Replace: "debug = false"}
+	in, prior, err := w.Prepare(testKey("bin"), patch)
+	require.NoError(t, err)
+	require.Nil(t, prior)
+	assert.True(t, in.Changes)
+	assert.Nil(t, in.Rollback, "bytes that are not text cannot be carried in the ledger: no bundle")
+}
