@@ -165,7 +165,7 @@ func (a *app) printHint(s kernel.State) {
 	if s.Run.LoopDisposition == state.Continue || s.Run.RunID == "" {
 		return
 	}
-	if hint := nextCommand(s); hint != "" {
+	if hint := nextCommand(s, nil); hint != "" {
 		a.printf("next: %s\n", hint)
 	}
 }

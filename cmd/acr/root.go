@@ -68,6 +68,8 @@ func (a *app) finish(err error) int {
 	return code
 }
 
+// nextStepFor tells the operator what to do about an error of a kind, so
+// that no failure ends in a message without a way forward.
 func nextStepFor(kind string) string {
 	switch kind {
 	case "no_run":
@@ -76,6 +78,12 @@ func nextStepFor(kind string) string {
 		return "hint: another acr invocation is running on this state directory; retry later"
 	case "integrity":
 		return "hint: see docs/operations.md, \"Recovering from integrity errors\"; nothing was changed"
+	case "run_exists":
+		return "hint: acr status shows the run; use another --state-dir, or acr init --force to replace it"
+	case "faulted", "provider_failure":
+		return "hint: acr status and acr log show the failures; fix the cause, then acr wake --signal manual_resume"
+	case "io":
+		return "hint: check free space and permissions, then retry; acr never leaves a half-written checkpoint"
 	}
 	return ""
 }
