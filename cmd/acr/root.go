@@ -28,7 +28,13 @@ type app struct {
 	v              *viper.Viper
 	log            zerolog.Logger
 	cfg            config
-	sources        map[string]string // where each config value came from
+	// term, wall and getenv are how acr looks at its surroundings: whether
+	// a writer is a terminal, the wall clock for elapsed times on screen,
+	// and the environment for NO_COLOR and TERM. They are fields so that
+	// tests can stand in for a terminal.
+	term   terminal
+	wall   func() time.Time
+	getenv func(string) string
 }
 
 // config is the typed, validated configuration shared by all commands.
@@ -42,7 +48,18 @@ type config struct {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	a := &app{stdout: stdout, stderr: stderr, v: viper.New(), log: zerolog.Nop()}
+	return newApp(stdout, stderr).execute(args)
+}
+
+// newApp returns an app that writes to stdout and stderr and looks at the
+// real terminal, clock and environment.
+func newApp(stdout, stderr io.Writer) *app {
+	return &app{stdout: stdout, stderr: stderr, v: viper.New(), log: zerolog.Nop(),
+		term: osTerminal, wall: time.Now, getenv: os.Getenv}
+}
+
+// execute runs one command line and returns its exit code.
+func (a *app) execute(args []string) int {
 	root := newRootCommand(a)
 	root.SetArgs(args)
 	err := root.Execute()
@@ -184,7 +201,6 @@ func (a *app) configure(cmd *cobra.Command) error {
 			cfgFile = "acr.yaml"
 		}
 	}
-	a.sources = map[string]string{}
 	if cfgFile != "" {
 		v.SetConfigFile(cfgFile)
 		v.SetConfigType("yaml")
@@ -212,28 +228,18 @@ func (a *app) configure(cmd *cobra.Command) error {
 	if err != nil || a.cfg.LogLevel == "" {
 		return usagef("--log-level %q: want debug, info, warn or error", a.cfg.LogLevel)
 	}
-	a.log = newLogger(a.stderr, lvl)
+	a.log = a.newLogger(lvl)
 	return nil
 }
 
 // newLogger logs to stderr: human console format on a terminal, JSON lines
 // otherwise. NO_COLOR turns colour off.
-func newLogger(w io.Writer, lvl zerolog.Level) zerolog.Logger {
-	out := w
-	if isTerminal(w) {
-		_, noColor := os.LookupEnv("NO_COLOR")
-		out = zerolog.ConsoleWriter{Out: w, NoColor: noColor, TimeFormat: time.RFC3339}
+func (a *app) newLogger(lvl zerolog.Level) zerolog.Logger {
+	out := a.stderr
+	if isTerm, _ := a.term(a.stderr); isTerm {
+		out = zerolog.ConsoleWriter{Out: a.stderr, NoColor: !a.colour(), TimeFormat: time.RFC3339}
 	}
 	return zerolog.New(out).Level(lvl).With().Timestamp().Logger()
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 func (a *app) printJSON(v any) {
