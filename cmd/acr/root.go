@@ -150,7 +150,7 @@ underscores); acr config show prints what is in effect and why.
 		root.AddCommand(c)
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
-	for _, c := range []*cobra.Command{newCompletionCommand(a), newConfigCommand(a)} {
+	for _, c := range []*cobra.Command{newCompletionCommand(a), newConfigCommand(a), newManCommand(a)} {
 		root.AddCommand(c)
 	}
 	finishCommandTree(root)
