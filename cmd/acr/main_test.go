@@ -56,6 +56,7 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"example":  cmdExample,
 			"exit":     cmdExit,
 			"treehash": cmdTreehash,
 			"flipbyte": cmdFlipByte,
