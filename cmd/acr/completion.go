@@ -8,6 +8,10 @@ import (
 	"github.com/acr-project/acr/internal/state"
 )
 
+// newCompletionCommand replaces cobra's default completion command, which
+// acr disables, with one whose help says how to install the script. The
+// install lines are indented by four spaces so that the man page, which
+// reads the description as markdown, keeps them as a block.
 func newCompletionCommand(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "completion bash|zsh|fish",
@@ -20,12 +24,12 @@ after acr scenario run, and the values of --format and --log-level.
 
 Install it once:
 
-  bash  needs the bash-completion package (version 2);
-        acr completion bash > /etc/bash_completion.d/acr
-        or, for one user, in ~/.bashrc: source <(acr completion bash)
-  zsh   acr completion zsh > "${fpath[1]}/_acr"
-        (compinit must be enabled: autoload -U compinit; compinit)
-  fish  acr completion fish > ~/.config/fish/completions/acr.fish
+    bash  needs the bash-completion package (version 2);
+          acr completion bash > /etc/bash_completion.d/acr
+          or, for one user, in ~/.bashrc: source <(acr completion bash)
+    zsh   acr completion zsh > "${fpath[1]}/_acr"
+          (compinit must be enabled: autoload -U compinit; compinit)
+    fish  acr completion fish > ~/.config/fish/completions/acr.fish
 
 Open a new shell afterwards.`,
 		Example: `  acr completion bash > /etc/bash_completion.d/acr
