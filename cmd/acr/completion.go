@@ -58,14 +58,16 @@ Open a new shell afterwards.`,
 
 // addCompletions registers the completions that need to know acr's data:
 // flag values and the arguments that name something in the state
-// directory or the scenario folder.
+// directory or the scenario folder. A command that registered its own
+// completion for a flag keeps it.
 func addCompletions(a *app, root *cobra.Command) error {
-	fixed := func(vals ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	type completer = func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective)
+	fixed := func(vals ...string) completer {
 		return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return vals, cobra.ShellCompDirectiveNoFileComp
 		}
 	}
-	files := func(exts ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	files := func(exts ...string) completer {
 		return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return exts, cobra.ShellCompDirectiveFilterFileExt
 		}
@@ -73,27 +75,35 @@ func addCompletions(a *app, root *cobra.Command) error {
 	dirs := func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return nil, cobra.ShellCompDirectiveFilterDirs
 	}
-	err := firstErr(root.RegisterFlagCompletionFunc("log-level", fixed("debug", "info", "warn", "error")),
-		root.RegisterFlagCompletionFunc("state-dir", dirs),
-		root.RegisterFlagCompletionFunc("config", files("yaml", "yml")))
-	walkCommands(root, func(c *cobra.Command) {
-		for _, name := range []string{"goal", "contract", "env", "payload"} {
-			if c.LocalNonPersistentFlags().Lookup(name) != nil {
-				err = firstErr(err, c.RegisterFlagCompletionFunc(name, files("json")))
-			}
+	var err error
+	register := func(c *cobra.Command, name string, fn completer) {
+		if c.Flag(name) == nil {
+			return
 		}
-		for _, name := range []string{"dir", "out", "scenarios"} {
-			if c.LocalNonPersistentFlags().Lookup(name) != nil {
-				err = firstErr(err, c.RegisterFlagCompletionFunc(name, dirs))
-			}
+		if _, taken := c.GetFlagCompletionFunc(name); !taken {
+			err = firstErr(err, c.RegisterFlagCompletionFunc(name, fn))
+		}
+	}
+	register(root, "log-level", fixed("debug", "info", "warn", "error"))
+	register(root, "state-dir", dirs)
+	register(root, "config", files("yaml", "yml"))
+	// Per command, by path: the same flag name can mean a file in one
+	// command and a directory in another.
+	perCommand := map[string]map[string]completer{
+		"acr init":         {"goal": files("json"), "contract": files("json"), "env": files("json")},
+		"acr wake":         {"payload": files("json"), "signal": fixed(state.WakeSources()...)},
+		"acr audit":        {"format": fixed("text", "json", "dot")},
+		"acr validate":     {"out": dirs, "scenarios": dirs},
+		"acr scenario run": {"scenarios": dirs},
+		"acr man":          {"dir": dirs},
+	}
+	walkCommands(root, func(c *cobra.Command) {
+		for name, fn := range perCommand[c.CommandPath()] {
+			register(c, name, fn)
 		}
 		switch c.CommandPath() {
 		case "acr approve", "acr deny":
 			c.ValidArgsFunction = a.completePendingRefs
-		case "acr wake":
-			err = firstErr(err, c.RegisterFlagCompletionFunc("signal", fixed(state.WakeSources()...)))
-		case "acr audit":
-			err = firstErr(err, c.RegisterFlagCompletionFunc("format", fixed("text", "json", "dot")))
 		case "acr scenario run":
 			c.ValidArgsFunction = a.completeScenarios
 		}
