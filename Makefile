@@ -4,7 +4,7 @@ BIN      := bin/acr
 DEMO_DIR ?= $(CURDIR)/.demo_state
 FUZZTIME ?= 10s
 
-.PHONY: build demo test test-short lint fuzz bench bench-quick crash validate release-manifest clean
+.PHONY: build demo test test-short lint fuzz bench bench-quick crash validate release-manifest man clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/acr
@@ -58,5 +58,12 @@ bench:
 bench-quick:
 	$(GO) run ./cmd/acr-perf -quick
 
+# One man page per command, generated from the command tree (the same
+# source as --help) into man/: read one with man -l man/acr-run.1, install
+# with cp man/*.1 /usr/local/share/man/man1/. Not kept in git, so that the
+# pages can never disagree with the binary. SOURCE_DATE_EPOCH fixes the date.
+man: build
+	$(BIN) man --dir man
+
 clean:
-	rm -rf bin $(DEMO_DIR)
+	rm -rf bin man $(DEMO_DIR)

@@ -77,6 +77,7 @@ func runApprove(a *app, o approveOptions) error {
 		if it.Kind == inbox.KindApproval && it.Approval.ActionRef == p.Ref {
 			a.report(map[string]any{"queued": false, "already_queued": it.ID, "verdict": it.Approval.Verdict},
 				"a resolution for %s is already queued (%s: %s)\n", p.Ref, it.ID, it.Approval.Verdict)
+			a.next("acr run   (the next cycle consumes it)")
 			return nil
 		}
 	}
@@ -94,6 +95,11 @@ func runApprove(a *app, o approveOptions) error {
 		return err
 	}
 	a.report(map[string]any{"queued": true, "id": id, "ref": p.Ref, "verdict": ap.Verdict, "operation": p.Operation, "target": p.Target},
-		"queued %s of %s %s (%s); next: acr run\n", ap.Verdict, p.Operation, p.Target, p.Ref)
+		"queued %s of %s %s (%s)\n", ap.Verdict, p.Operation, p.Target, p.Ref)
+	if ap.Verdict == "approve" {
+		a.next("acr run   (the next cycle executes exactly this action; a scheduled run does too)")
+	} else {
+		a.next("acr run   (the next cycle records the refusal; a scheduled run does too)")
+	}
 	return nil
 }

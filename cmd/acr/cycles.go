@@ -81,14 +81,23 @@ func runRun(a *app, o runOptions) error {
 	if a.cfg.JSON {
 		return runRunJSON(a, r, o)
 	}
-	rep, err := r.Driver.Run(o.maxCycles, a.printCycle)
+	each, p := a.printCycle, a.newProgress(o.maxCycles)
+	if p != nil {
+		p.begin()
+		each = func(s kernel.Summary) { p.cycle(s, cycleLine(s)) }
+	}
+	rep, err := r.Driver.Run(o.maxCycles, each)
 	if cerr := r.Close(); err == nil {
 		err = cerr
+	}
+	tail := ""
+	if p != nil {
+		tail = p.finish()
 	}
 	if rep.CyclesExecuted == 0 {
 		a.printf("no cycle eligible: %s\n", strings.Join(rep.ReasonCodes, ", "))
 	} else {
-		a.printf("%d cycle(s), final disposition %s\n", rep.CyclesExecuted, rep.FinalDisposition)
+		a.printf("%d cycle(s), final disposition %s%s\n", rep.CyclesExecuted, rep.FinalDisposition, tail)
 	}
 	a.printHint(r.Driver.State())
 	return err
@@ -135,10 +144,13 @@ func runRunJSON(a *app, r *rundir.Run, o runOptions) error {
 }
 
 // printCycle prints one readable line per cycle.
-func (a *app) printCycle(s kernel.Summary) {
+func (a *app) printCycle(s kernel.Summary) { a.printf("%s\n", cycleLine(s)) }
+
+// cycleLine is the one-line account of a cycle: disposition, governance
+// decision, agenda item, action and outcome, then the reason codes.
+func cycleLine(s kernel.Summary) string {
 	if !s.Executed {
-		a.printf("no cycle eligible (cycle %d, %s): %s\n", s.CycleSeq, s.LoopDisposition, strings.Join(s.ReasonCodes, ", "))
-		return
+		return fmt.Sprintf("no cycle eligible (cycle %d, %s): %s", s.CycleSeq, s.LoopDisposition, strings.Join(s.ReasonCodes, ", "))
 	}
 	line := fmt.Sprintf("cycle %-4d %-13s %-8s", s.CycleSeq, s.LoopDisposition, s.GovernanceDecision)
 	if s.Agenda != "" {
@@ -158,14 +170,14 @@ func (a *app) printCycle(s kernel.Summary) {
 		extra = append(extra, "context compacted")
 	}
 	line += "  (" + strings.Join(append(extra, s.ReasonCodes...), ", ") + ")"
-	a.printf("%s\n", line)
+	return line
 }
 
 func (a *app) printHint(s kernel.State) {
 	if s.Run.LoopDisposition == state.Continue || s.Run.RunID == "" {
 		return
 	}
-	if hint := nextCommand(s); hint != "" {
+	if hint := nextCommand(s, nil); hint != "" {
 		a.printf("next: %s\n", hint)
 	}
 }

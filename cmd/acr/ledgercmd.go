@@ -15,8 +15,10 @@ func newLedgerCommand(a *app) *cobra.Command {
 		Use:   "ledger",
 		Short: "Inspect the causal ledger",
 		Long:  "Commands on the run's causal ledger (ledger/events.jsonl).",
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+		Example: `  acr ledger verify
+  acr ledger verify --json | jq .ok`,
+		Args: groupArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	verify := &cobra.Command{
 		Use:   "verify",

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -24,10 +25,19 @@ func TestMain(m *testing.M) {
 	})
 }
 
+// updateScripts rewrites the files that cmp compares with in the scripts
+// (the golden outputs), for a reviewed change of output.
+var updateScripts = flag.Bool("update", false, "rewrite the golden files inside testdata/script/*.txtar (review the diff)")
+
 // TestScripts runs the CLI scripts in testdata/script (txtar). Each script
-// gets $SCENARIOS pointing at the repository's scenarios/ folder.
+// gets $SCENARIOS and $DOCS pointing at the repository's scenarios/ and
+// docs/ folders.
 func TestScripts(t *testing.T) {
 	scenarios, err := filepath.Abs(filepath.Join("..", "..", "scenarios"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := filepath.Abs(filepath.Join("..", "..", "docs"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,12 +48,15 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
+		UpdateScripts:       *updateScripts,
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("SCENARIOS", scenarios)
+			e.Setenv("DOCS", docs)
 			e.Setenv("NO_COLOR", "1")
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"example":  cmdExample,
 			"exit":     cmdExit,
 			"treehash": cmdTreehash,
 			"flipbyte": cmdFlipByte,

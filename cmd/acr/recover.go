@@ -63,6 +63,9 @@ reused, never applied again. Integrity failures exit 65 and change nothing.`,
 			}
 			a.report(rec, "recovered: %t, classification: %s, cycles rolled forward: %d, actions reused: %d, ledger repaired: %t\n",
 				rec.Recovered, rec.Classification, rec.CyclesRolledForward, rec.ActionsReused, rec.LedgerRepaired)
+			if !a.cfg.JSON {
+				a.printHint(r.Driver.State())
+			}
 			return nil
 		},
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
 	"github.com/acr-project/acr/internal/rundir"
@@ -28,11 +27,19 @@ type app struct {
 	v              *viper.Viper
 	log            zerolog.Logger
 	cfg            config
-	sources        map[string]string // where each config value came from
+	// term, wall and getenv are how acr looks at its surroundings: whether
+	// a writer is a terminal, the wall clock for elapsed times on screen,
+	// and the environment for NO_COLOR and TERM. They are fields so that
+	// tests can stand in for a terminal.
+	term   terminal
+	wall   func() time.Time
+	getenv func(string) string
 }
 
 // config is the typed, validated configuration shared by all commands.
 type config struct {
+	// ConfigFile is the configuration file that was read, "" if none.
+	ConfigFile      string
 	StateDir        string
 	JSON            bool
 	LogLevel        string
@@ -42,7 +49,18 @@ type config struct {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	a := &app{stdout: stdout, stderr: stderr, v: viper.New(), log: zerolog.Nop()}
+	return newApp(stdout, stderr).execute(args)
+}
+
+// newApp returns an app that writes to stdout and stderr and looks at the
+// real terminal, clock and environment.
+func newApp(stdout, stderr io.Writer) *app {
+	return &app{stdout: stdout, stderr: stderr, v: viper.New(), log: zerolog.Nop(),
+		term: osTerminal, wall: time.Now, getenv: os.Getenv}
+}
+
+// execute runs one command line and returns its exit code.
+func (a *app) execute(args []string) int {
 	root := newRootCommand(a)
 	root.SetArgs(args)
 	err := root.Execute()
@@ -68,6 +86,8 @@ func (a *app) finish(err error) int {
 	return code
 }
 
+// nextStepFor tells the operator what to do about an error of a kind, so
+// that no failure ends in a message without a way forward.
 func nextStepFor(kind string) string {
 	switch kind {
 	case "no_run":
@@ -76,6 +96,12 @@ func nextStepFor(kind string) string {
 		return "hint: another acr invocation is running on this state directory; retry later"
 	case "integrity":
 		return "hint: see docs/operations.md, \"Recovering from integrity errors\"; nothing was changed"
+	case "run_exists":
+		return "hint: acr status shows the run; use another --state-dir, or acr init --force to replace it"
+	case "faulted", "provider_failure":
+		return "hint: acr status and acr log show the failures; fix the cause, then acr wake --signal manual_resume"
+	case "io":
+		return "hint: check free space and permissions, then retry; acr never leaves a half-written checkpoint"
 	}
 	return ""
 }
@@ -87,35 +113,27 @@ func newRootCommand(a *app) *cobra.Command {
 		Long: `acr runs a bounded autonomous loop from a state directory. Give it a goal, a
 contract and an environment once (acr init); then call acr run or acr step
 from a shell, cron or a systemd timer. Every call loads the checkpoint, runs
-the cycles that are due, and atomically rewrites the checkpoint.` + exitStatusHelp,
+the cycles that are due, and atomically rewrites the checkpoint.
+
+Every flag can also be set in acr.yaml or as ACR_<NAME> (dashes as
+underscores); acr config show prints what is in effect and why.
+`,
 		Example: `  acr init --goal goal.json --contract contract.json --env environment.json
   acr run --max-cycles 20
   acr status`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return nil
-			}
-			msg := fmt.Sprintf("unknown command %q", args[0])
-			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-				msg += fmt.Sprintf("; did you mean %q?", s[0])
-			}
-			return usagef("%s (see acr --help)", msg)
-		},
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+		Args:          groupArgs,
+		RunE:          func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			return a.configure(cmd)
 		},
 	}
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usagef("%v (see acr %s --help)", err, strings.TrimPrefix(c.CommandPath(), "acr "))
-	})
-	root.SuggestionsMinimumDistance = 2
+	root.SetFlagErrorFunc(flagError)
 	pf := root.PersistentFlags()
-	pf.String("state-dir", "", "state directory (default ./engine_state; env ACR_ENGINE_STATE_DIR)")
+	pf.String("state-dir", "", "state directory (default ./engine_state; env ACR_STATE_DIR or ACR_ENGINE_STATE_DIR)")
 	pf.Bool("json", false, "print one JSON object on stdout")
 	pf.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	pf.String("config", "", "configuration file (default ./acr.yaml if present)")
@@ -132,25 +150,41 @@ the cycles that are due, and atomically rewrites the checkpoint.` + exitStatusHe
 		root.AddCommand(c)
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	for _, c := range []*cobra.Command{newCompletionCommand(a), newConfigCommand(a), newManCommand(a)} {
+		root.AddCommand(c)
+	}
+	finishCommandTree(root)
+	if err := addCompletions(a, root); err != nil {
+		// Only a programming error (a flag name that does not exist) gets
+		// here; the tests build this tree, so it cannot ship.
+		panic(err)
+	}
 	return root
 }
 
-type pflagFlag = pflag.Flag
-
-// knownKeys lists every configuration key, for validating acr.yaml.
-func knownKeys(root *cobra.Command) []string {
-	var keys []string
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		c.Flags().VisitAll(func(f *pflagFlag) { keys = append(keys, f.Name) })
-		c.PersistentFlags().VisitAll(func(f *pflagFlag) { keys = append(keys, f.Name) })
-		for _, s := range c.Commands() {
-			walk(s)
+// finishCommandTree gives every command, cobra's own help command
+// included, the exit status table in its long description, once, and a
+// help layout that shows the table last, after usage, examples and flags,
+// where a reader of man pages looks for it.
+func finishCommandTree(root *cobra.Command) {
+	root.SetHelpFunc(func(c *cobra.Command, _ []string) {
+		desc := strings.TrimSpace(strings.Replace(c.Long, exitStatusHelp, "", 1))
+		fmt.Fprintf(c.OutOrStdout(), "%s\n\n%s%s\n", desc, c.UsageString(), exitStatusHelp)
+	})
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "help" {
+			c.Example = "  acr help run\n  acr help ledger verify"
 		}
 	}
-	walk(root)
-	slices.Sort(keys)
-	return slices.Compact(keys)
+	walkCommands(root, func(c *cobra.Command) {
+		if !strings.Contains(c.Long, "EXIT STATUS") {
+			if c.Long == "" {
+				c.Long = c.Short + "."
+			}
+			c.Long = strings.TrimSpace(c.Long) + "\n" + exitStatusHelp
+		}
+	})
 }
 
 // configure binds flags, environment and the config file with viper
@@ -176,7 +210,6 @@ func (a *app) configure(cmd *cobra.Command) error {
 			cfgFile = "acr.yaml"
 		}
 	}
-	a.sources = map[string]string{}
 	if cfgFile != "" {
 		v.SetConfigFile(cfgFile)
 		v.SetConfigType("yaml")
@@ -185,14 +218,22 @@ func (a *app) configure(cmd *cobra.Command) error {
 		}
 		known := knownKeys(cmd.Root())
 		for _, k := range v.AllKeys() {
-			if !slices.Contains(known, k) {
-				return &rundir.ValidationError{File: cfgFile, Field: k, Err: errors.New("unknown setting")}
+			if v.InConfig(k) && !slices.Contains(known, k) {
+				msg := "unknown setting (acr config show lists them)"
+				if s := nearest(k, known); s != "" {
+					msg = fmt.Sprintf("unknown setting; did you mean %s?", s)
+				}
+				return &rundir.ValidationError{File: cfgFile, Field: k, Err: errors.New(msg)}
 			}
 		}
 	}
 	a.cfg = config{
-		StateDir: v.GetString("state-dir"), JSON: v.GetBool("json"), LogLevel: v.GetString("log-level"),
+		ConfigFile: cfgFile,
+		StateDir:   v.GetString("state-dir"), JSON: v.GetBool("json"), LogLevel: v.GetString("log-level"),
 		NoLoadState: v.GetBool("no-load-state"), CheckpointEvery: v.GetInt("checkpoint-every"), Clock: os.Getenv("ACR_CLOCK"),
+	}
+	if err := a.checkSettings(cmd); err != nil {
+		return err
 	}
 	if a.cfg.StateDir == "" {
 		a.cfg.StateDir = "engine_state"
@@ -204,28 +245,18 @@ func (a *app) configure(cmd *cobra.Command) error {
 	if err != nil || a.cfg.LogLevel == "" {
 		return usagef("--log-level %q: want debug, info, warn or error", a.cfg.LogLevel)
 	}
-	a.log = newLogger(a.stderr, lvl)
+	a.log = a.newLogger(lvl)
 	return nil
 }
 
 // newLogger logs to stderr: human console format on a terminal, JSON lines
 // otherwise. NO_COLOR turns colour off.
-func newLogger(w io.Writer, lvl zerolog.Level) zerolog.Logger {
-	out := w
-	if isTerminal(w) {
-		_, noColor := os.LookupEnv("NO_COLOR")
-		out = zerolog.ConsoleWriter{Out: w, NoColor: noColor, TimeFormat: time.RFC3339}
+func (a *app) newLogger(lvl zerolog.Level) zerolog.Logger {
+	out := a.stderr
+	if isTerm, _ := a.term(a.stderr); isTerm {
+		out = zerolog.ConsoleWriter{Out: a.stderr, NoColor: !a.colour(), TimeFormat: time.RFC3339}
 	}
 	return zerolog.New(out).Level(lvl).With().Timestamp().Logger()
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 func (a *app) printJSON(v any) {

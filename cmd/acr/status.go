@@ -2,12 +2,15 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/governance"
+	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
@@ -44,9 +47,10 @@ func runStatus(a *app) error {
 		return nil
 	}
 	now := a.now()
-	a.printf("run          %s (%s)\n", r.RunID, r.Status)
-	a.printf("cycle        %d, updated %s\n", r.CycleSeq, when(r.UpdatedAt, now))
-	a.printf("disposition  %s: %s\n", r.LoopDisposition, strings.Join(r.ReasonCodes, ", "))
+	a.printf("run          %s (%s), started %s\n", r.RunID, r.Status, when(r.StartedAt, now))
+	a.printf("cycle        %d, last change %s\n", r.CycleSeq, when(r.UpdatedAt, now))
+	a.printf("disposition  %s: %s\n", r.LoopDisposition, meaning(r.LoopDisposition))
+	a.printf("why          %s\n", orNone(strings.Join(r.ReasonCodes, ", ")))
 	if w := r.Waiting; w != nil {
 		line := fmt.Sprintf("waiting      %s since %s", w.Kind, when(w.Since, now))
 		if w.Reason != "" {
@@ -57,38 +61,49 @@ func runStatus(a *app) error {
 		}
 		a.printf("%s\n", line)
 	}
+	a.printf("next wake    %s\n", nextWake(r, now))
 	if nw := r.NextWake; nw != nil {
-		if nw.At != "" {
-			a.printf("next wake    %s\n", when(nw.At, now))
-		}
 		for _, c := range nw.Conditions {
-			a.printf("wakes on     %s\n", c)
+			a.printf("  wakes on   %s\n", c)
 		}
 	}
-	pending := 0
+	queued, bad, inboxErr := a.readInbox(r)
+	var pending []state.PendingApproval
 	for _, p := range r.PendingApprovals {
-		if p.Resolution != nil {
+		if p.Resolution == nil {
+			pending = append(pending, p)
+		}
+	}
+	if len(pending) > 0 {
+		a.printf("approvals    %d pending\n", len(pending))
+	}
+	for _, p := range pending {
+		check := ""
+		if p.CheckID != "" {
+			check = " (check " + p.CheckID + ")"
+		}
+		a.printf("  %s %s%s, requested in cycle %d, %s: %s\n", p.Operation, p.Target, check, p.CycleSeq, when(p.RequestedAt, now), p.Reason)
+		if v := queuedVerdict(queued, p.Ref); v != "" {
+			a.printf("    answered: %s is queued; the next acr run applies it\n", v)
 			continue
 		}
-		if pending == 0 {
-			a.printf("pending approvals\n")
-		}
-		pending++
-		a.printf("  %s %s (check %s), requested %s: %s\n", p.Operation, p.Target, p.CheckID, when(p.RequestedAt, now), p.Reason)
 		a.printf("    approve: acr approve %s\n    deny:    acr deny %s\n", p.Ref, p.Ref)
 	}
-	if cs := rs.State.Commitments.Commitments; len(cs) > 0 {
-		a.printf("commitments\n")
-		for _, c := range cs {
-			line := fmt.Sprintf("  %s v%d %s: %s", c.ID, c.Version, c.Status, c.Summary)
-			if c.Wake != nil {
-				line += "; wakes on " + c.Wake.String()
-			}
-			if c.Deadline != "" {
-				line += "; deadline " + when(c.Deadline, now)
-			}
-			a.printf("%s\n", line)
+	cs := rs.State.Commitments.Commitments
+	if len(cs) == 0 {
+		a.printf("commitments  none live\n")
+	} else {
+		a.printf("commitments  %d live\n", len(cs))
+	}
+	for _, c := range cs {
+		line := fmt.Sprintf("  %s v%d %s: %s", c.ID, c.Version, c.Status, c.Summary)
+		if c.Wake != nil {
+			line += "; wakes on " + c.Wake.String()
 		}
+		if c.Deadline != "" {
+			line += "; deadline " + when(c.Deadline, now)
+		}
+		a.printf("%s\n", line)
 	}
 	for _, d := range r.Deferred {
 		a.printf("deferred     %s until evidence %s (since %s)\n", d.ItemID, strings.Join(d.Evidence, ", "), when(d.Since, now))
@@ -96,15 +111,150 @@ func runStatus(a *app) error {
 	for _, s := range r.Suppressed {
 		a.printf("set aside    %s: %s\n", s.ItemID, s.Reason)
 	}
-	b, l := r.Budget, rs.State.Contract.Budgets
-	a.printf("budget       cycles %s, cognitive ops %s, actions %s, compactions %s, wall clock %s\n",
-		usage(b.Cycles, l.Cycles), usage(b.CognitiveOperations, l.CognitiveOperations), usage(b.Actions, l.Actions),
-		usage(b.Compactions, l.Compactions), usage(b.WallClockSeconds, l.WallClockSeconds)+" s")
-	a.printf("world        %d checks failing of %d\n", failing(rs.State.Environment.Checks), len(rs.State.Environment.Checks))
-	if hint := nextCommand(rs.State); hint != "" {
+	a.printInbox(queued, bad, inboxErr)
+	a.printf("budget       %s\n", budgetLine(r.Budget, rs.State.Contract.Budgets))
+	a.printf("world        %d of %d checks failing\n", failing(rs.State.Environment.Checks), len(rs.State.Environment.Checks))
+	if r.CycleSeq > 0 {
+		a.printf("history      acr log lists every cycle; acr audit %d explains the last one\n", r.CycleSeq)
+	}
+	if hint := nextCommand(rs.State, queued); hint != "" {
 		a.printf("next: %s\n", hint)
 	}
 	return nil
+}
+
+// readInbox returns what waits in the inbox for the next cycle (approvals,
+// wake signals, stop requests written by acr approve, wake and stop), so
+// that status does not ask for an approval that is already given.
+func (a *app) readInbox(r state.RunState) ([]inbox.Item, []inbox.Rejected, error) {
+	fsys, err := disk.OpenOSDir(a.cfg.StateDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open state directory: %w", err)
+	}
+	items, bad, err := inbox.List(fsys)
+	if err != nil {
+		return nil, nil, err
+	}
+	var queued []inbox.Item
+	for _, it := range items {
+		if !slices.Contains(r.InboxSeen, it.ID) {
+			queued = append(queued, it)
+		}
+	}
+	return queued, bad, nil
+}
+
+// queuedVerdict is the verdict of a queued approval or denial of ref, or "".
+func queuedVerdict(queued []inbox.Item, ref state.Ref) string {
+	for _, it := range queued {
+		if it.Kind == inbox.KindApproval && it.Approval.ActionRef == ref {
+			return it.Approval.Verdict
+		}
+	}
+	return ""
+}
+
+// printInbox lists the queued inbox items and any inbox file the next cycle
+// will reject.
+func (a *app) printInbox(queued []inbox.Item, bad []inbox.Rejected, err error) {
+	if err != nil {
+		a.printf("inbox        unreadable: %v\n", err)
+		return
+	}
+	if len(queued) > 0 {
+		a.printf("inbox        %d queued for the next cycle\n", len(queued))
+	}
+	for _, it := range queued {
+		switch it.Kind {
+		case inbox.KindApproval:
+			a.printf("  %s %s (by %s)\n", it.Approval.Verdict, it.Approval.ActionRef, it.Approval.By)
+		case inbox.KindWake:
+			line := "  wake " + it.Wake.Source
+			if it.Wake.Ref != "" {
+				line += " " + it.Wake.Ref
+			}
+			a.printf("%s (by %s, expires %s)\n", line, it.Wake.By, it.Wake.ExpiresAt)
+		case inbox.KindStop:
+			kill := ""
+			if it.Stop.Kill {
+				kill = ", kill switch"
+			}
+			a.printf("  stop (by %s%s)\n", it.Stop.By, kill)
+		}
+	}
+	for _, b := range bad {
+		a.printf("inbox        %s rejected: %s\n", b.Name, b.Reason)
+	}
+}
+
+// meaning says in a few words what a disposition means for the operator,
+// so that status reads without the design notes at hand.
+func meaning(d state.Disposition) string {
+	switch d {
+	case state.Continue:
+		return "more work is due; the next acr run goes on"
+	case state.Idle:
+		return "nothing to do until the world changes or a wake signal arrives"
+	case state.Sleep:
+		return "asleep until a wake condition holds"
+	case state.WaitApproval:
+		return "an action waits for a person to approve or deny it"
+	case state.Deferred:
+		return "known work waits for evidence that is not there yet"
+	case state.Stopped:
+		return "the run has stopped and does nothing more"
+	case state.Faulted:
+		return "the run stopped on repeated failures and needs a person"
+	}
+	return "unknown"
+}
+
+// nextWake says when the loop looks again by itself: an absolute time with
+// its distance from now, or what it waits for instead.
+func nextWake(r state.RunState, now time.Time) string {
+	if nw := r.NextWake; nw != nil && nw.At != "" {
+		if t, err := state.ParseTime(nw.At); err == nil && !t.After(now) {
+			return fmt.Sprintf("due now (it was due at %s, %s ago); the next acr run looks", nw.At, humanDuration(now.Sub(t)))
+		}
+		s := when(nw.At, now)
+		if len(nw.Conditions) > 0 {
+			s += ", or earlier on a condition below"
+		}
+		return s
+	}
+	switch r.LoopDisposition {
+	case state.Continue:
+		return "now: cycles are due"
+	case state.Stopped:
+		return "never: the run is stopped"
+	case state.Faulted:
+		return "never by itself: fix the cause, then acr wake --signal manual_resume"
+	case state.WaitApproval:
+		return "when the approval is resolved"
+	}
+	if r.NextWake != nil && len(r.NextWake.Conditions) > 0 {
+		return "no time set; on a condition below"
+	}
+	return "no time set; when the world changes or a wake signal arrives"
+}
+
+// budgetLine renders each budget as used/limit. A limit whose soft level
+// was passed says so, because that is the operator's early warning.
+func budgetLine(b state.BudgetUsage, l governance.Budgets) string {
+	soft := func(name string, lim governance.Limit) string {
+		if lim.Soft > 0 && slices.Contains(b.SoftWarned, name) {
+			return fmt.Sprintf(" (past soft %d)", lim.Soft)
+		}
+		return ""
+	}
+	parts := []string{
+		"cycles " + usage(b.Cycles, l.Cycles) + soft("cycles", l.Cycles),
+		"actions " + usage(b.Actions, l.Actions) + soft("actions", l.Actions),
+		"cognitive ops " + usage(b.CognitiveOperations, l.CognitiveOperations) + soft("cognitive_operations", l.CognitiveOperations),
+		"compactions " + usage(b.Compactions, l.Compactions) + soft("compactions", l.Compactions),
+		"wall clock " + secondsUsage(b.WallClockSeconds, l.WallClockSeconds) + soft("wall_clock_seconds", l.WallClockSeconds),
+	}
+	return strings.Join(parts, ", ")
 }
 
 func usage(used int64, l governance.Limit) string {
@@ -112,6 +262,21 @@ func usage(used int64, l governance.Limit) string {
 		return fmt.Sprintf("%d/%d", used, l.Hard)
 	}
 	return fmt.Sprintf("%d/unlimited", used)
+}
+
+func secondsUsage(used int64, l governance.Limit) string {
+	u := humanDuration(time.Duration(used) * time.Second)
+	if l.Hard > 0 {
+		return u + "/" + humanDuration(time.Duration(l.Hard)*time.Second)
+	}
+	return u + "/unlimited"
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none recorded)"
+	}
+	return s
 }
 
 func failing(cs []world.CheckResult) int {
@@ -124,13 +289,18 @@ func failing(cs []world.CheckResult) int {
 	return n
 }
 
-// nextCommand suggests the most useful next command for a waiting run.
-func nextCommand(s kernel.State) string {
+// nextCommand suggests the most useful next command for a run that waits,
+// or "" when the run needs nothing from anybody (IDLE). queued is what
+// waits in the inbox: an approval already given is not asked for again.
+func nextCommand(s kernel.State, queued []inbox.Item) string {
 	r := s.Run
 	for _, p := range r.PendingApprovals {
-		if p.Resolution == nil {
+		if p.Resolution == nil && queuedVerdict(queued, p.Ref) == "" {
 			return "acr approve " + string(p.Ref) + "   (or acr deny ...)"
 		}
+	}
+	if len(queued) > 0 && !r.LoopDisposition.Terminal() {
+		return "acr run   (the next cycle consumes what is queued; a scheduled run does too)"
 	}
 	switch r.LoopDisposition {
 	case state.Sleep:
@@ -139,6 +309,8 @@ func nextCommand(s kernel.State) string {
 		return "acr wake --signal new_environment_observation   (once the missing evidence is in place)"
 	case state.Faulted:
 		return "acr wake --signal manual_resume   (after fixing the cause; see acr log)"
+	case state.Stopped:
+		return "acr log   (what the run did; acr init --force starts a new run)"
 	case state.Continue:
 		return "acr run --max-cycles 20"
 	}
@@ -154,7 +326,8 @@ func (a *app) now() time.Time {
 	return opt.Clock.Now()
 }
 
-// when renders a timestamp with its distance from now.
+// when renders a timestamp with its distance from now, so that status
+// answers both "when exactly" and "how long ago" at a glance.
 func when(ts string, now time.Time) string {
 	t, err := state.ParseTime(ts)
 	if err != nil || ts == "" {
@@ -163,9 +336,36 @@ func when(ts string, now time.Time) string {
 	d := now.Sub(t).Round(time.Second)
 	switch {
 	case d > 0:
-		return fmt.Sprintf("%s (%s ago)", ts, d)
+		return fmt.Sprintf("%s (%s ago)", ts, humanDuration(d))
 	case d < 0:
-		return fmt.Sprintf("%s (in %s)", ts, -d)
+		return fmt.Sprintf("%s (in %s)", ts, humanDuration(-d))
 	}
 	return ts + " (now)"
+}
+
+// humanDuration keeps the two largest units that matter: "45s", "12m5s",
+// "3h20m", "12d4h". Go's own format ("7993h16m46s") is exact but makes a
+// person do arithmetic.
+func humanDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	day := 24 * time.Hour
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int64(d/time.Second))
+	case d < time.Hour:
+		return trimZero(fmt.Sprintf("%dm%ds", int64(d/time.Minute), int64(d%time.Minute/time.Second)))
+	case d < 2*day:
+		return trimZero(fmt.Sprintf("%dh%dm", int64(d/time.Hour), int64(d%time.Hour/time.Minute)))
+	}
+	return trimZero(fmt.Sprintf("%dd%dh", int64(d/day), int64(d%day/time.Hour)))
+}
+
+// trimZero drops a trailing zero unit: "2h0m" reads better as "2h".
+func trimZero(s string) string {
+	for _, suffix := range []string{"m0s", "h0m", "d0h"} {
+		if strings.HasSuffix(s, suffix) {
+			return s[:len(s)-len(suffix)+1]
+		}
+	}
+	return s
 }

@@ -52,6 +52,7 @@ func runStop(a *app, reason string, kill bool, by string) error {
 	if err != nil {
 		return err
 	}
-	a.report(map[string]any{"queued": true, "id": id, "kill": kill}, "queued stop request %s; the next acr run or acr step stops the run\n", id)
+	a.report(map[string]any{"queued": true, "id": id, "kill": kill}, "queued stop request %s\n", id)
+	a.next("acr run   (the next invocation records the stop; a scheduled run does too)")
 	return nil
 }

@@ -112,8 +112,12 @@ func newScenarioCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scenario",
 		Short: "Run reference scenarios",
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+		Long: `Commands on the reference scenarios: folders with a goal, a contract, an
+environment and a scenario.json of steps and expectations (docs/scenarios.md).`,
+		Example: `  acr scenario run quickstart
+  acr scenario run p05-approval-escalation --keep`,
+		Args: groupArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	run := &cobra.Command{
 		Use:   "run NAME|DIR",
@@ -142,12 +146,7 @@ func runScenario(a *app, nameOrDir, root string, keep bool) error {
 	if _, err := os.Stat(filepath.Join(dir, "scenario.json")); err != nil {
 		dir = filepath.Join(root, nameOrDir)
 		if _, err := os.Stat(filepath.Join(dir, "scenario.json")); err != nil {
-			known, _ := scenario.Discover(root)
-			var names []string
-			for _, k := range known {
-				names = append(names, filepath.Base(k))
-			}
-			slices.Sort(names)
+			names, _ := scenarioNames(root)
 			return usagef("no scenario %q (known under %s: %s)", nameOrDir, root, strings.Join(names, ", "))
 		}
 	}
@@ -179,4 +178,18 @@ func runScenario(a *app, nameOrDir, root string, keep bool) error {
 		return err
 	}
 	return nil
+}
+
+// scenarioNames lists the scenario folders under root, sorted.
+func scenarioNames(root string) ([]string, error) {
+	known, err := scenario.Discover(root)
+	if err != nil {
+		return nil, fmt.Errorf("list scenarios in %s: %w", root, err)
+	}
+	var names []string
+	for _, k := range known {
+		names = append(names, filepath.Base(k))
+	}
+	slices.Sort(names)
+	return names, nil
 }

@@ -32,7 +32,9 @@ func newVersionCommand(a *app) *cobra.Command {
 		Use:   "version",
 		Short: "Print acr's version",
 		Long:  "Print acr's version, the build revision, the on-disk schema version and the Go version.",
-		Args:  noArgs,
+		Example: `  acr version
+  acr version --json | jq -r .revision`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			info := map[string]any{"version": version, "revision": revision(), "schema_version": state.SchemaVersion, "go": runtime.Version(),
 				"profile": "ACR-MVP-v0.1-Phase12"}

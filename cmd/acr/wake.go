@@ -141,7 +141,8 @@ func runWake(a *app, o wakeOptions) error {
 		return err
 	}
 	a.report(map[string]any{"queued": true, "id": id, "source": sig.Source, "dedup_key": sig.DedupKey, "expires_at": sig.ExpiresAt},
-		"queued wake signal %s (%s); the next acr run or acr step consumes it\n", id, sig.Source)
+		"queued wake signal %s (%s)\n", id, sig.Source)
+	a.next("acr run   (the next cycle consumes the signal; a scheduled run does too)")
 	return nil
 }
 
@@ -164,6 +165,14 @@ func coalescesWith(fsys disk.FS, r state.RunState, sig *state.WakeSignal, now ti
 		}
 	}
 	return ""
+}
+
+// next prints the next useful command after a text result; with --json
+// stdout holds exactly one object, so it prints nothing.
+func (a *app) next(hint string) {
+	if !a.cfg.JSON {
+		a.printf("next: %s\n", hint)
+	}
 }
 
 // report prints a result as JSON or as a line of text.

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestManPages generates the pages the way make man does and checks that
+// there is one per command, each with the exit status as a real section.
+func TestManPages(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	require.Equal(t, 0, newApp(&out, io.Discard).execute([]string{"man", "--dir", dir}))
+	root := newRootCommand(newApp(io.Discard, io.Discard))
+	root.InitDefaultHelpCmd()
+	want := 0
+	walkCommands(root, func(c *cobra.Command) {
+		if c != root && !c.IsAvailableCommand() {
+			return
+		}
+		want++
+		name := strings.ReplaceAll(c.CommandPath(), " ", "-") + ".1"
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if !assert.NoError(t, err, "no page for %s", c.CommandPath()) {
+			return
+		}
+		page := string(b)
+		assert.Contains(t, page, ".SH NAME\n")
+		assert.Contains(t, page, ".SH EXIT STATUS\n.TP\n\\fB0\\fR\n")
+		assert.Contains(t, page, "\\fB75\\fR\nbusy: another invocation holds the run; retry later\n")
+		assert.Less(t, strings.Index(page, ".SH EXIT STATUS"), strings.Index(page, ".SH EXAMPLE"))
+		assert.NotContains(t, page, "EXIT STATUS 0", "the table must not be run into a paragraph")
+		assert.NotContains(t, page, "spf13/cobra", "no generator advertisement")
+	})
+	files, err := filepath.Glob(filepath.Join(dir, "*.1"))
+	require.NoError(t, err)
+	assert.Len(t, files, want)
+	assert.Contains(t, out.String(), "wrote ")
+}
