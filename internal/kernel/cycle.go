@@ -119,7 +119,8 @@ type builder struct {
 	fitness    controller.FitnessContract
 	fitnessRef state.Ref
 	areqRef    state.Ref
-	woken      []string // commitments whose condition or deadline came
+	carried    *state.Value // the fitness contract an approved plan keeps
+	woken      []string     // commitments whose condition or deadline came
 	restOut    []state.Ref
 	restUsed   controller.Usage
 }
@@ -279,6 +280,14 @@ func (b *builder) consumeInbox(in Inputs) {
 				b.emit("approval.ignored", nil, refs, "no_pending_approval_for_ref")
 				continue
 			}
+			if role, ok := loopRole(a.By); ok {
+				// Only a person answers an approval: one signed by a role of
+				// the loop is the loop approving its own plan.
+				b.guard.Author(a.ActionRef, controller.Distiller)
+				b.refused(b.guard.ApprovePlan(a.ActionRef, role))
+				b.emit("approval.ignored", nil, refs, "self_approval_refused", "by_"+role.String())
+				continue
+			}
 			rs.PendingApprovals[i].Resolution = &a
 			b.approvals = append(b.approvals, a)
 			refs["action"] = a.ActionRef
@@ -291,6 +300,15 @@ func (b *builder) consumeInbox(in Inputs) {
 	}
 	slices.Sort(rs.InboxSeen)
 	slices.SortFunc(rs.DedupKeys, func(a, c state.DedupKey) int { return strings.Compare(a.Key, c.Key) })
+}
+
+// loopRole reports whether an approver names one of the loop's own roles.
+func loopRole(by string) (controller.Role, bool) {
+	var r controller.Role
+	if r.UnmarshalText([]byte(strings.ToLower(strings.TrimSpace(by)))) != nil || r == controller.Operator {
+		return controller.RoleInvalid, false
+	}
+	return r, true
 }
 
 func stopReason(st state.StopRequest) string {
@@ -334,6 +352,13 @@ func (b *builder) run() {
 	if name, ok := b.hardBudgetAtStart(); ok {
 		b.block(controller.IntentCustodian, "budget_"+name)
 		b.conclude(state.Stopped, []string{"budget_limit", "budget_" + name})
+		return
+	}
+
+	if b.coords.Authority.Rank() < governance.AuthRead.Rank() {
+		// Observing reads the project: authority none may not even look.
+		b.block(controller.IntentCustodian, "authority_none")
+		b.conclude(b.resting(), []string{"authority_none"})
 		return
 	}
 
@@ -790,6 +815,7 @@ func (b *builder) resumeApproval(i int) {
 		b.conclude(b.resting(), []string{"proposal_reviewed", "autonomy_A1_proposal_only"})
 		return
 	}
+	b.carried = p.Fitness
 	b.move(controller.Plan, "approved_plan", b.resRef)
 	b.govern(action, p.Resolution, "")
 }
@@ -893,7 +919,7 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 		rs.PendingApprovals = append(rs.PendingApprovals, state.PendingApproval{
 			Ref: actionRef, DecisionRef: decRef, Operation: string(action.Operation), Target: action.Target, CheckID: action.CheckID,
 			ItemID: b.item, Reason: d.ReasonCodes[0], RequestedAt: b.at, CycleSeq: b.cycle, Action: mustValue(action),
-			ProposalOnly: b.coords.AutonomyLevel() <= 1, FitnessRef: fitRef,
+			ProposalOnly: b.coords.AutonomyLevel() <= 1, FitnessRef: fitRef, Fitness: ptr(mustValue(b.fitness)),
 		})
 		b.emit("approval.requested", nil, map[string]state.Ref{"action": actionRef, "decision": decRef}, d.ReasonCodes...)
 		b.move(controller.Propose, d.ReasonCodes[0], decRef, rcptRef, fitRef)
@@ -904,6 +930,8 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 		b.conclude(b.orResting(more), append([]string{"governance_deferred"}, d.MissingEvidence...))
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func mustValue(v any) state.Value {
 	val, err := state.Parse(state.MustMarshal(v))
@@ -1053,6 +1081,11 @@ func (b *builder) settle(st Settlement) {
 		b.s.Strategy = strategy.Settle(b.s.Strategy, []string{b.item})
 		if e.Action.Operation != world.OpRestore {
 			b.noteFixed()
+		} else {
+			// The fix was undone: set the item aside until the target
+			// changes from the restored bytes, or the same fix would be
+			// tried and undone again.
+			b.suppress(state.Suppression{ItemID: b.item, Reason: "rolled_back_regression", Since: b.at, EvidenceRef: string(st.Readback.SHA256)})
 		}
 	case "rejected":
 		if ai >= 0 {
@@ -1062,7 +1095,6 @@ func (b *builder) settle(st Settlement) {
 		req := state.RollbackRequest{ItemID: b.item, CheckID: e.Action.CheckID, FromCycle: b.cycle, Reason: why,
 			Action: mustValue(st.Rollback.RestoreAction(e.Action.CheckID)), EvaluationRef: evRef}
 		rs.Rollbacks = append(rs.Rollbacks, req)
-		b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "rolled_back_regression", Since: b.at})
 		b.move(controller.Rollback, ev.Result, evRef)
 		reqRef := b.record(evRollback, "rbreq", req, map[string]state.Ref{"evaluation": evRef}, "rollback_bundle_queued")
 		b.move(controller.Metabolize, "rollback_queued", reqRef)

@@ -408,12 +408,12 @@ func TestSchemasAgreeWithAcr(t *testing.T) {
 			{"steps/0", `{"wake": {"source": "external_event", "expires_in": "soon"}}`, false, false},
 			{"steps/0", `{"world": {}}`, false, false},
 			{"steps/0", `{"world": {"write": "../outside.txt", "content": "x"}}`, false, false},
+			// A scenario may script an authority claim: the cycle rejects
+			// it, so both the loader and the schema let it through.
+			{"steps/0", `{"wake": {"source": "external_event", "payload": {"x": {"Authority": "admin"}}}}`, true, true},
 			// The schema is stricter than scenario.Load where the run itself
-			// refuses the value later (so a scenario can script a refusal):
-			// authority-carrying payloads are rejected by the cycle, a bad
-			// knowledge update is a provider failure; and an expectation
-			// that no run can meet.
-			{"steps/0", `{"wake": {"source": "external_event", "payload": {"x": {"Authority": "admin"}}}}`, true, false},
+			// refuses the value later: a bad knowledge update is a provider
+			// failure; and an expectation that no run can meet.
 			{"steps/0", `{"knowledge": {"schema": "x", "source_ref": "s", "observed_version_ref": "2"}}`, true, false},
 			{"steps/0", `{"run": 1, "expect": {"disposition": "SLEEPING"}}`, true, false},
 			{"steps/0", `{"run": 1, "expect": {"cycle_seq": -1}}`, true, false},
@@ -549,12 +549,17 @@ func TestSchemaVocabularyMatchesGo(t *testing.T) {
 		accepted := func(k string) bool {
 			return inbox.CheckPayload(&state.Value{Kind: state.KindObject, Obj: []state.Member{{Key: k, Val: state.Value{Kind: state.KindNull}}}}) == nil
 		}
-		for _, s := range []*schemaDoc{wake, sc} {
-			name := func(k string) bool { return len(s.check(s.at("#/$defs/payload"), map[string]any{k: nil}, "$")) == 0 }
-			for _, k := range samples {
-				if name(k) != accepted(k) {
-					t.Errorf("%s: payload key %q: schema accepts=%v, inbox.CheckPayload accepts=%v", s, k, name(k), accepted(k))
-				}
+		name := func(s *schemaDoc, k string) bool {
+			return len(s.check(s.at("#/$defs/payload"), map[string]any{k: nil}, "$")) == 0
+		}
+		for _, k := range samples {
+			if name(wake, k) != accepted(k) {
+				t.Errorf("%s: payload key %q: schema accepts=%v, inbox.CheckPayload accepts=%v", wake, k, name(wake, k), accepted(k))
+			}
+			// A scenario may script what acr wake refuses, to check the run
+			// rejects it too.
+			if !name(sc, k) {
+				t.Errorf("%s: payload key %q refused; a scenario may script any key", sc, k)
 			}
 		}
 	})

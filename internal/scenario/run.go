@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
@@ -292,6 +293,14 @@ func (rn *runner) step(st Step) error {
 		}
 		_, err = inbox.Write(fsys, &state.StopRequest{Schema: state.StopSchema, By: "scenario", Reason: st.Stop.Reason, Kill: st.Stop.Kill, CreatedAt: state.FormatTime(now)})
 		return err
+	case st.KillSwitch != nil:
+		p := filepath.Join(rn.dir, rundir.KillSwitchFile)
+		if *st.KillSwitch {
+			return os.WriteFile(p, []byte("stop\n"), 0o644)
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	case st.Knowledge != nil:
 		rn.know.queue = append(rn.know.queue, *st.Knowledge)
 	case st.ProviderFailures > 0:
@@ -335,7 +344,11 @@ func (rn *runner) resolve(st Step) error {
 			if err != nil {
 				return err
 			}
-			_, err = inbox.Write(fsys, &state.Approval{Schema: state.ApprovalSchema, ActionRef: p.Ref, Verdict: verdict, By: "scenario",
+			by := st.By
+			if by == "" {
+				by = "scenario"
+			}
+			_, err = inbox.Write(fsys, &state.Approval{Schema: state.ApprovalSchema, ActionRef: p.Ref, Verdict: verdict, By: by,
 				CreatedAt: state.FormatTime(rn.clock.t)})
 			return err
 		}
@@ -542,6 +555,7 @@ func Analyse(dir string) (*History, error) {
 	h := &History{Dispositions: map[string]int{}, Classes: map[string]int{}}
 	reviewed := map[int64]bool{}
 	selected := map[int64]bool{}
+	fitness := map[state.Ref]bool{}
 	committedKeys := map[string]int{}
 	err = ledger.Scan(fsys, func(r ledger.Record) error {
 		h.Events++
@@ -617,6 +631,53 @@ func Analyse(dir string) (*History, error) {
 			c["knowledge_candidate"]++
 		case ev.Type == "loop.guard.tripped":
 			c["loop_guard"]++
+		case ev.Type == "controller.transition.recorded":
+			var t controller.Transition
+			if ev.Object != nil && ev.Object.Decode(&t) == nil {
+				c["controller_"+t.NextState.String()]++
+				c["role_"+t.ActorRole.String()+"_leaves_"+t.PreviousState.String()]++
+				c["authority_"+string(t.AuthorityUsed)]++
+			}
+		case ev.Type == "controller.tension.assessed":
+			var t controller.TensionReport
+			if ev.Object != nil && ev.Object.Decode(&t) == nil {
+				for _, cl := range t.Classes {
+					c["tension_"+cl]++
+				}
+			}
+		case ev.Type == "controller.fitness.fixed":
+			c["fitness_fixed"]++
+			fitness[ev.Object.Ref] = true
+		case ev.Type == "controller.violation.refused":
+			var v controller.Violation
+			if ev.Object != nil && ev.Object.Decode(&v) == nil {
+				c["violation_"+v.Rule]++
+			}
+		case ev.Type == "controller.candidate.forged":
+			c["candidate_forged"]++
+		case ev.Type == "persistent.wake.rejected":
+			for _, rc := range ev.Reasons {
+				c["wake_rejected_"+rc]++
+			}
+		case ev.Type == "persistent.wake.coalesced":
+			c["wake_coalesced"]++
+		case ev.Type == "sandbox.action.blocked":
+			for _, rc := range ev.Reasons {
+				c["control_missing_"+rc]++
+			}
+		}
+		if ev.Type == "evaluation.recorded" && ev.Object != nil {
+			var e kernel.Evaluation
+			if ev.Object.Decode(&e) == nil {
+				c["evaluation_"+e.Result]++
+				// The fitness contract an evaluation judges by must be one
+				// fixed before it, never a new one.
+				if fitness[e.FitnessRef] {
+					c["fitness_stable"]++
+				} else {
+					c["fitness_changed"]++
+				}
+			}
 		}
 		return nil
 	})

@@ -45,17 +45,22 @@ type Script struct {
 // Step is one thing that happens. Exactly one action field is set; Expect,
 // when present, is checked after the action.
 type Step struct {
-	Note      string                    `json:"note,omitempty"`
-	Run       int                       `json:"run,omitempty"`
-	Advance   string                    `json:"advance,omitempty"`
-	World     *WorldChange              `json:"world,omitempty"`
-	Wake      *Wake                     `json:"wake,omitempty"`
-	Approve   string                    `json:"approve,omitempty"`
-	Deny      string                    `json:"deny,omitempty"`
-	Stop      *Stop                     `json:"stop,omitempty"`
-	Knowledge *strategy.KnowledgeUpdate `json:"knowledge,omitempty"`
-	Crash     *Crash                    `json:"crash,omitempty"`
-	Recover   bool                      `json:"recover,omitempty"`
+	Note    string       `json:"note,omitempty"`
+	Run     int          `json:"run,omitempty"`
+	Advance string       `json:"advance,omitempty"`
+	World   *WorldChange `json:"world,omitempty"`
+	Wake    *Wake        `json:"wake,omitempty"`
+	Approve string       `json:"approve,omitempty"`
+	Deny    string       `json:"deny,omitempty"`
+	// By is who answers an approve or deny step (default "scenario").
+	By string `json:"by,omitempty"`
+	// KillSwitch creates (true) or removes (false) the operator's kill
+	// switch file in the state directory.
+	KillSwitch *bool                     `json:"kill_switch,omitempty"`
+	Stop       *Stop                     `json:"stop,omitempty"`
+	Knowledge  *strategy.KnowledgeUpdate `json:"knowledge,omitempty"`
+	Crash      *Crash                    `json:"crash,omitempty"`
+	Recover    bool                      `json:"recover,omitempty"`
 	// ProviderFailures makes the next N observations fail with an error;
 	// ProviderGarbage makes them return a malformed observation.
 	ProviderFailures int `json:"provider_failures,omitempty"`
@@ -238,13 +243,17 @@ func validateSteps(steps []Step, at string) error {
 			}
 		}
 		for _, set := range []bool{st.Run > 0, st.Advance != "", st.World != nil, st.Wake != nil, st.Approve != "", st.Deny != "",
-			st.Stop != nil, st.Knowledge != nil, st.Crash != nil, st.Recover, st.Repeat != nil, st.ProviderFailures > 0, st.ProviderGarbage > 0} {
+			st.Stop != nil, st.Knowledge != nil, st.Crash != nil, st.Recover, st.Repeat != nil, st.ProviderFailures > 0, st.ProviderGarbage > 0,
+			st.KillSwitch != nil} {
 			if set {
 				n++
 			}
 		}
 		if n != 1 {
 			return &state.FieldError{Path: fmt.Sprintf("%s[%d]", at, i), Err: fmt.Errorf("exactly one action per step (found %d)", n)}
+		}
+		if st.By != "" && st.Approve == "" && st.Deny == "" {
+			return &state.FieldError{Path: fmt.Sprintf("%s[%d].by", at, i), Err: fmt.Errorf("by goes with approve or deny")}
 		}
 		if st.Advance != "" {
 			if _, err := time.ParseDuration(st.Advance); err != nil {

@@ -225,8 +225,11 @@ type PendingApproval struct {
 	// ProposalOnly marks an A1 proposal: the person reviews it, and the
 	// loop acts on nothing whatever the answer.
 	ProposalOnly bool `json:"proposal_only,omitempty"`
-	// FitnessRef is the FitnessContract fixed with the plan.
-	FitnessRef Ref `json:"fitness_ref,omitempty"`
+	// FitnessRef is the FitnessContract fixed with the plan, and Fitness
+	// its body: the cycle that acts on the approval judges by exactly this
+	// contract, not one derived again.
+	FitnessRef Ref    `json:"fitness_ref,omitempty"`
+	Fitness    *Value `json:"fitness,omitempty"`
 }
 
 // DeferredItem is known work waiting for evidence.

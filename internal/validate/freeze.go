@@ -13,6 +13,7 @@ import (
 	"github.com/acr-project/acr/internal/agenda"
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/commitment"
+	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/intent"
 	"github.com/acr-project/acr/internal/kernel"
@@ -45,6 +46,11 @@ func frozenTypes() map[string]reflect.Type {
 		"world.Observation": reflect.TypeFor[world.Observation](), "world.Action": reflect.TypeFor[world.Action](),
 		"world.Outcome": reflect.TypeFor[world.Outcome](), "intent.Goal": reflect.TypeFor[intent.Goal](),
 		"kernel.Manifest": reflect.TypeFor[kernel.Manifest](), "kernel.Evaluation": reflect.TypeFor[kernel.Evaluation](),
+		"world.Intent": reflect.TypeFor[world.Intent](), "world.Readback": reflect.TypeFor[world.Readback](),
+		"controller.Transition": reflect.TypeFor[controller.Transition](), "controller.Declaration": reflect.TypeFor[controller.Declaration](),
+		"controller.TensionReport": reflect.TypeFor[controller.TensionReport](), "controller.FitnessContract": reflect.TypeFor[controller.FitnessContract](),
+		"controller.LearningDelta": reflect.TypeFor[controller.LearningDelta](), "controller.Candidate": reflect.TypeFor[controller.Candidate](),
+		"controller.CascadeRecord": reflect.TypeFor[controller.CascadeRecord](), "controller.Violation": reflect.TypeFor[controller.Violation](),
 	}
 }
 
