@@ -77,17 +77,19 @@ type Summary struct {
 // builder accumulates one cycle's events, linking each to the previous one
 // as its causal parent.
 type builder struct {
-	s       State
-	cycle   int64
-	now     time.Time
-	at      string
-	events  []ledger.Event
-	refs    []state.Ref // refs of all events of the cycle, in order
-	last    state.Ref
-	rec     state.CycleRecord
-	reasons []string
-	sum     Summary
-	err     error
+	s      State
+	cycle  int64
+	now    time.Time
+	at     string
+	events []ledger.Event
+	refs   []state.Ref // refs of all events of the cycle, in order
+	// isTransition marks which of refs are controller transitions.
+	isTransition []bool
+	last         state.Ref
+	rec          state.CycleRecord
+	reasons      []string
+	sum          Summary
+	err          error
 
 	// per-cycle working values
 	signals    []state.WakeSignal
@@ -131,6 +133,17 @@ func (b *builder) fail(err error) {
 	}
 }
 
+// memoryRefs are the refs of the cycle's events working memory keeps.
+func (b *builder) memoryRefs() []state.Ref {
+	out := make([]state.Ref, 0, len(b.refs))
+	for i, r := range b.refs {
+		if !b.isTransition[i] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // emit appends an event. obj may be nil.
 func (b *builder) emit(typ string, obj *ledger.Object, refs map[string]state.Ref, reasons ...string) state.Ref {
 	ev := ledger.Event{Type: typ, RunID: b.s.Run.RunID, CycleSeq: b.cycle, At: b.at, Refs: refs, Reasons: reasons, Object: obj}
@@ -144,6 +157,7 @@ func (b *builder) emit(typ string, obj *ledger.Object, refs map[string]state.Ref
 	}
 	b.events = append(b.events, ev)
 	b.refs = append(b.refs, ref)
+	b.isTransition = append(b.isTransition, typ == evTransition)
 	b.last = ref
 	b.nEvents++
 	return ref
@@ -1177,7 +1191,10 @@ func (b *builder) finish() {
 	}
 
 	// Working memory: record this cycle, then compact if the cadence says so.
-	unit := memory.Unit{CycleSeq: b.cycle, EventRefs: slices.Clone(nonNil(b.refs)), Item: b.item, Verdict: b.rec.GovernanceDecision, Disposition: rs.LoopDisposition.String()}
+	// The unit lists the cycle's events except its controller transitions:
+	// those hang off the cycle record (controller_transition_refs), and
+	// listing them here would double working memory for nothing.
+	unit := memory.Unit{CycleSeq: b.cycle, EventRefs: b.memoryRefs(), Item: b.item, Verdict: b.rec.GovernanceDecision, Disposition: rs.LoopDisposition.String()}
 	b.s.Context = memory.Record(b.s.Context, unit, b.protected())
 	mp := memory.Policy{MaxUnits: pol.CompactAfterUnits, EveryCycles: pol.CompactEveryCycles, KeepUnits: 8, KeepBlocks: pol.KeepSummaryBlocks}
 	if due, trigger := memory.Due(b.s.Context, b.cycle, mp, b.compactReq); due && !rs.LoopDisposition.Terminal() {
