@@ -314,9 +314,8 @@ func (w *World) plan(key, h string, a world.Action, target string) (plan, error)
 			p.out.Status, p.out.Detail = world.OutcomeStale, fmt.Sprintf("target holds other content than the action expected: expected %s, found %s", describe(a.ExpectSHA256), describe(before))
 		}
 	case world.OpRestore:
-		snapshot := hashOf([]byte(a.Content), !a.Absent)
 		switch {
-		case before == snapshot:
+		case before == a.RestoreSHA256:
 			p.out.Status, p.out.Detail = world.OutcomeNoChange, "the target already is as the snapshot"
 		case before != a.ExpectSHA256:
 			p.out.Status, p.out.Detail = world.OutcomeStale, fmt.Sprintf("target changed since the undone effect: expected %s, found %s", describe(a.ExpectSHA256), describe(before))
@@ -324,7 +323,12 @@ func (w *World) plan(key, h string, a world.Action, target string) (plan, error)
 			p.out.Status, p.out.AfterSHA256 = world.OutcomeCommitted, ""
 			p.write, p.remove = true, true
 		default:
-			p.change([]byte(a.Content))
+			restored, ok := world.Splice(cur, a.KeepPrefix, a.KeepSuffix, a.Content)
+			if !ok || state.FingerprintOf(restored) != a.RestoreSHA256 {
+				p.out.Status, p.out.Detail = world.OutcomeFailed, "the rollback bundle does not rebuild the recorded before state"
+				break
+			}
+			p.change(restored)
 		}
 	case world.OpRunValidation:
 		results := make([]world.CheckResult, 0, len(a.Checks))

@@ -56,14 +56,41 @@ func (w *World) Prepare(key string, a world.Action) (world.Intent, *world.Outcom
 // undone, so an action on it is blocked.
 const MaxRollbackBytes = 1 << 20
 
-// rollbackBundle takes the target's pre-image, or returns nil when it
-// cannot be carried as text (not UTF-8, or too large).
+// rollbackBundle takes the target's pre-image as a delta against the
+// planned content, or returns nil when the replaced bytes cannot be
+// carried as text (not UTF-8, or too large).
 func rollbackBundle(target string, p plan) *world.RollbackBundle {
-	if len(p.before) > MaxRollbackBytes || !utf8.Valid(p.before) {
+	b := &world.RollbackBundle{Target: target, Existed: p.existed, Before: p.out.BeforeSHA256, After: p.out.AfterSHA256}
+	if p.existed && !p.remove {
+		pre := commonPrefix(p.before, p.content)
+		suf := commonPrefix(reversed(p.before[pre:]), reversed(p.content[pre:]))
+		b.Prefix, b.Suffix = int64(pre), int64(suf)
+		b.Content = string(p.before[pre : len(p.before)-suf])
+	} else {
+		b.Content = string(p.before)
+	}
+	if len(b.Content) > MaxRollbackBytes || !utf8.ValidString(b.Content) {
 		return nil
 	}
-	return &world.RollbackBundle{Target: target, Existed: p.existed, Content: string(p.before),
-		Before: p.out.BeforeSHA256, After: p.out.AfterSHA256}
+	return b
+}
+
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+func reversed(b []byte) []byte {
+	r := make([]byte, len(b))
+	for i, c := range b {
+		r[len(b)-1-i] = c
+	}
+	return r
 }
 
 // Readback reads target and the checks on it through the observation

@@ -29,7 +29,12 @@ func TestRollbackBundleRestoresAPatchedFile(t *testing.T) {
 	in, out := prepareCommit(t, w, testKey("patch"), patch)
 	require.Equal(t, world.OutcomeCommitted, out.Status)
 	require.NotNil(t, in.Rollback, "a change carries its pre-image")
-	assert.Equal(t, appSource, in.Rollback.Content)
+	assert.Equal(t, "tru", in.Rollback.Content, "only the replaced bytes are carried")
+	after, err := os.ReadFile(worldPath(dir, "src/app.go"))
+	require.NoError(t, err)
+	restored, ok := in.Rollback.Restore(after)
+	require.True(t, ok)
+	assert.Equal(t, appSource, string(restored))
 	assert.True(t, in.Rollback.Existed)
 	assert.Equal(t, out.AfterSHA256, in.Rollback.After)
 
@@ -81,12 +86,27 @@ func TestRestoreRefusesATargetChangedSinceTheEffect(t *testing.T) {
 
 func TestNoBundleForBinaryTargets(t *testing.T) {
 	w, dir := newTestWorld(t, testSpec())
-	require.NoError(t, os.WriteFile(worldPath(dir, "src/app.go"), []byte("debug = true\xff\n"), 0o644))
-	patch := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", CheckID: "no-debug",
-		ExpectSHA256: state.FingerprintOf([]byte("debug = true\xff\n")), Find: "debug = true", Replace: "debug = false"}
-	in, prior, err := w.Prepare(testKey("bin"), patch)
+	binary := "\xff\xfe not text"
+	require.NoError(t, os.WriteFile(worldPath(dir, "LICENSE"), []byte(binary), 0o644))
+	replace := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "LICENSE", CheckID: "license",
+		ExpectSHA256: state.FingerprintOf([]byte(binary)), Content: "MIT License\n"}
+	in, prior, err := w.Prepare(testKey("bin"), replace)
 	require.NoError(t, err)
 	require.Nil(t, prior)
 	assert.True(t, in.Changes)
-	assert.Nil(t, in.Rollback, "bytes that are not text cannot be carried in the ledger: no bundle")
+	assert.Nil(t, in.Rollback, "replaced bytes that are not text cannot be carried in the ledger: no bundle")
+}
+
+func TestRestoreRefusesABundleThatDoesNotRebuildTheBefore(t *testing.T) {
+	w, dir := newTestWorld(t, testSpec())
+	patch := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", CheckID: "no-debug",
+		ExpectSHA256: state.FingerprintOf([]byte(appSource)), Find: "debug = true", Replace: "debug = false"}
+	in, _ := prepareCommit(t, w, testKey("patch"), patch)
+	bad := in.Rollback.RestoreAction("no-debug")
+	bad.Content = "maybe"
+	_, out := prepareCommit(t, w, testKey("restore"), bad)
+	assert.Equal(t, world.OutcomeFailed, out.Status)
+	got, err := os.ReadFile(worldPath(dir, "src/app.go"))
+	require.NoError(t, err)
+	assert.Contains(t, string(got), "debug = false", "left as the effect left it")
 }

@@ -437,6 +437,12 @@ type Action struct {
 	// Absent, for restore_snapshot, says the snapshot is the target's
 	// absence: restoring removes the file the undone action created.
 	Absent bool `json:"absent,omitempty"`
+	// KeepPrefix and KeepSuffix, for restore_snapshot, are the bytes of the
+	// current target kept around Content; RestoreSHA256 is the hash the
+	// restored target must have.
+	KeepPrefix    int64             `json:"keep_prefix,omitempty"`
+	KeepSuffix    int64             `json:"keep_suffix,omitempty"`
+	RestoreSHA256 state.Fingerprint `json:"restore_sha256,omitempty"`
 }
 
 // Ref returns the action's content ref, the ref approvals bind to.
@@ -498,11 +504,18 @@ type Intent struct {
 	Rollback *RollbackBundle `json:"rollback,omitempty"`
 }
 
-// RollbackBundle holds what a target was before an effect: its bytes (as
-// text) or its absence, with the hashes before and after the effect.
+// RollbackBundle holds what a target was before an effect, as a delta
+// against what the effect left: the bytes the effect replaced (Content)
+// between a prefix and a suffix it did not touch. A one-line patch to a
+// large file thus costs a few bytes in the ledger, not the whole file.
+// Existed false means the effect created the target.
 type RollbackBundle struct {
-	Target  string            `json:"target"`
-	Existed bool              `json:"existed"`
+	Target  string `json:"target"`
+	Existed bool   `json:"existed"`
+	// Prefix and Suffix are the lengths of the leading and trailing bytes
+	// that are the same before and after the effect.
+	Prefix  int64             `json:"prefix,omitempty"`
+	Suffix  int64             `json:"suffix,omitempty"`
 	Content string            `json:"content,omitempty"`
 	Before  state.Fingerprint `json:"before_sha256,omitempty"`
 	After   state.Fingerprint `json:"after_sha256,omitempty"`
@@ -511,7 +524,24 @@ type RollbackBundle struct {
 // RestoreAction is the action that undoes an effect through its bundle.
 func (b RollbackBundle) RestoreAction(checkID string) Action {
 	return Action{Schema: ActionSchema, Operation: OpRestore, Target: b.Target, CheckID: checkID,
-		ExpectSHA256: b.After, Content: b.Content, Absent: !b.Existed}
+		ExpectSHA256: b.After, Content: b.Content, Absent: !b.Existed, KeepPrefix: b.Prefix, KeepSuffix: b.Suffix, RestoreSHA256: b.Before}
+}
+
+// Restore rebuilds the before bytes from the after bytes.
+func (b RollbackBundle) Restore(after []byte) ([]byte, bool) {
+	return Splice(after, b.Prefix, b.Suffix, b.Content)
+}
+
+// Splice returns cur with everything between its first prefix and last
+// suffix bytes replaced by middle, or false when cur is too short.
+func Splice(cur []byte, prefix, suffix int64, middle string) ([]byte, bool) {
+	if prefix < 0 || suffix < 0 || prefix+suffix > int64(len(cur)) {
+		return nil, false
+	}
+	out := make([]byte, 0, prefix+int64(len(middle))+suffix)
+	out = append(out, cur[:prefix]...)
+	out = append(out, middle...)
+	return append(out, cur[int64(len(cur))-suffix:]...), true
 }
 
 // ReadbackSchema names an observer's readback.
