@@ -708,6 +708,12 @@ func (d *Driver) Step() (Summary, error) {
 			}
 		}
 	}
+	if p.Effect == nil {
+		// No effect: nothing happens between the two batches that the
+		// first must be durable for, so the whole cycle is one append and
+		// one fsync.
+		return d.finishQuiet(p, in)
+	}
 	first, err := d.Ledger.Append(batch)
 	if err != nil {
 		return Summary{}, err
@@ -741,6 +747,29 @@ func (d *Driver) Step() (Summary, error) {
 	}
 	d.indexCycle(first[0], last[len(last)-1])
 	d.failpoint("after-ledger-append")
+	return d.advance(res, in)
+}
+
+// finishQuiet completes a cycle without an effect: both batches in one
+// durable append.
+func (d *Driver) finishQuiet(p *Pending, in Inputs) (Summary, error) {
+	res, err := Finish(p, Settlement{})
+	if err != nil {
+		return Summary{}, err
+	}
+	recs, err := d.Ledger.Append(slices.Concat(p.Events, res.Events))
+	if err != nil {
+		return Summary{}, err
+	}
+	d.failpoint("after-decision")
+	d.indexCycle(recs[0], recs[len(recs)-1])
+	d.failpoint("after-ledger-append")
+	return d.advance(res, in)
+}
+
+// advance makes a completed, durable cycle the driver's state and
+// checkpoints when due.
+func (d *Driver) advance(res *Result, in Inputs) (Summary, error) {
 	d.state = res.State
 	d.failures = 0
 	d.noteConsumed(in)

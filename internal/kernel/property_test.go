@@ -77,7 +77,7 @@ func randomRun(seed uint64, seen map[controller.State]int) error {
 	now := t0
 	for cycle := range 25 {
 		now = now.Add(time.Duration(rng.IntN(7200)) * time.Second)
-		for id := range failing {
+		for _, id := range []string{"a", "b"} { // fixed order: the run must replay from its seed
 			if rng.IntN(3) == 0 {
 				failing[id] = !failing[id]
 			}

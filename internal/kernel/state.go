@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
@@ -86,13 +88,17 @@ func (s *State) Encode() (map[string][]byte, error) {
 func Decode(files map[string][]byte) (State, error) {
 	var s State
 	parts := s.parts()
+	known := map[string]state.Ref{}
 	for _, name := range slices.Sorted(maps.Keys(parts)) {
 		b, ok := files[name]
 		if !ok {
 			return State{}, &state.IntegrityError{File: name, Msg: "checkpoint file missing from the manifest"}
 		}
-		if err := state.UnmarshalCanonical(b, parts[name]); err != nil {
+		if err := decodeCanonical(b, parts[name]); err != nil {
 			return State{}, &state.IntegrityError{File: name, Msg: err.Error()}
+		}
+		if kind, ok := fileKinds()[name]; ok {
+			known[name] = state.NewRef(kind, b) // b is exactly what the object encodes to
 		}
 	}
 	for name := range files {
@@ -100,15 +106,53 @@ func Decode(files map[string][]byte) (State, error) {
 			return State{}, &state.IntegrityError{File: name, Msg: "unknown checkpoint file"}
 		}
 	}
-	if err := s.checkRefs(); err != nil {
+	if err := s.checkRefsWith(known); err != nil {
 		return State{}, err
 	}
 	return s, nil
 }
 
-// checkRefs verifies that the run state points at exactly these objects.
-func (s *State) checkRefs() error {
-	want := s.refs()
+// decodeCanonical decodes a checkpoint file and checks that encoding the
+// result gives back exactly the bytes read. That one comparison is as
+// strict as a field-by-field check (an unknown, duplicated or miscased key,
+// or any formatting that is not canonical, changes the bytes) and cheaper,
+// and it names the real cause when it fails: a file this build of acr did
+// not write, or one edited by hand.
+func decodeCanonical(b []byte, v any) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		// Let the strict decoder name the field and the problem.
+		if serr := state.UnmarshalCanonical(b, v); serr != nil {
+			return serr
+		}
+		return err
+	}
+	enc, err := state.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(enc, b) {
+		if serr := state.UnmarshalCanonical(b, v); serr != nil {
+			return serr
+		}
+		i := 0
+		for i < len(enc) && i < len(b) && enc[i] == b[i] {
+			i++
+		}
+		return fmt.Errorf("the file is not what this acr writes for its content (first difference at byte %d): "+
+			"it was written with a different schema, by another acr version, or edited by hand", i)
+	}
+	return nil
+}
+
+// fileKinds are the ref kinds of the files whose refs run_state records.
+func fileKinds() map[string]string {
+	return map[string]string{FileGoal: kindGoal, FileContract: kindContract, FileSpec: kindSpec, FileEnvironment: kindObservation,
+		FileCommitments: kindCommitments, FileContext: kindContext, FileStrategy: kindStrategy}
+}
+
+// checkRefsWith verifies that the run state points at exactly the objects
+// whose refs are given.
+func (s *State) checkRefsWith(want map[string]state.Ref) error {
 	got := map[string]state.Ref{
 		FileContract: s.Run.ContractRef, FileSpec: s.Run.EnvironmentSpecRef, FileEnvironment: s.Run.EnvironmentRef,
 		FileCommitments: s.Run.CommitmentStoreRef, FileContext: s.Run.ContextBindingRef, FileStrategy: s.Run.StrategyStateRef,

@@ -20,7 +20,7 @@ type stepClock struct{ t time.Time }
 
 func (c *stepClock) Now() time.Time { c.t = c.t.Add(time.Minute); return c.t }
 
-func quickstart(t *testing.T) Inputs {
+func quickstart(t testing.TB) Inputs {
 	t.Helper()
 	root := filepath.Join("..", "..", "scenarios", "quickstart")
 	in, err := ReadInputs(filepath.Join(root, "goal.json"), filepath.Join(root, "contract.json"), filepath.Join(root, "environment.json"))
