@@ -806,17 +806,7 @@ func (b *builder) resumeApproval(i int) {
 		b.fail(fmt.Errorf("pending approval %s: %w", p.Ref, err))
 		return
 	}
-	b.item = p.ItemID
-	if ci := slices.IndexFunc(b.s.Spec.Checks, func(c world.Check) bool { return c.ID == action.CheckID }); ci >= 0 {
-		b.check = b.s.Spec.Checks[ci]
-	}
-	b.res = agenda.Resolution{Schema: agenda.Schema, CycleSeq: b.cycle, Candidates: []agenda.Candidate{}, Excluded: []agenda.Exclusion{},
-		Outcome: agenda.Selected, Selected: &agenda.Candidate{ItemID: p.ItemID, CheckID: p.CheckID, Source: "approval"},
-		ReasonCodes: []string{"approval_resolved_first"}}
-	b.resRef = b.record("agenda.resolution.selected", "ares", b.res, map[string]state.Ref{"approved_action": p.Ref}, b.res.ReasonCodes...)
-	b.rec.AgendaResolutionRef = b.resRef
-	rs.ActiveAgendaResolutionRef = b.resRef
-	b.sum.Agenda = p.ItemID
+	b.selectRecorded(p.ItemID, action.CheckID, "approval", "approval_resolved_first", map[string]state.Ref{"approved_action": p.Ref})
 	r, _ := b.s.Environment.Check(action.CheckID)
 	b.fp, b.evidence = cognition.Fingerprint(action), string(r.TargetSHA256)
 	if p.ProposalOnly {
@@ -834,6 +824,21 @@ func (b *builder) resumeApproval(i int) {
 	b.govern(action, p.Resolution, "")
 }
 
+// selectRecorded makes work decided in an earlier cycle (an approved
+// action, a required undo) this cycle's agenda, ahead of anything new.
+func (b *builder) selectRecorded(itemID, checkID string, source agenda.Source, reason string, refs map[string]state.Ref) {
+	b.item = itemID
+	if ci := slices.IndexFunc(b.s.Spec.Checks, func(c world.Check) bool { return c.ID == checkID }); ci >= 0 {
+		b.check = b.s.Spec.Checks[ci]
+	}
+	b.res = agenda.Resolution{Schema: agenda.Schema, CycleSeq: b.cycle, Candidates: []agenda.Candidate{}, Excluded: []agenda.Exclusion{},
+		Outcome: agenda.Selected, Selected: &agenda.Candidate{ItemID: itemID, CheckID: checkID, Source: source}, ReasonCodes: []string{reason}}
+	b.resRef = b.record("agenda.resolution.selected", "ares", b.res, refs, b.res.ReasonCodes...)
+	b.rec.AgendaResolutionRef = b.resRef
+	b.s.Run.ActiveAgendaResolutionRef = b.resRef
+	b.sum.Agenda = itemID
+}
+
 // rollback plans the undo an evaluation required: the restore action from
 // the effect's rollback bundle, governed like any action.
 func (b *builder) rollback() {
@@ -845,17 +850,7 @@ func (b *builder) rollback() {
 		b.fail(fmt.Errorf("rollback of %s: %w", r.ItemID, err))
 		return
 	}
-	b.item = r.ItemID
-	if ci := slices.IndexFunc(b.s.Spec.Checks, func(c world.Check) bool { return c.ID == r.CheckID }); ci >= 0 {
-		b.check = b.s.Spec.Checks[ci]
-	}
-	b.res = agenda.Resolution{Schema: agenda.Schema, CycleSeq: b.cycle, Candidates: []agenda.Candidate{}, Excluded: []agenda.Exclusion{},
-		Outcome: agenda.Selected, Selected: &agenda.Candidate{ItemID: r.ItemID, CheckID: r.CheckID, Source: "rollback"},
-		ReasonCodes: []string{"rollback_first"}}
-	b.resRef = b.record("agenda.resolution.selected", "ares", b.res, map[string]state.Ref{"evaluation": r.EvaluationRef}, b.res.ReasonCodes...)
-	b.rec.AgendaResolutionRef = b.resRef
-	rs.ActiveAgendaResolutionRef = b.resRef
-	b.sum.Agenda = r.ItemID
+	b.selectRecorded(r.ItemID, r.CheckID, "rollback", "rollback_first", map[string]state.Ref{"evaluation": r.EvaluationRef})
 	b.fp, b.evidence = cognition.Fingerprint(action), string(action.ExpectSHA256)
 	b.move(controller.Plan, "rollback_bundle", b.resRef, r.EvaluationRef)
 	b.govern(action, nil, "")

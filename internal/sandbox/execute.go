@@ -89,14 +89,8 @@ func (w *World) execute(key, h string, a world.Action) (world.Outcome, bool, err
 			return world.Outcome{}, false, err
 		}
 		w.stage(StageBeforeActionCommit)
-		if err := w.apply(target, p); err != nil {
-			var f *failure
-			if !errors.As(err, &f) {
-				return world.Outcome{}, false, err
-			}
-			// Failures are detected before the rename, so the world still
-			// holds the before state and the outcome can say so.
-			p.out.Status, p.out.Detail, p.out.AfterSHA256, p.out.Results = world.OutcomeFailed, f.detail, p.out.BeforeSHA256, nil
+		if err := w.applyPlan(target, &p); err != nil {
+			return world.Outcome{}, false, err
 		}
 	}
 	if p.out.PostCheck, err = w.postCheck(a.CheckID); err != nil {
@@ -353,6 +347,22 @@ func (w *World) plan(key, h string, a world.Action, target string) (plan, error)
 		}
 	}
 	return p, nil
+}
+
+// applyPlan carries out a planned write. A refusal or failure of the write
+// itself becomes a failed outcome; only I/O errors of the machinery are
+// returned. Failures are detected before the rename, so the world still
+// holds the before state and the outcome can say so.
+func (w *World) applyPlan(target string, p *plan) error {
+	err := w.apply(target, *p)
+	var f *failure
+	if err != nil && !errors.As(err, &f) {
+		return err
+	}
+	if err != nil {
+		p.out.Status, p.out.Detail, p.out.AfterSHA256, p.out.Results = world.OutcomeFailed, f.detail, p.out.BeforeSHA256, nil
+	}
+	return nil
 }
 
 // apply carries out a planned write.

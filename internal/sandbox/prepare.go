@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"unicode/utf8"
@@ -195,12 +194,8 @@ func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (wo
 			return world.Outcome{}, false, fmt.Errorf("%w: %s on %s: planning again from the same bytes gives a different result", ErrUncertain, a.Operation, target)
 		}
 		w.stage(StageBeforeActionCommit)
-		if err := w.apply(target, p); err != nil {
-			var f *failure
-			if !errors.As(err, &f) {
-				return world.Outcome{}, false, err
-			}
-			p.out.Status, p.out.Detail, p.out.AfterSHA256, p.out.Results = world.OutcomeFailed, f.detail, p.out.BeforeSHA256, nil
+		if err := w.applyPlan(target, &p); err != nil {
+			return world.Outcome{}, false, err
 		}
 		if p.out.PostCheck, err = w.postCheck(a.CheckID); err != nil {
 			return world.Outcome{}, false, err
