@@ -21,7 +21,7 @@ import (
 
 var (
 	update    = flag.Bool("update", false, "rewrite the golden files in testdata/ (review the diff)")
-	genCycles = flag.Int64("report.cycles", 4100, "cycles of the generated history TestGeneratedRun reads (100000 for the full-size check; generating it takes minutes)")
+	genCycles = flag.Int64("report.cycles", 2500, "cycles of the generated history TestGeneratedRun reads (100000 for the full-size check; generating it takes minutes)")
 )
 
 // runScenario runs a reference scenario and returns its state directory.
@@ -131,7 +131,7 @@ func TestReportReadsWhatTheLedgerSays(t *testing.T) {
 }
 
 // TestGeneratedRun reads a generated history longer than the timeline
-// holds (4,100 cycles; -report.cycles=100000 for the full-size check) and
+// holds (2,500 cycles; -report.cycles=100000 for the full-size check) and
 // checks the page without keeping it: its size against MaxPageBytes,
 // and the elements counted as it streams past.
 func TestGeneratedRun(t *testing.T) {
