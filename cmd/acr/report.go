@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/report"
+)
+
+func newReportCommand(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "report [--out FILE]",
+		Short: "Write the run's history as one self-contained HTML page",
+		Long: `Write a picture of the run as one HTML file that needs nothing else (inline CSS
+and SVG, no network, no external files): a timeline of cycles coloured by the
+loop disposition they ended in, with each cycle's agenda, governance decision,
+action and outcome on hover or click; lanes for commitments' lifecycles;
+compaction points; approvals requested and resolved; incidents such as
+recoveries; and budget use against the contract's limits.
+
+The page stays small and quick whatever the length of the run: up to 2,000
+cycles get one bar each; beyond that, consecutive cycles share a bar that shows
+their mix of dispositions, and the most recent 200 cycles follow with one bar
+each. Full detail is kept for the recent cycles and for the latest notable ones
+(approvals, faults and stops, compactions, strategic reviews, commitment
+changes, refusals). The file is never larger than 4 MiB.
+
+--out FILE writes the page atomically (a temporary file, fsync, rename); without
+--out, or with --out -, the page goes to stdout, but not to a terminal. The
+report reads the checkpoint and streams the ledger once; it takes no lock and
+never writes into the state directory, so it is safe while a run is going on.
+With --json (which needs --out) it prints what it wrote.`,
+		Example: `  acr report --out report.html
+  acr report > report.html
+  acr report --state-dir /var/lib/acr/site --out /srv/www/acr.html --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReport(a, a.v.GetString("out"))
+		},
+	}
+	cmd.Flags().String("out", "-", "file to write the page to, atomically; - for stdout")
+	return cmd
+}
+
+func runReport(a *app, out string) error {
+	toStdout := out == "" || out == "-"
+	if toStdout && a.cfg.JSON {
+		return usagef("--json prints a summary on stdout, so the page needs --out FILE")
+	}
+	if isTerm, _ := a.term(a.stdout); toStdout && isTerm {
+		return usagef("refusing to write HTML to a terminal: use --out report.html, or redirect stdout")
+	}
+	if !toStdout {
+		if err := outsideStateDir(out, a.cfg.StateDir); err != nil {
+			return err
+		}
+	}
+	rs, err := a.readState()
+	if err != nil {
+		return err
+	}
+	fsys, err := a.ledgerFS()
+	if err != nil {
+		return err
+	}
+	v, err := report.Read(fsys, report.HeadOf(rs.State), report.Options{Generator: "acr " + version})
+	if err != nil {
+		return err
+	}
+	// The page is rendered whole before anything is written, so a failure
+	// leaves no partial page behind, on stdout or on disk.
+	var page bytes.Buffer
+	if err := report.Render(&page, v); err != nil {
+		return err
+	}
+	if toStdout {
+		if _, err := a.stdout.Write(page.Bytes()); err != nil {
+			return fmt.Errorf("write report to stdout: %w", err)
+		}
+		return nil
+	}
+	dir, err := disk.OpenOSDir(filepath.Dir(out))
+	if err != nil {
+		return fmt.Errorf("open output directory of %s: %w", out, err)
+	}
+	if err := disk.ReplaceFile(dir, filepath.Base(out), page.Bytes()); err != nil {
+		return fmt.Errorf("write report %s: %w", out, err)
+	}
+	if a.cfg.JSON {
+		a.printJSON(map[string]any{"out": out, "bytes": page.Len(), "run_id": v.Head.RunID, "cycles": v.Cycles,
+			"bucket_width": v.BucketWidth, "cycles_in_detail": len(v.Details)})
+		return nil
+	}
+	a.printf("wrote %s (%d bytes): %d cycles", out, page.Len(), v.Cycles)
+	if v.BucketWidth > 1 {
+		a.printf(", %d per bar", v.BucketWidth)
+	}
+	a.printf("\n")
+	return nil
+}
+
+// outsideStateDir refuses an --out inside the state directory: the report
+// never writes there, and a file acr does not know about does not belong.
+func outsideStateDir(out, stateDir string) error {
+	o, err1 := filepath.Abs(filepath.Dir(out))
+	s, err2 := filepath.Abs(stateDir)
+	if err1 != nil || err2 != nil {
+		return nil // the write itself will report a bad path
+	}
+	if r, err := filepath.EvalSymlinks(o); err == nil {
+		o = r
+	}
+	if r, err := filepath.EvalSymlinks(s); err == nil {
+		s = r
+	}
+	if rel, err := filepath.Rel(s, o); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return usagef("--out %s is inside the state directory %s; acr report never writes there", out, stateDir)
+	}
+	return nil
+}

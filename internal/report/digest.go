@@ -1,0 +1,324 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/acr-project/acr/internal/agenda"
+	"github.com/acr-project/acr/internal/kernel"
+	"github.com/acr-project/acr/internal/state"
+)
+
+// needsObject reports whether Digest or IncidentOf reads the object of
+// events of type typ; Read leaves the object out of the others.
+func needsObject(typ string) bool {
+	switch typ {
+	case "inbox.item.consumed", "agenda.resolution.selected", "agenda.resolution.empty", "action.request.proposed",
+		"governance.decision.recorded", "context.compaction.completed", "persistent.checkpoint.created", "persistent.cycle.completed":
+		return true
+	}
+	return lifecycle(typ) != "" || Incidental(typ)
+}
+
+// Shown reports whether the report reads events of type typ. Read skips
+// every other line without decoding it; most of a cycle's bytes
+// (observations, semantic state, cognition) are never shown.
+func Shown(typ string) bool {
+	switch typ {
+	case "persistent.cycle.started", "persistent.cycle.completed", "persistent.checkpoint.created", "persistent.loop.woke",
+		"inbox.item.consumed", "persistent.wake.rejected", "persistent.wake.coalesced", "persistent.stop.requested", "persistent.run.resumed",
+		"approval.requested", "approval.resolved", "approval.ignored", "strategy.review.requested",
+		"agenda.resolution.selected", "agenda.resolution.empty", "action.request.proposed", "governance.decision.recorded",
+		"loop.guard.tripped", "sandbox.action.committed", "sandbox.action.not_applied", "evaluation.recorded",
+		"context.compaction.completed", "context.compaction.failed", "budget.soft_limit.reached", "persistent.run.faulted":
+		return true
+	}
+	return lifecycle(typ) != "" || Incidental(typ)
+}
+
+// Incidental reports whether events of type typ are incidents: recorded by
+// the driver outside the cycle's own work (recoveries, repairs, provider
+// failures, quarantined inbox files). The intent record of an effect is
+// not one: the cycle's outcome tells what became of it.
+func Incidental(typ string) bool {
+	return kernel.OutOfBand(typ) && typ != "sandbox.action.intent"
+}
+
+// lifecycle returns the verb of a commitment lifecycle event type, or "".
+func lifecycle(typ string) string {
+	verb, ok := strings.CutPrefix(typ, "commitment.")
+	if !ok {
+		return ""
+	}
+	switch verb {
+	case "created", "modified", "suspended", "resumed", "completed", "expired", "abandoned":
+		return verb
+	}
+	return ""
+}
+
+// Event is a ledger event as the report reads it: the envelope, and the
+// fields of its object that the report shows. Read decodes a line into it
+// in one pass; decoding into ledger.Event and then the object again costs
+// four times as much, which is most of the time of a long report.
+type Event struct {
+	Type     string               `json:"type"`
+	CycleSeq int64                `json:"cycle_seq"`
+	At       string               `json:"at"`
+	Refs     map[string]state.Ref `json:"refs"`
+	Reasons  []string             `json:"reason_codes"`
+	Object   *Object              `json:"object"`
+}
+
+// Object is an event's object: its ref and the fields the report shows.
+type Object struct {
+	Ref  state.Ref `json:"ref"`
+	Body Fields    `json:"body"`
+}
+
+// Fields are the object fields the report shows, under the JSON names acr
+// writes them with. Objects of every shown type decode into this one
+// struct (an event carries at most one object, and no two of them use
+// one name for different things); fields an object lacks stay zero.
+type Fields struct {
+	// agenda resolution
+	Selected *agenda.Candidate `json:"selected"`
+	// action request
+	Operation string `json:"operation"`
+	Target    string `json:"target"`
+	// governance decision (EXECUTE, ...) or approval (approve, deny)
+	Verdict         string   `json:"verdict"`
+	MissingEvidence []string `json:"missing_evidence"`
+	// governance decision and cycle record
+	ReasonCodes []string `json:"reason_codes"`
+	// cycle record
+	CycleSeq           int64             `json:"cycle_seq"`
+	StartedAt          string            `json:"started_at"`
+	LoopDisposition    state.Disposition `json:"loop_disposition"`
+	GovernanceDecision string            `json:"governance_decision"`
+	// checkpoint record
+	BudgetSnapshot *state.BudgetUsage `json:"budget_snapshot"`
+	// compaction
+	Trigger string `json:"trigger"`
+	Block   *struct {
+		ID        string `json:"id"`
+		FromCycle int64  `json:"from_cycle"`
+		ToCycle   int64  `json:"to_cycle"`
+	} `json:"block"`
+	// commitment
+	ID      string `json:"id"`
+	Version int64  `json:"version"`
+	Status  string `json:"status"`
+	Summary string `json:"summary"`
+	// inbox items: wake signal, approval, stop request
+	Source    string    `json:"source"`
+	Ref       string    `json:"ref"`
+	ActionRef state.Ref `json:"action_ref"`
+	By        string    `json:"by"`
+	Reason    string    `json:"reason"`
+	Kill      bool      `json:"kill"`
+	// incidents: provider failure, quarantined inbox file, torn tail
+	Error  string `json:"error"`
+	Name   string `json:"name"`
+	Offset int64  `json:"offset"`
+	Length int64  `json:"length"`
+}
+
+// envelope is an event without its object, for the types whose object
+// the report does not read: skipping an object costs less than decoding it.
+type envelope struct {
+	Type     string               `json:"type"`
+	CycleSeq int64                `json:"cycle_seq"`
+	At       string               `json:"at"`
+	Refs     map[string]state.Ref `json:"refs"`
+	Reasons  []string             `json:"reason_codes"`
+}
+
+// decodeEvent decodes the canonical bytes of an event of type typ. The
+// ledger line's hash has been checked, so the bytes are what acr wrote;
+// decoding is lenient about what the report does not show (acr ledger
+// verify checks every event strictly). An incident whose object has
+// another shape keeps its envelope: its detail is a courtesy.
+func decodeEvent(typ string, b []byte) (Event, error) {
+	if needsObject(typ) {
+		var ev Event
+		err := json.Unmarshal(b, &ev)
+		if err == nil || !Incidental(typ) {
+			return ev, err
+		}
+	}
+	var e envelope
+	if err := json.Unmarshal(b, &e); err != nil {
+		return Event{}, err
+	}
+	return Event{Type: e.Type, CycleSeq: e.CycleSeq, At: e.At, Refs: e.Refs, Reasons: e.Reasons}, nil
+}
+
+// body returns an event's object fields, or an error if it carries none.
+func body(ev *Event) (*Fields, error) {
+	if ev.Object == nil {
+		return nil, fmt.Errorf("%s carries no object", ev.Type)
+	}
+	return &ev.Object.Body, nil
+}
+
+// Digest folds the events of one completed cycle, in ledger order from
+// persistent.cycle.started to persistent.cycle.completed, into a Cycle.
+// Events of types Shown rejects are ignored.
+func Digest(events []Event) (Cycle, error) {
+	c := Cycle{Decision: "NONE"}
+	by := map[state.Ref]string{} // consumed inbox item -> who sent it
+	done := false
+	for i := range events {
+		ev := &events[i]
+		var f *Fields
+		var err error
+		if needsObject(ev.Type) {
+			if f, err = body(ev); err != nil {
+				return Cycle{}, fmt.Errorf("cycle %d: %w", ev.CycleSeq, err)
+			}
+		}
+		switch ev.Type {
+		case "persistent.cycle.started":
+			c.Seq, c.At = ev.CycleSeq, ev.At
+		case "persistent.loop.woke":
+			c.WokeBy = ev.Reasons
+		case "inbox.item.consumed":
+			line, who := inboxItem(ev.Object.Ref.Kind(), f)
+			c.Inbox = append(c.Inbox, line)
+			by[ev.Object.Ref] = who
+		case "persistent.wake.rejected", "persistent.wake.coalesced", "persistent.stop.requested", "persistent.run.resumed",
+			"loop.guard.tripped", "context.compaction.failed", "budget.soft_limit.reached":
+			c.Notes = append(c.Notes, note(ev))
+		case "approval.requested":
+			c.Approvals = append(c.Approvals, ApprovalChange{Kind: "requested", ActionRef: ev.Refs["action"], Action: c.Action, Reason: strings.Join(ev.Reasons, ", ")})
+		case "approval.resolved":
+			c.Approvals = append(c.Approvals, ApprovalChange{Kind: "resolved", ActionRef: ev.Refs["action"],
+				Verdict: strings.TrimPrefix(first(ev.Reasons), "verdict_"), By: by[ev.Refs["item"]]})
+		case "approval.ignored":
+			c.Approvals = append(c.Approvals, ApprovalChange{Kind: "ignored", ActionRef: ev.Refs["item"], Reason: strings.Join(ev.Reasons, ", ")})
+		case "strategy.review.requested":
+			c.Review = append([]string{}, ev.Reasons...)
+		case "agenda.resolution.selected", "agenda.resolution.empty":
+			if f.Selected != nil {
+				c.Agenda, c.AgendaSummary = f.Selected.ItemID, f.Selected.Summary
+			}
+			c.AgendaReasons = ev.Reasons
+		case "action.request.proposed":
+			c.Action = strings.TrimSpace(f.Operation + " " + f.Target)
+		case "governance.decision.recorded":
+			c.Decision, c.DecisionReasons = f.Verdict, f.ReasonCodes
+			if len(f.MissingEvidence) > 0 {
+				c.DecisionReasons = append(slices.Clone(c.DecisionReasons), "missing evidence: "+strings.Join(f.MissingEvidence, ", "))
+			}
+		case "sandbox.action.committed", "sandbox.action.not_applied":
+			// The outcome status is the event's reason.
+			c.Outcome = first(ev.Reasons)
+		case "evaluation.recorded":
+			c.Evaluation = first(ev.Reasons)
+		case "context.compaction.completed":
+			c.Compaction = &Compaction{Trigger: f.Trigger}
+			if f.Block != nil {
+				c.Compaction.Block, c.Compaction.From, c.Compaction.To = f.Block.ID, f.Block.FromCycle, f.Block.ToCycle
+			}
+		case "persistent.checkpoint.created":
+			if f.BudgetSnapshot == nil {
+				return Cycle{}, fmt.Errorf("cycle %d: checkpoint record %s has no budget snapshot", ev.CycleSeq, ev.Object.Ref)
+			}
+			c.Budget = f.BudgetSnapshot
+		case "persistent.cycle.completed":
+			if f.LoopDisposition == state.DispositionInvalid {
+				return Cycle{}, fmt.Errorf("cycle %d: cycle record %s has no loop disposition", ev.CycleSeq, ev.Object.Ref)
+			}
+			c.Seq, c.Disposition, c.Reasons = f.CycleSeq, f.LoopDisposition, f.ReasonCodes
+			if c.Decision == "NONE" && f.GovernanceDecision != "" {
+				c.Decision = f.GovernanceDecision
+			}
+			if c.At == "" {
+				c.At = f.StartedAt
+			}
+			done = true
+		default:
+			if verb := lifecycle(ev.Type); verb != "" {
+				c.Commitments = append(c.Commitments, CommitmentChange{ID: f.ID, Event: verb, Status: f.Status, Version: f.Version,
+					Summary: f.Summary, Reason: strings.Join(ev.Reasons, ", ")})
+			}
+		}
+	}
+	if !done {
+		return Cycle{}, fmt.Errorf("cycle %d: no persistent.cycle.completed event", c.Seq)
+	}
+	return c, nil
+}
+
+func first(ss []string) string {
+	if len(ss) == 0 {
+		return ""
+	}
+	return ss[0]
+}
+
+// note renders an event worth one line of a cycle's detail.
+func note(ev *Event) string {
+	what := map[string]string{
+		"budget.soft_limit.reached": "soft budget limit reached",
+		"loop.guard.tripped":        "loop guard tripped",
+		"persistent.wake.rejected":  "wake signal rejected",
+		"persistent.wake.coalesced": "wake signal coalesced",
+		"persistent.stop.requested": "stop requested",
+		"persistent.run.resumed":    "run resumed",
+		"context.compaction.failed": "compaction failed",
+	}[ev.Type]
+	if what == "" {
+		what = ev.Type
+	}
+	if len(ev.Reasons) > 0 {
+		what += ": " + strings.Join(ev.Reasons, ", ")
+	}
+	return what
+}
+
+// inboxItem says what a consumed inbox item was (by the kind of its ref)
+// and who sent it.
+func inboxItem(kind string, f *Fields) (line, who string) {
+	switch kind {
+	case "sig":
+		line = "wake " + f.Source
+		if f.Ref != "" {
+			line += " " + f.Ref
+		}
+	case "apr":
+		line = f.Verdict + " " + string(f.ActionRef)
+	default:
+		line = "stop"
+		if f.Kill {
+			line = "stop --kill"
+		}
+	}
+	if f.By != "" {
+		line += " by " + f.By
+	}
+	if f.Reason != "" {
+		line += " (" + f.Reason + ")"
+	}
+	return line, f.By
+}
+
+// IncidentOf describes an event recorded outside a cycle's own work.
+func IncidentOf(ev Event) Incident {
+	in := Incident{Cycle: ev.CycleSeq, At: ev.At, Type: ev.Type, Reasons: ev.Reasons}
+	if ev.Object != nil {
+		f := &ev.Object.Body
+		switch ev.Type {
+		case "persistent.provider.failed":
+			in.Detail = f.Error
+		case "inbox.item.quarantined":
+			in.Detail = strings.TrimSpace(f.Name + " " + f.Reason)
+		case "ledger.tail.repaired":
+			in.Detail = fmt.Sprintf("%d torn bytes cut at byte %d", f.Length, f.Offset)
+		}
+	}
+	return in
+}

@@ -1,0 +1,186 @@
+package report
+
+import (
+	"github.com/acr-project/acr/internal/governance"
+	"github.com/acr-project/acr/internal/kernel"
+	"github.com/acr-project/acr/internal/state"
+)
+
+// Entry is one item of a run's history in ledger order: a completed cycle,
+// or an incident recorded outside any cycle's own work (a recovery, a
+// provider failure, a fault declared between cycles). Exactly one field
+// is set.
+type Entry struct {
+	Cycle    *Cycle
+	Incident *Incident
+}
+
+// Cycle is what the report shows of one completed cycle, digested from its
+// ledger events.
+type Cycle struct {
+	Seq         int64
+	At          string
+	Disposition state.Disposition
+	Reasons     []string
+	// WokeBy says why a resting run became eligible for this cycle.
+	WokeBy []string
+	// Agenda is the selected item ("" when the agenda was empty).
+	Agenda        string
+	AgendaSummary string
+	AgendaReasons []string
+	// Action is "operation target" of the action request, if any.
+	Action string
+	// Decision is the governance verdict name, or "NONE".
+	Decision        string
+	DecisionReasons []string
+	// Outcome is the world outcome status of an executed action.
+	Outcome    string
+	Evaluation string
+	// Inbox lists consumed inbox items, one line each.
+	Inbox       []string
+	Commitments []CommitmentChange
+	Approvals   []ApprovalChange
+	// Review holds the reasons of a strategic review; nil when none ran.
+	Review     []string
+	Compaction *Compaction
+	// Budget is the budget use recorded by the cycle's checkpoint record.
+	Budget *state.BudgetUsage
+	// Notes are other events worth a line: soft budget limits, the loop
+	// guard, rejected wake signals, stop requests.
+	Notes []string
+}
+
+// CommitmentChange is one lifecycle event of a commitment.
+type CommitmentChange struct {
+	ID      string
+	Event   string // created, modified, suspended, resumed, completed, expired, abandoned
+	Status  string // the status after the event
+	Version int64
+	Summary string
+	Reason  string
+}
+
+// ApprovalChange is an approval requested, resolved or ignored in a cycle.
+type ApprovalChange struct {
+	Kind      string // requested, resolved, ignored
+	ActionRef state.Ref
+	Action    string
+	Reason    string
+	Verdict   string // approve or deny, for resolved
+	By        string
+}
+
+// Compaction is a compaction of working memory.
+type Compaction struct {
+	Trigger  string
+	Block    string
+	From, To int64
+}
+
+// Incident is an event recorded outside a cycle's own work.
+type Incident struct {
+	// Cycle is the cycle the run was at (the last completed one, or the
+	// one being recovered).
+	Cycle   int64
+	At      string
+	Type    string
+	Reasons []string
+	Detail  string
+}
+
+// Head is the run's present, from its checkpoint: who it is, where it
+// stands, and the contract's budget limits.
+type Head struct {
+	RunID           string
+	Status          string
+	Disposition     state.Disposition
+	Reasons         []string
+	CheckpointCycle int64
+	UpdatedAt       string
+	GoalID          string
+	Mission         string
+	ContractID      string
+	Budget          state.BudgetUsage
+	Limits          governance.Budgets
+	Pending         []PendingApproval
+}
+
+// PendingApproval is an approval the run is still waiting for.
+type PendingApproval struct {
+	Ref         state.Ref
+	Action      string
+	Reason      string
+	RequestedAt string
+	Cycle       int64
+}
+
+// HeadOf takes the report's header from a checkpoint.
+func HeadOf(st kernel.State) Head {
+	r := st.Run
+	h := Head{
+		RunID: r.RunID, Status: string(r.Status), Disposition: r.LoopDisposition, Reasons: r.ReasonCodes,
+		CheckpointCycle: r.CycleSeq, UpdatedAt: r.UpdatedAt, GoalID: st.Goal.ID, Mission: st.Goal.Mission,
+		ContractID: st.Contract.ID, Budget: r.Budget, Limits: st.Contract.Budgets,
+	}
+	for _, p := range r.PendingApprovals {
+		if p.Resolution == nil {
+			h.Pending = append(h.Pending, PendingApproval{Ref: p.Ref, Action: p.Operation + " " + p.Target, Reason: p.Reason, RequestedAt: p.RequestedAt, Cycle: p.CycleSeq})
+		}
+	}
+	return h
+}
+
+// Options bound the view. Zero fields take the defaults.
+type Options struct {
+	// MaxBars is the most timeline bars; more cycles than this share bars.
+	MaxBars int
+	// Recent is how many of the last cycles keep full detail.
+	Recent int
+	// NotablePerKind is how many notable cycles of each kind keep full
+	// detail (the most recent ones).
+	NotablePerKind int
+	// MaxLanes is the most commitment lanes shown.
+	MaxLanes int
+	// MaxLaneEvents is the most lifecycle events kept per lane (the first
+	// one and the most recent ones).
+	MaxLaneEvents int
+	// MaxApprovals, MaxCompactions and MaxIncidents bound those tables.
+	MaxApprovals   int
+	MaxCompactions int
+	MaxIncidents   int
+	// Generator names the program that wrote the page, for its footer.
+	Generator string
+}
+
+// Defaults of Options; MaxPageBytes in doc.go and the size test depend on
+// them.
+const (
+	DefaultMaxBars        = 2000
+	DefaultRecent         = 200
+	DefaultNotablePerKind = 40
+	DefaultMaxLanes       = 50
+	DefaultMaxLaneEvents  = 16
+	DefaultMaxApprovals   = 100
+	DefaultMaxCompactions = 100
+	DefaultMaxIncidents   = 100
+)
+
+// withDefaults fills zero fields. Limits below a working minimum are
+// raised, so the aggregation never divides by zero or keeps nothing.
+func (o Options) withDefaults() Options {
+	def := func(v *int, d, lo int) {
+		if *v == 0 {
+			*v = d
+		}
+		*v = max(*v, lo)
+	}
+	def(&o.MaxBars, DefaultMaxBars, 2)
+	def(&o.Recent, DefaultRecent, 1)
+	def(&o.NotablePerKind, DefaultNotablePerKind, 1)
+	def(&o.MaxLanes, DefaultMaxLanes, 1)
+	def(&o.MaxLaneEvents, DefaultMaxLaneEvents, 2)
+	def(&o.MaxApprovals, DefaultMaxApprovals, 1)
+	def(&o.MaxCompactions, DefaultMaxCompactions, 1)
+	def(&o.MaxIncidents, DefaultMaxIncidents, 1)
+	return o
+}
