@@ -23,7 +23,8 @@ import (
 // Proc is one timed process run.
 type Proc struct {
 	Wall   time.Duration
-	MaxRSS int64 // bytes
+	CPU    time.Duration // user + system time of the process itself
+	MaxRSS int64         // bytes
 	Out    string
 }
 
@@ -67,6 +68,9 @@ func RunAcr(bin string, args ...string) (Proc, error) {
 	err := cmd.Wait()
 	close(done)
 	p := Proc{Wall: time.Since(t), Out: out.String(), MaxRSS: <-peak}
+	if ps := cmd.ProcessState; ps != nil {
+		p.CPU = ps.UserTime() + ps.SystemTime()
+	}
 	if err != nil {
 		return p, fmt.Errorf("acr %v: %w\n%s", args, err, p.Out)
 	}
