@@ -102,7 +102,7 @@ func run(out, work string, quick bool) error {
 			"taking the lock, reading every checkpoint file and checking it against the manifest's hash and its own canonical "+
 			"re-encoding, reading the ledger's last line, and observing the world (every world file read and hashed, because "+
 			"a changed world is what makes a cycle eligible). `go test -bench IdleInvocation ./internal/rundir` measures that "+
-			"part in process.", (tr - tv).Round(time.Microsecond)))
+			"part in process.", (tr-tv).Round(time.Microsecond)))
 	}
 
 	// 3. throughput vs floor, and 8. checkpoint size.
