@@ -1,0 +1,31 @@
+package state
+
+import (
+	"testing"
+
+	"github.com/acr-project/acr/internal/disk"
+)
+
+// FuzzReadManifest: whatever bytes sit in manifest.json, reading them
+// either fails with an error or yields a manifest whose checksum and
+// schema hold; it never panics and never accepts a manifest whose
+// checksum does not match its content.
+func FuzzReadManifest(f *testing.F) {
+	m := Manifest{Schema: ManifestSchema, SchemaVersion: SchemaVersion, RunID: "run:x", Files: map[string]FileEntry{}}
+	m.Checksum = m.checksum()
+	f.Add(MustMarshal(m))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fsys := disk.NewMem()
+		if err := fsys.WriteFile(ManifestName, b); err != nil {
+			t.Skip()
+		}
+		got, err := NewStore(fsys).ReadManifest()
+		if err != nil {
+			return
+		}
+		if got.Checksum != got.checksum() || got.Schema != ManifestSchema || got.SchemaVersion != SchemaVersion {
+			t.Fatalf("accepted a manifest that does not hold: %+v", got)
+		}
+	})
+}
