@@ -119,7 +119,12 @@ type Driver struct {
 	// there.
 	Failpoint func(name string)
 
+	// Snapshot, when set, is the checkpoint Open uses instead of loading it
+	// again (the caller had to read it to open the sandbox).
+	Snapshot *state.Snapshot
+
 	state       State
+	files       map[string][]byte // checkpoint files not decoded yet (nil once complete)
 	manifest    state.Manifest
 	pending     int      // cycles since the last directory checkpoint
 	consumed    []string // inbox ids to remove after the next checkpoint
@@ -145,8 +150,24 @@ type Recovery struct {
 	LedgerEventsBeyondCP int    `json:"ledger_events_beyond_checkpoint"`
 }
 
-// State returns the driver's current state.
+// State returns the driver's current state. Until a cycle has run (or
+// recovery needed it), only the run state, the checkpoint record, the
+// environment spec and the strategy state are decoded: that is all an idle
+// invocation looks at.
 func (d *Driver) State() State { return d.state }
+
+// complete decodes the parts of the state that Open left undecoded
+// because an idle invocation does not need them.
+func (d *Driver) complete() error {
+	if d.files == nil {
+		return nil
+	}
+	if err := DecodeRest(&d.state, d.files); err != nil {
+		return err
+	}
+	d.files = nil
+	return nil
+}
 
 // Manifest returns the manifest of the last checkpoint loaded or written.
 func (d *Driver) Manifest() state.Manifest { return d.manifest }
@@ -167,15 +188,20 @@ func (d *Driver) failpoint(name string) {
 // again, never re-applying a committed effect). It is the recovery path of
 // every step and run, and of `acr recover`.
 func (d *Driver) Open() error {
-	snap, err := d.Store.Load()
+	snap := d.Snapshot
+	d.Snapshot = nil
+	if snap == nil {
+		s, err := d.Store.Load()
+		if err != nil {
+			return err
+		}
+		snap = &s
+	}
+	st, err := DecodeLight(snap.Files)
 	if err != nil {
 		return err
 	}
-	st, err := Decode(snap.Files)
-	if err != nil {
-		return err
-	}
-	d.state, d.manifest = st, snap.Manifest
+	d.state, d.manifest, d.files = st, snap.Manifest, snap.Files
 	rec := Recovery{Classification: "clean", CheckpointCycle: st.Run.CycleSeq}
 	d.recovery = rec
 
@@ -200,6 +226,11 @@ func (d *Driver) Open() error {
 	}
 	rec.LedgerEventsBeyondCP = len(recs)
 	needed := torn != nil || slices.ContainsFunc(recs, func(r ledger.Record) bool { return !outOfBand(r.Event.Type) })
+	if needed || len(recs) > 0 {
+		if err := d.complete(); err != nil {
+			return err
+		}
+	}
 	if needed {
 		reasons := []string{}
 		if torn != nil {
@@ -557,6 +588,9 @@ func (d *Driver) appendOOB(typ string, obj *ledger.Object, reasons []string) err
 
 // commit writes the directory checkpoint and removes consumed inbox files.
 func (d *Driver) commit() error {
+	if err := d.complete(); err != nil {
+		return err
+	}
 	files, err := d.state.Encode()
 	if err != nil {
 		return err
@@ -678,6 +712,9 @@ func (d *Driver) Step() (Summary, error) {
 	if ok, why := Eligible(d.state, in); !ok {
 		return Summary{Executed: false, CycleSeq: d.state.Run.CycleSeq, CycleRef: d.state.Run.LastCycleRef,
 			LoopDisposition: d.state.Run.LoopDisposition, ReasonCodes: why, GovernanceDecision: "NONE"}, nil
+	}
+	if err := d.complete(); err != nil {
+		return Summary{}, err
 	}
 	p, err := Begin(d.state, in)
 	if err != nil {
@@ -822,6 +859,9 @@ func (d *Driver) indexCycle(started, completed ledger.Record) {
 // run state as it was, and faults the run once failures pass the policy's
 // limit.
 func (d *Driver) providerFailed(cause error) error {
+	if err := d.complete(); err != nil {
+		return errors.Join(cause, err)
+	}
 	d.failures++
 	obj, _ := ledger.NewObject("pfail", map[string]any{"error": cause.Error(), "consecutive": d.failures})
 	now := state.FormatTime(d.Clock.Now())

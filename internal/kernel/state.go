@@ -1,8 +1,6 @@
 package kernel
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
@@ -86,6 +84,40 @@ func (s *State) Encode() (map[string][]byte, error) {
 // state records must match the files' content. A mismatch is an
 // integrity error naming the file.
 func Decode(files map[string][]byte) (State, error) {
+	return decodeFiles(files, nil)
+}
+
+// DecodeLight decodes only what deciding eligibility needs (the run state,
+// the checkpoint record, the environment spec and the strategy state) and
+// checks that the run state points at every other file by ref, without
+// decoding those. An idle invocation, which is most of them, then costs
+// O(run state), not O(checkpoint); DecodeRest completes the state when a
+// cycle is going to run.
+func DecodeLight(files map[string][]byte) (State, error) {
+	return decodeFiles(files, lightFiles())
+}
+
+// DecodeRest decodes the files DecodeLight left out into s.
+func DecodeRest(s *State, files map[string][]byte) error {
+	parts := s.parts()
+	for _, name := range slices.Sorted(maps.Keys(parts)) {
+		if slices.Contains(lightFiles(), name) {
+			continue
+		}
+		if err := state.UnmarshalExact(files[name], parts[name]); err != nil {
+			return &state.IntegrityError{File: name, Msg: err.Error()}
+		}
+	}
+	return nil
+}
+
+func lightFiles() []string { return []string{FileRunState, FileCheckpoint, FileSpec, FileStrategy} }
+
+// decodeFiles decodes the named files (all when only is nil) and checks
+// every file's ref against the run state from its bytes: the bytes of a
+// decoded file are its canonical encoding, and an undecoded file's bytes
+// are what its ref was computed over when it was written.
+func decodeFiles(files map[string][]byte, only []string) (State, error) {
 	var s State
 	parts := s.parts()
 	known := map[string]state.Ref{}
@@ -94,11 +126,13 @@ func Decode(files map[string][]byte) (State, error) {
 		if !ok {
 			return State{}, &state.IntegrityError{File: name, Msg: "checkpoint file missing from the manifest"}
 		}
-		if err := decodeCanonical(b, parts[name]); err != nil {
-			return State{}, &state.IntegrityError{File: name, Msg: err.Error()}
+		if only == nil || slices.Contains(only, name) {
+			if err := state.UnmarshalExact(b, parts[name]); err != nil {
+				return State{}, &state.IntegrityError{File: name, Msg: err.Error()}
+			}
 		}
 		if kind, ok := fileKinds()[name]; ok {
-			known[name] = state.NewRef(kind, b) // b is exactly what the object encodes to
+			known[name] = state.NewRef(kind, b)
 		}
 	}
 	for name := range files {
@@ -112,36 +146,14 @@ func Decode(files map[string][]byte) (State, error) {
 	return s, nil
 }
 
-// decodeCanonical decodes a checkpoint file and checks that encoding the
-// result gives back exactly the bytes read. That one comparison is as
-// strict as a field-by-field check (an unknown, duplicated or miscased key,
-// or any formatting that is not canonical, changes the bytes) and cheaper,
-// and it names the real cause when it fails: a file this build of acr did
-// not write, or one edited by hand.
-func decodeCanonical(b []byte, v any) error {
-	if err := json.Unmarshal(b, v); err != nil {
-		// Let the strict decoder name the field and the problem.
-		if serr := state.UnmarshalCanonical(b, v); serr != nil {
-			return serr
-		}
-		return err
+// DecodeSpec decodes just the environment spec of a checkpoint, for
+// opening the sandbox before the run itself is opened.
+func DecodeSpec(files map[string][]byte) (world.Spec, error) {
+	var spec world.Spec
+	if err := state.UnmarshalExact(files[FileSpec], &spec); err != nil {
+		return spec, &state.IntegrityError{File: FileSpec, Msg: err.Error()}
 	}
-	enc, err := state.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if !bytes.Equal(enc, b) {
-		if serr := state.UnmarshalCanonical(b, v); serr != nil {
-			return serr
-		}
-		i := 0
-		for i < len(enc) && i < len(b) && enc[i] == b[i] {
-			i++
-		}
-		return fmt.Errorf("the file is not what this acr writes for its content (first difference at byte %d): "+
-			"it was written with a different schema, by another acr version, or edited by hand", i)
-	}
-	return nil
+	return spec, nil
 }
 
 // fileKinds are the ref kinds of the files whose refs run_state records.

@@ -277,7 +277,7 @@ func (r *Run) open(opt Options) error {
 	if err != nil {
 		return err
 	}
-	st, err := kernel.Decode(snap.Files)
+	spec, err := kernel.DecodeSpec(snap.Files)
 	if err != nil {
 		return err
 	}
@@ -294,7 +294,7 @@ func (r *Run) open(opt Options) error {
 		return err
 	}
 	r.Index = ix
-	w, err := sandbox.Open(r.Dir, st.Spec, r.FS)
+	w, err := sandbox.Open(r.Dir, spec, r.FS)
 	if err != nil {
 		return fmt.Errorf("open sandbox: %w", err)
 	}
@@ -318,7 +318,7 @@ func (r *Run) open(opt Options) error {
 	r.Driver = &kernel.Driver{
 		Store: r.Store, Ledger: led, World: kw, Inbox: Inbox{FS: r.FS}, Index: ix, Clock: clock, Knowledge: opt.Knowledge,
 		Revision: opt.Revision, CheckpointEvery: every, UncertainErr: sandbox.ErrUncertain, Failpoint: opt.Failpoint,
-		KillSwitch: func() (bool, error) { return killSwitchOn(r.FS) },
+		KillSwitch: func() (bool, error) { return killSwitchOn(r.FS) }, Snapshot: &snap,
 	}
 	return r.Driver.Open()
 }

@@ -55,6 +55,39 @@ func UnmarshalCanonical(data []byte, v any) error {
 	return decodeValue(val, data, v)
 }
 
+// UnmarshalExact decodes a stored document and checks that encoding the
+// result gives back exactly the bytes read. That one comparison is as
+// strict as UnmarshalCanonical (an unknown, duplicated or miscased key, or
+// any formatting that is not canonical, changes the bytes) and cheaper,
+// because the document is parsed once, by encoding/json, instead of twice;
+// it is meant for documents acr wrote itself (checkpoint files, the
+// manifest), where a mismatch names the likely cause. On a mismatch the
+// strict decoder runs to name the field, if it can.
+func UnmarshalExact(b []byte, v any) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		if serr := UnmarshalCanonical(b, v); serr != nil {
+			return serr
+		}
+		return err
+	}
+	enc, err := Marshal(v)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(enc, b) {
+		if serr := UnmarshalCanonical(b, v); serr != nil {
+			return serr
+		}
+		i := 0
+		for i < len(enc) && i < len(b) && enc[i] == b[i] {
+			i++
+		}
+		return fmt.Errorf("the file is not what this acr writes for its content (first difference at byte %d): "+
+			"it was written with a different schema, by another acr version, or edited by hand", i)
+	}
+	return nil
+}
+
 // DecodeValue decodes an already parsed Value into v with the same field
 // checks as Unmarshal.
 func DecodeValue(val Value, v any) error {

@@ -133,7 +133,7 @@ func (s *Store) ReadManifest() (Manifest, error) {
 	if err != nil {
 		return m, fmt.Errorf("read %s: %w", ManifestName, err)
 	}
-	if err := UnmarshalCanonical(b, &m); err != nil {
+	if err := UnmarshalExact(b, &m); err != nil {
 		return m, &IntegrityError{File: ManifestName, Msg: err.Error()}
 	}
 	if m.Schema != ManifestSchema {
