@@ -2,7 +2,7 @@
 GO       ?= go
 BIN      := bin/acr
 DEMO_DIR ?= $(CURDIR)/.demo_state
-FUZZTIME ?= 10s
+FUZZTIME ?= 50000x
 
 .PHONY: build demo test test-short lint fuzz bench bench-quick crash validate release-manifest man clean
 
