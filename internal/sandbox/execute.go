@@ -250,6 +250,13 @@ type plan struct {
 // plan computes the outcome and the new content from the current content.
 // It has no effect on the world.
 func (w *World) plan(key, h string, a world.Action, target string) (plan, error) {
+	cur, exists, err := w.readFile(target)
+	return w.planOn(key, h, a, target, cur, exists, err)
+}
+
+// planOn is plan over the target's content as already read (readErr is
+// the read's error), for a caller that has just read it to check its hash.
+func (w *World) planOn(key, h string, a world.Action, target string, cur []byte, exists bool, readErr error) (plan, error) {
 	p := plan{out: world.Outcome{Schema: world.OutcomeSchema, Key: key, Operation: a.Operation, Target: target}}
 	fail := func(err error) (plan, error) {
 		var f *failure
@@ -264,9 +271,8 @@ func (w *World) plan(key, h string, a world.Action, target string) (plan, error)
 			return fail(err)
 		}
 	}
-	cur, exists, err := w.readFile(target)
-	if err != nil {
-		return fail(err)
+	if readErr != nil {
+		return fail(readErr)
 	}
 	before := hashOf(cur, exists)
 	p.out.BeforeSHA256, p.out.AfterSHA256 = before, before

@@ -55,11 +55,11 @@ func (w *World) Observe() (world.Observation, error) {
 			obs.Excluded++
 			return nil
 		}
-		data, err := w.root.ReadFile(p)
+		fp, size, err := w.fingerprint(p)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", p, err)
 		}
-		obs.Files = append(obs.Files, world.FileFact{Path: p, SHA256: state.FingerprintOf(data), Size: int64(len(data))})
+		obs.Files = append(obs.Files, world.FileFact{Path: p, SHA256: fp, Size: size})
 		return nil
 	})
 	if err != nil {
@@ -86,6 +86,19 @@ func (w *World) Observe() (world.Observation, error) {
 		obs.Evidence = append(obs.Evidence, fact)
 	}
 	return obs, nil
+}
+
+// fingerprint hashes the world file p as it streams by.
+func (w *World) fingerprint(p string) (state.Fingerprint, int64, error) {
+	f, err := w.root.Open(p)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	if w.hashBuf == nil {
+		w.hashBuf = make([]byte, 64<<10)
+	}
+	return state.FingerprintReader(f, w.hashBuf)
 }
 
 // refused reports whether err is about the path rather than the machine:

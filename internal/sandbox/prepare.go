@@ -25,6 +25,7 @@ func (w *World) Prepare(key string, a world.Action) (world.Intent, *world.Outcom
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.prepared = nil
 	target := resolveTarget(h, a)
 	rec, ok, err := w.readCachedOutcome(key, h)
 	if err != nil {
@@ -46,8 +47,29 @@ func (w *World) Prepare(key string, a world.Action) (world.Intent, *world.Outcom
 	in := world.Intent{Schema: world.IntentSchema, Key: key, Action: a, Changes: p.write, Planned: p.out}
 	if p.write {
 		in.Rollback = rollbackBundle(target, p)
+		w.prepared = &preparedPlan{key: key, target: target, action: a.Ref(), plan: p}
 	}
 	return in, nil, nil
+}
+
+// preparedPlan remembers a Prepare's plan for the Commit of the same key.
+type preparedPlan struct {
+	key, target string
+	action      state.Ref
+	plan        plan
+}
+
+// replan returns the plan for committing a on target, whose current bytes
+// are content with fingerprint now. A plan depends on the action and the target's bytes alone
+// (run_validation excepted: it reads other files), so the plan Prepare
+// made for the same key, action and before-hash is the same plan and is
+// reused; otherwise it is computed again.
+func (w *World) replan(key, h string, a world.Action, target string, content []byte, exists bool, now state.Fingerprint) (plan, error) {
+	if pp := w.prepared; pp != nil && pp.key == key && pp.target == target && pp.action == a.Ref() &&
+		a.Operation != world.OpRunValidation && pp.plan.out.BeforeSHA256 == now {
+		return pp.plan, nil
+	}
+	return w.planOn(key, h, a, target, content, exists, nil)
 }
 
 // MaxRollbackBytes bounds the pre-image a rollback bundle carries: the
@@ -62,7 +84,7 @@ func rollbackBundle(target string, p plan) *world.RollbackBundle {
 	b := &world.RollbackBundle{Target: target, Existed: p.existed, Before: p.out.BeforeSHA256, After: p.out.AfterSHA256}
 	if p.existed && !p.remove {
 		pre := commonPrefix(p.before, p.content)
-		suf := commonPrefix(reversed(p.before[pre:]), reversed(p.content[pre:]))
+		suf := commonSuffix(p.before[pre:], p.content[pre:])
 		b.Prefix, b.Suffix = int64(pre), int64(suf)
 		b.Content = string(p.before[pre : len(p.before)-suf])
 	} else {
@@ -84,12 +106,14 @@ func commonPrefix(a, b []byte) int {
 	return n
 }
 
-func reversed(b []byte) []byte {
-	r := make([]byte, len(b))
-	for i, c := range b {
-		r[len(b)-1-i] = c
+func commonSuffix(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[len(a)-1-i] != b[len(b)-1-i] {
+			return i
+		}
 	}
-	return r
+	return n
 }
 
 // Readback reads target and the checks on it through the observation
@@ -106,13 +130,18 @@ func (w *World) Readback(target string) (world.Readback, error) {
 	if err == nil {
 		rb.SHA256 = hashOf(content, exists)
 	}
+	readErr := err
 	for _, c := range w.spec.Checks {
 		if c.Path != target {
 			continue
 		}
-		r, err := w.evaluate(c)
-		if err != nil {
-			return rb, fmt.Errorf("readback %s: %w", target, err)
+		// The checks judge the bytes just read; a path that could not be
+		// read is evaluated again for the refusal's detail.
+		r := world.Evaluate(c, content, exists)
+		if readErr != nil {
+			if r, err = w.evaluate(c); err != nil {
+				return rb, fmt.Errorf("readback %s: %w", target, err)
+			}
 		}
 		if r.Status == world.CheckPass {
 			rb.Passing = append(rb.Passing, c.ID)
@@ -186,7 +215,8 @@ func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (wo
 		out, err = w.cacheOutcome(h, a, out)
 		return out, err == nil, err
 	case in.Planned.BeforeSHA256:
-		p, err := w.plan(key, h, a, target)
+		p, err := w.replan(key, h, a, target, content, exists, now)
+		w.prepared = nil
 		if err != nil {
 			return world.Outcome{}, false, err
 		}

@@ -110,3 +110,57 @@ func TestRestoreRefusesABundleThatDoesNotRebuildTheBefore(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(got), "debug = false", "left as the effect left it")
 }
+
+func TestCommonPrefixAndSuffix(t *testing.T) {
+	for _, tc := range []struct {
+		a, b         string
+		prefix, suff int
+	}{
+		{"", "", 0, 0},
+		{"abc", "abc", 3, 3},
+		{"abc", "", 0, 0},
+		{"debug = true\n", "debug = false\n", 8, 2},
+		{"xbc", "ybc", 0, 2},
+		{"ab", "abab", 2, 2},
+	} {
+		assert.Equal(t, tc.prefix, commonPrefix([]byte(tc.a), []byte(tc.b)), "prefix of %q and %q", tc.a, tc.b)
+		assert.Equal(t, tc.suff, commonSuffix([]byte(tc.a), []byte(tc.b)), "suffix of %q and %q", tc.a, tc.b)
+	}
+}
+
+// The Commit after a Prepare reuses its plan only while the plan still
+// describes the world: a target changed in between makes the commit
+// uncertain, and a commit of another key plans afresh.
+func TestCommitReusesThePreparedPlanOnlyForTheSameBytes(t *testing.T) {
+	w, dir := newTestWorld(t, testSpec())
+	patch := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", CheckID: "no-debug",
+		ExpectSHA256: state.FingerprintOf([]byte(appSource)), Find: "debug = true", Replace: "debug = false"}
+	in, prior, err := w.Prepare(testKey("a"), patch)
+	require.NoError(t, err)
+	require.Nil(t, prior)
+	require.NotNil(t, w.prepared)
+
+	// Another key's prepare replaces the remembered plan; committing the
+	// first intent then plans again and still makes the same change.
+	_, _, err = w.Prepare(testKey("b"), patch)
+	require.NoError(t, err)
+	out, reused, err := w.Commit(testKey("a"), patch, in)
+	require.NoError(t, err)
+	assert.False(t, reused)
+	assert.Equal(t, world.OutcomeCommitted, out.Status)
+	assert.Nil(t, w.prepared, "a commit forgets the plan")
+	got, err := os.ReadFile(worldPath(dir, "src/app.go"))
+	require.NoError(t, err)
+	assert.Equal(t, out.AfterSHA256, state.FingerprintOf(got))
+
+	// Prepared, then changed by someone else: not committed from the plan.
+	w2, dir2 := newTestWorld(t, testSpec())
+	in2, _, err := w2.Prepare(testKey("c"), patch)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(worldPath(dir2, "src/app.go"), []byte("package app\n"), 0o644))
+	_, _, err = w2.Commit(testKey("c"), patch, in2)
+	require.ErrorIs(t, err, ErrUncertain)
+	got, err = os.ReadFile(worldPath(dir2, "src/app.go"))
+	require.NoError(t, err)
+	assert.Equal(t, "package app\n", string(got))
+}

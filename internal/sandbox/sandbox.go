@@ -77,6 +77,12 @@ type World struct {
 	// madeDirs remembers the fan-out directories known to exist, to save a
 	// MkdirAll per outcome.
 	madeDirs map[string]bool
+	// hashBuf is reused to fingerprint world files during observation,
+	// which then costs no allocation per file however large it is.
+	hashBuf []byte
+	// prepared is the plan of the last Prepare, so that the Commit that
+	// follows it need not compute the same new content again.
+	prepared *preparedPlan
 }
 
 // Create makes sandbox/world under stateDir, which must exist, writes

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -27,6 +28,19 @@ func Digest(b []byte) string {
 // FingerprintOf returns the fingerprint of exactly these bytes.
 func FingerprintOf(b []byte) Fingerprint {
 	return Fingerprint(refAlgo + ":" + Digest(b))
+}
+
+// FingerprintReader returns the fingerprint of everything r yields and its
+// length, reading through buf: a caller that only needs a file's digest
+// need not hold the whole file in memory. It equals FingerprintOf of the
+// same bytes.
+func FingerprintReader(r io.Reader, buf []byte) (Fingerprint, int64, error) {
+	h := sha256.New()
+	n, err := io.CopyBuffer(h, r, buf)
+	if err != nil {
+		return "", n, err
+	}
+	return Fingerprint(refAlgo + ":" + hex.EncodeToString(h.Sum(nil))), n, nil
 }
 
 // NewRef returns the ref of an object whose canonical bytes are given.
