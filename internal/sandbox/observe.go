@@ -76,7 +76,7 @@ func (w *World) Observe() (world.Observation, error) {
 	}
 	for _, e := range w.spec.Evidence {
 		fact := world.EvidenceFact{ID: e.ID}
-		data, exists, err := w.readFile(e.Path)
+		data, exists, err := w.readScratch(e.Path)
 		if err != nil && !refused(err) {
 			return world.Observation{}, fmt.Errorf("observe evidence %s: %w", e.ID, err)
 		}
@@ -112,7 +112,7 @@ func refused(err error) bool {
 // read makes the check fail with the reason as detail: a check that cannot
 // be verified must not pass, and must not stop observation either.
 func (w *World) evaluate(c world.Check) (world.CheckResult, error) {
-	data, exists, err := w.readFile(c.Path)
+	data, exists, err := w.readScratch(c.Path)
 	if err != nil {
 		if !refused(err) {
 			return world.CheckResult{}, fmt.Errorf("check %s: %w", c.ID, err)

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -141,4 +142,22 @@ func TestObserveEmptyWorld(t *testing.T) {
 	obs, err := w.Observe()
 	require.NoError(t, err)
 	assert.Equal(t, `{"checks":[],"evidence":[],"excluded":0,"files":[],"schema":"acr.observation/v0.1"}`, string(state.MustMarshal(obs)))
+}
+
+// readScratch reuses one buffer: each read must return exactly the file's
+// bytes, whether the buffer was larger or smaller before.
+func TestReadScratchReturnsExactBytesAcrossReads(t *testing.T) {
+	w, dir := newTestWorld(t, testSpec())
+	big := strings.Repeat("0123456789", 10_000)
+	for _, content := range []string{"short", big, "", "mid-sized file\n", big + "tail"} {
+		require.NoError(t, os.WriteFile(worldPath(dir, "scratch.txt"), []byte(content), 0o644))
+		got, exists, err := w.readScratch("scratch.txt")
+		require.NoError(t, err)
+		assert.True(t, exists)
+		assert.Equal(t, content, string(got))
+	}
+	got, exists, err := w.readScratch("missing.txt")
+	require.NoError(t, err)
+	assert.False(t, exists)
+	assert.Empty(t, got)
 }

@@ -123,7 +123,7 @@ func (w *World) Readback(target string) (world.Readback, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	rb := world.Readback{Schema: world.ReadbackSchema, Target: target, Passing: []string{}, Failing: []string{}}
-	content, exists, err := w.readFile(target)
+	content, exists, err := w.readScratch(target)
 	if err != nil && !refused(err) {
 		return rb, fmt.Errorf("readback %s: %w", target, err)
 	}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -80,6 +81,8 @@ type World struct {
 	// hashBuf is reused to fingerprint world files during observation,
 	// which then costs no allocation per file however large it is.
 	hashBuf []byte
+	// scratch is readScratch's buffer.
+	scratch []byte
 	// prepared is the plan of the last Prepare, so that the Commit that
 	// follows it need not compute the same new content again.
 	prepared *preparedPlan
@@ -304,6 +307,18 @@ func (w *World) confine(p string) (string, error) {
 // exists=false. Symlinks are refused with ErrConfinement; a directory or
 // special file is a *failure.
 func (w *World) readFile(p string) (content []byte, exists bool, err error) {
+	return w.read(p, false)
+}
+
+// readScratch is readFile into a buffer the World reuses: the content is
+// valid until the next readScratch. Checks read the world several times a
+// cycle and keep nothing of the bytes, so they need not allocate a copy
+// of a large file each time.
+func (w *World) readScratch(p string) (content []byte, exists bool, err error) {
+	return w.read(p, true)
+}
+
+func (w *World) read(p string, scratch bool) (content []byte, exists bool, err error) {
 	p, err = w.confine(p)
 	if err != nil {
 		return nil, false, err
@@ -336,7 +351,12 @@ func (w *World) readFile(p string) (content []byte, exists bool, err error) {
 	case !fi.Mode().IsRegular():
 		return nil, false, failf("%s is not a regular file", p)
 	}
-	data, err := w.root.ReadFile(p)
+	var data []byte
+	if scratch {
+		data, err = w.readInto(p, fi.Size())
+	} else {
+		data, err = w.root.ReadFile(p)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -344,6 +364,31 @@ func (w *World) readFile(p string) (content []byte, exists bool, err error) {
 		return nil, false, err
 	}
 	return data, true, nil
+}
+
+// readInto reads p into w.scratch, growing it as needed; size is what Lstat
+// said, a hint only (the file may change while it is read).
+func (w *World) readInto(p string, size int64) ([]byte, error) {
+	f, err := w.root.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := slices.Grow(w.scratch[:0], int(size)+512)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, cap(buf))
+		}
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			w.scratch = buf
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // checkWritable refuses a write target before anything is computed, so that

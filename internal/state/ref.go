@@ -36,7 +36,9 @@ func FingerprintOf(b []byte) Fingerprint {
 // same bytes.
 func FingerprintReader(r io.Reader, buf []byte) (Fingerprint, int64, error) {
 	h := sha256.New()
-	n, err := io.CopyBuffer(h, r, buf)
+	// Hide a WriterTo (an *os.File has one), which would ignore buf and
+	// allocate its own.
+	n, err := io.CopyBuffer(h, struct{ io.Reader }{r}, buf)
 	if err != nil {
 		return "", n, err
 	}
