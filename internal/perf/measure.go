@@ -25,7 +25,26 @@ type Proc struct {
 	Wall   time.Duration
 	CPU    time.Duration // user + system time of the process itself
 	MaxRSS int64         // bytes
-	Out    string
+	// RSS is the resident set size (bytes) sampled every 2 ms while the
+	// process ran, in order: it tells memory that grows with the run's
+	// length from a passing excursion.
+	RSS []int64
+	Out string
+}
+
+// RSSTenths returns the median of the RSS samples in the first and in the
+// last tenth of the run.
+func (p Proc) RSSTenths() (first, last int64) {
+	n := len(p.RSS) / 10
+	if n == 0 {
+		return 0, 0
+	}
+	med := func(xs []int64) int64 {
+		s := slices.Clone(xs)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	return med(p.RSS[:n]), med(p.RSS[len(p.RSS)-n:])
 }
 
 // RunAcr runs the acr binary with args and reports its wall time and peak
@@ -43,23 +62,26 @@ func RunAcr(bin string, args ...string) (Proc, error) {
 		return Proc{}, err
 	}
 	done := make(chan struct{})
-	peak := make(chan int64, 1)
+	type mem struct {
+		hwm int64
+		rss []int64
+	}
+	sampled := make(chan mem, 1)
 	go func() {
-		var hwm int64
+		var m mem
 		status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
 		for {
 			if b, err := os.ReadFile(status); err == nil {
-				for _, l := range strings.Split(string(b), "\n") {
-					if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-						var kb int64
-						fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
-						hwm = max(hwm, kb*1024)
-					}
+				if kb, ok := statusKB(b, "VmHWM:"); ok {
+					m.hwm = max(m.hwm, kb*1024)
+				}
+				if kb, ok := statusKB(b, "VmRSS:"); ok && kb > 0 {
+					m.rss = append(m.rss, kb*1024)
 				}
 			}
 			select {
 			case <-done:
-				peak <- hwm
+				sampled <- m
 				return
 			case <-time.After(2 * time.Millisecond):
 			}
@@ -67,7 +89,8 @@ func RunAcr(bin string, args ...string) (Proc, error) {
 	}()
 	err := cmd.Wait()
 	close(done)
-	p := Proc{Wall: time.Since(t), Out: out.String(), MaxRSS: <-peak}
+	m := <-sampled
+	p := Proc{Wall: time.Since(t), Out: out.String(), MaxRSS: m.hwm, RSS: m.rss}
 	if ps := cmd.ProcessState; ps != nil {
 		p.CPU = ps.UserTime() + ps.SystemTime()
 	}
@@ -75,6 +98,18 @@ func RunAcr(bin string, args ...string) (Proc, error) {
 		return p, fmt.Errorf("acr %v: %w\n%s", args, err, p.Out)
 	}
 	return p, nil
+}
+
+// statusKB reads a "Name:   123 kB" line of /proc/<pid>/status.
+func statusKB(status []byte, name string) (int64, bool) {
+	for l := range strings.SplitSeq(string(status), "\n") {
+		if v, ok := strings.CutPrefix(l, name); ok {
+			var kb int64
+			_, err := fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
+			return kb, err == nil
+		}
+	}
+	return 0, false
 }
 
 // Median returns the median of durations.
