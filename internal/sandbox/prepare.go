@@ -60,13 +60,14 @@ type preparedPlan struct {
 }
 
 // replan returns the plan for committing a on target, whose current bytes
-// are content with fingerprint now. A plan depends on the action and the target's bytes alone
-// (run_validation excepted: it reads other files), so the plan Prepare
-// made for the same key, action and before-hash is the same plan and is
-// reused; otherwise it is computed again.
+// are content with fingerprint now. A plan depends on the action, the
+// target's bytes and whether the target may be written (run_validation
+// excepted: it reads other files), so the plan Prepare made for the same
+// key, action and before-hash is the same plan while the target is still
+// writable, and is reused; otherwise it is computed again.
 func (w *World) replan(key, h string, a world.Action, target string, content []byte, exists bool, now state.Fingerprint) (plan, error) {
 	if pp := w.prepared; pp != nil && pp.key == key && pp.target == target && pp.action == a.Ref() &&
-		a.Operation != world.OpRunValidation && pp.plan.out.BeforeSHA256 == now {
+		a.Operation != world.OpRunValidation && pp.plan.out.BeforeSHA256 == now && w.checkWritable(target) == nil {
 		return pp.plan, nil
 	}
 	return w.planOn(key, h, a, target, content, exists, nil)

@@ -153,6 +153,18 @@ func TestCommitReusesThePreparedPlanOnlyForTheSameBytes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, out.AfterSHA256, state.FingerprintOf(got))
 
+	// Prepared, then rewritten with the same bytes: the plan still holds.
+	w3, dir3 := newTestWorld(t, testSpec())
+	in3, _, err := w3.Prepare(testKey("d"), patch)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(worldPath(dir3, "src/app.go"), []byte(appSource), 0o644))
+	out3, _, err := w3.Commit(testKey("d"), patch, in3)
+	require.NoError(t, err)
+	assert.Equal(t, in3.Planned.AfterSHA256, out3.AfterSHA256)
+	got, err = os.ReadFile(worldPath(dir3, "src/app.go"))
+	require.NoError(t, err)
+	assert.Equal(t, out3.AfterSHA256, state.FingerprintOf(got))
+
 	// Prepared, then changed by someone else: not committed from the plan.
 	w2, dir2 := newTestWorld(t, testSpec())
 	in2, _, err := w2.Prepare(testKey("c"), patch)
