@@ -372,7 +372,7 @@ func render(rows []row, notes []string, quick bool, gen time.Duration, large per
 			p("")
 		}
 	}
-	p("To rerun: `make bench` (about ten minutes; it needs a few GB of free disk for the generated histories).")
+	p("To rerun: `make bench` (about twenty minutes on two cores; it needs a few GB of free disk for the generated histories).")
 	p("`make bench-quick` runs the same harness with small sizes in about a minute.")
 	return b.String()
 }
