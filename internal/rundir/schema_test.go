@@ -742,7 +742,7 @@ func (w *typeWalker) walk(node map[string]any, typ reflect.Type, at string) {
 			t.Errorf("%s: %s: object for %s must set \"additionalProperties\": false", w.s, at, typ)
 		}
 		props, _ := node["properties"].(map[string]any)
-		fields := jsonFields(typ)
+		fields := state.StructFields(typ)
 		for _, name := range sortedKeys(fields) {
 			if _, ok := props[name]; !ok {
 				t.Errorf("%s: %s: Go field %q of %s is missing from the schema's properties", w.s, at, name, typ)
@@ -779,40 +779,6 @@ func (w *typeWalker) walk(node map[string]any, typ reflect.Type, at string) {
 		}
 		w.walk(items, typ.Elem(), at+"[]")
 	}
-}
-
-// jsonFields maps the JSON names of a struct's fields to their types, the
-// way encoding/json sees them (tags, "-", embedded structs flattened).
-func jsonFields(typ reflect.Type) map[string]reflect.Type {
-	out := map[string]reflect.Type{}
-	for i := range typ.NumField() {
-		f := typ.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				for k, v := range jsonFields(ft) {
-					out[k] = v
-				}
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out[name] = f.Type
-	}
-	return out
 }
 
 // ---------------------------------------------------------------------------

@@ -43,15 +43,12 @@ func (w *World) Execute(key string, a world.Action) (out world.Outcome, reused b
 
 func (w *World) execute(key, h string, a world.Action) (world.Outcome, bool, error) {
 	target := resolveTarget(h, a)
-	rec, ok, err := w.readOutcome(key, h)
+	prior, err := w.priorOutcome(key, h, a, target, false)
 	if err != nil {
 		return world.Outcome{}, false, err
 	}
-	if ok {
-		if err := sameAction(rec.Outcome.Operation, rec.Outcome.Target, a.Operation, target); err != nil {
-			return world.Outcome{}, false, err
-		}
-		return rec.Outcome, true, nil
+	if prior != nil {
+		return *prior, true, nil
 	}
 	if err := w.validate(a); err != nil {
 		return world.Outcome{}, false, err

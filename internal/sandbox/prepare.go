@@ -27,15 +27,12 @@ func (w *World) Prepare(key string, a world.Action) (world.Intent, *world.Outcom
 	defer w.mu.Unlock()
 	w.prepared = nil
 	target := resolveTarget(h, a)
-	rec, ok, err := w.readCachedOutcome(key, h)
+	prior, err := w.priorOutcome(key, h, a, target, true)
 	if err != nil {
 		return world.Intent{}, nil, fmt.Errorf("prepare %s: %w", key, err)
 	}
-	if ok {
-		if err := sameAction(rec.Outcome.Operation, rec.Outcome.Target, a.Operation, target); err != nil {
-			return world.Intent{}, nil, fmt.Errorf("prepare %s: %w", key, err)
-		}
-		return world.Intent{}, &rec.Outcome, nil
+	if prior != nil {
+		return world.Intent{}, prior, nil
 	}
 	if err := w.validate(a); err != nil {
 		return world.Intent{}, nil, fmt.Errorf("prepare %s: %w", key, err)
@@ -182,15 +179,12 @@ func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (wo
 		return world.Outcome{}, false, fmt.Errorf("the intent given is not the intent of this action and key")
 	}
 	target := resolveTarget(h, a)
-	rec, ok, err := w.readCachedOutcome(key, h)
+	prior, err := w.priorOutcome(key, h, a, target, true)
 	if err != nil {
 		return world.Outcome{}, false, err
 	}
-	if ok {
-		if err := sameAction(rec.Outcome.Operation, rec.Outcome.Target, a.Operation, target); err != nil {
-			return world.Outcome{}, false, err
-		}
-		return rec.Outcome, true, nil
+	if prior != nil {
+		return *prior, true, nil
 	}
 	if !in.Changes {
 		out := in.Planned

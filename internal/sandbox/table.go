@@ -103,6 +103,25 @@ func (w *World) readCachedOutcome(key, h string) (outcomeRecord, bool, error) {
 	return rec, ok, err
 }
 
+// priorOutcome returns the outcome already recorded for key, checked to be
+// of the same operation on the same target, or nil when there is none.
+// Execute trusts only an intact record (cached=false); Prepare and Commit
+// treat a torn one as absent (cached=true), see readCachedOutcome.
+func (w *World) priorOutcome(key, h string, a world.Action, target string, cached bool) (*world.Outcome, error) {
+	read := w.readOutcome
+	if cached {
+		read = w.readCachedOutcome
+	}
+	rec, ok, err := read(key, h)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if err := sameAction(rec.Outcome.Operation, rec.Outcome.Target, a.Operation, target); err != nil {
+		return nil, err
+	}
+	return &rec.Outcome, nil
+}
+
 func (w *World) readIntent(key, h string) (intentRecord, bool, error) {
 	var rec intentRecord
 	ok, err := readRecord(w.keys, intentName(h), &rec)

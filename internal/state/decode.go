@@ -157,7 +157,7 @@ func checkFields(val Value, t reflect.Type, path string) error {
 		if val.Kind != KindObject {
 			return nil // the type mismatch is reported by the decoder
 		}
-		fields := structFields(t)
+		fields := StructFields(t)
 		for _, m := range val.Obj {
 			ft, ok := fields[m.Key]
 			if !ok {
@@ -196,8 +196,11 @@ func joinPath(path, key string) string {
 	return path + "." + key
 }
 
-// structFields maps the JSON names a struct type declares to their types.
-func structFields(t reflect.Type) map[string]reflect.Type {
+// StructFields maps the JSON names a struct type declares to their types,
+// the way encoding/json sees them (tags, "-", embedded structs flattened).
+// The strict decoder accepts exactly these names; tests that hold the JSON
+// Schemas to the Go types use the same map, so the two cannot drift.
+func StructFields(t reflect.Type) map[string]reflect.Type {
 	m := map[string]reflect.Type{}
 	collectFields(t, m)
 	return m
