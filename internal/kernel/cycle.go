@@ -1102,7 +1102,7 @@ func (b *builder) settle(st Settlement) {
 		}
 	case "rollback_required":
 		req := state.RollbackRequest{ItemID: b.item, CheckID: e.Action.CheckID, FromCycle: b.cycle, Reason: why,
-			Action: mustValue(st.Rollback.RestoreAction(e.Action.CheckID)), EvaluationRef: evRef}
+			Action: mustValue(st.Rollback.RestoreAction(e.Action.CheckID, out.AfterSHA256)), EvaluationRef: evRef}
 		rs.Rollbacks = append(rs.Rollbacks, req)
 		b.move(controller.Rollback, ev.Result, evRef)
 		reqRef := b.record(evRollback, "rbreq", req, map[string]state.Ref{"evaluation": evRef}, "rollback_bundle_queued")
