@@ -40,8 +40,9 @@ type World interface {
 	Observe() (world.Observation, error)
 	Prepare(key string, a world.Action) (world.Intent, *world.Outcome, error)
 	Commit(key string, a world.Action, in world.Intent) (world.Outcome, bool, error)
-	// Readback is the observer's own reading of a target after an effect.
-	Readback(target string) (world.Readback, error)
+	// Readback is the observer's own reading, after an effect, of what
+	// the action changed (its target, or the files a command touches).
+	Readback(a world.Action, out world.Outcome) (world.Readback, error)
 }
 
 // Inbox is where wake signals, approvals and stop requests arrive.
@@ -415,7 +416,7 @@ func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) err
 		}
 	}
 	if st.Outcome != nil && st.Readback == nil {
-		rb, err := d.World.Readback(st.Outcome.Target)
+		rb, err := d.World.Readback(p.Effect.Action, *st.Outcome)
 		if err != nil {
 			return fmt.Errorf("recover cycle %d: readback %s: %w", p.b.cycle, st.Outcome.Target, err)
 		}
@@ -768,7 +769,7 @@ func (d *Driver) Step() (Summary, error) {
 		}
 	}
 	if st.Outcome != nil {
-		rb, err := d.World.Readback(st.Outcome.Target)
+		rb, err := d.World.Readback(p.Effect.Action, *st.Outcome)
 		if err != nil {
 			return Summary{}, fmt.Errorf("cycle %d: readback %s: %w", p.b.cycle, st.Outcome.Target, err)
 		}

@@ -38,7 +38,7 @@ func TestRollbackBundleRestoresAPatchedFile(t *testing.T) {
 	assert.True(t, in.Rollback.Existed)
 	assert.Equal(t, out.AfterSHA256, in.Rollback.After)
 
-	rb, err := w.Readback("src/app.go")
+	rb, err := w.Readback(world.Action{Operation: world.OpApplyPatch}, world.Outcome{Target: "src/app.go"})
 	require.NoError(t, err)
 	assert.Equal(t, out.AfterSHA256, rb.SHA256)
 	assert.Equal(t, []string{"no-debug"}, rb.Passing)

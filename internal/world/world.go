@@ -559,6 +559,10 @@ type Intent struct {
 	// that the effect can be undone. Nil when the action changes nothing,
 	// or when no bundle could be taken (then the action must not run).
 	Rollback *RollbackBundle `json:"rollback,omitempty"`
+	// RunID and CycleSeq, set for run_command only, name the cycle the
+	// command runs in; it gets them as ACR_RUN_ID and ACR_CYCLE.
+	RunID    string `json:"run_id,omitempty"`
+	CycleSeq int64  `json:"cycle_seq,omitempty"`
 }
 
 // RollbackBundle holds what a target was before an effect, as a delta
@@ -656,3 +660,19 @@ func IdempotencyKey(runID string, cycleSeq int64, actionRef, decisionRef state.R
 	})
 	return "idem:sha256:" + state.Digest(b)
 }
+
+// ProviderFault is a provider that gave no answer about the world: a
+// command check that timed out, was killed, exited with a code that is
+// neither a pass nor a fail, or could not be started. The kernel does not
+// advance the run on it (the cycle does not happen) and counts it towards
+// the policy's limit of provider failures.
+type ProviderFault struct {
+	// Source names the provider: "check:<id>", "proposer".
+	Source string `json:"source"`
+	// Reason says what went wrong, in words.
+	Reason string `json:"reason"`
+	// Command is the command's result, when it ran at all.
+	Command *CommandResult `json:"command,omitempty"`
+}
+
+func (f *ProviderFault) Error() string { return f.Source + ": " + f.Reason }
