@@ -121,8 +121,8 @@ func overlapSegments(as, bs []string) bool {
 }
 
 // segmentsMeet reports whether two single-segment patterns may match a
-// common name: exactly when one is literal, conservatively (true) when both
-// are patterns.
+// common name: exactly when one is literal; when both are patterns, unless
+// their literal beginnings or endings differ ("*.md" never meets "*.go").
 func segmentsMeet(a, b string) bool {
 	switch {
 	case !hasMeta(a) && !hasMeta(b):
@@ -132,7 +132,25 @@ func segmentsMeet(a, b string) bool {
 	case !hasMeta(b):
 		return segmentMatch(a, b)
 	}
-	return true
+	pa, pb := literalPrefix(a), literalPrefix(b)
+	if !strings.HasPrefix(pa, pb) && !strings.HasPrefix(pb, pa) {
+		return false
+	}
+	sa, sb := literalSuffix(a), literalSuffix(b)
+	return strings.HasSuffix(sa, sb) || strings.HasSuffix(sb, sa)
+}
+
+// literalPrefix is what a pattern segment's names must begin with.
+func literalPrefix(p string) string { return p[:strings.IndexAny(p, `*?[\`)] }
+
+// literalSuffix is what a pattern segment's names must end with ("" when
+// an escape makes that hard to tell).
+func literalSuffix(p string) string {
+	if strings.Contains(p, `\`) {
+		return ""
+	}
+	i := strings.LastIndexAny(p, `*?]`)
+	return p[i+1:]
 }
 
 func hasMeta(s string) bool { return strings.ContainsAny(s, `*?[\`) }

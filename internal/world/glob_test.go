@@ -57,6 +57,10 @@ func TestMayOverlapAndCovers(t *testing.T) {
 		{"go.mod", "**/*.go", false, false},
 		{"**/*.go", "go.mod", false, false},
 		{"a/*/c", "a/b/*", true, false},
+		{"docs/**/*.md", "**/*.go", false, false},
+		{"*_test.go", "*.go", true, false},
+		{"cmd/*", "cm*/x", true, false},
+		{"a*", "b*", false, false},
 	}
 	for _, tc := range cases {
 		assert.Equal(t, tc.overlap, world.MayOverlap(tc.a, tc.b), "MayOverlap(%q, %q)", tc.a, tc.b)
@@ -102,4 +106,26 @@ func BenchmarkExcludedDeepPath(b *testing.B) {
 	for b.Loop() {
 		spec.Excluded(deep)
 	}
+}
+
+// MayOverlap may say yes when the answer is no, never the other way: a
+// path matched by both patterns always makes it say yes.
+func FuzzMayOverlapIsSound(f *testing.F) {
+	f.Add("docs/**/*.md", "**/*.go", "docs/a/b.md")
+	f.Add("a*", "*b", "ab")
+	f.Add("[a-c]?", "b*", "bz")
+	f.Fuzz(func(t *testing.T, a, b, p string) {
+		if world.ValidPattern(a) != nil || world.ValidPattern(b) != nil {
+			return
+		}
+		if _, err := world.CleanPath(p); err != nil {
+			return
+		}
+		if world.MatchGlob(a, p) && world.MatchGlob(b, p) && !world.MayOverlap(a, b) {
+			t.Fatalf("%q and %q both match %q, but MayOverlap says they cannot meet", a, b, p)
+		}
+		if world.Covers(a, b) && world.MatchGlob(b, p) && !world.MatchGlob(a, p) {
+			t.Fatalf("Covers(%q, %q), yet %q matches only the second", a, b, p)
+		}
+	})
 }
