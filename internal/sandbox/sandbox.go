@@ -375,6 +375,15 @@ func (w *World) readFile(p string) (content []byte, exists bool, err error) {
 	return w.read(p, false)
 }
 
+// ReadFile reads a world file for a provider outside the sandbox (the
+// proposer), with the confinement of every world read: a refused path is
+// an error wrapping ErrConfinement, a missing one exists=false.
+func (w *World) ReadFile(p string) (content []byte, exists bool, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.readFile(p)
+}
+
 // readScratch is readFile into a buffer the World reuses: the content is
 // valid until the next readScratch. Checks read the world several times a
 // cycle and keep nothing of the bytes, so they need not allocate a copy
