@@ -107,6 +107,11 @@ const (
 	CheckCommand CheckKind = "command"
 )
 
+// CheckKinds lists every check kind, in a fixed order.
+func CheckKinds() []CheckKind {
+	return []CheckKind{CheckAbsentText, CheckPresentText, CheckFileExists, CheckCommand}
+}
+
 // Check is one health assertion about the world.
 type Check struct {
 	ID       string    `json:"id"`
