@@ -28,6 +28,7 @@ import (
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/intent"
+	"github.com/acr-project/acr/internal/proposer"
 	"github.com/acr-project/acr/internal/scenario"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
@@ -154,6 +155,32 @@ func TestShippedDocumentsMatchSchemas(t *testing.T) {
 func TestSchemasAgreeWithAcr(t *testing.T) {
 	root := filepath.Join(scenarioRoot, "quickstart")
 	spec := quickstartSpec(t)
+
+	t.Run("proposal", func(t *testing.T) {
+		acr := func(b []byte) error { _, err := proposer.Decode(b); return err }
+		s := loadSchema(t, "proposal.schema.json")
+		base := []byte(`{"schema": "acr.proposal/v0.1", "rationale": ["r"], "actions": [
+			{"operation": "apply_local_patch", "target": "main.go", "find": "a", "replace": "b", "occurrences": 1},
+			{"operation": "record_artifact", "target": "NOTES.md", "content": "x"},
+			{"operation": "run_command", "fix": "gofmt-w"}]}`)
+		runCases(t, s, base, acr, []agreeCase{
+			{"", "", true, true},
+			{"schema", `"acr.proposal/v1"`, false, false},
+			{"actions", `[]`, true, true},
+			{"actions", del, false, false},
+			{"rationale", del, true, true},
+			{"confidence", `0.9`, false, false},
+			{"actions/0/operation", `"delete"`, false, false},
+			{"actions/0/find", del, false, false},
+			{"actions/0/find", `""`, false, false},
+			{"actions/0/target", del, false, false},
+			{"actions/0/occurrences", `-1`, false, false},
+			{"actions/0/why", `"x"`, false, false},
+			{"actions/1/target", `""`, false, false},
+			{"actions/1/content", del, true, true},
+			{"actions/2/fix", del, false, false},
+		})
+	})
 
 	t.Run("goal", func(t *testing.T) {
 		acr := func(b []byte) error {
