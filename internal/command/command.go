@@ -17,6 +17,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -91,10 +92,16 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	stdout, stderr := newCapture(max), newCapture(max)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	// Its own process group, so that a timeout kills the children too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, so that a timeout kills the children too;
+	// and killed when acr dies (kill -9 included), so that a program does
+	// not go on changing the world while recovery decides whether it ran.
+	// The signal follows the thread that started the program, so that
+	// thread stays locked until the program is waited for.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return killGroup(cmd.Process) }
 	cmd.WaitDelay = waitDelay
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return Result{}, fmt.Errorf("%w: %s: %w", ErrStart, s.Argv[0], err)

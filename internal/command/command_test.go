@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -147,4 +148,32 @@ func TestStartFailure(t *testing.T) {
 	require.ErrorIs(t, err, command.ErrStart)
 	_, err = command.Run(context.Background(), command.Spec{Argv: []string{"true"}, Dir: "/nonexistent/dir", Timeout: time.Second})
 	require.ErrorIs(t, err, command.ErrStart)
+}
+
+// When acr itself is killed, the program it runs goes with it: a program
+// must not go on changing the world while a later acr recovers the run.
+func TestProgramDiesWithAcr(t *testing.T) {
+	if os.Getenv("ACR_COMMAND_CHILD") == "1" {
+		dir := os.Getenv("ACR_COMMAND_DIR")
+		_, _ = command.Run(context.Background(), command.Spec{Argv: []string{"sh", "-c", "echo $$ > pid; sleep 300"}, Dir: dir, Timeout: time.Minute})
+		return
+	}
+	dir := t.TempDir()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(self, "-test.run", "^TestProgramDiesWithAcr$")
+	cmd.Env = append(os.Environ(), "ACR_COMMAND_CHILD=1", "ACR_COMMAND_DIR="+dir)
+	require.NoError(t, cmd.Start())
+	var pid int
+	deadline := time.Now().Add(20 * time.Second)
+	for pid == 0 && time.Now().Before(deadline) {
+		if b, err := os.ReadFile(filepath.Join(dir, "pid")); err == nil {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.NotZero(t, pid, "the program did not start")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	requireGone(t, pid)
 }
