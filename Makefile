@@ -33,11 +33,12 @@ lint:
 fuzz:
 	@scripts/fuzz.sh $(FUZZTIME)
 
-# The full crash harness: 1,000 SIGKILLs at every failpoint and at random
-# instants; `make test` runs a short version of the same test.
+# The full crash harnesses: 1,000 SIGKILLs each at every failpoint and at
+# random instants, on the sandbox world and on a real directory whose fixes
+# are commands; `make test` runs a short version of the same tests.
 CRASH_KILLS ?= 1000
 crash:
-	$(GO) test -count=1 -timeout 60m -run '^TestCrashHarness$$' -v ./cmd/acr -crash.kills=$(CRASH_KILLS) | grep -E 'crash harness|PASS|FAIL|ok'
+	$(GO) test -count=1 -timeout 60m -run '^Test(Command)?CrashHarness$$' -v ./cmd/acr -crash.kills=$(CRASH_KILLS) | grep -E 'crash harness|PASS|FAIL|ok'
 
 # Freeze the release: record the current schema/source hashes and every
 # scenario's fingerprints, and write docs/PHASE12_VALIDATION.md. Run it on
