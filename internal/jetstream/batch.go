@@ -1,0 +1,141 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// Headers of the atomic batch publish (nats-server >= 2.12, on a stream
+// with AllowAtomicPublish). nats.go v1.55.0 has the stream setting but no
+// publishing API for it, so publishBatch sets them itself.
+const (
+	hdrBatchID     = "Nats-Batch-Id"       // same on every message, at most 64 characters
+	hdrBatchSeq    = "Nats-Batch-Sequence" // 1, 2, … without gaps
+	hdrBatchCommit = "Nats-Batch-Commit"   // "1" on the last message (or "eob": commit, do not store it)
+)
+
+// Other headers this package sets or reads.
+const (
+	hdrMsgID       = natsjs.MsgIDHeader               // Nats-Msg-Id: dedup within the stream's Duplicates window
+	hdrExpectSubj  = natsjs.ExpectedLastSubjSeqHeader // Nats-Expected-Last-Subject-Sequence
+	hdrRollup      = natsjs.MsgRollup                 // Nats-Rollup: "sub" purges the subject's earlier messages
+	hdrSequence    = natsjs.SequenceHeader            // Nats-Sequence, on direct get answers
+	hdrNumPending  = "Nats-Num-Pending"               // on batched direct get answers
+	hdrStatus      = "Status"                         // set by nats.go on status-only messages
+	hdrDescription = "Description"
+	hdrPart        = "Acr-Part"   // "i/n" on the parts of a checkpoint
+	hdrLedgerAt    = "Acr-Ledger" // on a checkpoint's first part: where the ledger stands
+)
+
+// MaxBatch is the server's default limit on the messages of one atomic
+// batch (jetstream.limits.max_batch_size). A larger batch is refused whole.
+const MaxBatch = 1000
+
+// defaultTimeout bounds a request whose context has no deadline.
+const defaultTimeout = 5 * time.Second
+
+// batchAck is the server's answer to a batch's commit message: a PubAck
+// whose seq is the stream sequence of the batch's last message, plus the
+// batch id and its size, or an error.
+type batchAck struct {
+	Stream string           `json:"stream"`
+	Seq    uint64           `json:"seq"`
+	Batch  string           `json:"batch"`
+	Count  uint64           `json:"count"`
+	Error  *natsjs.APIError `json:"error"`
+}
+
+// first returns the stream sequence of the batch's first message: a
+// batch's messages get consecutive sequences.
+func (a batchAck) first() uint64 { return a.Seq - a.Count + 1 }
+
+// withTimeout gives ctx the default deadline when it has none.
+func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, defaultTimeout)
+}
+
+// publishBatch stores msgs as one atomic batch: the server stages every
+// message, and only the commit (the last message) checks every message's
+// headers (expected sequences, dedup ids, rollups) and stores all of them
+// or none. A batch whose commit never arrives (a writer that died, a lost
+// connection) is dropped by the server after max_batch_timeout (10 s by
+// default) and never becomes visible.
+//
+// Only the commit is a request: staging messages go without a reply, so a
+// batch costs one round trip. A staging error surfaces as the commit's
+// "batch is incomplete" error; messages larger than the server's payload
+// limit are refused by the client before anything is sent.
+//
+// The caller sets the other headers; publishBatch adds the batch headers to
+// msgs and clears their Reply.
+func publishBatch(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg) (batchAck, error) {
+	if len(msgs) == 0 {
+		return batchAck{}, errors.New("empty batch")
+	}
+	if len(msgs) > MaxBatch {
+		return batchAck{}, fmt.Errorf("%w: batch of %d messages, at most %d", ErrTooLarge, len(msgs), MaxBatch)
+	}
+	mp := nc.MaxPayload()
+	for _, m := range msgs {
+		// The header block, once encoded, counts towards the payload
+		// limit; 256 bytes covers the batch headers added below.
+		if int64(len(m.Data)+headerSize(m.Header)+256) > mp {
+			return batchAck{}, fmt.Errorf("%w: %d bytes on %s, the server takes %d", ErrTooLarge, len(m.Data), m.Subject, mp)
+		}
+	}
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	id := nuid.Next()
+	last := len(msgs) - 1
+	for i, m := range msgs {
+		if m.Header == nil {
+			m.Header = nats.Header{}
+		}
+		m.Header.Set(hdrBatchID, id)
+		m.Header.Set(hdrBatchSeq, strconv.Itoa(i+1))
+		m.Reply = ""
+		if i < last {
+			if err := nc.PublishMsg(m); err != nil {
+				return batchAck{}, classify(err)
+			}
+		}
+	}
+	msgs[last].Header.Set(hdrBatchCommit, "1")
+	resp, err := nc.RequestMsgWithContext(ctx, msgs[last])
+	if err != nil {
+		return batchAck{}, classify(err)
+	}
+	var ack batchAck
+	if err := json.Unmarshal(resp.Data, &ack); err != nil {
+		return batchAck{}, fmt.Errorf("batch ack %q: %w", resp.Data, err)
+	}
+	if ack.Error != nil {
+		return batchAck{}, classify(ack.Error)
+	}
+	if ack.Seq == 0 || ack.Count != uint64(len(msgs)) || ack.Batch != id {
+		return batchAck{}, fmt.Errorf("batch ack %q: not the ack of batch %s of %d messages", resp.Data, id, len(msgs))
+	}
+	return ack, nil
+}
+
+// headerSize approximates the encoded size of h.
+func headerSize(h nats.Header) int {
+	n := len("NATS/1.0\r\n\r\n")
+	for k, vs := range h {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
+}
