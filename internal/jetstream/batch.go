@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nuid"
 )
 
 // Headers of the atomic batch publish (nats-server >= 2.12, on a stream
@@ -96,7 +96,7 @@ func publishBatch(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg) (batchAc
 	}
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	id := nuid.Next()
+	id := rand.Text() // 26 characters; the server takes up to 64
 	last := len(msgs) - 1
 	for i, m := range msgs {
 		if m.Header == nil {
