@@ -191,7 +191,7 @@ func BenchmarkIdempotencyGetAt1e5(b *testing.B) {
 
 // Reading a run's 1000 records, and its last 10 (what recovery reads
 // after a checkpoint): batched direct get (what Read uses) against an
-// ordered consumer.
+// ordered consumer, created for the read and deleted after it.
 func BenchmarkReadLedger1000(b *testing.B) {
 	nc, st := benchOpen(b)
 	c := context.Background()
@@ -249,6 +249,11 @@ func BenchmarkReadLedger1000(b *testing.B) {
 					if batch.Error() != nil {
 						b.Fatal(batch.Error())
 					}
+				}
+				// Ordered consumers outlive the read (5 min inactivity)
+				// and a stream takes 1000 consumers by default.
+				if err := s.DeleteConsumer(c, cons.CachedInfo().Name); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})
