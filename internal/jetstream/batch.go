@@ -36,7 +36,8 @@ const (
 )
 
 // MaxBatch is the server's default limit on the messages of one atomic
-// batch (jetstream.limits.max_batch_size). A larger batch is refused whole.
+// batch (jetstream { limits { batch { max_msgs } } }). A larger batch is
+// refused whole.
 const MaxBatch = 1000
 
 // defaultTimeout bounds a request whose context has no deadline.
