@@ -1,11 +1,3 @@
-// Package natstest starts real NATS servers with JetStream inside a test
-// process: one server, or a cluster of several, each on random loopback
-// ports with its store in a test temporary directory. Tests of the
-// JetStream store (and later its conformance suite) use it so that CI needs
-// no service.
-//
-// Only test code imports this package, so the acr binary does not link the
-// server.
 package natstest
 
 import (
@@ -28,9 +20,6 @@ type Option func(*server.Options)
 // SyncAlways makes the server fsync every write (the `sync: always`
 // setting of the jetstream block); the default syncs every two minutes.
 func SyncAlways() Option { return func(o *server.Options) { o.SyncAlways = true } }
-
-// MaxPayload sets the largest message the server accepts (default 1 MiB).
-func MaxPayload(n int32) Option { return func(o *server.Options) { o.MaxPayload = n } }
 
 // Server is one embedded server. Restart keeps its port and its store, so a
 // client with reconnects enabled finds it again.
