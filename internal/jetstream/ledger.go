@@ -151,7 +151,10 @@ func (l *Ledger) batch(run string, at Frontier, records [][]byte, checkpoint []b
 }
 
 // stored reports whether the messages right after at are msgs (a commit
-// that had already been stored), and the first one's sequence.
+// that had already been stored), and the first one's sequence. A commit
+// with records is recognised for as long as the ledger lasts; a
+// checkpoint-only commit only until the next commit rolls its parts up,
+// after which its retry is reported as the conflict it then is.
 func (l *Ledger) stored(ctx context.Context, run string, at Frontier, records [][]byte, msgs []*nats.Msg) (uint64, bool, error) {
 	subj, from, want := l.names.LedgerSubject(run), at.Ledger+1, msgs[:len(records)]
 	if len(records) == 0 {
