@@ -13,7 +13,8 @@ import (
 	"github.com/acr-project/acr/internal/jetstream/natstest"
 )
 
-// On a three-node cluster with every stream at three replicas: racing
+// On a three-node cluster with every stream at three replicas: a writer's
+// back-to-back commits and renewals never conflict with themselves, racing
 // writers still land exactly one batch, and when the runs stream's leader
 // is killed, commits fail with ErrUnavailable until a new leader is
 // elected, then the writer's retry at its frontier lands, and nothing
@@ -31,6 +32,26 @@ func TestClusterLeaderLoss(t *testing.T) {
 	start = time.Now()
 	st := openOn(t, nc, Options{Replicas: 3})
 	t.Logf("store (2 streams, 3 buckets, R3) created in %v", time.Since(start).Round(time.Millisecond))
+
+	// One writer committing back to back: the leader acks a batch before
+	// it clears the subject's in-flight mark, so the next commit can be
+	// refused with 10164 by the writer's own previous one; Commit repeats
+	// it. Same for lease renewals.
+	var seqAt Frontier
+	for i := range 200 {
+		r, err := st.Ledger.Commit(ctx(t), "seq", seqAt, records(strconv.Itoa(i), 2, 100), []byte("ck"))
+		if err != nil {
+			t.Fatalf("sequential commit %d: %v", i, err)
+		}
+		seqAt = r.Frontier
+	}
+	ls, err := st.Leases.Acquire(ctx(t), "seq", "w")
+	must(t, err)
+	for i := range 100 {
+		if ls, err = st.Leases.Renew(ctx(t), ls); err != nil {
+			t.Fatalf("renewal %d: %v", i, err)
+		}
+	}
 
 	c0, err := st.Ledger.Commit(ctx(t), run, Frontier{}, records("c0", 10, 300), []byte("ck0"))
 	must(t, err)
@@ -95,6 +116,7 @@ func TestClusterLeaderLoss(t *testing.T) {
 		if time.Since(killed) > 30*time.Second {
 			t.Fatalf("no new leader: %v", err)
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	sameData(t, readAll(t, st.Ledger, run, 0), append(want, recs...))
 	ck, _, err := st.Ledger.Checkpoint(ctx(t), run)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
@@ -104,4 +105,33 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return err
+}
+
+// inFlightRetries bounds how often retryInFlight repeats a write; with the
+// doubling pause starting at 1 ms it gives up after about 130 ms.
+const inFlightRetries = 7
+
+// retryInFlight runs write again while it fails with 10164 ("wrong last
+// sequence" without a sequence). A replicated stream answers that when the
+// subject still has a write in flight, and its leader acks a write before it
+// clears that write's in-flight mark (processJetStreamMsg before the
+// bookkeeping in applyStreamMsgOp), so a writer that sends its next write as
+// soon as the ack arrives can be refused by its own previous write; one such
+// refusal was seen in a benchmark of a few thousand back-to-back commits on
+// a 3-node cluster. The write stored nothing, so repeating it is safe; a
+// real conflict turns into 10071 once the other write is applied.
+func retryInFlight(ctx context.Context, write func() error) error {
+	pause := time.Millisecond
+	for i := 0; ; i++ {
+		err := write()
+		if err == nil || apiCode(err) != codeWrongLastSequenceConstant || i == inFlightRetries {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+		pause *= 2
+	}
 }

@@ -41,7 +41,8 @@ func (l *Leases) TTL() time.Duration { return l.ttl }
 func (l *Leases) Acquire(ctx context.Context, run, holder string) (Lease, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	rev, err := l.kv.Create(ctx, Token(run), []byte(holder))
+	var rev uint64
+	err := retryInFlight(ctx, func() (err error) { rev, err = l.kv.Create(ctx, Token(run), []byte(holder)); return err })
 	if errors.Is(err, natsjs.ErrKeyExists) {
 		return Lease{}, fmt.Errorf("acquire %s: %w", run, ErrLeaseHeld)
 	}
@@ -56,7 +57,8 @@ func (l *Leases) Acquire(ctx context.Context, run, holder string) (Lease, error)
 func (l *Leases) Renew(ctx context.Context, ls Lease) (Lease, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	rev, err := l.kv.Update(ctx, Token(ls.Run), []byte(ls.Holder), ls.Rev)
+	var rev uint64
+	err := retryInFlight(ctx, func() (err error) { rev, err = l.kv.Update(ctx, Token(ls.Run), []byte(ls.Holder), ls.Rev); return err })
 	if errors.Is(err, natsjs.ErrKeyRevisionMismatch) || errors.Is(err, natsjs.ErrKeyExists) {
 		return Lease{}, fmt.Errorf("renew %s: %w", ls.Run, ErrLeaseLost)
 	}
@@ -71,7 +73,7 @@ func (l *Leases) Renew(ctx context.Context, ls Lease) (Lease, error) {
 func (l *Leases) Release(ctx context.Context, ls Lease) error {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	err := l.kv.Delete(ctx, Token(ls.Run), natsjs.LastRevision(ls.Rev))
+	err := retryInFlight(ctx, func() error { return l.kv.Delete(ctx, Token(ls.Run), natsjs.LastRevision(ls.Rev)) })
 	if errors.Is(err, natsjs.ErrKeyRevisionMismatch) || errors.Is(err, natsjs.ErrKeyExists) {
 		return fmt.Errorf("release %s: %w", ls.Run, ErrLeaseLost)
 	}

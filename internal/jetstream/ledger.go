@@ -85,7 +85,11 @@ func (l *Ledger) Commit(ctx context.Context, run string, at Frontier, records []
 		return Committed{}, errors.New("commit: nothing to commit")
 	}
 	msgs := l.batch(run, at, records, checkpoint)
-	ack, err := publishBatch(ctx, l.nc, msgs)
+	var ack batchAck
+	err := retryInFlight(ctx, func() (err error) {
+		ack, err = publishBatch(ctx, l.nc, msgs)
+		return err
+	})
 	if err == nil {
 		return l.committed(at, ack.first(), len(records), len(msgs), false), nil
 	}

@@ -182,7 +182,8 @@ func (c *Checkpoints) Get(ctx context.Context, run string) ([]byte, uint64, erro
 func (c *Checkpoints) Create(ctx context.Context, run string, doc []byte) (uint64, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	rev, err := c.kv.Create(ctx, Token(run), doc)
+	var rev uint64
+	err := retryInFlight(ctx, func() (err error) { rev, err = c.kv.Create(ctx, Token(run), doc); return err })
 	if errors.Is(err, natsjs.ErrKeyExists) {
 		return 0, fmt.Errorf("create checkpoint %s: %w: %w", run, ErrConflict, err)
 	}
@@ -197,7 +198,8 @@ func (c *Checkpoints) Create(ctx context.Context, run string, doc []byte) (uint6
 func (c *Checkpoints) Update(ctx context.Context, run string, doc []byte, rev uint64) (uint64, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	next, err := c.kv.Update(ctx, Token(run), doc, rev)
+	var next uint64
+	err := retryInFlight(ctx, func() (err error) { next, err = c.kv.Update(ctx, Token(run), doc, rev); return err })
 	if err != nil {
 		return 0, fmt.Errorf("update checkpoint %s: %w", run, classify(err))
 	}

@@ -22,7 +22,8 @@ func tableKey(run, key string) string { return Token(run) + "." + Token(key) }
 func (t *Table) Create(ctx context.Context, run, key string, value []byte) (uint64, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	rev, err := t.kv.Create(ctx, tableKey(run, key), value)
+	var rev uint64
+	err := retryInFlight(ctx, func() (err error) { rev, err = t.kv.Create(ctx, tableKey(run, key), value); return err })
 	if errors.Is(err, natsjs.ErrKeyExists) {
 		return 0, fmt.Errorf("record %s: %w", key, ErrExists)
 	}

@@ -103,7 +103,8 @@ type Cluster struct {
 }
 
 // StartCluster starts n routed JetStream servers (n >= 3 for replicated
-// streams) and waits until they have elected a meta leader. Cluster ports
+// streams) and waits until they have elected a meta leader that sees all
+// of them online. Cluster ports
 // are reserved by listening on port 0 and closing, so another process may
 // in rare cases take one first; the test then fails at start.
 func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
@@ -164,10 +165,12 @@ func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
 		}
 		s.opts.Port = s.Addr().(*net.TCPAddr).Port
 	}
+	// A meta leader alone is not enough: until it has heard from every
+	// peer, placing a replicated stream fails with "no suitable peers".
 	deadline := time.Now().Add(readyTimeout)
-	for c.Leader() == nil {
+	for l := c.Leader(); l == nil || len(l.JetStreamClusterPeers()) < n; l = c.Leader() {
 		if time.Now().After(deadline) {
-			t.Fatal("natstest: no JetStream meta leader elected")
+			t.Fatalf("natstest: no JetStream meta leader with %d peers online", n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
