@@ -218,3 +218,25 @@ func TestToken(t *testing.T) {
 		}
 	}
 }
+
+// A read longer than one direct get batch (1000 messages) continues where
+// the previous answer stopped, in order, without gaps or repeats; a batch
+// above MaxBatch is refused before anything is sent.
+func TestReadPagesThroughLongLedger(t *testing.T) {
+	_, _, st := open(t, Options{})
+	var all [][]byte
+	var at uint64
+	for b := range 3 {
+		recs := records("page"+strconv.Itoa(b), MaxBatch, 60)
+		c, err := st.Ledger.Append(ctx(t), run, at, recs)
+		must(t, err)
+		at = c.Frontier.Ledger
+		all = append(all, recs...)
+	}
+	got := readAll(t, st.Ledger, run, 0)
+	sameData(t, got, all)
+	sameData(t, readAll(t, st.Ledger, run, got[1499].Seq), all[1500:])
+
+	_, err := st.Ledger.Append(ctx(t), run, at, records("big", MaxBatch+1, 10))
+	wantErr(t, err, ErrTooLarge)
+}

@@ -38,8 +38,6 @@ type directGetRequest struct {
 // lag a just-acknowledged write by a moment; writes are protected by their
 // expected sequence, not by what a read saw.
 func readSubject(ctx context.Context, nc *nats.Conn, stream, subject string, from uint64, fn func(seq uint64, m *nats.Msg) error) error {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
 	sub, err := nc.SubscribeSync(nc.NewRespInbox())
 	if err != nil {
 		return classify(err)
@@ -57,36 +55,46 @@ func readSubject(ctx context.Context, nc *nats.Conn, stream, subject string, fro
 		if err := nc.PublishRequest(api, sub.Subject, req); err != nil {
 			return classify(err)
 		}
-		var last uint64
-	page:
-		for {
-			m, err := sub.NextMsgWithContext(ctx)
+		// Without a deadline from the caller, each page (not the whole
+		// read, which may be long) gets the default one.
+		pctx, cancel := withTimeout(ctx)
+		more, next, err := readPage(pctx, sub, subject, fn)
+		cancel()
+		if err != nil || !more {
+			return err
+		}
+		from = next
+	}
+}
+
+// readPage reads one direct get answer up to its end-of-batch message and
+// says whether more remain and from which sequence.
+func readPage(ctx context.Context, sub *nats.Subscription, subject string, fn func(seq uint64, m *nats.Msg) error) (more bool, from uint64, err error) {
+	var last uint64
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return false, 0, classify(err)
+		}
+		switch st := m.Header.Get(hdrStatus); st {
+		case "":
+			seq, err := strconv.ParseUint(m.Header.Get(hdrSequence), 10, 64)
 			if err != nil {
-				return classify(err)
+				return false, 0, fmt.Errorf("direct get %s: message without %s", subject, hdrSequence)
 			}
-			switch st := m.Header.Get(hdrStatus); st {
-			case "":
-				seq, err := strconv.ParseUint(m.Header.Get(hdrSequence), 10, 64)
-				if err != nil {
-					return fmt.Errorf("direct get %s: message without %s", subject, hdrSequence)
-				}
-				if err := fn(seq, m); err != nil {
-					return err
-				}
-				last = seq
-			case "204": // end of batch
-				if m.Header.Get(hdrNumPending) == "0" || last == 0 {
-					return nil
-				}
-				from = last + 1
-				break page
-			case "404": // nothing at or after from
-				return nil
-			case "503":
-				return classify(nats.ErrNoResponders)
-			default:
-				return fmt.Errorf("direct get %s: status %s %s", subject, st, m.Header.Get(hdrDescription))
+			if err := fn(seq, m); err != nil {
+				return false, 0, err
 			}
+			last = seq
+		case "204": // end of batch
+			more := m.Header.Get(hdrNumPending) != "0" && last > 0
+			return more, last + 1, nil
+		case "404": // nothing at or after the start
+			return false, 0, nil
+		case "503":
+			return false, 0, classify(nats.ErrNoResponders)
+		default:
+			return false, 0, fmt.Errorf("direct get %s: status %s %s", subject, st, m.Header.Get(hdrDescription))
 		}
 	}
 }
