@@ -113,7 +113,7 @@
 // message. On a single server (R1) an atomic batch is first staged in a
 // small file store of its own with synchronous writes whatever the sync
 // setting (so that a crash in the middle of a commit rolls forward on
-// restart): about five synchronous disk writes per batch, 8-12 ms on the
+// restart): about five synchronous disk writes per batch, 8-17 ms on the
 // test machine against under 1 ms for ten plain publishes, and batches of
 // one stream are staged one at a time. With three replicas the batch is
 // staged in memory and committed as one raft proposal (2-3 ms). NOTES.md
