@@ -30,7 +30,8 @@ Gate P compares the schemas, the format-defining sources and the shapes of
 the recorded objects with the frozen hashes in --out/release-manifest.json;
 --freeze (make release-manifest) records the current ones on purpose and
 freezes every scenario's fingerprints into its scenario.json.
-Exit status 0 only if no gate FAILs.`,
+Exit status 0 only if no gate FAILs and every scenario meets its own
+expectations (a scenario that fails them makes the verdict FAIL).`,
 		Example: `  acr validate
   acr validate --json | jq .gates
   acr validate --freeze        # after an intended change: make release-manifest`,
@@ -87,18 +88,28 @@ func runValidate(a *app, scenarios, out string, freeze bool) error {
 		for _, g := range rep.Details {
 			a.printf("%s  %-36s %-12s %s\n", g.ID, g.Name, g.Verdict, firstOr(g.Evidence))
 		}
+		for _, name := range rep.FailedScenarios {
+			a.printf("scenario %s failed: %s\n", name, firstOr(rep.Scenarios[name].Failures))
+		}
 		a.printf("verdict %s; wrote %s and %s\n", rep.Verdict, filepath.Join(out, "PHASE12_VALIDATION.md"), manifestPath)
 	}
+	if rep.Verdict != validate.Fail {
+		return nil
+	}
+	var why []string
 	for _, g := range rep.Details {
 		if g.Verdict == validate.Fail {
-			err := fmt.Errorf("%w: gate %s (%s): %s", errValidation, g.ID, g.Name, strings.Join(g.Evidence, "; "))
-			if a.cfg.JSON {
-				return &silentError{err}
-			}
-			return err
+			why = append(why, fmt.Sprintf("gate %s (%s): %s", g.ID, g.Name, strings.Join(g.Evidence, "; ")))
 		}
 	}
-	return nil
+	for _, name := range rep.FailedScenarios {
+		why = append(why, fmt.Sprintf("scenario %s: %s", name, strings.Join(rep.Scenarios[name].Failures, "; ")))
+	}
+	err = fmt.Errorf("%w: %s", errValidation, strings.Join(why, "; "))
+	if a.cfg.JSON {
+		return &silentError{err}
+	}
+	return err
 }
 
 func firstOr(xs []string) string {

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/acr-project/acr/internal/audit"
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/governance"
-	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/memory"
@@ -152,72 +152,84 @@ func gateB(ev *Evidence) Gate {
 		"no cycle without agenda ended in CONTINUE", "p02-healthy-idle: three invocations, one cycle")
 }
 
-// observationAt finds the observation a cycle ran on.
-func observationAt(recs []ledger.Record, upto int64, ref state.Ref) (world.Observation, bool) {
-	var obs world.Observation
-	found := false
-	for _, r := range recs {
-		if r.Seq > upto {
-			break
-		}
-		if o := r.Event.Object; o != nil && o.Ref == ref {
-			found = o.Decode(&obs) == nil
-		}
-	}
-	return obs, found
-}
-
+// gateC re-checks every commitment resume against the wake condition the
+// commitment recorded before it, in the resuming cycle's recorded inputs,
+// with the validator's own condition matcher (judge.go), not
+// commitment.Matched: the observation it ran on, the clock, the approvals
+// people gave, and only the wake signals a loop may accept. It also holds
+// the loop to wake hygiene: no signal that is unknown, expired, orphaned,
+// claims authority or repeats an accepted dedup key is ever accepted.
 func gateC(ev *Evidence) Gate {
 	var bad []string
-	resumes, held := 0, 0
+	resumes, held, rejected := 0, 0, 0
 	for _, name := range sortedNames(ev) {
 		run := ev.Runs[name]
-		last := map[string]commitment.Commitment{}
+		objs := run.objects()
+		last := map[string]commitmentView{}
+		seen := map[string]time.Time{}
 		for _, c := range run.cycles() {
 			m := c.manifest()
-			obs, _ := observationAt(run.Records, c.events[0].Seq+int64(len(c.events)), m.ObservationRef)
-			var signals []state.WakeSignal
-			var approvals []state.Approval
+			in := wakeInputs{}
+			in.at, _ = time.Parse(time.RFC3339, m.At)
+			if o, ok := objs[m.ObservationRef]; ok {
+				_ = decodeView(o, &in.observation)
+			}
 			for _, r := range c.events {
-				if r.Event.Type == "inbox.item.consumed" {
-					switch r.Event.Object.Ref.Kind() {
-					case "sig":
-						var w state.WakeSignal
-						if r.Event.Object.Decode(&w) == nil {
-							signals = append(signals, w)
-						}
-					case "apr":
-						var a state.Approval
-						if r.Event.Object.Decode(&a) == nil {
-							approvals = append(approvals, a)
-						}
+				if r.Event.Type != "inbox.item.consumed" || r.Event.Object == nil {
+					continue
+				}
+				switch r.Event.Object.Ref.Kind() {
+				case "sig":
+					var w signalView
+					if decodeView(r.Event.Object, &w) != nil {
+						continue
+					}
+					fault := signalFault(w, in.at, seen)
+					accepted := c.wakeOutcome(r.Event.Object.Ref) == "persistent.wake.accepted"
+					switch {
+					case fault != "" && accepted:
+						bad = append(bad, fmt.Sprintf("%s cycle %d: accepted a wake signal it must refuse (%s)", name, c.seq, fault))
+					case fault != "":
+						rejected++
+					case accepted:
+						in.signals = append(in.signals, w)
+						exp, _ := time.Parse(time.RFC3339, w.ExpiresAt)
+						seen[w.DedupKey] = exp
+					}
+				case "apr":
+					var a approvalView
+					if decodeView(r.Event.Object, &a) == nil {
+						in.approvals = append(in.approvals, a)
 					}
 				}
 			}
-			now, _ := state.ParseTime(m.At)
-			ctx := commitment.Context{Now: now, Observation: obs, Signals: signals, Approvals: approvals}
 			resumed := false
 			for _, r := range c.events {
 				if !strings.HasPrefix(r.Event.Type, "commitment.") || r.Event.Object == nil || r.Event.Type == "commitment.conditions.evaluated" {
 					continue
 				}
-				var cm commitment.Commitment
-				if r.Event.Object.Decode(&cm) != nil {
+				var cm commitmentView
+				if decodeView(r.Event.Object, &cm) != nil {
 					continue
 				}
 				if r.Event.Type == "commitment.resumed" {
 					resumed = true
 					resumes++
 					before, ok := last[cm.ID]
-					if !ok || before.Wake == nil || !commitment.Matched(*before.Wake, ctx) {
-						bad = append(bad, fmt.Sprintf("%s cycle %d: commitment %s resumed without its wake condition holding", name, c.seq, cm.ID))
+					switch {
+					case !ok || before.Status != "suspended" || before.Wake == nil:
+						bad = append(bad, fmt.Sprintf("%s cycle %d: commitment %s resumed without having been suspended on a wake condition", name, c.seq, cm.ID))
+					default:
+						if ok, what := conditionHolds(*before.Wake, in); !ok {
+							bad = append(bad, fmt.Sprintf("%s cycle %d: commitment %s resumed, but its wake condition (%s) does not hold in the cycle's recorded inputs", name, c.seq, cm.ID, what))
+						}
 					}
 				}
 				last[cm.ID] = cm
 			}
 			if !resumed && c.has("persistent.loop.woke") {
 				for _, cm := range last {
-					if cm.Status == commitment.Suspended {
+					if cm.Status == "suspended" {
 						held++
 						break
 					}
@@ -231,8 +243,8 @@ func gateC(ev *Evidence) Gate {
 	if resumes == 0 {
 		return inconclusive("no commitment was resumed in any scenario")
 	}
-	return pass(fmt.Sprintf("%d resumes, each with its wake condition holding in that cycle's recorded inputs", resumes),
-		fmt.Sprintf("%d woken cycles kept a suspended commitment suspended (its condition did not hold)", held))
+	return pass(fmt.Sprintf("%d resumes, each with its recorded wake condition holding in that cycle's recorded inputs (judged by the gate's own matcher)", resumes),
+		fmt.Sprintf("%d woken cycles kept a suspended commitment suspended; %d wake signals the loop had to refuse were all refused", held, rejected))
 }
 
 func gateD(ev *Evidence) Gate {
@@ -350,16 +362,36 @@ func gateF(ev *Evidence) Gate {
 		"overlays name each lens with its exact source version; no operator or domain identity is part of an overlay")
 }
 
+// gateG judges every world effect against the contract pinned in the
+// run's ledger with the validator's own reading of the rules (judge.go),
+// not with governance.Decide: the authority and autonomy an action needs,
+// the first rule that governs it, a person's approval where the rule asks
+// for one, and the evidence it requires in the cycle that acted. It also
+// requires governance's EXECUTE for that exact action in the same cycle,
+// decisions made by governance under the pinned contract, and every wake
+// signal whose payload claims authority rejected (the gate reads the
+// payload itself).
 func gateG(ev *Evidence) Gate {
 	var bad []string
-	effects := 0
+	effects, claims := 0, 0
 	for _, name := range sortedNames(ev) {
 		run := ev.Runs[name]
 		pinned := run.Final.Run.ContractRef
 		if run.Final.Run.AuthorityRef != kernel.AuthorityRef(run.Final.Contract) {
 			bad = append(bad, name+": authority ref changed")
 		}
+		contract, spec, err := run.pinned()
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		objs := run.objects()
+		ac := actionContext{changed: map[string]bool{}}
 		for _, c := range run.cycles() {
+			if o, ok := objs[c.manifest().ObservationRef]; ok {
+				ac.observation = observationView{}
+				_ = decodeView(o, &ac.observation)
+			}
 			var execute map[state.Ref]bool
 			for _, r := range c.events {
 				switch r.Event.Type {
@@ -380,14 +412,38 @@ func gateG(ev *Evidence) Gate {
 					}
 				case "sandbox.action.committed", "sandbox.action.not_applied":
 					effects++
-					if !execute[r.Event.Refs["action"]] {
+					ref := r.Event.Refs["action"]
+					if !execute[ref] {
 						bad = append(bad, fmt.Sprintf("%s cycle %d: world effect without an EXECUTE decision for that action", name, c.seq))
 					}
+					var a actionView
+					if err := decodeView(objs[ref], &a); err != nil {
+						bad = append(bad, fmt.Sprintf("%s cycle %d: the action %s of a world effect is not recorded", name, c.seq, ref))
+						continue
+					}
+					if why := judgeAction(contract, spec, a, ref, ac); why != "" {
+						bad = append(bad, fmt.Sprintf("%s cycle %d: %s", name, c.seq, why))
+					}
+					if r.Event.Type == "sandbox.action.committed" {
+						ac.changed[a.Target] = true
+					}
 				case "inbox.item.consumed":
-					if r.Event.Object.Ref.Kind() == "sig" {
-						var w state.WakeSignal
-						if r.Event.Object.Decode(&w) == nil && inbox.CheckPayload(w.Payload) != nil && acceptedSignal(c, r.Event.Object.Ref) {
-							bad = append(bad, fmt.Sprintf("%s cycle %d: a wake signal carrying authority was accepted", name, c.seq))
+					switch r.Event.Object.Ref.Kind() {
+					case "apr":
+						var a approvalView
+						if decodeView(r.Event.Object, &a) == nil {
+							ac.approvals = append(ac.approvals, a)
+						}
+					case "sig":
+						var w signalView
+						if decodeView(r.Event.Object, &w) != nil {
+							continue
+						}
+						if claim := authorityClaim(w.Payload); claim != "" {
+							claims++
+							if c.wakeOutcome(r.Event.Object.Ref) != "persistent.wake.rejected" {
+								bad = append(bad, fmt.Sprintf("%s cycle %d: a wake signal claiming authority (%s) was not rejected", name, c.seq, claim))
+							}
 						}
 					}
 				}
@@ -397,17 +453,19 @@ func gateG(ev *Evidence) Gate {
 	if len(bad) > 0 {
 		return fail(bad...)
 	}
-	return pass(fmt.Sprintf("%d world effects, each preceded in its cycle by governance's EXECUTE for that exact action", effects),
-		"every decision was made by governance under the pinned contract; authority never changed; no authority-carrying signal was accepted")
+	return pass(fmt.Sprintf("%d world effects, each allowed by the pinned contract's rules as the gate reads them, and preceded in its cycle by governance's EXECUTE for that exact action", effects),
+		fmt.Sprintf("every decision was made by governance under the pinned contract; authority never changed; all %d wake signals claiming authority were rejected", claims))
 }
 
-func acceptedSignal(c cycle, ref state.Ref) bool {
+// wakeOutcome is what the cycle did with a consumed wake signal: the type
+// of the persistent.wake.* event that names it, or "".
+func (c cycle) wakeOutcome(ref state.Ref) string {
 	for _, r := range c.events {
-		if r.Event.Type == "persistent.wake.accepted" && r.Event.Refs["item"] == ref {
-			return true
+		if strings.HasPrefix(r.Event.Type, "persistent.wake.") && r.Event.Refs["item"] == ref {
+			return r.Event.Type
 		}
 	}
-	return false
+	return ""
 }
 
 func gateH(ev *Evidence) Gate {

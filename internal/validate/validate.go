@@ -125,12 +125,16 @@ func Collect(o Options) (*Evidence, func(), error) {
 	return ev, cleanup, nil
 }
 
-// Report is the outcome of a validation.
+// Report is the outcome of a validation. Its verdict is FAIL when a gate
+// fails or when a scenario fails its own expectations (FailedScenarios):
+// a release whose reference scenarios do not do what they claim is not
+// validated, whatever the gates say.
 type Report struct {
-	Verdict   string                     `json:"verdict"`
-	Gates     map[string]string          `json:"gates"`
-	Details   []Gate                     `json:"details"`
-	Scenarios map[string]ScenarioSummary `json:"scenarios"`
+	Verdict         string                     `json:"verdict"`
+	Gates           map[string]string          `json:"gates"`
+	Details         []Gate                     `json:"details"`
+	Scenarios       map[string]ScenarioSummary `json:"scenarios"`
+	FailedScenarios []string                   `json:"failed_scenarios"`
 }
 
 // ScenarioSummary is one scenario's line in the report.
@@ -146,7 +150,7 @@ type ScenarioSummary struct {
 
 // Evaluate runs every gate over the evidence.
 func Evaluate(ev *Evidence) *Report {
-	r := &Report{Gates: map[string]string{}, Scenarios: map[string]ScenarioSummary{}}
+	r := &Report{Gates: map[string]string{}, Scenarios: map[string]ScenarioSummary{}, FailedScenarios: []string{}}
 	for _, g := range Gates() {
 		res := g.Check(ev)
 		res.ID, res.Name = g.ID, g.Name
@@ -164,8 +168,14 @@ func Evaluate(ev *Evidence) *Report {
 			Fingerprints: run.Result.Fingerprints, Deterministic: sec != nil && sec.Fingerprints == run.Result.Fingerprints,
 			TransitionClasses: run.Result.TransitionClasses,
 		}
+		if !run.Result.Passed {
+			r.FailedScenarios = append(r.FailedScenarios, name)
+		}
 	}
 	r.Verdict = Pass
+	if len(r.FailedScenarios) > 0 {
+		r.Verdict = Fail
+	}
 	for _, g := range r.Details {
 		switch {
 		case g.Verdict == Fail:
