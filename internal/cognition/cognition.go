@@ -270,3 +270,8 @@ func Fingerprint(a world.Action) string {
 	a.ExpectSHA256 = ""
 	return string(state.FingerprintOf(state.MustMarshal(a)))
 }
+
+// Cost is the most cognitive operations Run can spend on p (one per step).
+// It is known before the program runs, so a budget can be checked before
+// it is spent.
+func Cost(p Program) int { return len(p.Steps) }

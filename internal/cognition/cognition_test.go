@@ -274,3 +274,25 @@ func TestRunCritiqueFirstStillRejectsExcludedTarget(t *testing.T) {
 	assert.Equal(t, "no_action", d.Result)
 	assert.Equal(t, "target is excluded from observation", d.Reason)
 }
+
+// TestCostBoundsRun: Cost, known before a program runs, is never less than
+// what Run spends, on every routing and whether a remedy is left or not.
+func TestCostBoundsRun(t *testing.T) {
+	spec := world.Spec{Schema: world.SpecSchema}
+	n := 0
+	for _, routing := range []cognition.Routing{{}, {CritiqueFirst: true}, {CritiqueFirst: true, SkipFailed: true}} {
+		for _, c := range []world.Check{twoRemedyCheck(), {ID: "bare", Kind: world.CheckPresentText, Path: "x", Text: "y"}} {
+			affs := cognition.Retrieve(c, failing())
+			p := cognition.Compile(1, "check:"+c.ID, c, affs, routing)
+			failed := map[string]bool{}
+			for _, a := range affs {
+				failed[a.Fingerprint] = true
+			}
+			d, _ := cognition.Run(p, "", cognition.Situation{Check: c, Result: failing(), FailedPrint: failed, Spec: &spec, Routing: routing})
+			assert.LessOrEqual(t, d.Operations, cognition.Cost(p))
+			assert.Equal(t, len(d.Turns), d.Operations, "each operation is one public turn")
+			n++
+		}
+	}
+	require.Positive(t, n)
+}

@@ -60,6 +60,15 @@ func (b *builder) declare(why []string) {
 	b.ctl = controller.Start(b.cycleID, controller.CycleID(b.s.Run.RunID, b.cycle-1), b.at, cb)
 	b.guard = controller.NewGuard()
 	b.deadline = b.now.Add(time.Duration(cb.MaxWallTimeSeconds) * time.Second)
+	b.deadlineWhy = "watchdog_max_wall_time"
+	if l := c.Budgets.WallClockSeconds; l.Hard > 0 {
+		// No effect runs past the run's wall-clock budget either.
+		if started, err := state.ParseTime(b.s.Run.StartedAt); err == nil {
+			if end := started.Add(time.Duration(l.Hard) * time.Second); end.Before(b.deadline) {
+				b.deadline, b.deadlineWhy = end, "budget_wall_clock_seconds"
+			}
+		}
+	}
 	decl := controller.Declaration{Schema: controller.DeclarationSchema, CycleID: b.cycleID,
 		ParentCycleID: controller.CycleID(b.s.Run.RunID, b.cycle-1), Coordinates: b.coords, MaxDepth: b.maxDepth, Budget: cb}
 	ref := b.record(evDeclared, "cdecl", decl, nil)
@@ -224,7 +233,7 @@ func Controls(p *Pending, in *world.Intent, lockHeld bool, now time.Time) string
 	case in.Changes && in.Rollback == nil:
 		return "rollback_bundle_unavailable"
 	case now.After(p.b.deadline):
-		return "watchdog_max_wall_time"
+		return p.b.deadlineWhy
 	}
 	return ""
 }

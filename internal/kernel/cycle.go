@@ -125,6 +125,12 @@ type builder struct {
 	woken      []string     // commitments whose condition or deadline came
 	restOut    []state.Ref
 	restUsed   controller.Usage
+
+	// budgets (schedule.go): the limit the deadline comes from, and the
+	// stop or rest decided at the cycle's start
+	deadlineWhy    string
+	stoppedAtStart bool
+	pausedAtStart  []string
 }
 
 func (b *builder) fail(err error) {
@@ -278,6 +284,9 @@ func (b *builder) consumeInbox(in Inputs) {
 				rs.DedupKeys = append(rs.DedupKeys, state.DedupKey{Key: w.DedupKey, Expires: w.ExpiresAt})
 				b.signals = append(b.signals, w)
 				b.emit("persistent.wake.accepted", nil, refs, "source_"+w.Source)
+				if w.Source == "budget_replenished" {
+					b.replenish(w, refs)
+				}
 				if w.Source == "manual_resume" && rs.Status == state.RunFaulted {
 					rs.Status = state.RunRunning
 					b.resumed = true
@@ -364,8 +373,16 @@ func (b *builder) run() {
 		return
 	}
 	if name, ok := b.hardBudgetAtStart(); ok {
+		b.stoppedAtStart = true
 		b.block(controller.IntentCustodian, "budget_"+name)
 		b.conclude(state.Stopped, []string{"budget_limit", "budget_" + name})
+		return
+	}
+	if names := softExhausted(&b.s, b.now); len(names) > 0 {
+		b.pausedAtStart = names
+		b.softReached(names, restingOn(rs))
+		b.block(controller.IntentCustodian, "budget_soft_limit")
+		b.conclude(state.Deferred, budgetReasons(names))
 		return
 	}
 
@@ -706,11 +723,6 @@ func (b *builder) think() {
 	}
 	b.check = b.s.Spec.Checks[ci]
 	result, _ := b.s.Environment.Check(b.check.ID)
-	if name, ok := b.hardBudget("cognitive_operations"); ok {
-		b.block(controller.Distiller, "budget_"+name, b.resRef)
-		b.conclude(state.Stopped, []string{"budget_limit", "budget_" + name})
-		return
-	}
 	failed := map[string]bool{}
 	for _, a := range rs.Attempts {
 		if a.ItemID == b.item && a.Failures > 0 {
@@ -723,6 +735,13 @@ func (b *builder) think() {
 	}
 	affs := cognition.Retrieve(b.check, result)
 	prog := cognition.Compile(b.cycle, b.item, b.check, affs, routing)
+	if b.exhausts("cognitive_operations", int64(cognition.Cost(prog))) {
+		// The program's cost is known before it runs: one that would go
+		// past the hard level does not run.
+		b.block(controller.Distiller, "budget_cognitive_operations", b.resRef)
+		b.conclude(state.Stopped, []string{"budget_limit", "budget_cognitive_operations"})
+		return
+	}
 	progRef := b.record("cognition.program.compiled", "cprog", prog, nil)
 	b.rec.CognitiveProgramRef = progRef
 	dlg, action := cognition.Run(prog, progRef, cognition.Situation{Check: b.check, Result: result, FailedPrint: failed, Spec: &b.s.Spec, Routing: routing})
@@ -896,9 +915,9 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 			b.conclude(b.orResting(more), []string{"self_approval_refused"})
 			return
 		}
-		if name, ok := b.hardBudget("actions"); ok {
-			b.block(controller.IntentCustodian, "budget_"+name, decRef)
-			b.conclude(state.Stopped, []string{"budget_limit", "budget_" + name})
+		if b.exhausts("actions", 1) {
+			b.block(controller.IntentCustodian, "budget_actions", decRef)
+			b.conclude(state.Stopped, []string{"budget_limit", "budget_actions"})
 			return
 		}
 		files := int64(0)
@@ -1180,10 +1199,10 @@ func (b *builder) conclude(d state.Disposition, reasons []string) {
 func (b *builder) finish() {
 	rs := &b.s.Run
 	pol := b.s.Contract.Policy.Defaults()
-	rs.Budget.Cycles++
-	if started, err := state.ParseTime(rs.StartedAt); err == nil {
-		rs.Budget.WallClockSeconds = int64(b.now.Sub(started) / time.Second)
+	if !b.stoppedAtStart {
+		rs.Budget.Cycles++
 	}
+	rs.Budget.WallClockSeconds = wallClock(rs, b.now)
 
 	// Working memory: record this cycle, then compact if the cadence says so.
 	// The unit lists the cycle's events except its controller transitions:
@@ -1193,8 +1212,8 @@ func (b *builder) finish() {
 	b.s.Context = memory.Record(b.s.Context, unit, b.protected())
 	mp := memory.Policy{MaxUnits: pol.CompactAfterUnits, EveryCycles: pol.CompactEveryCycles, KeepUnits: 8, KeepBlocks: pol.KeepSummaryBlocks}
 	if due, trigger := memory.Due(b.s.Context, b.cycle, mp, b.compactReq); due && !rs.LoopDisposition.Terminal() {
-		if name, ok := b.hardBudget("compactions"); ok {
-			b.conclude(state.Stopped, []string{"budget_limit", "budget_" + name})
+		if b.exhausts("compactions", 1) {
+			b.conclude(state.Stopped, []string{"budget_limit", "budget_compactions"})
 		} else {
 			nb, comp, err := memory.Compact(b.s.Context, b.cycle, trigger, mp)
 			if err != nil {
@@ -1209,10 +1228,11 @@ func (b *builder) finish() {
 		}
 	}
 
-	b.softBudgets()
-	if name, ok := b.hardBudget("cycles"); ok && !rs.LoopDisposition.Terminal() {
-		b.conclude(state.Stopped, []string{"budget_limit", "budget_" + name})
+	if b.exhausts("cycles", 1) && !rs.LoopDisposition.Terminal() {
+		// No next cycle fits: stop at the end of the last one.
+		b.conclude(state.Stopped, []string{"budget_limit", "budget_cycles"})
 	}
+	b.softPause()
 
 	d := rs.LoopDisposition
 	switch d {

@@ -462,6 +462,11 @@ func (rn *runner) check(i string, e StepExpect) {
 	if e.SummaryBlocks != nil && len(s.Context.Blocks) < *e.SummaryBlocks {
 		rn.failf("%s: %d summary blocks in working memory, want at least %d", i, len(s.Context.Blocks), *e.SummaryBlocks)
 	}
+	for _, name := range slices.Sorted(maps.Keys(e.Budget)) {
+		if got, _ := budgetUse(r.Budget, name); got != e.Budget[name] {
+			rn.failf("%s: %s budget used %d, want %d", i, name, got, e.Budget[name])
+		}
+	}
 	for _, wc := range e.WorldCount {
 		b, _ := os.ReadFile(filepath.Join(rn.dir, "sandbox", "world", filepath.FromSlash(wc.Path)))
 		if n := strings.Count(string(b), wc.Text); n != wc.Count {

@@ -138,6 +138,9 @@ type StepExpect struct {
 	Protected []string `json:"protected,omitempty"`
 	// SummaryBlocks is the least number of summary blocks in working memory.
 	SummaryBlocks *int `json:"summary_blocks,omitempty"`
+	// Budget is the exact use of budgets by name (cycles,
+	// cognitive_operations, actions, compactions, wall_clock_seconds).
+	Budget map[string]int64 `json:"budget,omitempty"`
 }
 
 // WorldCount asserts how often a text occurs in a world file (duplicate
@@ -282,6 +285,13 @@ func validateSteps(steps []Step, at string) error {
 				}
 			}
 		}
+		if e := st.Expect; e != nil {
+			for name := range e.Budget {
+				if _, ok := budgetUse(state.BudgetUsage{}, name); !ok {
+					return &state.FieldError{Path: fmt.Sprintf("%s[%d].expect.budget.%s", at, i, name), Err: fmt.Errorf("unknown budget (want cycles, cognitive_operations, actions, compactions or wall_clock_seconds)")}
+				}
+			}
+		}
 		if st.Crash != nil && !slices.Contains(Failpoints(), st.Crash.Failpoint) {
 			return &state.FieldError{Path: fmt.Sprintf("%s[%d].crash.failpoint", at, i), Err: fmt.Errorf("unknown failpoint %q (want one of %v)", st.Crash.Failpoint, Failpoints())}
 		}
@@ -311,4 +321,21 @@ func Discover(root string) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// budgetUse returns a run's use of the budget name.
+func budgetUse(u state.BudgetUsage, name string) (int64, bool) {
+	switch name {
+	case "cycles":
+		return u.Cycles, true
+	case "cognitive_operations":
+		return u.CognitiveOperations, true
+	case "actions":
+		return u.Actions, true
+	case "compactions":
+		return u.Compactions, true
+	case "wall_clock_seconds":
+		return u.WallClockSeconds, true
+	}
+	return 0, false
 }

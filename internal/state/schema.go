@@ -196,12 +196,18 @@ type Waiting struct {
 // BudgetUsage counts what the run has consumed. Limits live in the
 // Contract, which no cycle can change.
 type BudgetUsage struct {
-	Cycles              int64    `json:"cycles"`
-	CognitiveOperations int64    `json:"cognitive_operations"`
-	Actions             int64    `json:"actions"`
-	Compactions         int64    `json:"compactions"`
-	WallClockSeconds    int64    `json:"wall_clock_seconds"`
-	SoftWarned          []string `json:"soft_warned"`
+	Cycles              int64 `json:"cycles"`
+	CognitiveOperations int64 `json:"cognitive_operations"`
+	Actions             int64 `json:"actions"`
+	Compactions         int64 `json:"compactions"`
+	WallClockSeconds    int64 `json:"wall_clock_seconds"`
+	// SoftWarned lists the budgets whose soft level was ever reached.
+	SoftWarned []string `json:"soft_warned"`
+	// SoftBase is each budget's use when its soft allowance was last
+	// replenished (a budget_replenished wake signal; absent: never). The
+	// soft level counts from there: a budget whose use since then reaches
+	// it is temporarily exhausted.
+	SoftBase map[string]int64 `json:"soft_base,omitempty"`
 }
 
 // PendingApproval is an escalated action waiting for a person. Ref binds the

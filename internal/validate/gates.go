@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -605,34 +606,187 @@ func gateL(ev *Evidence) Gate {
 		"the summary blocks are pointers into the ledger, never used as evidence")
 }
 
-func gateM(ev *Evidence) Gate {
-	var bad []string
-	for _, name := range sortedNames(ev) {
-		run := ev.Runs[name]
-		b, u := run.Final.Contract.Budgets, run.Final.Run.Budget
-		for _, x := range []struct {
-			n    string
-			hard int64
-			used int64
-		}{{"cycles", b.Cycles.Hard, u.Cycles}, {"actions", b.Actions.Hard, u.Actions}, {"cognitive_operations", b.CognitiveOperations.Hard, u.CognitiveOperations},
-			{"compactions", b.Compactions.Hard, u.Compactions}} {
-			if x.hard > 0 && x.used > x.hard {
-				bad = append(bad, fmt.Sprintf("%s: %s used %d of hard limit %d", name, x.n, x.used, x.hard))
+// budgetKinds are the run budgets (seed §14), each with the scenario that
+// must stop exactly at its hard level.
+func budgetKinds() [][2]string {
+	return [][2]string{{"cycles", "p13-budget-stop"}, {"actions", "p13-budget-actions"},
+		{"cognitive_operations", "p13-budget-cognitive-operations"}, {"compactions", "p13-budget-compactions"},
+		{"wall_clock_seconds", "p13-budget-wall-clock"}}
+}
+
+// budgetTrace is a run's budget use re-derived from its ledger.
+type budgetTrace struct {
+	used         map[string]int64 // cycles, actions, cognitive_operations, compactions
+	replenished  int              // replenishments after which the run worked again
+	lastWall     int64            // wall clock at the start of the last cycle
+	lastObserved bool             // whether the last cycle did any work
+}
+
+// traceBudgets re-derives, from the ledger alone and against the budgets of
+// the contract pinned in it, what a run spent and whether it kept its
+// limits: no hard level is ever exceeded (a cycle, an effect, a dialogue
+// turn, a compaction each count one; a cycle stopped by a budget before it
+// observed anything spends nothing); no cycle works at or past the
+// wall-clock deadline; no cycle works while a budget's use since its last
+// accepted budget_replenished signal has reached its soft level; and a
+// cycle that leaves a soft level reached rests DEFERRED naming the budget.
+func traceBudgets(run *Run, bad *[]string) budgetTrace {
+	t := budgetTrace{used: map[string]int64{}}
+	contract, _, err := run.pinned()
+	if err != nil {
+		*bad = append(*bad, fmt.Sprintf("%s: %v", run.Name, err))
+		return t
+	}
+	var started time.Time
+	for _, r := range run.Records {
+		if r.Event.Type == "persistent.run.started" {
+			started, _ = time.Parse(time.RFC3339, r.Event.At)
+		}
+	}
+	base := map[string]int64{}
+	flag := func(format string, args ...any) { *bad = append(*bad, run.Name+": "+fmt.Sprintf(format, args...)) }
+	over := map[string]bool{}
+	soft := func(name string, wall int64) (int64, bool) {
+		l := contract.Budgets[name]
+		u := t.used[name]
+		if name == "wall_clock_seconds" {
+			u = wall
+		}
+		return u, l.Soft > 0 && u-base[name] >= l.Soft
+	}
+	names := []string{"cycles", "cognitive_operations", "actions", "compactions", "wall_clock_seconds"}
+	pendingReplenish := false
+	for _, c := range run.cycles() {
+		at, _ := time.Parse(time.RFC3339, c.manifest().At)
+		wall := int64(at.Sub(started) / time.Second)
+		observed := c.has("semantic.state.encoded")
+		for _, r := range c.events {
+			if r.Event.Type != "inbox.item.consumed" || r.Event.Object.Ref.Kind() != "sig" || c.wakeOutcome(r.Event.Object.Ref) != "persistent.wake.accepted" {
+				continue
+			}
+			var w signalView
+			if decodeView(r.Event.Object, &w) != nil || w.Source != "budget_replenished" {
+				continue
+			}
+			for _, n := range names {
+				if contract.Budgets[n].Soft > 0 && (w.Ref == "" || w.Ref == n) {
+					base[n], _ = soft(n, wall)
+					pendingReplenish = true
+				}
 			}
 		}
+		if l := contract.Budgets["wall_clock_seconds"]; l.Hard > 0 && wall >= l.Hard && observed {
+			flag("cycle %d worked at wall clock %ds, at or past the hard level %d", c.seq, wall, l.Hard)
+		}
+		for _, n := range names {
+			if _, exhausted := soft(n, wall); exhausted && observed {
+				flag("cycle %d worked while %s was used up to its soft level and not replenished", c.seq, n)
+			}
+		}
+		if observed && pendingReplenish {
+			t.replenished++
+			pendingReplenish = false
+		}
+		if observed || !slices.Contains(c.record.ReasonCodes, "budget_limit") {
+			t.used["cycles"]++
+		}
+		for _, r := range c.events {
+			switch r.Event.Type {
+			case "sandbox.action.committed", "sandbox.action.not_applied":
+				t.used["actions"]++
+			case "context.compaction.completed":
+				t.used["compactions"]++
+			case "cognition.run.completed":
+				var d struct {
+					Turns []json.RawMessage `json:"turns"`
+				}
+				if decodeView(r.Event.Object, &d) == nil {
+					t.used["cognitive_operations"] += int64(len(d.Turns))
+				}
+			}
+		}
+		for _, n := range names[:4] {
+			if l := contract.Budgets[n]; l.Hard > 0 && t.used[n] > l.Hard && !over[n] {
+				over[n] = true
+				flag("%s used %d by cycle %d, past the hard level %d", n, t.used[n], c.seq, l.Hard)
+			}
+		}
+		if d := c.record.LoopDisposition; d != state.Stopped && d != state.Faulted {
+			for _, n := range names {
+				if _, exhausted := soft(n, wall); exhausted && (d != state.Deferred || !slices.Contains(c.record.ReasonCodes, "budget_"+n)) {
+					flag("cycle %d left %s used up to its soft level but ended %s %v, not resting DEFERRED on it", c.seq, n, d, c.record.ReasonCodes)
+				}
+			}
+		}
+		t.lastWall, t.lastObserved = wall, observed
+	}
+	u := run.Final.Run.Budget
+	for _, x := range []struct {
+		n    string
+		kept int64
+	}{{"cycles", u.Cycles}, {"actions", u.Actions}, {"cognitive_operations", u.CognitiveOperations}, {"compactions", u.Compactions}} {
+		if x.kept != t.used[x.n] {
+			flag("the run counts %d %s, its ledger shows %d", x.kept, x.n, t.used[x.n])
+		}
+	}
+	return t
+}
+
+// gateM re-derives every run's budget use from its ledger (traceBudgets),
+// and requires, for each budget kind, a scenario that stops exactly at its
+// hard level: with the whole allowance used for cycles, actions and
+// compactions, never past it for cognitive operations (a program that
+// does not fit does not run), and at the first cycle at or past the
+// deadline, without working, for the wall clock.
+func gateM(ev *Evidence) Gate {
+	var bad []string
+	traces := map[string]budgetTrace{}
+	replenished := 0
+	for _, name := range sortedNames(ev) {
+		traces[name] = traceBudgets(ev.Runs[name], &bad)
+		replenished += traces[name].replenished
 	}
 	if len(bad) > 0 {
 		return fail(bad...)
 	}
-	p13, g := need(ev, "p13-budget-stop")
-	if g != nil {
-		return *g
+	var stops []string
+	for _, k := range budgetKinds() {
+		run, g := need(ev, k[1])
+		if g != nil {
+			return *g
+		}
+		r, t := run.Final.Run, traces[k[1]]
+		contract, _, _ := run.pinned()
+		hard := contract.Budgets[k[0]].Hard
+		if r.Status != state.RunStopped || !slices.Contains(r.ReasonCodes, "budget_limit") || !slices.Contains(r.ReasonCodes, "budget_"+k[0]) {
+			return fail(fmt.Sprintf("%s ended %s with %v, not stopped by its %s budget", k[1], r.Status, r.ReasonCodes, k[0]))
+		}
+		switch k[0] {
+		case "cognitive_operations":
+			if t.used[k[0]] == 0 || t.used[k[0]] > hard {
+				return fail(fmt.Sprintf("%s stopped having used %d of %d cognitive operations", k[1], t.used[k[0]], hard))
+			}
+		case "wall_clock_seconds":
+			if t.lastWall < hard || t.lastObserved {
+				return fail(fmt.Sprintf("%s stopped at wall clock %ds (hard %d), working %t", k[1], t.lastWall, hard, t.lastObserved))
+			}
+		default:
+			if t.used[k[0]] != hard {
+				return fail(fmt.Sprintf("%s stopped having used %d of %d %s", k[1], t.used[k[0]], hard, k[0]))
+			}
+		}
+		got := t.used[k[0]]
+		if k[0] == "wall_clock_seconds" {
+			got = t.lastWall
+		}
+		stops = append(stops, fmt.Sprintf("%s %d/%d", k[0], got, hard))
 	}
-	r := p13.Final.Run
-	if r.Status != state.RunStopped || !slices.Contains(r.ReasonCodes, "budget_limit") || r.Budget.Cycles != p13.Final.Contract.Budgets.Cycles.Hard {
-		return fail(fmt.Sprintf("p13-budget-stop ended %s after %d cycles with %v", r.Status, r.Budget.Cycles, r.ReasonCodes))
+	if replenished == 0 {
+		return inconclusive("no run worked again after a budget_replenished signal")
 	}
-	return pass("no run used more than a hard budget", fmt.Sprintf("p13-budget-stop stopped at its hard cycle budget (%d) with budget_limit", r.Budget.Cycles))
+	return pass("every run's budget use, re-derived from its ledger, stays within the pinned hard levels and equals the run's own count; no cycle worked on a temporarily exhausted budget",
+		"stopped at the limit: "+strings.Join(stops, ", "),
+		fmt.Sprintf("%d times a soft budget rested the run DEFERRED and a budget_replenished signal resumed it", replenished))
 }
 
 func gateN(ev *Evidence) Gate {

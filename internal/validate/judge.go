@@ -37,7 +37,14 @@ type pinnedContract struct {
 	Coordinates struct {
 		Autonomy string `json:"autonomy"`
 	} `json:"coordinates"`
-	Rules []pinnedRule `json:"rules"`
+	Rules   []pinnedRule         `json:"rules"`
+	Budgets map[string]limitView `json:"budgets"`
+}
+
+// limitView is one budget's soft and hard level (0: none).
+type limitView struct {
+	Soft int64 `json:"soft"`
+	Hard int64 `json:"hard"`
 }
 
 type pinnedRule struct {
