@@ -13,7 +13,7 @@ import (
 )
 
 func newStepCommand(a *app) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "step",
 		Short: "Run at most one cycle",
 		Long: `Recover the run if needed, then run one cycle if one is eligible (CONTINUE,
@@ -25,6 +25,8 @@ disposition (executed: false).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runStep(a) },
 	}
+	addSlateFlags(cmd)
+	return cmd
 }
 
 func runStep(a *app) error {
@@ -70,6 +72,7 @@ STOPPED or FAULTED. An idle run costs nothing: no cycle, no write.`,
 		},
 	}
 	cmd.Flags().Int("max-cycles", 10, "most cycles to run in this invocation")
+	addSlateFlags(cmd)
 	return cmd
 }
 
@@ -174,6 +177,10 @@ func cycleLine(s kernel.Summary) string {
 }
 
 func (a *app) printHint(s kernel.State) {
+	if a.cfg.NoLoadState {
+		a.printf("clean slate: the run is discarded; nothing was written (--no-load-state)\n")
+		return
+	}
 	if s.Run.LoopDisposition == state.Continue || s.Run.RunID == "" {
 		return
 	}

@@ -46,6 +46,9 @@ func runInit(a *app, o initOptions) error {
 			return usagef("init needs %s FILE (see acr init --help)", f.name)
 		}
 	}
+	if a.cfg.NoLoadState {
+		return runInitSlate(a, o)
+	}
 	in, err := rundir.ReadInputs(o.goal, o.contract, o.env)
 	if err != nil {
 		return err

@@ -34,6 +34,9 @@ type app struct {
 	term   terminal
 	wall   func() time.Time
 	getenv func(string) string
+	// discard undoes what a clean slate (--no-load-state) set up outside
+	// the state directory; execute calls it when the command is done.
+	discard []func()
 }
 
 // config is the typed, validated configuration shared by all commands.
@@ -64,6 +67,9 @@ func (a *app) execute(args []string) int {
 	root := newRootCommand(a)
 	root.SetArgs(args)
 	err := root.Execute()
+	for _, f := range a.discard {
+		f()
+	}
 	return a.finish(err)
 }
 
@@ -133,11 +139,11 @@ underscores); acr config show prints what is in effect and why.
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(flagError)
 	pf := root.PersistentFlags()
-	pf.String("state-dir", "", "state directory (default ./engine_state; env ACR_STATE_DIR or ACR_ENGINE_STATE_DIR)")
+	pf.String("state-dir", "", "state directory (default ./engine_state; env ACR_STATE_DIR, ACR_ENGINE_STATE_DIR or CORE_ENGINE_STATE_DIR)")
 	pf.Bool("json", false, "print one JSON object on stdout")
 	pf.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	pf.String("config", "", "configuration file (default ./acr.yaml if present)")
-	pf.Bool("no-load-state", false, "do not read the state directory: behave as if it held no run (debugging)")
+	pf.Bool("no-load-state", false, "start from a clean slate in memory: the state directory is neither read nor written (debugging, testing)")
 	pf.Int("checkpoint-every", 16, "cycles between directory checkpoints within one invocation (each cycle is durable in the ledger regardless)")
 
 	for _, c := range []*cobra.Command{
@@ -196,7 +202,7 @@ func (a *app) configure(cmd *cobra.Command) error {
 	v.SetEnvPrefix("ACR")
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
 	v.AutomaticEnv()
-	if err := v.BindEnv("state-dir", "ACR_STATE_DIR", "ACR_ENGINE_STATE_DIR"); err != nil {
+	if err := v.BindEnv(append([]string{"state-dir"}, envNames("state-dir")...)...); err != nil {
 		return err
 	}
 	if err := v.BindPFlags(cmd.Root().PersistentFlags()); err != nil {
@@ -327,10 +333,11 @@ func failpoint(spec string) func(string) {
 	}
 }
 
-// openRun opens the configured state directory, honouring --no-load-state.
+// openRun opens the configured state directory, or with --no-load-state a
+// clean slate in memory.
 func (a *app) openRun() (*rundir.Run, error) {
 	if a.cfg.NoLoadState {
-		return nil, fmt.Errorf("--no-load-state: %w", state.ErrNoRun)
+		return a.cleanSlate()
 	}
 	opt, err := a.clock()
 	if err != nil {

@@ -37,6 +37,9 @@ With --json it prints the run-state object (acr.persistent-run-state/v0.1).`,
 }
 
 func runStatus(a *app) error {
+	if a.cfg.NoLoadState {
+		return runStatusSlate(a)
+	}
 	rs, err := a.readState()
 	if err != nil {
 		return err
@@ -306,6 +309,9 @@ func nextCommand(s kernel.State, queued []inbox.Item) string {
 	case state.Sleep:
 		return "acr run (it resumes by itself when a wake condition holds; acr wake --signal manual_resume to look now)"
 	case state.Deferred:
+		if slices.Contains(r.ReasonCodes, "budget_soft_limit") {
+			return "acr wake --signal budget_replenished   (a soft budget is used up; the signal starts a new allowance)"
+		}
 		return "acr wake --signal new_environment_observation   (once the missing evidence is in place)"
 	case state.Faulted:
 		return "acr wake --signal manual_resume   (after fixing the cause; see acr log)"

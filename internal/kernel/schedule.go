@@ -17,8 +17,10 @@ import (
 // run at all (DESIGN §4): CONTINUE, a new inbox item (wake signal,
 // approval, stop), a fresh knowledge update, a due wake time, or a changed
 // environment observation. With none of these, the invocation reports the
-// current disposition and writes nothing: no agenda is not a busy loop.
-// The reasons say why (or, when not eligible, what the run is doing).
+// current disposition and writes nothing: no agenda is not a busy loop. A
+// run resting on a used-up soft budget is eligible only for a
+// budget_replenished signal, a stop or the kill switch. The reasons say why
+// (or, when not eligible, what the run is doing).
 func Eligible(s State, in Inputs) (bool, []string) {
 	rs := &s.Run
 	if rs.Status == state.RunStopped {

@@ -3,13 +3,13 @@ package validate
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/acr-project/acr/internal/audit"
 	"github.com/acr-project/acr/internal/cognition"
-	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
@@ -248,31 +248,63 @@ func gateC(ev *Evidence) Gate {
 		fmt.Sprintf("%d woken cycles kept a suspended commitment suspended; %d wake signals the loop had to refuse were all refused", held, rejected))
 }
 
+// gateD follows every commitment through its lifecycle events and requires
+// each one live at a compaction to be among the refs that compaction
+// protected (the gate reads the compaction record itself, not the
+// compaction's own check), and each one live at the end to be in the
+// checkpoint and protected in working memory; a terminal one must be gone.
 func gateD(ev *Evidence) Gate {
 	var bad []string
-	live := 0
+	live, kept := 0, 0
+	terminal := []string{"completed", "expired", "abandoned"}
+	protects := func(ps []protectedView, id string) bool {
+		return slices.ContainsFunc(ps, func(p protectedView) bool { return p.Kind == "commitment" && strings.HasPrefix(p.Ref, id+"@") })
+	}
 	for _, name := range sortedNames(ev) {
 		run := ev.Runs[name]
 		status := map[string]string{}
 		for _, r := range run.Records {
-			if strings.HasPrefix(r.Event.Type, "commitment.") && r.Event.Object != nil && r.Event.Type != "commitment.conditions.evaluated" {
-				var cm commitment.Commitment
-				if r.Event.Object.Decode(&cm) == nil {
-					status[cm.ID] = string(cm.Status)
+			switch {
+			case strings.HasPrefix(r.Event.Type, "commitment.") && r.Event.Object != nil && r.Event.Type != "commitment.conditions.evaluated":
+				var cm commitmentView
+				if decodeView(r.Event.Object, &cm) == nil {
+					status[cm.ID] = cm.Status
+				}
+			case r.Event.Type == "context.compaction.completed":
+				var comp struct {
+					Protected []protectedView `json:"protected"`
+				}
+				if decodeView(r.Event.Object, &comp) != nil {
+					bad = append(bad, fmt.Sprintf("%s seq %d: undecodable compaction", name, r.Seq))
+					continue
+				}
+				for _, id := range slices.Sorted(maps.Keys(status)) {
+					if slices.Contains(terminal, status[id]) {
+						continue
+					}
+					kept++
+					if !protects(comp.Protected, id) {
+						bad = append(bad, fmt.Sprintf("%s cycle %d: the compaction dropped live commitment %s from the protected refs", name, r.Event.CycleSeq, id))
+					}
 				}
 			}
 		}
-		for id, st := range status {
+		for _, id := range slices.Sorted(maps.Keys(status)) {
+			st := status[id]
 			_, inStore := run.Final.Commitments.Get(id)
-			terminal := commitment.Status(st).Terminal()
+			done := slices.Contains(terminal, st)
 			switch {
-			case !terminal && !inStore:
+			case !done && !inStore:
 				bad = append(bad, fmt.Sprintf("%s: live commitment %s (%s) is missing from the checkpoint", name, id, st))
-			case terminal && inStore:
+			case done && inStore:
 				bad = append(bad, fmt.Sprintf("%s: terminal commitment %s still in the checkpoint", name, id))
-			case !terminal:
+			case !done:
 				live++
-				if !slices.ContainsFunc(run.Final.Context.Protected, func(p memory.Protected) bool { return p.Kind == "commitment" && strings.HasPrefix(p.Ref, id+"@") }) {
+				ps := make([]protectedView, 0, len(run.Final.Context.Protected))
+				for _, p := range run.Final.Context.Protected {
+					ps = append(ps, protectedView{Kind: p.Kind, Ref: p.Ref})
+				}
+				if !protects(ps, id) {
 					bad = append(bad, fmt.Sprintf("%s: live commitment %s is not protected in working memory", name, id))
 				}
 			}
@@ -283,10 +315,11 @@ func gateD(ev *Evidence) Gate {
 	}
 	if p09, g := need(ev, "p09-compaction"); g != nil {
 		return *g
-	} else if p09.Result.TransitionClasses["context_compaction"] == 0 || len(p09.Final.Commitments.Commitments) == 0 {
+	} else if p09.Result.TransitionClasses["context_compaction"] == 0 || len(p09.Final.Commitments.Commitments) == 0 || kept == 0 {
 		return inconclusive("p09-compaction did not compact with a live commitment")
 	}
 	return pass(fmt.Sprintf("%d live commitments across all runs are in their checkpoint and protected in working memory", live),
+		fmt.Sprintf("every compaction protected every commitment live at the time (%d checks)", kept),
 		"p09-compaction: the commitment promoted early survived compaction and every restart")
 }
 

@@ -118,6 +118,13 @@ type commitmentView struct {
 	Wake   *conditionView `json:"wake"`
 }
 
+// protectedView is one protected ref of working memory, as a compaction
+// recorded it.
+type protectedView struct {
+	Kind string `json:"kind"`
+	Ref  string `json:"ref"`
+}
+
 func decodeView(o *ledger.Object, v any) error {
 	if o == nil {
 		return fmt.Errorf("no object")

@@ -103,26 +103,34 @@ func Collect(o Options) (*Evidence, func(), error) {
 			cleanup()
 			return nil, nil, err
 		}
-		fsys, err := disk.OpenOSDir(first.Dir)
+		run, err := LoadRun(sc.Script, first)
 		if err != nil {
 			cleanup()
 			return nil, nil, err
 		}
-		recs, err := ledger.ReadAll(fsys)
-		if err != nil {
-			cleanup()
-			return nil, nil, err
-		}
-		st, _, err := rundir.ReadState(first.Dir)
-		if err != nil {
-			cleanup()
-			return nil, nil, err
-		}
-		ev.Runs[sc.Script.Name] = &Run{Name: sc.Script.Name, Script: sc.Script, Result: first, Records: recs, Final: st, FS: fsys}
+		ev.Runs[sc.Script.Name] = run
 		ev.Second[sc.Script.Name] = second
 	}
 	ev.Freeze = CheckFreeze(o.Root, o.Manifest)
 	return ev, cleanup, nil
+}
+
+// LoadRun gathers the evidence a scenario run left in its state directory
+// (res.Dir, kept): the ledger, the final state and the directory itself.
+func LoadRun(sc scenario.Script, res *scenario.Result) (*Run, error) {
+	fsys, err := disk.OpenOSDir(res.Dir)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := ledger.ReadAll(fsys)
+	if err != nil {
+		return nil, err
+	}
+	st, _, err := rundir.ReadState(res.Dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Run{Name: sc.Name, Script: sc, Result: res, Records: recs, Final: st, FS: fsys}, nil
 }
 
 // Report is the outcome of a validation. Its verdict is FAIL when a gate
