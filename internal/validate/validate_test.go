@@ -115,6 +115,24 @@ func TestGates(t *testing.T) {
 		}}},
 	}
 	require.Len(t, breakers, 20)
+
+	// A scenario that fails its own expectations fails the verdict even
+	// when every gate passes.
+	t.Run("verdict-counts-scenario-failures", func(t *testing.T) {
+		broken := cloneEvidence(ev)
+		broken.Runs["p02-healthy-idle"] = craft(t, "p02-healthy-idle", func(s *scenario.Script) {
+			two := int64(2)
+			s.Expect.Cycles = &two // it runs one
+		})
+		require.False(t, broken.Runs["p02-healthy-idle"].Result.Passed)
+		rep := Evaluate(broken)
+		for _, g := range rep.Details {
+			assert.NotEqual(t, Fail, g.Verdict, "gate %s", g.ID)
+		}
+		assert.Equal(t, Fail, rep.Verdict)
+		assert.Equal(t, []string{"p02-healthy-idle"}, rep.FailedScenarios)
+		assert.Contains(t, string(Markdown(broken, rep, BuildManifest(broken, rep, nil))), "Scenarios that failed their own expectations: p02-healthy-idle.")
+	})
 	for _, g := range Gates() {
 		require.NotEmpty(t, breakers[g.ID], "gate %s has no counter-test", g.ID)
 		for _, b := range breakers[g.ID] {
@@ -126,27 +144,6 @@ func TestGates(t *testing.T) {
 			})
 		}
 	}
-}
-
-// TestVerdictCountsScenarioFailures: a scenario that fails its own
-// expectations fails the verdict even when every gate passes.
-func TestVerdictCountsScenarioFailures(t *testing.T) {
-	ev, cleanup, err := Collect(Options{Scenarios: scenariosDir()})
-	require.NoError(t, err)
-	defer cleanup()
-	require.NotEqual(t, Fail, Evaluate(ev).Verdict)
-	ev.Runs["p02-healthy-idle"] = craft(t, "p02-healthy-idle", func(s *scenario.Script) {
-		two := int64(2)
-		s.Expect.Cycles = &two // it runs one
-	})
-	require.False(t, ev.Runs["p02-healthy-idle"].Result.Passed)
-	rep := Evaluate(ev)
-	for _, g := range rep.Details {
-		assert.NotEqual(t, Fail, g.Verdict, "gate %s", g.ID)
-	}
-	assert.Equal(t, Fail, rep.Verdict)
-	assert.Equal(t, []string{"p02-healthy-idle"}, rep.FailedScenarios)
-	assert.Contains(t, string(Markdown(ev, rep, BuildManifest(ev, rep, nil))), "Scenarios that failed their own expectations: p02-healthy-idle.")
 }
 
 // breaker breaks what a gate guards; how says how.
