@@ -51,9 +51,9 @@ validate: build
 
 # The mutation suite (docs/scenarios.md): every mutant of internal/mutant
 # applied to a temporary copy of the tree, one build each, then acr validate
-# on it; fails if a mutant survives. About 5 minutes on an idle 2-core
+# on it; fails if a mutant survives. About 6 minutes on an idle 2-core
 # machine. mutants-quick (CI) runs the nine mutants of issue 17 behind
-# switches in one build, about 1.5 minutes.
+# switches in one build, about 2 minutes.
 mutants:
 	$(GO) run ./cmd/acr-mutants
 
