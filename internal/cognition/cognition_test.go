@@ -296,3 +296,26 @@ func TestCostBoundsRun(t *testing.T) {
 	}
 	require.Positive(t, n)
 }
+
+// TestReplyCostBoundsRunProposal: ReplyCost, known once the reply is in and
+// before it is weighed, is never less than what RunProposal spends.
+func TestReplyCostBoundsRunProposal(t *testing.T) {
+	spec := world.Spec{Schema: world.SpecSchema}
+	c := twoRemedyCheck()
+	p := cognition.CompileProposal(1, "check:"+c.ID, c, cognition.Retrieve(c, failing()), cognition.Routing{})
+	report := cognition.ReportAction(c, failing())
+	n := 0
+	for _, k := range []int{0, 1, 3, 7} {
+		var acts []cognition.ProposedAction
+		for range k {
+			acts = append(acts, cognition.ProposedAction{Operation: world.OpApplyPatch, Target: "../outside", Find: "a", Replace: "b"})
+		}
+		for _, rep := range []*world.Action{nil, &report} {
+			reply := cognition.Reply{Schema: cognition.ReplySchema, Proposal: cognition.Proposal{Actions: acts}}
+			d, _ := cognition.RunProposal(p, "", cognition.Situation{Check: c, Result: failing(), Spec: &spec}, reply, rep)
+			assert.LessOrEqual(t, d.Operations, cognition.ReplyCost(reply), "%d proposed actions", k)
+			n++
+		}
+	}
+	require.Positive(t, n)
+}

@@ -56,12 +56,9 @@ func Catalogue() []Mutant {
 			Quick:  true,
 			Edits: []Edit{
 				{File: "internal/sandbox/prepare.go",
-					Find: "\tprior, err := w.priorOutcome(key, h, a, target, true)\n\tif err != nil {\n\t\treturn world.Outcome{}, false, err\n\t}\n" +
-						"\tif prior != nil {\n\t\treturn *prior, true, nil\n\t}\n\tif !in.Changes {\n",
-					Replace: "\tprior, err := w.priorOutcome(key, h, a, target, true)\n\tif err != nil {\n\t\treturn world.Outcome{}, false, err\n\t}\n" +
-						"\tif prior != nil && false {\n\t\treturn *prior, true, nil\n\t}\n\tif !in.Changes {\n",
-					Switched: "\tprior, err := w.priorOutcome(key, h, a, target, true)\n\tif err != nil {\n\t\treturn world.Outcome{}, false, err\n\t}\n" +
-						"\tif prior != nil && !MUTANT_ON {\n\t\treturn *prior, true, nil\n\t}\n\tif !in.Changes {\n"},
+					Find:     "\tif prior != nil {\n\t\treturn *prior, true, nil\n\t}\n\tif a.OnSet() {\n",
+					Replace:  "\tif prior != nil && false {\n\t\treturn *prior, true, nil\n\t}\n\tif a.OnSet() {\n",
+					Switched: "\tif prior != nil && !MUTANT_ON {\n\t\treturn *prior, true, nil\n\t}\n\tif a.OnSet() {\n"},
 				insertAfter("internal/sandbox/prepare.go", "\tcase in.Planned.AfterSHA256:\n",
 					"\t\tp, err := w.plan(key, h, a, target)\n\t\tif err != nil {\n\t\t\treturn world.Outcome{}, false, err\n\t\t}\n"+
 						"\t\tif p.write {\n\t\t\tif err := w.applyPlan(target, &p); err != nil {\n\t\t\t\treturn world.Outcome{}, false, err\n\t\t\t}\n\t\t}\n"+
@@ -106,9 +103,9 @@ func Catalogue() []Mutant {
 			Breaks: "the hard budget of cognitive operations is checked before a program runs without its cost, so the program is paid for after the fact",
 			Quick:  true,
 			Edits: []Edit{{File: "internal/kernel/cycle.go",
-				Find:     "\tif b.exhausts(\"cognitive_operations\", int64(cognition.Cost(prog))) {\n",
+				Find:     "\tif b.exhausts(\"cognitive_operations\", int64(cognition.Cost(t.prog))) {\n",
 				Replace:  "\tif b.exhausts(\"cognitive_operations\", 1) {\n",
-				Switched: "\tif b.exhausts(\"cognitive_operations\", map[bool]int64{false: int64(cognition.Cost(prog)), true: 1}[MUTANT_ON]) {\n"}},
+				Switched: "\tif b.exhausts(\"cognitive_operations\", map[bool]int64{false: int64(cognition.Cost(t.prog)), true: 1}[MUTANT_ON]) {\n"}},
 		},
 		{
 			Name:   "no-agenda-continue",

@@ -459,7 +459,7 @@ func gateG(ev *Evidence) Gate {
 						bad = append(bad, fmt.Sprintf("%s cycle %d: %s", name, c.seq, why))
 					}
 					if r.Event.Type == "sandbox.action.committed" {
-						ac.changed[a.Target] = true
+						ac.changed[a.changed()] = true
 					}
 				case "inbox.item.consumed":
 					switch r.Event.Object.Ref.Kind() {

@@ -55,20 +55,57 @@ type pinnedRule struct {
 }
 
 // pinnedSpec is the part of the pinned environment the rules read: what
-// evidence each check needs before it may be fixed.
+// evidence each check needs before it may be fixed, and the commands its
+// fixes declare.
 type pinnedSpec struct {
 	Checks []struct {
-		ID               string   `json:"id"`
-		RequiresEvidence []string `json:"requires_evidence"`
+		ID               string        `json:"id"`
+		RequiresEvidence []string      `json:"requires_evidence"`
+		Fixes            []declaredFix `json:"fixes"`
 	} `json:"checks"`
 }
 
-// actionView is an action request as recorded.
-type actionView struct {
-	Operation string `json:"operation"`
-	Target    string `json:"target"`
-	CheckID   string `json:"check_id"`
+// declaredFix is a fix as the environment declares it (run_command's
+// fields; the others do not matter to the rules).
+type declaredFix struct {
+	ID             string   `json:"id"`
+	Operation      string   `json:"operation"`
+	Argv           []string `json:"argv"`
+	Touches        []string `json:"touches"`
+	TimeoutSeconds int      `json:"timeout_seconds"`
+	Idempotent     bool     `json:"idempotent"`
 }
+
+// actionView is an action request as recorded. A command (run_command)
+// acts on the set of paths its touches may reach rather than on a target.
+type actionView struct {
+	Operation      string   `json:"operation"`
+	Target         string   `json:"target"`
+	CheckID        string   `json:"check_id"`
+	FixID          string   `json:"fix_id"`
+	Argv           []string `json:"argv"`
+	Touches        []string `json:"touches"`
+	TimeoutSeconds int      `json:"timeout_seconds"`
+	Idempotent     bool     `json:"idempotent"`
+}
+
+func (a actionView) onSet() bool { return a.Operation == "run_command" || len(a.Touches) > 0 }
+
+// paths are the path patterns the action may change: its target, or its
+// touches (a command that names none may change anything).
+func (a actionView) paths() []string {
+	switch {
+	case !a.onSet():
+		return []string{a.Target}
+	case len(a.Touches) == 0:
+		return []string{"**"}
+	}
+	return a.Touches
+}
+
+// changed is the key an effect on the action's paths is remembered by, so
+// that a restore can be matched with the change it undoes.
+func (a actionView) changed() string { return strings.Join(a.paths(), "\x00") }
 
 // observationView is the evidence part of a recorded observation.
 type observationView struct {
@@ -231,11 +268,56 @@ func globMatch(pattern, p string) bool {
 	return match(0, 0)
 }
 
+// namedOnly are the operations only a rule that names them may allow: a
+// "*" rule can still forbid a command or ask approval for it, never allow
+// it.
+var namedOnly = []string{"run_command"}
+
+func (r pinnedRule) applies(op string) bool {
+	return r.Operation == op || (r.Operation == "*" && (!slices.Contains(namedOnly, op) || r.Effect != "allow"))
+}
+
+// wildcard reports whether a pattern segment is more than a literal name.
+func wildcard(seg string) bool { return strings.ContainsAny(seg, "*?[\\") }
+
+// mayOverlap reports whether some path might match both patterns. It errs
+// towards yes: two segments that are not both literal are taken to be able
+// to match one name.
+func mayOverlap(p, q string) bool {
+	ps, qs := strings.Split(p, "/"), strings.Split(q, "/")
+	memo := map[[2]int]bool{}
+	seen := map[[2]int]bool{}
+	var ov func(i, j int) bool
+	ov = func(i, j int) bool {
+		k := [2]int{i, j}
+		if seen[k] {
+			return memo[k]
+		}
+		seen[k] = true
+		r := false
+		switch {
+		case i == len(ps) && j == len(qs):
+			r = true
+		case i < len(ps) && ps[i] == "**":
+			r = ov(i+1, j) || (j < len(qs) && ov(i, j+1))
+		case j < len(qs) && qs[j] == "**":
+			r = ov(i, j+1) || (i < len(ps) && ov(i+1, j))
+		case i < len(ps) && j < len(qs):
+			a, b := ps[i], qs[j]
+			same := a == b || wildcard(a) || wildcard(b)
+			r = same && ov(i+1, j+1)
+		}
+		memo[k] = r
+		return r
+	}
+	return ov(0, 0)
+}
+
 // governing returns the first rule whose operation and paths cover the
 // action (rules are read in order), and its index; -1 when none does.
 func (c pinnedContract) governing(op, target string) (pinnedRule, int) {
 	for i, r := range c.Rules {
-		if r.Operation != "*" && r.Operation != op {
+		if !r.applies(op) {
 			continue
 		}
 		for _, p := range r.Paths {
@@ -285,10 +367,17 @@ func judgeAction(c pinnedContract, spec pinnedSpec, a actionView, actionRef stat
 	if lvl := autonomyLevel(c.Coordinates.Autonomy); lvl < 2 {
 		return fmt.Sprintf("%s on %s carried out at autonomy %q, which may not act", a.Operation, a.Target, c.Coordinates.Autonomy)
 	}
+	if a.Operation == "run_command" && !declared(spec, a) {
+		return fmt.Sprintf("run_command of fix %q is not a command the pinned environment declares, exactly as declared", a.FixID)
+	}
 	var requires []string
 	if a.Operation == "restore_snapshot" {
-		if !ac.changed[a.Target] {
-			return fmt.Sprintf("restore_snapshot of %s, a target the run never changed", a.Target)
+		if !ac.changed[a.changed()] {
+			return fmt.Sprintf("restore_snapshot of %v, which the run never changed", a.paths())
+		}
+	} else if a.onSet() {
+		if why := judgeSet(c, a, actionRef, ac); why != "" {
+			return why
 		}
 	} else {
 		r, i := c.governing(a.Operation, a.Target)
@@ -315,6 +404,52 @@ func judgeAction(c pinnedContract, spec pinnedSpec, a actionView, actionRef stat
 		}
 	}
 	return ""
+}
+
+// judgeSet judges an action on a set of path patterns (a command). The
+// gate claims only what it is sure of: a forbid rule for the operation that
+// certainly reaches a touched path, a touched path no rule for the
+// operation may even reach, or an approve rule that certainly reaches one
+// without a person's approval.
+func judgeSet(c pinnedContract, a actionView, actionRef state.Ref, ac actionContext) string {
+	for _, p := range a.paths() {
+		reached := false
+		for i, r := range c.Rules {
+			if !r.applies(a.Operation) {
+				continue
+			}
+			certain, may := false, false
+			for _, pat := range r.Paths {
+				certain = certain || globMatch(pat, p)
+				may = may || mayOverlap(pat, p)
+			}
+			switch {
+			case certain && r.Effect == "forbid":
+				return fmt.Sprintf("rules[%d] of the pinned contract forbids %s reaching %s", i, a.Operation, p)
+			case certain && r.Effect == "approve" && !ac.approvedByPerson(actionRef):
+				return fmt.Sprintf("rules[%d] needs a person's approval of %s reaching %s; none was given", i, a.Operation, p)
+			}
+			reached = reached || (may && r.Effect != "forbid")
+		}
+		if !reached {
+			return fmt.Sprintf("no rule of the pinned contract allows %s to reach %s", a.Operation, p)
+		}
+	}
+	return ""
+}
+
+// declared reports whether a command is one the environment declares,
+// exactly as declared.
+func declared(spec pinnedSpec, a actionView) bool {
+	for _, ch := range spec.Checks {
+		for _, f := range ch.Fixes {
+			if f.ID == a.FixID && f.Operation == "run_command" && slices.Equal(f.Argv, a.Argv) && slices.Equal(f.Touches, a.Touches) &&
+				f.TimeoutSeconds == a.TimeoutSeconds && f.Idempotent == a.Idempotent {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // autonomyLevel reads "A<n>"; -1 when it is not one.
