@@ -136,6 +136,24 @@ func RequireRun(dir string) (*disk.OSDir, error) {
 	return fsys, nil
 }
 
+// RequireLedger opens a state directory for reading its ledger, the
+// evidence, which is read whether or not the rest of the run is intact
+// (a damaged run without its manifest, an archived run). It never writes.
+func RequireLedger(dir string) (*disk.OSDir, error) {
+	fsys, err := OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	ok, err := disk.Exists(fsys, ledger.FileName)
+	if err != nil || ok {
+		return fsys, err
+	}
+	if err := requireManifest(fsys, fsys.Path()); err != nil {
+		return nil, err
+	}
+	return nil, &state.IntegrityError{File: ledger.FileName, Msg: "the ledger is missing"}
+}
+
 func requireManifest(fsys disk.FS, dir string) error {
 	k, found, err := inspect(fsys)
 	if err != nil {
