@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-		"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/rundir"
 	"github.com/acr-project/acr/internal/state"
 )
