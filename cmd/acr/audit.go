@@ -129,8 +129,9 @@ func runLog(a *app, since, until int64, typ string) error {
 		since = 1
 	}
 	var lines []logLine
+	lr := ledger.NewReader(fsys)
 	for c := since; until == 0 || c <= until; c++ {
-		recs, err := ledger.Cycle(fsys, c)
+		recs, err := lr.Cycle(c)
 		if errors.Is(err, ledger.ErrNoCycle) {
 			break
 		}

@@ -150,6 +150,11 @@ type Run struct {
 	World  *sandbox.World
 	Driver *kernel.Driver
 	unlock disk.Unlocker
+	// openedAt is the cycle of the checkpoint the run was opened at, and
+	// verified what the ledger check before the first write established
+	// (nil if this invocation wrote nothing).
+	openedAt int64
+	verified *verifiedRecord
 }
 
 func existsPath(p string) (bool, error) {
@@ -251,8 +256,10 @@ func (r *Run) open(opt Options) error {
 	if opt.WrapWorld != nil {
 		kw = opt.WrapWorld(w)
 	}
+	r.openedAt = snap.Manifest.CycleSeq
+	guarded := &guardedLedger{Ledger: led, check: func() error { return r.checkBeforeWrite(clock) }}
 	r.Driver = &kernel.Driver{
-		Store: r.Store, Ledger: led, World: kw, Inbox: Inbox{FS: r.FS}, Index: ix, Clock: clock, Knowledge: opt.Knowledge,
+		Store: r.Store, Ledger: guarded, World: kw, Inbox: Inbox{FS: r.FS}, Index: ix, Clock: clock, Knowledge: opt.Knowledge,
 		Revision: opt.Revision, CheckpointEvery: every, UncertainErr: sandbox.ErrUncertain, Failpoint: opt.Failpoint,
 		KillSwitch: func() (bool, error) { return killSwitchOn(r.FS) }, Snapshot: &snap,
 	}
@@ -278,6 +285,7 @@ func (r *Run) Close() error {
 	if r.Driver != nil {
 		errs = append(errs, r.Driver.Close())
 	}
+	r.saveVerified()
 	if r.World != nil {
 		errs = append(errs, r.World.Close())
 	}
