@@ -67,7 +67,6 @@ func errorKind(err error) (int, string) {
 		nd *rundir.NotDirError
 		dm *rundir.DamagedError
 		ii *rundir.InterruptedInitError
-		ro *readOnlyError
 	)
 	switch {
 	case err == nil:
@@ -95,7 +94,7 @@ func errorKind(err error) (int, string) {
 		return exitInternal, "provider_failure"
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return exitIO, "no_space"
-	case errors.As(err, &ro), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+	case errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
 		return exitIO, "not_writable"
 	case errors.Is(err, syscall.EIO), errors.As(err, &pe):
 		return exitIO, "io"
@@ -110,9 +109,3 @@ type silentError struct{ err error }
 func (e *silentError) Error() string { return e.err.Error() }
 func (e *silentError) Unwrap() error { return e.err }
 
-// readOnlyError is a command that writes meeting a state directory it may
-// not write (a read-only mount, a backup copy, another user's files).
-type readOnlyError struct{ err error }
-
-func (e *readOnlyError) Error() string { return e.err.Error() }
-func (e *readOnlyError) Unwrap() error { return e.err }
