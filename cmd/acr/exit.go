@@ -108,4 +108,3 @@ type silentError struct{ err error }
 
 func (e *silentError) Error() string { return e.err.Error() }
 func (e *silentError) Unwrap() error { return e.err }
-
