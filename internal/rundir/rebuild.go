@@ -165,13 +165,14 @@ func rebuild(s store, opt Options) (*Rebuilt, error) {
 		if err := fsys.MkdirAll(out.Kept); err != nil {
 			return nil, err
 		}
+		// The renames need no fsync of their own: the commit below fsyncs
+		// checkpoint/, which makes them durable; a power loss before that
+		// finds the files back in checkpoint/ and no manifest, and the
+		// rebuild is simply done again.
 		for _, p := range out.Unused {
 			if err := fsys.Rename(p, out.Kept+"/"+p[strings.LastIndexByte(p, '/')+1:]); err != nil {
 				return nil, fmt.Errorf("rebuild manifest: keep %s: %w", p, err)
 			}
-		}
-		if err := fsys.SyncDir(out.Kept); err != nil {
-			return nil, err
 		}
 	}
 	if _, err := state.NewStore(fsys).Commit(state.Commit{RunID: bestState.Run.RunID, CycleSeq: bestState.Run.CycleSeq,
