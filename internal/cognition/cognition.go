@@ -59,6 +59,8 @@ type Program struct {
 	// Routing names the overlay that shaped the program ("" on the
 	// direct path).
 	Routing state.Ref `json:"routing_ref"`
+	// Proposer says the program consults the external proposer.
+	Proposer bool `json:"proposer,omitempty"`
 }
 
 // Routing is what a strategy overlay asks of the compiler.
@@ -99,6 +101,20 @@ func Compile(cycleSeq int64, itemID string, c world.Check, affs []Affordance, r 
 	return Program{Schema: ProgramSchema, CycleSeq: cycleSeq, ItemID: itemID, CheckID: c.ID, Affordances: affs, Steps: steps, Routing: r.Ref}
 }
 
+// CompileProposal is the program that consults the external proposer: it
+// observes the item, asks, critiques each proposed action in the order
+// given and finalizes the first that passes.
+func CompileProposal(cycleSeq int64, itemID string, c world.Check, affs []Affordance, r Routing) Program {
+	return Program{Schema: ProgramSchema, CycleSeq: cycleSeq, ItemID: itemID, CheckID: c.ID, Affordances: affs,
+		Steps: []Op{OpObserveTarget, OpConsult, OpCritique, OpFinalize}, Routing: r.Ref, Proposer: true}
+}
+
+// ReportAction is the action that reports an item for a person (mark_issue),
+// the remedy of last resort.
+func ReportAction(c world.Check, res world.CheckResult) world.Action {
+	return actionFor(c, res, world.Fix{Operation: world.OpMarkIssue, Note: c.Summary})
+}
+
 // Turn is one public step of the self-dialogue.
 type Turn struct {
 	Role  string `json:"role"` // observer | proposer | critic | resolver
@@ -122,6 +138,8 @@ type Dialogue struct {
 
 // Situation is what the dialogue may consult: the check, its observed
 // result, and fingerprints of actions that already failed on this item.
+// For a command check with a path, Result.TargetSHA256 is the path's hash
+// (the kernel puts it there), since that is what a patch is derived from.
 type Situation struct {
 	Check       world.Check
 	Result      world.CheckResult
@@ -234,6 +252,10 @@ func critique(a *world.Action, sit Situation) string {
 	if a == nil {
 		return "nothing drafted"
 	}
+	if a.Operation == world.OpRunCommand {
+		// A declared command: governance rules on what it touches.
+		return ""
+	}
 	if sit.Spec.Excluded(a.Target) {
 		return "target is excluded from observation"
 	}
@@ -259,6 +281,8 @@ func actionFor(c world.Check, res world.CheckResult, f world.Fix) world.Action {
 		if a.Note == "" {
 			a.Note = c.Summary
 		}
+	case world.OpRunCommand:
+		return CommandAction(c.ID, f)
 	}
 	return a
 }

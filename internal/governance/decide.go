@@ -140,11 +140,26 @@ func Decide(c *Contract, spec *world.Spec, req Request) Decision {
 	if !slices.Contains(world.Operations(), a.Operation) {
 		return refuse("unknown_operation")
 	}
-	if _, err := world.CleanPath(a.Target); err != nil {
-		return refuse("target_path_invalid")
-	}
-	if spec.Excluded(a.Target) {
-		return refuse("target_excluded")
+	switch {
+	case a.Operation == world.OpRunCommand:
+		// Only a command the environment declares, exactly as declared,
+		// may run: a proposer names commands, it does not write them.
+		if !declared(spec, a) {
+			return refuse("undeclared_command")
+		}
+	case a.Operation == world.OpRestore && len(a.Touches) > 0:
+		for _, p := range a.Touches {
+			if world.ValidPattern(p) != nil {
+				return refuse("target_path_invalid")
+			}
+		}
+	default:
+		if _, err := world.CleanPath(a.Target); err != nil {
+			return refuse("target_path_invalid")
+		}
+		if spec.Excluded(a.Target) {
+			return refuse("target_excluded")
+		}
 	}
 	if !req.StillNeeded {
 		d.Verdict, d.ReasonCodes = IdleVerdict, []string{"nothing_to_do"}
@@ -161,13 +176,13 @@ func Decide(c *Contract, spec *world.Spec, req Request) Decision {
 		d.Rule, d.Effect = "rollback_of_own_effect", Allow
 		r = Rule{Effect: Allow}
 	} else {
-		i := c.Match(a.Operation, a.Target)
-		if i < 0 {
+		rl := c.Rule(a)
+		if rl.Effect == "" {
 			d.Rule = "default"
 			return refuse("no_rule_allows")
 		}
-		r = c.Rules[i]
-		d.Rule, d.Effect = fmt.Sprintf("rules[%d]", i), r.Effect
+		r = Rule{Effect: rl.Effect, RequiresEvidence: rl.RequiresEvidence}
+		d.Rule, d.Effect = fmt.Sprintf("rules[%d]", rl.Rule), rl.Effect
 	}
 	if r.Effect == Forbid {
 		return refuse("contract_forbids")
@@ -212,6 +227,14 @@ func Decide(c *Contract, spec *world.Spec, req Request) Decision {
 		d.ReasonCodes = []string{"operator_approved"}
 	}
 	return d
+}
+
+// declared reports whether a run_command is a command fix of the spec, in
+// exactly the declared form.
+func declared(spec *world.Spec, a world.Action) bool {
+	f, _, ok := spec.FixByID(a.FixID)
+	return ok && f.Operation == world.OpRunCommand && slices.Equal(f.Argv, a.Argv) && slices.Equal(f.Touches, a.Touches) &&
+		f.TimeoutSeconds == a.TimeoutSeconds && f.Idempotent == a.Idempotent
 }
 
 // NewReceipt builds the receipt for a decision.

@@ -278,7 +278,7 @@ func build(s store, in Inputs, runID string, opt Options) (kernel.State, error) 
 	if err := sub.MkdirAll(inbox.Dir); err != nil {
 		return kernel.State{}, discard(s, fmt.Errorf("init: %w", err))
 	}
-	st, err := initParts(sub, filepath.Join(s.root, stagingDir), in, runID, opt)
+	st, err := initParts(sub, filepath.Join(s.root, stagingDir), s.root, in, runID, opt)
 	if err != nil {
 		return kernel.State{}, discard(s, err)
 	}
@@ -413,13 +413,23 @@ func install(f disk.FS, p string) error {
 	return f.Rename(stagingDir+"/"+p, p)
 }
 
-func initParts(fsys disk.FS, worldRoot string, in Inputs, runID string, opt Options) (kernel.State, error) {
+// initParts writes a complete run onto fsys. The sandbox copy of the world
+// is created under buildDir (the staging directory); a world that is a
+// real directory (spec.Root) is not copied anywhere, and is observed as it
+// will be seen from stateDir, the state directory the run will live in, so
+// that the state directory is kept out of it the same way later.
+func initParts(fsys disk.FS, buildDir, stateDir string, in Inputs, runID string, opt Options) (kernel.State, error) {
 	store := state.NewStore(fsys)
-	w, err := sandbox.Create(worldRoot, in.Spec, fsys)
+	dir := buildDir
+	if in.Spec.Root != "" {
+		dir = stateDir
+	}
+	w, err := sandbox.Create(dir, in.Spec, fsys)
 	if err != nil {
 		return kernel.State{}, fmt.Errorf("create sandbox: %w", err)
 	}
 	defer w.Close()
+	w.Environ = opt.Environ
 	obs, err := w.Observe()
 	if err != nil {
 		return kernel.State{}, fmt.Errorf("first observation: %w", err)
