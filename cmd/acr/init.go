@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -87,7 +88,11 @@ func runInit(a *app, o initOptions) error {
 		return nil
 	}
 	if archive != "" {
-		a.printf("archived the previous run (ledger, checkpoint, world) in %s\n  read it with: acr --state-dir %s log\n", archive, archive)
+		what := "ledger, checkpoint, world"
+		if _, err := os.Stat(filepath.Join(archive, filepath.FromSlash(sandbox.WorldDir))); err != nil {
+			what = "ledger, checkpoint; the directory it looked after stays where it is"
+		}
+		a.printf("archived the previous run (%s) in %s\n  read it with: acr --state-dir %s log\n", what, archive, archive)
 	}
 	a.printf("initialised run %s in %s\n  goal      %s (%s)\n  contract  %s (%s)\n  world     %s\n  checks    %d, failing now: %d\nnext: acr run --max-cycles 20\n",
 		st.Run.RunID, a.cfg.StateDir, in.Goal.ID, st.Run.GoalRefs[0].Short(), in.Contract.ID, st.Run.ContractRef.Short(),
