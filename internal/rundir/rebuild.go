@@ -64,11 +64,6 @@ func RebuildManifest(dir string, opt Options) (*Rebuilt, error) {
 	return rebuild(s, opt)
 }
 
-// RebuildManifestOn is RebuildManifest on a run made with InitOn.
-func RebuildManifestOn(fsys disk.FS, worldRoot string, opt Options) (*Rebuilt, error) {
-	return rebuild(store{fsys: fsys, root: worldRoot, world: worldFS(fsys, worldRoot)}, opt)
-}
-
 func cannotRebuild(format string, args ...any) error {
 	return &state.IntegrityError{File: state.ManifestName, Msg: "missing and cannot be rebuilt: " + fmt.Sprintf(format, args...) +
 		"; restore the state directory from a backup (docs/operations.md)"}
