@@ -79,12 +79,12 @@ type Routing struct {
 func Retrieve(c world.Check, res world.CheckResult) []Affordance {
 	var out []Affordance
 	for i, f := range c.Fixes {
-		a := actionFor(c, res, f)
+		a := world.DraftFix(c, res, f)
 		out = append(out, Affordance{ID: fmt.Sprintf("fix-%d", i), Operation: f.Operation, FixIndex: i, Fingerprint: Fingerprint(a)})
 	}
 	if len(out) == 0 {
 		f := world.Fix{Operation: world.OpMarkIssue, Note: c.Summary}
-		a := actionFor(c, res, f)
+		a := world.DraftFix(c, res, f)
 		out = append(out, Affordance{ID: "report", Operation: world.OpMarkIssue, FixIndex: -1, Fingerprint: Fingerprint(a)})
 	}
 	return out
@@ -112,7 +112,7 @@ func CompileProposal(cycleSeq int64, itemID string, c world.Check, affs []Afford
 // ReportAction is the action that reports an item for a person (mark_issue),
 // the remedy of last resort.
 func ReportAction(c world.Check, res world.CheckResult) world.Action {
-	return actionFor(c, res, world.Fix{Operation: world.OpMarkIssue, Note: c.Summary})
+	return world.DraftFix(c, res, world.Fix{Operation: world.OpMarkIssue, Note: c.Summary})
 }
 
 // Turn is one public step of the self-dialogue.
@@ -240,9 +240,9 @@ func orNone(s string) string {
 
 func draftFor(sit Situation, a Affordance) world.Action {
 	if a.FixIndex < 0 {
-		return actionFor(sit.Check, sit.Result, world.Fix{Operation: world.OpMarkIssue, Note: sit.Check.Summary})
+		return world.DraftFix(sit.Check, sit.Result, world.Fix{Operation: world.OpMarkIssue, Note: sit.Check.Summary})
 	}
-	return actionFor(sit.Check, sit.Result, sit.Check.Fixes[a.FixIndex])
+	return world.DraftFix(sit.Check, sit.Result, sit.Check.Fixes[a.FixIndex])
 }
 
 // critique checks a draft against what cognition itself can know: the
@@ -252,7 +252,7 @@ func critique(a *world.Action, sit Situation) string {
 	if a == nil {
 		return "nothing drafted"
 	}
-	if a.Operation == world.OpRunCommand {
+	if a.OnSet() {
 		// A declared command: governance rules on what it touches.
 		return ""
 	}
@@ -266,25 +266,6 @@ func critique(a *world.Action, sit Situation) string {
 		return "remedy already failed on this item"
 	}
 	return ""
-}
-
-// actionFor builds the action request a remedy implies.
-func actionFor(c world.Check, res world.CheckResult, f world.Fix) world.Action {
-	a := world.Action{Schema: world.ActionSchema, Operation: f.Operation, Target: c.Path, CheckID: c.ID}
-	switch f.Operation {
-	case world.OpApplyPatch:
-		a.ExpectSHA256, a.Find, a.Replace, a.Occurrences = res.TargetSHA256, f.Find, f.Replace, f.Occurrences
-	case world.OpRecordArtifact:
-		a.ExpectSHA256, a.Content = res.TargetSHA256, f.Content
-	case world.OpMarkIssue:
-		a.Target, a.Note = world.IssuesFile, f.Note
-		if a.Note == "" {
-			a.Note = c.Summary
-		}
-	case world.OpRunCommand:
-		return CommandAction(c.ID, f)
-	}
-	return a
 }
 
 // Fingerprint identifies what an action does, independent of the evidence

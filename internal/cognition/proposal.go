@@ -305,7 +305,7 @@ func DraftProposed(sit Situation, pa ProposedAction, fact TargetFact) (world.Act
 		if !ok || f.Operation != world.OpRunCommand {
 			return a, "undeclared_command"
 		}
-		return CommandAction(sit.Check.ID, f), ""
+		return world.CommandAction(sit.Check.ID, f), ""
 	}
 	if _, err := world.CleanPath(pa.Target); err != nil {
 		return a, "target_path_invalid"
@@ -330,11 +330,4 @@ func DraftProposed(sit Situation, pa ProposedAction, fact TargetFact) (world.Act
 		a.Content = pa.Content
 	}
 	return a, ""
-}
-
-// CommandAction is the action request that runs a declared command fix,
-// carrying its exact command line so that an approval binds to it.
-func CommandAction(checkID string, f world.Fix) world.Action {
-	return world.Action{Schema: world.ActionSchema, Operation: world.OpRunCommand, CheckID: checkID, FixID: f.ID,
-		Argv: slices.Clone(f.Argv), Touches: slices.Clone(f.Touches), TimeoutSeconds: f.TimeoutSeconds, Idempotent: f.Idempotent}
 }

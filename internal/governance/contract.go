@@ -366,15 +366,17 @@ func (c *Contract) Match(op world.Operation, target string) int {
 }
 
 // governs reports whether a rule speaks about op. A rule for "*" speaks
-// about every operation, except that it never allows run_command: running
-// a program needs a rule that names run_command, so that a contract
-// written before commands existed does not start allowing them. A "*"
-// rule that forbids or asks for approval still applies to commands.
+// about every operation, except that it never allows one that needs a
+// named rule (run_command: running a program needs a rule that names
+// run_command, so that a contract written before commands existed does
+// not start allowing them). A "*" rule that forbids or asks for approval
+// still applies.
 func (r Rule) governs(op world.Operation, effect Effect) bool {
 	if r.Operation == string(op) {
 		return true
 	}
-	return r.Operation == "*" && (op != world.OpRunCommand || effect != Allow)
+	k, _ := world.Kind(op)
+	return r.Operation == "*" && (!k.NamedRule || effect != Allow)
 }
 
 // Ruling is what the rules say about an action on all the paths it may

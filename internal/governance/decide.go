@@ -137,23 +137,24 @@ func Decide(c *Contract, spec *world.Spec, req Request) Decision {
 	}
 	refuse := func(code string) Decision { d.Verdict, d.ReasonCodes = Refuse, []string{code}; return d }
 	a := req.Action
-	if !slices.Contains(world.Operations(), a.Operation) {
+	k, ok := world.Kind(a.Operation)
+	if !ok {
 		return refuse("unknown_operation")
 	}
-	switch {
-	case a.Operation == world.OpRunCommand:
-		// Only a command the environment declares, exactly as declared,
-		// may run: a proposer names commands, it does not write them.
-		if !declared(spec, a) {
-			return refuse("undeclared_command")
+	if k.Declared != nil {
+		// Only what the environment declares, exactly as declared, may
+		// run: a proposer names commands, it does not write them.
+		if code := k.Declared(spec, a); code != "" {
+			return refuse(code)
 		}
-	case a.Operation == world.OpRestore && len(a.Touches) > 0:
-		for _, p := range a.Touches {
+	}
+	if a.OnSet() {
+		for _, p := range a.Paths() {
 			if world.ValidPattern(p) != nil {
 				return refuse("target_path_invalid")
 			}
 		}
-	default:
+	} else {
 		if _, err := world.CleanPath(a.Target); err != nil {
 			return refuse("target_path_invalid")
 		}
@@ -227,14 +228,6 @@ func Decide(c *Contract, spec *world.Spec, req Request) Decision {
 		d.ReasonCodes = []string{"operator_approved"}
 	}
 	return d
-}
-
-// declared reports whether a run_command is a command fix of the spec, in
-// exactly the declared form.
-func declared(spec *world.Spec, a world.Action) bool {
-	f, _, ok := spec.FixByID(a.FixID)
-	return ok && f.Operation == world.OpRunCommand && slices.Equal(f.Argv, a.Argv) && slices.Equal(f.Touches, a.Touches) &&
-		f.TimeoutSeconds == a.TimeoutSeconds && f.Idempotent == a.Idempotent
 }
 
 // NewReceipt builds the receipt for a decision.

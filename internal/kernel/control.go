@@ -144,24 +144,13 @@ func (b *builder) overBudget(more controller.Usage) string {
 // be judged, fixed before the action.
 func (b *builder) fitnessFor(a world.Action, actionRef state.Ref) controller.FitnessContract {
 	f := controller.FitnessContract{Schema: controller.FitnessSchema, CycleID: b.cycleID, ActionRef: actionRef, CheckID: a.CheckID,
-		Target: a.Target, Criteria: []string{"readback_agrees"}, PassingBefore: []string{}, ProposedBy: controller.Distiller}
-	switch a.Operation {
-	case world.OpMarkIssue:
-		f.Criteria = append(f.Criteria, "issue_recorded")
-	case world.OpRestore:
-		f.Criteria = append(f.Criteria, "snapshot_restored")
-	case world.OpApplyPatch, world.OpRecordArtifact, world.OpRunCommand:
-		if a.CheckID != "" {
-			f.Criteria = append(f.Criteria, "check_passes")
-		}
-		f.Criteria = append(f.Criteria, "no_regression")
-	}
+		Target: a.Target, Criteria: append([]string{"readback_agrees"}, a.Criteria()...), PassingBefore: []string{}, ProposedBy: controller.Distiller}
 	for _, c := range b.s.Spec.Checks {
 		r, ok := b.s.Environment.Check(c.ID)
 		if !ok || r.Status != world.CheckPass || c.Path == "" {
 			continue
 		}
-		if (a.Operation == world.OpRunCommand && world.MatchAny(a.Paths(), c.Path)) || c.Path == a.Target {
+		if (a.OnSet() && world.MatchAny(a.Paths(), c.Path)) || c.Path == a.Target {
 			f.PassingBefore = append(f.PassingBefore, c.ID)
 		}
 	}

@@ -61,7 +61,7 @@ func Answer(p *Pending, r cognition.Reply) (*Pending, error) {
 // hash of its output (its evidence), so a patch on the command check's
 // path takes the path's hash from the observation instead.
 func (b *builder) draftResult(r world.CheckResult) world.CheckResult {
-	if b.check.Kind != world.CheckCommand {
+	if k, ok := world.CheckKindOf(b.check.Kind); !ok || k.OnFile {
 		return r
 	}
 	r.TargetSHA256 = ""
@@ -157,13 +157,10 @@ func (b *builder) proposalRequest(result world.CheckResult) cognition.ProposalRe
 
 func draftDescribe(c world.Check, i int) string {
 	f := c.Fixes[i]
-	switch f.Operation {
-	case world.OpRunCommand:
-		return cognition.CommandAction(c.ID, f).Describe()
-	case world.OpApplyPatch:
+	if f.Operation == world.OpApplyPatch {
 		return fmt.Sprintf("apply_local_patch %s (replace %q with %q)", c.Path, f.Find, f.Replace)
 	}
-	return string(f.Operation) + " " + c.Path
+	return world.DraftFix(c, world.CheckResult{}, f).Describe()
 }
 
 // noteProposals remembers what the proposer proposed and what became of

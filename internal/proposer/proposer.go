@@ -143,7 +143,7 @@ func (r *Runner) fill(files []cognition.FileShown) []cognition.FileShown {
 // target looks at what a proposed action would act on.
 func (r *Runner) target(a cognition.ProposedAction) cognition.TargetFact {
 	t := cognition.TargetFact{Path: a.Target}
-	if a.Operation == world.OpRunCommand || a.Target == "" {
+	if a.Target == "" {
 		return t
 	}
 	if _, err := world.CleanPath(a.Target); err != nil {

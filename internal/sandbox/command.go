@@ -107,13 +107,6 @@ func firstLine(texts ...string) string {
 	return ""
 }
 
-// isSetAction reports whether an action works on the set of files its
-// touches match rather than on one target: run_command, and the restore
-// that undoes one.
-func isSetAction(a world.Action) bool {
-	return a.Operation == world.OpRunCommand || (a.Operation == world.OpRestore && len(a.Touches) > 0)
-}
-
 // touchedBy returns the patterns a set action covers ("**" for a command
 // that declares none).
 func touchedBy(a world.Action) []string { return a.Paths() }
@@ -122,12 +115,9 @@ func touchedBy(a world.Action) []string { return a.Paths() }
 // exactly this form: the sandbox runs only what the environment's author
 // wrote down, whatever proposed it.
 func (w *World) validateCommand(a world.Action) error {
-	f, _, ok := w.spec.FixByID(a.FixID)
-	switch {
-	case !ok || f.Operation != world.OpRunCommand:
-		return fmt.Errorf("run_command: %q is not a command fix the environment declares", a.FixID)
-	case !slices.Equal(f.Argv, a.Argv) || !slices.Equal(f.Touches, a.Touches) || f.TimeoutSeconds != a.TimeoutSeconds || f.Idempotent != a.Idempotent:
-		return fmt.Errorf("run_command: %s differs from the command the environment declares under that id", a.FixID)
+	k, _ := world.Kind(a.Operation)
+	if code := k.Declared(&w.spec, a); code != "" {
+		return fmt.Errorf("run_command %q: %s: not a command fix the environment declares in this form", a.FixID, code)
 	}
 	return nil
 }

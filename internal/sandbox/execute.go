@@ -42,7 +42,7 @@ func (w *World) Execute(key string, a world.Action) (out world.Outcome, reused b
 }
 
 func (w *World) execute(key, h string, a world.Action) (world.Outcome, bool, error) {
-	if isSetAction(a) {
+	if a.OnSet() {
 		return world.Outcome{}, false, fmt.Errorf("%s runs through Prepare and Commit, whose intent the caller makes durable", a.Operation)
 	}
 	target := resolveTarget(h, a)
@@ -116,7 +116,7 @@ func resolveTarget(h string, a world.Action) string {
 	case world.OpRunCommand:
 		return ""
 	}
-	if isSetAction(a) {
+	if a.OnSet() {
 		return ""
 	}
 	return a.Target

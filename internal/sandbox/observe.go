@@ -275,7 +275,7 @@ func (w *World) evaluate(c world.Check) (world.CheckResult, error) {
 
 // evaluateTimed is evaluate, with how long a command check ran (ms).
 func (w *World) evaluateTimed(c world.Check) (world.CheckResult, int64, error) {
-	if c.Kind == world.CheckCommand {
+	if k, ok := world.CheckKindOf(c.Kind); ok && !k.OnFile {
 		return w.evaluateCommand(c)
 	}
 	data, exists, err := w.readScratch(c.Path)

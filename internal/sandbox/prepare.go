@@ -37,7 +37,7 @@ func (w *World) Prepare(key string, a world.Action) (world.Intent, *world.Outcom
 	if err := w.validate(a); err != nil {
 		return world.Intent{}, nil, fmt.Errorf("prepare %s: %w", key, err)
 	}
-	if isSetAction(a) {
+	if a.OnSet() {
 		in, err := w.prepareSet(key, a)
 		if err != nil {
 			return world.Intent{}, nil, fmt.Errorf("prepare %s: %w", key, err)
@@ -128,7 +128,7 @@ func commonSuffix(a, b []byte) int {
 func (w *World) Readback(a world.Action, out world.Outcome) (world.Readback, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if isSetAction(a) {
+	if a.OnSet() {
 		return w.readbackSet(a)
 	}
 	rb, err := w.readbackFile(out.Target)
@@ -221,7 +221,7 @@ func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (wo
 	if prior != nil {
 		return *prior, true, nil
 	}
-	if isSetAction(a) {
+	if a.OnSet() {
 		return w.commitSet(key, h, a, in)
 	}
 	if !in.Changes {

@@ -339,10 +339,10 @@ func TestUndeclaredCommandIsRefused(t *testing.T) {
 	a := commandAction(appendFix(false), "logged")
 	a.Argv = []string{"sh", "-c", "rm -rf ."}
 	_, _, err := w.Prepare(testKey("undeclared"), a)
-	require.ErrorContains(t, err, "differs from the command the environment declares")
+	require.ErrorContains(t, err, "not a command fix the environment declares in this form")
 	a.FixID = "nope"
 	_, _, err = w.Prepare(testKey("undeclared2"), a)
-	require.ErrorContains(t, err, "not a command fix the environment declares")
+	require.ErrorContains(t, err, "undeclared_command")
 }
 
 // crashDuringCommand prepares a command, then "dies" at the stage just

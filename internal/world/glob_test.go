@@ -129,3 +129,27 @@ func FuzzMayOverlapIsSound(f *testing.F) {
 		}
 	})
 }
+
+// Every operation and check kind has its entry in the seam, and the
+// entries agree with the vocabulary's lists.
+func TestEveryKindIsDescribed(t *testing.T) {
+	for _, op := range world.Operations() {
+		k, ok := world.Kind(op)
+		require.True(t, ok, "operation %s has no kind", op)
+		assert.Equal(t, op, k.Op)
+		require.NotNil(t, k.Paths, op)
+		require.NotNil(t, k.Criteria, op)
+		require.NotNil(t, k.Describe, op)
+		if k.ValidateFix != nil {
+			assert.NotNil(t, k.Draft, "%s can be a fix but cannot be drafted", op)
+		}
+	}
+	_, ok := world.Kind("rm_rf")
+	assert.False(t, ok)
+	for _, ck := range world.CheckKinds() {
+		k, ok := world.CheckKindOf(ck)
+		require.True(t, ok, "check kind %s has no entry", ck)
+		require.NotNil(t, k.Validate, ck)
+		assert.Equal(t, k.OnFile, k.Judge != nil, "%s: a file check is judged from its content, a program check by its exit", ck)
+	}
+}

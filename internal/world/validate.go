@@ -113,8 +113,11 @@ func fieldErr(field string, format string, args ...any) error {
 
 // validateCheck checks one check's own fields by its kind.
 func (s *Spec) validateCheck(c Check) error {
-	needPath := c.Kind != CheckCommand
-	if c.Path != "" || needPath {
+	k, ok := CheckKindOf(c.Kind)
+	if !ok {
+		return fieldErr("kind", "unknown kind %q (want absent_text, present_text, file_exists or command)", c.Kind)
+	}
+	if c.Path != "" || k.OnFile {
 		if _, err := CleanPath(c.Path); err != nil {
 			return fieldErr("path", "%v", err)
 		}
@@ -125,93 +128,7 @@ func (s *Spec) validateCheck(c Check) error {
 	if c.Priority < 0 || c.Priority > 1000 {
 		return fieldErr("priority", "must be between 0 and 1000")
 	}
-	switch c.Kind {
-	case CheckAbsentText, CheckPresentText:
-		if c.Text == "" {
-			return fieldErr("text", "required for kind %s", c.Kind)
-		}
-	case CheckFileExists:
-	case CheckCommand:
-		if err := validArgv(c.Argv); err != nil {
-			return fieldErr("argv", "%v", err)
-		}
-		if c.Text != "" {
-			return fieldErr("text", "a command check has no text: its exit status is the verdict")
-		}
-		if err := validTimeout(c.TimeoutSeconds); err != nil {
-			return fieldErr("timeout_seconds", "%v", err)
-		}
-		for i, f := range c.Files {
-			if _, err := CleanPath(f); err != nil {
-				return fieldErr(fmt.Sprintf("files[%d]", i), "%v", err)
-			}
-		}
-		return nil
-	default:
-		return fieldErr("kind", "unknown kind %q (want absent_text, present_text, file_exists or command)", c.Kind)
-	}
-	switch {
-	case len(c.Argv) > 0:
-		return fieldErr("argv", "only a command check runs a program")
-	case c.TimeoutSeconds != 0:
-		return fieldErr("timeout_seconds", "only a command check has a timeout")
-	case len(c.Files) > 0:
-		return fieldErr("files", "only a command check names files (a %s check is about its path)", c.Kind)
-	}
-	return nil
-}
-
-// validate checks a fix against the check it remedies.
-func (f Fix) validate(c Check) error {
-	if f.Operation != OpRunCommand {
-		switch {
-		case len(f.Argv) > 0 || len(f.Touches) > 0 || f.TimeoutSeconds != 0 || f.Idempotent:
-			return fieldErr("argv", "argv, touches, timeout_seconds and idempotent belong to run_command fixes")
-		case c.Path == "" && f.Operation != OpMarkIssue:
-			return fieldErr("operation", "%s changes the check's path, and this check names none", f.Operation)
-		}
-	}
-	switch f.Operation {
-	case OpApplyPatch:
-		if f.Find == "" {
-			return fieldErr("find", "apply_local_patch needs find")
-		}
-		if f.Occurrences < 0 {
-			return fieldErr("occurrences", "must be 0 (all) or more")
-		}
-		if c.Kind == CheckFileExists {
-			return fieldErr("operation", "apply_local_patch cannot fix a file_exists check")
-		}
-	case OpRecordArtifact:
-		if c.Kind != CheckFileExists && c.Kind != CheckPresentText && c.Kind != CheckCommand {
-			return fieldErr("operation", "record_artifact fixes file_exists, present_text or command checks")
-		}
-	case OpMarkIssue:
-	case OpRunCommand:
-		switch {
-		case f.ID == "":
-			return fieldErr("id", "a run_command fix needs an id (a proposer asks for it by id)")
-		case f.Find != "" || f.Replace != "" || f.Content != "" || f.Note != "" || f.Occurrences != 0:
-			return fieldErr("operation", "run_command takes argv, touches, timeout_seconds and idempotent only")
-		}
-		if err := validArgv(f.Argv); err != nil {
-			return fieldErr("argv", "%v", err)
-		}
-		if err := validTimeout(f.TimeoutSeconds); err != nil {
-			return fieldErr("timeout_seconds", "%v", err)
-		}
-		for i, t := range f.Touches {
-			if err := ValidPattern(t); err != nil {
-				return fieldErr(fmt.Sprintf("touches[%d]", i), "%v", err)
-			}
-			if strings.HasPrefix(t, "/") || slices.Contains(segments(t), "..") || slices.Contains(segments(t), ".") {
-				return fieldErr(fmt.Sprintf("touches[%d]", i), "pattern %q must be relative to the world, without . or ..", t)
-			}
-		}
-	default:
-		return fieldErr("operation", "operation %q cannot be a fix (want apply_local_patch, record_artifact, mark_issue or run_command)", f.Operation)
-	}
-	return nil
+	return k.Validate(c)
 }
 
 func validArgv(argv []string) error {

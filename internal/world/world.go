@@ -6,7 +6,6 @@
 package world
 
 import (
-	"bytes"
 	"fmt"
 	"path"
 	"regexp"
@@ -278,32 +277,6 @@ const (
 	CheckFail CheckStatus = "fail"
 )
 
-// Evaluate runs a check against the content of its file (nil when the file
-// does not exist).
-func Evaluate(c Check, content []byte, exists bool) CheckResult {
-	r := CheckResult{ID: c.ID, Status: CheckPass}
-	if exists {
-		r.TargetSHA256 = state.FingerprintOf(content)
-	}
-	switch c.Kind {
-	case CheckFileExists:
-		if !exists {
-			r.Status, r.Detail = CheckFail, "file is missing"
-		}
-	case CheckAbsentText:
-		if exists && bytes.Contains(content, []byte(c.Text)) {
-			r.Status, r.Detail = CheckFail, fmt.Sprintf("found %d occurrence(s) of the forbidden text", bytes.Count(content, []byte(c.Text)))
-		}
-	case CheckPresentText:
-		if !exists {
-			r.Status, r.Detail = CheckFail, "file is missing"
-		} else if !bytes.Contains(content, []byte(c.Text)) {
-			r.Status, r.Detail = CheckFail, "required text is missing"
-		}
-	}
-	return r
-}
-
 // Observation is what one look at the world found. It is an input of a
 // cycle and is recorded in the ledger by ref, so the cycle can be replayed.
 type Observation struct {
@@ -467,43 +440,8 @@ type FileImage struct {
 	Content string            `json:"content"`
 }
 
-// Paths are the world paths an action may change or read, the ones
-// governance rules on: the target, the files a command touches (all of
-// them, "**", when it declares none), or the report and issue files the
-// sandbox writes itself.
-func (a Action) Paths() []string {
-	switch a.Operation {
-	case OpRunCommand:
-		if len(a.Touches) == 0 {
-			return []string{"**"}
-		}
-		return slices.Clone(a.Touches)
-	case OpRestore:
-		if len(a.Touches) > 0 {
-			return slices.Clone(a.Touches)
-		}
-	case OpMarkIssue:
-		return []string{IssuesFile}
-	}
-	return []string{a.Target}
-}
-
-// Describe is the action in a few words, for summaries and status lines.
-func (a Action) Describe() string {
-	switch {
-	case a.Operation == OpRunCommand:
-		return fmt.Sprintf("%s %s (%s)", a.Operation, a.FixID, strings.Join(a.Argv, " "))
-	case a.Operation == OpRestore && len(a.Touches) > 0:
-		return fmt.Sprintf("%s %s", a.Operation, strings.Join(a.Touches, " "))
-	}
-	return string(a.Operation) + " " + a.Target
-}
-
 // Ref returns the action's content ref, the ref approvals bind to.
 func (a Action) Ref() state.Ref { return state.MustRefOf("areq", a) }
-
-// Writes reports whether the operation changes the world.
-func (op Operation) Writes() bool { return op != OpInspect }
 
 // OutcomeStatus says what executing an action did.
 type OutcomeStatus string
