@@ -37,6 +37,11 @@ func (a *app) slateInputs() (rundir.Inputs, error) {
 // newSlate initialises a run from in on a clean slate and returns the
 // in-memory file system and the world directory it lives in.
 func (a *app) newSlate(in rundir.Inputs, runID string) (disk.FS, string, rundir.Options, error) {
+	if in.Spec.Root != "" {
+		// A clean slate writes nothing, and a run changes its world: a
+		// real directory cannot be its world.
+		return nil, "", rundir.Options{}, usagef("--no-load-state writes nothing, but this environment makes %s the world a run changes; use an environment that lists its files, or one whose root is a copy", in.Spec.Root)
+	}
 	opt, err := a.clock()
 	if err != nil {
 		return nil, "", opt, err
