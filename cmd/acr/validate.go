@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -114,7 +115,7 @@ func newScenarioCommand(a *app) *cobra.Command {
 		Short: "Run reference scenarios",
 		Long: `Commands on the reference scenarios: folders with a goal, a contract, an
 environment and a scenario.json of steps and expectations (docs/scenarios.md).`,
-		Example: `  acr scenario run quickstart
+		Example: `  acr scenario run p01-bootstrap
   acr scenario run p05-approval-escalation --keep`,
 		Args: groupArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
@@ -146,8 +147,7 @@ func runScenario(a *app, nameOrDir, root string, keep bool) error {
 	if _, err := os.Stat(filepath.Join(dir, "scenario.json")); err != nil {
 		dir = filepath.Join(root, nameOrDir)
 		if _, err := os.Stat(filepath.Join(dir, "scenario.json")); err != nil {
-			names, _ := scenarioNames(root)
-			return usagef("no scenario %q (known under %s: %s)", nameOrDir, root, strings.Join(names, ", "))
+			return usagef("no scenario %q %s", nameOrDir, whereScenarios(root))
 		}
 	}
 	sc, err := scenario.Load(dir)
@@ -178,6 +178,22 @@ func runScenario(a *app, nameOrDir, root string, keep bool) error {
 		return err
 	}
 	return nil
+}
+
+// whereScenarios says what the scenarios folder holds, for the message
+// about a scenario name that is not there: the names it knows, or that the
+// folder is missing or empty and how to point at one.
+func whereScenarios(root string) string {
+	names, err := scenarioNames(root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("(there is no scenarios folder %q here: run from the acr source tree, or give --scenarios DIR or the scenario's own DIR)", root)
+	case err != nil:
+		return fmt.Sprintf("(%v)", err)
+	case len(names) == 0:
+		return fmt.Sprintf("(the scenarios folder %q holds no scenario: a scenario is a folder with a scenario.json; give --scenarios DIR or the scenario's own DIR)", root)
+	}
+	return fmt.Sprintf("(known under %s: %s)", root, strings.Join(names, ", "))
 }
 
 // scenarioNames lists the scenario folders under root, sorted.
