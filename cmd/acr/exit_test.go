@@ -29,6 +29,7 @@ func TestExitCodes(t *testing.T) {
 		{"no run", wrap(state.ErrNoRun), exitNoInput},
 		{"validation", &rundir.ValidationError{File: "goal.json", Field: "schema", Err: errors.New("x")}, exitData},
 		{"data", dataf("expired"), exitData},
+		{"no effect", fmt.Errorf("wake: %w", noEffectf("the run is stopped")), exitNoEffect},
 		{"integrity", wrap(&state.IntegrityError{File: "manifest.json", Msg: "x"}), exitData},
 		{"ledger damage", wrap(&ledger.DamageError{Line: 3, Msg: "x"}), exitData},
 		{"ledger behind", wrap(ledger.ErrBehind), exitData},
