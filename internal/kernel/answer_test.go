@@ -65,20 +65,28 @@ func TestAnswers(t *testing.T) {
 			func() []inbox.Item { return []inbox.Item{answerItem(t, ref, 0, "approve", "alice", "")} },
 			nil, []string{"answers_another_request"}, ""},
 		{"an answer for another action", nil,
-			func() []inbox.Item { return []inbox.Item{answerItem(t, state.MustRefOf("areq", "other"), asked, "approve", "alice", "")} },
+			func() []inbox.Item {
+				return []inbox.Item{answerItem(t, state.MustRefOf("areq", "other"), asked, "approve", "alice", "")}
+			},
 			nil, []string{"no_pending_approval_for_ref"}, ""},
 		{"a consumed answer put back", []string{approve.ID}, func() []inbox.Item { return []inbox.Item{approve} },
 			nil, []string{"answer_already_consumed"}, ""},
 		{"a denial that replaces an approval", nil,
-			func() []inbox.Item { return []inbox.Item{approve, answerItem(t, ref, asked, "deny", "alice", approve.ID)} },
+			func() []inbox.Item {
+				return []inbox.Item{approve, answerItem(t, ref, asked, "deny", "alice", approve.ID)}
+			},
 			[]string{"verdict_deny"}, []string{"replaced_by_later_answer"}, "deny"},
 		{"the replacing answer first in inbox order", nil,
-			func() []inbox.Item { return []inbox.Item{answerItem(t, ref, asked, "deny", "alice", approve.ID), approve} },
+			func() []inbox.Item {
+				return []inbox.Item{answerItem(t, ref, asked, "deny", "alice", approve.ID), approve}
+			},
 			[]string{"verdict_deny"}, []string{"replaced_by_later_answer"}, "deny"},
 		{"two answers without a link: the last counts", nil, func() []inbox.Item { return []inbox.Item{approve, deny} },
 			[]string{"verdict_approve", "verdict_deny", "replaces_earlier_answer"}, nil, "deny"},
 		{"the loop cannot replace a person's answer", nil,
-			func() []inbox.Item { return []inbox.Item{approve, answerItem(t, ref, asked, "deny", "distiller", approve.ID)} },
+			func() []inbox.Item {
+				return []inbox.Item{approve, answerItem(t, ref, asked, "deny", "distiller", approve.ID)}
+			},
 			[]string{"verdict_approve"}, []string{"self_approval_refused", "by_distiller"}, "approve"},
 	}
 	for _, c := range cases {
