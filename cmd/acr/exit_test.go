@@ -49,3 +49,36 @@ func TestExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONRequested: --json is found on a command line that did not parse,
+// so that a usage error still prints one JSON object.
+func TestJSONRequested(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "ACR_JSON" {
+				return v
+			}
+			return ""
+		}
+	}
+	cases := []struct {
+		name string
+		args []string
+		env  string
+		want bool
+	}{
+		{"absent", []string{"run", "--max-cycles", "ten"}, "", false},
+		{"before the command", []string{"--json", "stauts"}, "", true},
+		{"after the command", []string{"run", "--max-cycles", "ten", "--json"}, "", true},
+		{"with a value", []string{"run", "--json=true"}, "", true},
+		{"turned off", []string{"run", "--json=false"}, "1", false},
+		{"after --", []string{"run", "--", "--json"}, "", false},
+		{"from the environment", []string{"stauts"}, "true", true},
+		{"a bad environment value", []string{"stauts"}, "yes please", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, jsonRequested(c.args, env(c.env)))
+		})
+	}
+}
