@@ -48,6 +48,12 @@ type Cycle struct {
 	// Notes are other events worth a line: soft budget limits, the loop
 	// guard, rejected wake signals, stop requests.
 	Notes []string
+	// Observed says whether the cycle looked at the world (a cycle that
+	// stops, or is blocked before it observes, does not); Failing and
+	// Passing are then the ids of the checks that failed and passed, sorted.
+	Observed bool
+	Failing  []string
+	Passing  []string
 }
 
 // CommitmentChange is one lifecycle event of a commitment.
@@ -144,10 +150,18 @@ type Options struct {
 	// MaxLaneEvents is the most lifecycle events kept per lane (the first
 	// one and the most recent ones).
 	MaxLaneEvents int
-	// MaxApprovals, MaxCompactions and MaxIncidents bound those tables.
+	// MaxApprovals, MaxCompactions, MaxIncidents and MaxChecks bound
+	// those tables.
 	MaxApprovals   int
 	MaxCompactions int
 	MaxIncidents   int
+	MaxChecks      int
+	// TimeAxis lays the timeline, its marker rows and the plots under it
+	// on a wall-clock axis from the first cycle to the last instead of one
+	// bar per cycle (or bucket of cycles): each bar starts when its first
+	// cycle ran and lasts until the next bar's, so long waits are wide and
+	// bursts of cycles thin.
+	TimeAxis bool
 	// Generator names the program that wrote the page, for its footer.
 	Generator string
 }
@@ -163,6 +177,7 @@ const (
 	DefaultMaxApprovals   = 100
 	DefaultMaxCompactions = 100
 	DefaultMaxIncidents   = 100
+	DefaultMaxChecks      = 200
 )
 
 // withDefaults fills zero fields. Limits below a working minimum are
@@ -182,5 +197,6 @@ func (o Options) withDefaults() Options {
 	def(&o.MaxApprovals, DefaultMaxApprovals, 1)
 	def(&o.MaxCompactions, DefaultMaxCompactions, 1)
 	def(&o.MaxIncidents, DefaultMaxIncidents, 1)
+	def(&o.MaxChecks, DefaultMaxChecks, 1)
 	return o
 }

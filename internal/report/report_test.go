@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -39,11 +40,16 @@ func runScenario(t *testing.T, name string) string {
 // readRun builds the view of the run in dir, as acr report does.
 func readRun(t testing.TB, dir string) *View {
 	t.Helper()
+	return readRunWith(t, dir, Options{Generator: "acr test"})
+}
+
+func readRunWith(t testing.TB, dir string, o Options) *View {
+	t.Helper()
 	st, _, err := rundir.ReadState(dir)
 	require.NoError(t, err)
 	fsys, err := disk.OpenOSDir(dir)
 	require.NoError(t, err)
-	v, err := Read(fsys, HeadOf(st), Options{Generator: "acr test"})
+	v, err := Read(fsys, HeadOf(st), o)
 	require.NoError(t, err)
 	return v
 }
@@ -66,11 +72,17 @@ func TestReportGolden(t *testing.T) {
 		`id="approvals"`, `class="approval state-approved"`, `id="compactions"`, `class="compaction"`, `id="incidents"`,
 		`id="budgets"`, `id="budget-cycles" class="budget budget-ok"`, `id="cycles"`, `id="c105" class="cycle-detail disp-IDLE"`,
 		`<a href="#c53"><rect class="cycle disp-WAIT_APPROVAL"`,
+		`id="decisions"`, `<a href="#c16"><rect class="cycle dec-DEFER"`, `<a href="#c53"><rect class="cycle dec-ESCALATE"`,
+		`id="failing"`, `failing checks (now 1 of 13)`, `id="checks"`, `<tr class="check check-failing"><td><code>archive-index</code>`,
+		// The marker row and the section count the same approvals.
+		`<span class="label">approvals (1)</span>`, `<h2>Approvals (1)</h2>`,
 	} {
 		assert.Contains(t, html, want)
 	}
 	assert.Equal(t, int64(105), v.Cycles)
 	assert.Equal(t, 105, strings.Count(html, `<rect class="cycle disp-`), "one bar per cycle")
+	assert.Equal(t, 105, strings.Count(html, `<rect class="cycle dec-`), "and one decision per cycle")
+	assert.Len(t, v.Checks, 13)
 	assert.Equal(t, 105, strings.Count(html, `<details id="c`), "every cycle of a short run in detail")
 	assert.Equal(t, int64(2), v.CompactionsN)
 	require.Len(t, v.Approvals, 1)
@@ -79,6 +91,26 @@ func TestReportGolden(t *testing.T) {
 	assert.Len(t, v.Lanes, 2)
 	assert.Equal(t, int64(4), v.IncidentsN, "two recoveries, each started and completed")
 	assertSelfContained(t, html)
+
+	// On a wall-clock axis the 17 hours of the run are no longer evenly
+	// spaced: the hours the run slept are wide, the bursts thin.
+	tv := readRunWith(t, dir, Options{Generator: "acr test", TimeAxis: true})
+	require.True(t, tv.TimeAxis)
+	assert.Equal(t, []string{"2026-01-01T00:00:00Z", "2026-01-01T04:15:00Z", "2026-01-01T08:30:00Z", "2026-01-01T12:45:00Z", "2026-01-01T17:00:00Z"}, tv.Axis)
+	widest, thin := 0.0, 0
+	for _, b := range tv.Timeline.Bars {
+		w, err := strconv.ParseFloat(b.W, 64)
+		require.NoError(t, err)
+		widest = max(widest, w)
+		if w < 1 {
+			thin++
+		}
+	}
+	assert.Greater(t, widest, 100.0, "a wait of hours")
+	assert.Greater(t, thin, 50, "cycles in bursts")
+	page.Reset()
+	require.NoError(t, Render(&page, tv))
+	assert.Contains(t, page.String(), "The axis is the wall clock")
 }
 
 // assertSelfContained: nothing on the page points outside it.

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,7 +34,8 @@ func worstCycle(seq int64, d state.Disposition) Entry {
 		Agenda: worstText, AgendaSummary: worstText, AgendaReasons: worstList(maxList+1, seq), Action: worstText, Decision: "REFUSE",
 		DecisionReasons: worstList(maxList+1, seq), Outcome: worstText, Evaluation: worstText, Inbox: worstList(maxList+1, seq), Review: worstList(maxList+1, seq),
 		Compaction: &Compaction{Trigger: worstText, Block: worstText, From: seq, To: seq}, Notes: worstList(maxList+1, seq),
-		Budget: &state.BudgetUsage{Cycles: seq, CognitiveOperations: seq * 1_000_000, Actions: seq, Compactions: seq, WallClockSeconds: seq * 1_000_000, SoftWarned: worstList(maxList+1, seq)}}
+		Budget:   &state.BudgetUsage{Cycles: seq, CognitiveOperations: seq * 1_000_000, Actions: seq, Compactions: seq, WallClockSeconds: seq * 1_000_000, SoftWarned: worstList(maxList+1, seq)},
+		Observed: true, Failing: worstList(maxList+1, seq), Passing: worstList(maxList+1, -seq)}
 	for i := range maxList + 1 {
 		id := fmt.Sprintf("%d-%d%s", seq, i%3, worstText) // three per cycle, each with several events
 		c.Commitments = append(c.Commitments, CommitmentChange{ID: id, Event: worstText, Status: worstText, Version: seq, Summary: worstText, Reason: worstText})
@@ -56,10 +58,18 @@ func worstHead() Head {
 
 // worstHistory is n worst cycles whose dispositions rotate through all
 // eight values (the invalid one too), each followed by a worst incident.
-func worstHistory(n int64) func(yield func(Entry) bool) {
+// timed gives the cycles clock readings (a wall-clock axis needs them)
+// instead of the worst text, with gaps of every length.
+func worstHistory(n int64, timed bool) func(yield func(Entry) bool) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	return func(yield func(Entry) bool) {
 		for i := int64(1); i <= n; i++ {
-			if !yield(worstCycle(i, state.Disposition(i%numDisp))) {
+			e := worstCycle(i, state.Disposition(i%numDisp))
+			if timed {
+				t0 = t0.Add(time.Duration(i%7*i%13) * 7919 * time.Millisecond)
+				e.Cycle.At = state.FormatTime(t0)
+			}
+			if !yield(e) {
 				return
 			}
 			in := Incident{Cycle: i, At: worstText, Type: worstText, Reasons: worstList(maxList+1, i), Detail: worstText}
@@ -75,15 +85,19 @@ func worstHistory(n int64) func(yield func(Entry) bool) {
 // with one bar per cycle and with buckets holding every disposition.
 func TestWorstCaseSize(t *testing.T) {
 	for _, n := range []int64{DefaultMaxBars, 8 * DefaultMaxBars} {
-		v := Aggregate(worstHead(), worstHistory(n), Options{Generator: worstText})
-		w := &countingWriter{}
-		require.NoError(t, Render(w, v))
-		t.Logf("%d worst cycles: %d bytes (%d cycles in detail, %d left out), bound %d", n, w.n, len(v.Details), v.DetailsOmitted, MaxPageBytes)
-		assert.LessOrEqual(t, w.n, int64(MaxPageBytes), "%d cycles", n)
-		assert.Len(t, v.Timeline.Bars, DefaultMaxBars)
-		assert.Len(t, v.Lanes, DefaultMaxLanes)
-		assert.Len(t, v.Approvals, DefaultMaxApprovals)
-		assert.Len(t, v.Incidents, DefaultMaxIncidents)
+		for _, timed := range []bool{false, true} {
+			v := Aggregate(worstHead(), worstHistory(n, timed), Options{Generator: worstText, TimeAxis: timed})
+			w := &countingWriter{}
+			require.NoError(t, Render(w, v))
+			t.Logf("%d worst cycles, time axis %t: %d bytes (%d cycles in detail, %d left out), bound %d", n, timed, w.n, len(v.Details), v.DetailsOmitted, MaxPageBytes)
+			assert.LessOrEqual(t, w.n, int64(MaxPageBytes), "%d cycles", n)
+			assert.Equal(t, timed, v.TimeAxis)
+			assert.Len(t, v.Timeline.Bars, DefaultMaxBars)
+			assert.Len(t, v.Lanes, DefaultMaxLanes)
+			assert.Len(t, v.Approvals, DefaultMaxApprovals)
+			assert.Len(t, v.Incidents, DefaultMaxIncidents)
+			assert.Len(t, v.Checks, DefaultMaxChecks)
+		}
 	}
 }
 
