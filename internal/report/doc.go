@@ -38,5 +38,5 @@
 // keeps the first Options.MaxChecks checks seen. Every string taken from
 // the ledger is clipped by the size it takes once HTML-escaped, so no
 // single event can inflate the page. A generated run of 100,000 cycles
-// (1.5 GB of ledger) gives a page of about 650 KB.
+// (1.5 GB of ledger) gives a page of under 1 MB.
 package report
