@@ -139,6 +139,31 @@ func TestDocExamplesCallRealCommands(t *testing.T) {
 
 // TestOperationsQuotesTheCrontab keeps the crontab line shown in
 // docs/operations.md identical to the file an operator installs.
+// TestSystemdUnits: the example units do what their comments say. The
+// service runs as an unprivileged user; a timer asks for Persistent= only
+// with an OnCalendar= trigger, the only kind it applies to.
+func TestSystemdUnits(t *testing.T) {
+	keys := func(name string) map[string]string {
+		b, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", name))
+		require.NoError(t, err)
+		out := map[string]string{}
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && !strings.HasPrefix(k, "#") {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	svc := keys("acr-loop.service")
+	assert.NotEmpty(t, svc["User"], "the service names the user it runs as")
+	assert.NotEqual(t, "root", svc["User"])
+	timer := keys("acr-loop.timer")
+	if p, ok := timer["Persistent"]; ok && p == "true" {
+		assert.NotEmpty(t, timer["OnCalendar"], "Persistent=true applies only to OnCalendar= timers")
+	}
+	assert.NotEmpty(t, timer["OnUnitInactiveSec"]+timer["OnCalendar"], "the timer repeats")
+}
+
 func TestOperationsQuotesTheCrontab(t *testing.T) {
 	cron, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", "crontab"))
 	require.NoError(t, err)
