@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,8 +58,10 @@ func readRunWith(t testing.TB, dir string, o Options) *View {
 // TestReportGolden pins the page of the mixed 100-cycle scenario: approvals,
 // commitments suspended, resumed, completed and expired, compactions, a
 // strategic review and two recoveries (run -update to rewrite it, then
-// review the diff, in a browser too).
+// review the diff, in a browser too), lays the same run on a wall-clock
+// axis, and loads the page in a real browser.
 func TestReportGolden(t *testing.T) {
+	t.Parallel()
 	dir := runScenario(t, "p14-mixed-100")
 	v := readRun(t, dir)
 	var page bytes.Buffer
@@ -111,6 +114,10 @@ func TestReportGolden(t *testing.T) {
 	page.Reset()
 	require.NoError(t, Render(&page, tv))
 	assert.Contains(t, page.String(), "The axis is the wall clock")
+
+	t.Run("in a browser", func(t *testing.T) {
+		inBrowser(t, v, `class="cycle disp-WAIT_APPROVAL"`, `class="approval state-approved"`, `class="mark ev-created"`)
+	})
 }
 
 // assertSelfContained: nothing on the page points outside it.
@@ -137,35 +144,40 @@ func golden(t *testing.T, path string, got []byte) {
 // scenario agrees with the scenario runner's own counts, whatever the run
 // did (sleep, deferral, stop, fault, recovery).
 func TestReportReadsWhatTheLedgerSays(t *testing.T) {
-	n := 0
-	for _, name := range []string{"p03-sleep-wake-resume", "p04-deferred-evidence", "p08-commitment-deadline", "p11-crash-after-commit", "p13-budget-stop", "p16-provider-fault"} {
-		t.Run(name, func(t *testing.T) {
-			sc, err := scenario.Load(filepath.Join("..", "..", "scenarios", name))
-			require.NoError(t, err)
-			res, err := scenario.Run(sc, scenario.Options{Keep: true})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(res.Dir)) })
-			v := readRun(t, res.Dir)
-			assert.Equal(t, res.Cycles, v.Cycles)
-			got := map[string]int{}
-			for _, tot := range v.Totals {
-				if tot.Count > 0 {
-					got[tot.Disposition] = int(tot.Count)
+	t.Parallel()
+	var n atomic.Int64
+	t.Run("each", func(t *testing.T) {
+		for _, name := range []string{"p03-sleep-wake-resume", "p04-deferred-evidence", "p08-commitment-deadline", "p11-crash-after-commit", "p13-budget-stop", "p16-provider-fault"} {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				sc, err := scenario.Load(filepath.Join("..", "..", "scenarios", name))
+				require.NoError(t, err)
+				res, err := scenario.Run(sc, scenario.Options{Keep: true})
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(res.Dir)) })
+				v := readRun(t, res.Dir)
+				assert.Equal(t, res.Cycles, v.Cycles)
+				got := map[string]int{}
+				for _, tot := range v.Totals {
+					if tot.Count > 0 {
+						got[tot.Disposition] = int(tot.Count)
+					}
 				}
-			}
-			assert.Equal(t, res.DispositionCounts, got)
-			w := &countingWriter{}
-			require.NoError(t, Render(w, v))
-			n++
-		})
-	}
-	require.Equal(t, 6, n)
+				assert.Equal(t, res.DispositionCounts, got)
+				w := &countingWriter{}
+				require.NoError(t, Render(w, v))
+				n.Add(1)
+			})
+		}
+	})
+	require.Equal(t, int64(6), n.Load())
 }
 
 // TestGeneratedRun reads a generated history longer than the timeline
 // holds (2,500 cycles; -report.cycles=100000 for the full-size check) and
 // checks the page without keeping it: its size against MaxPageBytes,
-// and the elements counted as it streams past.
+// and the elements counted as it streams past; then loads the bucketed
+// page in a real browser.
 func TestGeneratedRun(t *testing.T) {
 	t.Parallel()
 	if testing.Short() && *genCycles > 10_000 {
@@ -200,6 +212,10 @@ func TestGeneratedRun(t *testing.T) {
 	before := snapshotDir(t, dir)
 	readRun(t, dir)
 	assert.Equal(t, before, snapshotDir(t, dir))
+
+	t.Run("in a browser", func(t *testing.T) {
+		inBrowser(t, v, `class="bucket"`, `id="recent"`, fmt.Sprintf(`id="c%d"`, g.Cycles), `class="compaction"`)
+	})
 }
 
 // matchWriter counts bytes and occurrences of needles as a page streams
@@ -247,6 +263,7 @@ func snapshotDir(t *testing.T, dir string) map[string]string {
 // TestReadDamagedLedger: damage in the ledger stops the report with the
 // ledger's own error, naming the line.
 func TestReadDamagedLedger(t *testing.T) {
+	t.Parallel()
 	dir := runScenario(t, "p05-approval-escalation")
 	st, _, err := rundir.ReadState(dir)
 	require.NoError(t, err)
