@@ -4,7 +4,7 @@ BIN      := bin/acr
 DEMO_DIR ?= $(CURDIR)/.demo_state
 FUZZTIME ?= 50000x
 
-.PHONY: build install demo test test-short lint fuzz bench bench-quick crash validate release-manifest man clean
+.PHONY: build install demo example proposers test test-short lint fuzz bench bench-quick crash validate release-manifest man clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/acr
@@ -33,6 +33,18 @@ endif
 demo: build
 	@scripts/demo.sh $(BIN) $(DEMO_DIR)
 
+# The real-work example: acr looks after a copy of a small Go module in
+# place, with command checks, a command fix, a proposer and an approval.
+EXAMPLE_DIR ?= $(CURDIR)/.example_state
+example: build proposers
+	@scripts/example.sh $(BIN) $(EXAMPLE_DIR)
+
+# The example proposers: one asks any OpenAI-compatible endpoint, one
+# answers from a file of prepared proposals.
+proposers:
+	$(GO) build -o bin/openai-compatible-proposer ./examples/proposers/openai-compatible
+	$(GO) build -o bin/canned-proposer ./examples/proposers/canned
+
 # The full test suite, with the race detector. CI runs exactly this. The
 # race detector needs cgo and a C compiler; without one the suite still
 # runs, without -race, and says so.
@@ -46,17 +58,18 @@ test-short:
 
 lint:
 	$(GO) vet ./...
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $$(git ls-files '*.go' ':!examples/go-project/project')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 # A short pass over every fuzz target.
 fuzz:
 	@scripts/fuzz.sh $(FUZZTIME)
 
-# The full crash harness: 1,000 SIGKILLs at every failpoint and at random
-# instants; `make test` runs a short version of the same test.
+# The full crash harnesses: 1,000 SIGKILLs each at every failpoint and at
+# random instants, on the sandbox world and on a real directory whose fixes
+# are commands; `make test` runs a short version of the same tests.
 CRASH_KILLS ?= 1000
 crash:
-	$(GO) test -count=1 -timeout 60m -run '^TestCrashHarness$$' -v ./cmd/acr -crash.kills=$(CRASH_KILLS) | grep -E 'crash harness|PASS|FAIL|ok'
+	$(GO) test -count=1 -timeout 60m -run '^Test(Command)?CrashHarness$$' -v ./cmd/acr -crash.kills=$(CRASH_KILLS) | grep -E 'crash harness|PASS|FAIL|ok'
 
 # Freeze the release: record the current schema/source hashes and every
 # scenario's fingerprints, and write docs/PHASE12_VALIDATION.md. Run it on
@@ -85,4 +98,4 @@ man: build
 	$(BIN) man --dir man
 
 clean:
-	rm -rf bin man $(DEMO_DIR)
+	rm -rf bin man $(DEMO_DIR) $(EXAMPLE_DIR)

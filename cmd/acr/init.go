@@ -1,9 +1,13 @@
 package main
 
 import (
+	"path/filepath"
+
 	"github.com/spf13/cobra"
 
 	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/sandbox"
+	"github.com/acr-project/acr/internal/world"
 )
 
 type initOptions struct {
@@ -60,13 +64,30 @@ func runInit(a *app, o initOptions) error {
 	}
 	a.log.Info().Str("run_id", st.Run.RunID).Str("state_dir", a.cfg.StateDir).Msg("run initialised")
 	if a.cfg.JSON {
-		a.printJSON(map[string]any{"run_id": st.Run.RunID, "state_dir": a.cfg.StateDir, "goal_ref": st.Run.GoalRefs[0],
+		a.printJSON(map[string]any{"run_id": st.Run.RunID, "state_dir": a.cfg.StateDir, "world": worldDir(a.cfg.StateDir, in.Spec), "goal_ref": st.Run.GoalRefs[0],
 			"contract_ref": st.Run.ContractRef, "authority_ref": st.Run.AuthorityRef, "environment_ref": st.Run.EnvironmentRef,
 			"loop_disposition": st.Run.LoopDisposition})
 		return nil
 	}
-	a.printf("initialised run %s in %s\n  goal      %s (%s)\n  contract  %s (%s)\n  checks    %d, failing now: %d\nnext: acr run --max-cycles 20\n",
+	a.printf("initialised run %s in %s\n  goal      %s (%s)\n  contract  %s (%s)\n  world     %s\n  checks    %d, failing now: %d\nnext: acr run --max-cycles 20\n",
 		st.Run.RunID, a.cfg.StateDir, in.Goal.ID, st.Run.GoalRefs[0].Short(), in.Contract.ID, st.Run.ContractRef.Short(),
-		len(in.Spec.Checks), failing(st.Environment.Checks))
+		worldLine(in.Spec), len(in.Spec.Checks), failing(st.Environment.Checks))
 	return nil
+}
+
+// worldDir is the directory a run looks after: its root, or the sandbox
+// copy inside the state directory.
+func worldDir(stateDir string, spec world.Spec) string {
+	if spec.Root != "" {
+		return spec.Root
+	}
+	return filepath.Join(stateDir, filepath.FromSlash(sandbox.WorldDir))
+}
+
+// worldLine says in words which world a run looks after.
+func worldLine(spec world.Spec) string {
+	if spec.Root != "" {
+		return "the directory " + spec.Root + " (in place)"
+	}
+	return "a sandbox copy of the environment's files"
 }

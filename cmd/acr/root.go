@@ -307,7 +307,8 @@ func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.stdout, format,
 // clock returns the time source: the wall clock, or a frozen time given in
 // ACR_CLOCK (RFC 3339), which scenario tests use for reproducible output.
 func (a *app) clock() (rundir.Options, error) {
-	opt := rundir.Options{Clock: rundir.Clock{}, Revision: revision(), CheckpointEvery: a.cfg.CheckpointEvery, Failpoint: failpoint(os.Getenv("ACR_FAILPOINT"))}
+	opt := rundir.Options{Clock: rundir.Clock{}, Revision: revision(), CheckpointEvery: a.cfg.CheckpointEvery, Failpoint: failpoint(os.Getenv("ACR_FAILPOINT")),
+		Environ: os.LookupEnv}
 	if a.cfg.Clock != "" {
 		t, err := state.ParseTime(a.cfg.Clock)
 		if err != nil {

@@ -82,7 +82,7 @@ func runStatus(a *app) error {
 		if p.CheckID != "" {
 			check = " (check " + p.CheckID + ")"
 		}
-		a.printf("  %s %s%s, requested in cycle %d, %s: %s\n", p.Operation, p.Target, check, p.CycleSeq, when(p.RequestedAt, now), p.Reason)
+		a.printf("  %s%s, requested in cycle %d, %s: %s\n", pendingAction(p), check, p.CycleSeq, when(p.RequestedAt, now), p.Reason)
 		if v := queuedVerdict(queued, p); v != "" {
 			other := map[string]string{"approve": "deny", "deny": "approve"}[v]
 			a.printf("    answered: %s is queued; the next acr run applies it (until then, acr %s %s replaces it)\n", v, other, p.Ref)
@@ -114,7 +114,10 @@ func runStatus(a *app) error {
 	}
 	a.printInbox(queued, bad, inboxErr)
 	a.printf("budget       %s\n", budgetLine(r.Budget, rs.State.Contract.Budgets))
-	a.printf("world        %d of %d checks failing\n", failing(rs.State.Environment.Checks), len(rs.State.Environment.Checks))
+	a.printf("world        %d of %d checks failing, in %s\n", failing(rs.State.Environment.Checks), len(rs.State.Environment.Checks), worldLine(rs.State.Spec))
+	for _, f := range rs.State.Environment.Refused {
+		a.printf("  refused    %s: %s\n", f.Path, f.Reason)
+	}
 	if r.CycleSeq > 0 {
 		a.printf("history      acr log lists every cycle; acr audit %d explains the last one\n", r.CycleSeq)
 	}
@@ -372,4 +375,13 @@ func trimZero(s string) string {
 		}
 	}
 	return s
+}
+
+// pendingAction says what a pending approval would do, in a few words.
+func pendingAction(p state.PendingApproval) string {
+	var a world.Action
+	if err := state.DecodeValue(p.Action, &a); err != nil {
+		return p.Operation + " " + p.Target
+	}
+	return a.Describe()
 }

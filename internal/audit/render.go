@@ -77,7 +77,26 @@ func (r *Report) WriteText(w io.Writer) error {
 		p("  rule      %s %v: %s%s", c.Rule.Operation, c.Rule.Paths, c.Rule.Effect, reasonSuffix(c.Rule.Reason))
 	}
 	if o := r.Outcome; o != nil {
-		p("outcome     %s %s: %s, before %s after %s", o.Operation, o.Target, o.Status, orDash(string(o.BeforeSHA256)), orDash(string(o.AfterSHA256)))
+		what := string(o.Operation) + " " + o.Target
+		if a := r.Action; a != nil && a.OnSet() {
+			what = a.Describe()
+		}
+		p("outcome     %s: %s, before %s after %s", what, o.Status, orDash(string(o.BeforeSHA256)), orDash(string(o.AfterSHA256)))
+		if o.Detail != "" {
+			p("  detail    %s", o.Detail)
+		}
+		if cr := o.Command; cr != nil {
+			p("  command   %s: exit %d after %d ms, stdout %d bytes, stderr %d bytes", strings.Join(cr.Argv, " "), cr.ExitCode, cr.DurationMS, cr.StdoutBytes, cr.StderrBytes)
+			for _, line := range outputLines(cr.Stdout, cr.Stderr, 6) {
+				p("    | %s", line)
+			}
+		}
+		if len(o.Changed) > 0 {
+			p("  changed   %s", strings.Join(o.Changed, ", "))
+		}
+		if len(o.Outside) > 0 {
+			p("  outside   %s (not covered by the command's touches)", strings.Join(o.Outside, ", "))
+		}
 		p("  key       %s", o.Key)
 	} else if r.IdempotencyKey != "" {
 		p("outcome     none recorded; idempotency key %s", r.IdempotencyKey)
@@ -187,4 +206,17 @@ func writeController(p func(string, ...any), c Controller) {
 	for _, v := range c.Violations {
 		p("  refused   %s: %s by %s on %s", v.Rule, v.Detail, v.Actor, v.Artifact)
 	}
+}
+
+// outputLines is the first n lines a command printed, stdout then stderr.
+func outputLines(stdout, stderr string, n int) []string {
+	var out []string
+	for _, text := range []string{stdout, stderr} {
+		for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+			if line != "" && len(out) < n {
+				out = append(out, line)
+			}
+		}
+	}
+	return out
 }

@@ -59,6 +59,8 @@ type Program struct {
 	// Routing names the overlay that shaped the program ("" on the
 	// direct path).
 	Routing state.Ref `json:"routing_ref"`
+	// Proposer says the program consults the external proposer.
+	Proposer bool `json:"proposer,omitempty"`
 }
 
 // Routing is what a strategy overlay asks of the compiler.
@@ -77,12 +79,12 @@ type Routing struct {
 func Retrieve(c world.Check, res world.CheckResult) []Affordance {
 	var out []Affordance
 	for i, f := range c.Fixes {
-		a := actionFor(c, res, f)
+		a := world.DraftFix(c, res, f)
 		out = append(out, Affordance{ID: fmt.Sprintf("fix-%d", i), Operation: f.Operation, FixIndex: i, Fingerprint: Fingerprint(a)})
 	}
 	if len(out) == 0 {
 		f := world.Fix{Operation: world.OpMarkIssue, Note: c.Summary}
-		a := actionFor(c, res, f)
+		a := world.DraftFix(c, res, f)
 		out = append(out, Affordance{ID: "report", Operation: world.OpMarkIssue, FixIndex: -1, Fingerprint: Fingerprint(a)})
 	}
 	return out
@@ -97,6 +99,20 @@ func Compile(cycleSeq int64, itemID string, c world.Check, affs []Affordance, r 
 		steps = []Op{OpObserveTarget, OpRetrieve, OpCritique, OpSelect, OpDraft, OpFinalize}
 	}
 	return Program{Schema: ProgramSchema, CycleSeq: cycleSeq, ItemID: itemID, CheckID: c.ID, Affordances: affs, Steps: steps, Routing: r.Ref}
+}
+
+// CompileProposal is the program that consults the external proposer: it
+// observes the item, asks, critiques each proposed action in the order
+// given and finalizes the first that passes.
+func CompileProposal(cycleSeq int64, itemID string, c world.Check, affs []Affordance, r Routing) Program {
+	return Program{Schema: ProgramSchema, CycleSeq: cycleSeq, ItemID: itemID, CheckID: c.ID, Affordances: affs,
+		Steps: []Op{OpObserveTarget, OpConsult, OpCritique, OpFinalize}, Routing: r.Ref, Proposer: true}
+}
+
+// ReportAction is the action that reports an item for a person (mark_issue),
+// the remedy of last resort.
+func ReportAction(c world.Check, res world.CheckResult) world.Action {
+	return world.DraftFix(c, res, world.Fix{Operation: world.OpMarkIssue, Note: c.Summary})
 }
 
 // Turn is one public step of the self-dialogue.
@@ -122,6 +138,8 @@ type Dialogue struct {
 
 // Situation is what the dialogue may consult: the check, its observed
 // result, and fingerprints of actions that already failed on this item.
+// For a command check with a path, Result.TargetSHA256 is the path's hash
+// (the kernel puts it there), since that is what a patch is derived from.
 type Situation struct {
 	Check       world.Check
 	Result      world.CheckResult
@@ -222,9 +240,9 @@ func orNone(s string) string {
 
 func draftFor(sit Situation, a Affordance) world.Action {
 	if a.FixIndex < 0 {
-		return actionFor(sit.Check, sit.Result, world.Fix{Operation: world.OpMarkIssue, Note: sit.Check.Summary})
+		return world.DraftFix(sit.Check, sit.Result, world.Fix{Operation: world.OpMarkIssue, Note: sit.Check.Summary})
 	}
-	return actionFor(sit.Check, sit.Result, sit.Check.Fixes[a.FixIndex])
+	return world.DraftFix(sit.Check, sit.Result, sit.Check.Fixes[a.FixIndex])
 }
 
 // critique checks a draft against what cognition itself can know: the
@@ -233,6 +251,10 @@ func draftFor(sit Situation, a Affordance) world.Action {
 func critique(a *world.Action, sit Situation) string {
 	if a == nil {
 		return "nothing drafted"
+	}
+	if a.OnSet() {
+		// A declared command: governance rules on what it touches.
+		return ""
 	}
 	if sit.Spec.Excluded(a.Target) {
 		return "target is excluded from observation"
@@ -244,23 +266,6 @@ func critique(a *world.Action, sit Situation) string {
 		return "remedy already failed on this item"
 	}
 	return ""
-}
-
-// actionFor builds the action request a remedy implies.
-func actionFor(c world.Check, res world.CheckResult, f world.Fix) world.Action {
-	a := world.Action{Schema: world.ActionSchema, Operation: f.Operation, Target: c.Path, CheckID: c.ID}
-	switch f.Operation {
-	case world.OpApplyPatch:
-		a.ExpectSHA256, a.Find, a.Replace, a.Occurrences = res.TargetSHA256, f.Find, f.Replace, f.Occurrences
-	case world.OpRecordArtifact:
-		a.ExpectSHA256, a.Content = res.TargetSHA256, f.Content
-	case world.OpMarkIssue:
-		a.Target, a.Note = world.IssuesFile, f.Note
-		if a.Note == "" {
-			a.Note = c.Summary
-		}
-	}
-	return a
 }
 
 // Fingerprint identifies what an action does, independent of the evidence

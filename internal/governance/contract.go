@@ -37,7 +37,38 @@ type Contract struct {
 	// Budgets bound the whole run.
 	CycleBudget *CycleBudget `json:"cycle_budget,omitempty"`
 	Policy      Policy       `json:"policy"`
+	// Proposer is an external program cognition may ask for a proposal
+	// (docs/providers.md). It proposes; governance still decides.
+	Proposer *Proposer `json:"proposer,omitempty"`
 }
+
+// Proposer names the external proposer and when it is asked.
+type Proposer struct {
+	// Argv is the program; it reads one acr.proposal-request/v0.1 on
+	// stdin and writes one acr.proposal/v0.1 on stdout.
+	Argv []string `json:"argv"`
+	// TimeoutSeconds bounds one proposal (0: DefaultProposerTimeout).
+	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
+	// Mode is "fallback" (the default: asked when the selected item has
+	// no untried declared fix left) or "always".
+	Mode string `json:"mode,omitempty"`
+	// PassEnv names environment variables the proposer receives beyond
+	// PATH, HOME and LANG (an API key, say).
+	PassEnv []string `json:"pass_env,omitempty"`
+}
+
+// Proposer modes.
+const (
+	ProposerFallback = "fallback"
+	ProposerAlways   = "always"
+)
+
+// DefaultProposerTimeout bounds a proposer without a timeout of its own.
+const DefaultProposerTimeout = 120
+
+// Always reports whether the proposer is asked even when a declared fix
+// is left to try.
+func (p *Proposer) Always() bool { return p != nil && p.Mode == ProposerAlways }
 
 // Cycle returns the cycle budget in force, defaults filled in.
 func (c *Contract) Cycle() CycleBudget {
@@ -285,6 +316,24 @@ func (c *Contract) Validate() error {
 	if cb.MaxRecursiveDepth > 3 {
 		return &state.FieldError{Path: "cycle_budget.max_recursive_depth", Err: fmt.Errorf("must be at most 3 (D3)")}
 	}
+	if p := c.Proposer; p != nil {
+		if len(p.Argv) == 0 || p.Argv[0] == "" {
+			return &state.FieldError{Path: "proposer.argv", Err: fmt.Errorf("required: the program that proposes, e.g. [\"examples/proposers/openai-compatible/proposer\"]")}
+		}
+		if p.TimeoutSeconds < 0 || p.TimeoutSeconds > world.MaxCommandTimeout {
+			return &state.FieldError{Path: "proposer.timeout_seconds", Err: fmt.Errorf("must be between 0 (the default, %d s) and %d", DefaultProposerTimeout, world.MaxCommandTimeout)}
+		}
+		switch p.Mode {
+		case "", ProposerFallback, ProposerAlways:
+		default:
+			return &state.FieldError{Path: "proposer.mode", Err: fmt.Errorf("want fallback or always, found %q", p.Mode)}
+		}
+		for i, name := range p.PassEnv {
+			if err := world.ValidEnvName(name); err != nil {
+				return &state.FieldError{Path: fmt.Sprintf("proposer.pass_env[%d]", i), Err: err}
+			}
+		}
+	}
 	switch c.Policy.DeferTo {
 	case "", "sleep", "defer":
 	default:
@@ -309,9 +358,90 @@ func (c *Contract) Validate() error {
 // -1 when none does.
 func (c *Contract) Match(op world.Operation, target string) int {
 	for i, r := range c.Rules {
-		if (r.Operation == "*" || r.Operation == string(op)) && world.MatchAny(r.Paths, target) {
+		if r.governs(op, r.Effect) && world.MatchAny(r.Paths, target) {
 			return i
 		}
 	}
 	return -1
+}
+
+// governs reports whether a rule speaks about op. A rule for "*" speaks
+// about every operation, except that it never allows one that needs a
+// named rule (run_command: running a program needs a rule that names
+// run_command, so that a contract written before commands existed does
+// not start allowing them). A "*" rule that forbids or asks for approval
+// still applies.
+func (r Rule) governs(op world.Operation, effect Effect) bool {
+	if r.Operation == string(op) {
+		return true
+	}
+	k, _ := world.Kind(op)
+	return r.Operation == "*" && (!k.NamedRule || effect != Allow)
+}
+
+// Ruling is what the rules say about an action on all the paths it may
+// touch.
+type Ruling struct {
+	// Effect is the strictest effect of the rules that apply: forbid over
+	// approve over allow. Empty when some path is governed by no rule.
+	Effect Effect
+	// Rule is the index of the deciding rule (the forbidding one, else
+	// the first that asks for approval, else the last that allowed), -1
+	// when none applied.
+	Rule int
+	// Uncovered is the first path no rule covers ("" when all are).
+	Uncovered string
+	// RequiresEvidence is every applying rule's required evidence.
+	RequiresEvidence []string
+}
+
+// Rule decides an action over every path it may touch (world.Action.Paths).
+// For each path pattern the rules are read in order: every rule that may
+// apply to some path the pattern matches contributes its effect, and the
+// first rule that covers the whole pattern ends the reading. A single file
+// is thus governed by its first matching rule, as always; a command that
+// touches **/*.go is forbidden by a forbid rule on vendor/** above a rule
+// that allows **, because it could change vendor/x.go.
+func (c *Contract) Rule(a world.Action) Ruling {
+	rl := Ruling{Rule: -1}
+	rank := map[Effect]int{Allow: 1, Approve: 2, Forbid: 3}
+	note := func(i int, e Effect) {
+		if rank[e] > rank[rl.Effect] || (e == Allow && rl.Effect == Allow) {
+			rl.Effect, rl.Rule = e, i
+		}
+		for _, ev := range c.Rules[i].RequiresEvidence {
+			if !slices.Contains(rl.RequiresEvidence, ev) {
+				rl.RequiresEvidence = append(rl.RequiresEvidence, ev)
+			}
+		}
+	}
+	for _, p := range a.Paths() {
+		covered := false
+		for i, r := range c.Rules {
+			if !r.governs(a.Operation, r.Effect) {
+				continue
+			}
+			overlaps, covers := false, false
+			for _, pat := range r.Paths {
+				overlaps = overlaps || world.MayOverlap(pat, p)
+				covers = covers || world.Covers(pat, p)
+			}
+			if !overlaps {
+				continue
+			}
+			note(i, r.Effect)
+			if r.Effect == Forbid {
+				return rl
+			}
+			if covers {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			rl.Effect, rl.Uncovered = "", p
+			return rl
+		}
+	}
+	return rl
 }

@@ -137,14 +137,30 @@ func Decide(c *Contract, spec *world.Spec, req Request) Decision {
 	}
 	refuse := func(code string) Decision { d.Verdict, d.ReasonCodes = Refuse, []string{code}; return d }
 	a := req.Action
-	if !slices.Contains(world.Operations(), a.Operation) {
+	k, ok := world.Kind(a.Operation)
+	if !ok {
 		return refuse("unknown_operation")
 	}
-	if _, err := world.CleanPath(a.Target); err != nil {
-		return refuse("target_path_invalid")
+	if k.Declared != nil {
+		// Only what the environment declares, exactly as declared, may
+		// run: a proposer names commands, it does not write them.
+		if code := k.Declared(spec, a); code != "" {
+			return refuse(code)
+		}
 	}
-	if spec.Excluded(a.Target) {
-		return refuse("target_excluded")
+	if a.OnSet() {
+		for _, p := range a.Paths() {
+			if world.ValidPattern(p) != nil {
+				return refuse("target_path_invalid")
+			}
+		}
+	} else {
+		if _, err := world.CleanPath(a.Target); err != nil {
+			return refuse("target_path_invalid")
+		}
+		if spec.Excluded(a.Target) {
+			return refuse("target_excluded")
+		}
 	}
 	if !req.StillNeeded {
 		d.Verdict, d.ReasonCodes = IdleVerdict, []string{"nothing_to_do"}
@@ -161,13 +177,13 @@ func Decide(c *Contract, spec *world.Spec, req Request) Decision {
 		d.Rule, d.Effect = "rollback_of_own_effect", Allow
 		r = Rule{Effect: Allow}
 	} else {
-		i := c.Match(a.Operation, a.Target)
-		if i < 0 {
+		rl := c.Rule(a)
+		if rl.Effect == "" {
 			d.Rule = "default"
 			return refuse("no_rule_allows")
 		}
-		r = c.Rules[i]
-		d.Rule, d.Effect = fmt.Sprintf("rules[%d]", i), r.Effect
+		r = Rule{Effect: rl.Effect, RequiresEvidence: rl.RequiresEvidence}
+		d.Rule, d.Effect = fmt.Sprintf("rules[%d]", rl.Rule), rl.Effect
 	}
 	if r.Effect == Forbid {
 		return refuse("contract_forbids")

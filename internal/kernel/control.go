@@ -144,20 +144,13 @@ func (b *builder) overBudget(more controller.Usage) string {
 // be judged, fixed before the action.
 func (b *builder) fitnessFor(a world.Action, actionRef state.Ref) controller.FitnessContract {
 	f := controller.FitnessContract{Schema: controller.FitnessSchema, CycleID: b.cycleID, ActionRef: actionRef, CheckID: a.CheckID,
-		Target: a.Target, Criteria: []string{"readback_agrees"}, PassingBefore: []string{}, ProposedBy: controller.Distiller}
-	switch a.Operation {
-	case world.OpMarkIssue:
-		f.Criteria = append(f.Criteria, "issue_recorded")
-	case world.OpRestore:
-		f.Criteria = append(f.Criteria, "snapshot_restored")
-	case world.OpApplyPatch, world.OpRecordArtifact:
-		if a.CheckID != "" {
-			f.Criteria = append(f.Criteria, "check_passes")
-		}
-		f.Criteria = append(f.Criteria, "no_regression")
-	}
+		Target: a.Target, Criteria: append([]string{"readback_agrees"}, a.Criteria()...), PassingBefore: []string{}, ProposedBy: controller.Distiller}
 	for _, c := range b.s.Spec.Checks {
-		if r, ok := b.s.Environment.Check(c.ID); ok && c.Path == a.Target && r.Status == world.CheckPass {
+		r, ok := b.s.Environment.Check(c.ID)
+		if !ok || r.Status != world.CheckPass || c.Path == "" {
+			continue
+		}
+		if (a.OnSet() && world.MatchAny(a.Paths(), c.Path)) || c.Path == a.Target {
 			f.PassingBefore = append(f.PassingBefore, c.ID)
 		}
 	}
@@ -238,10 +231,18 @@ func evaluateEffect(a world.Action, out world.Outcome, rb *world.Readback, f con
 		return "operator_review_required", "no independent readback"
 	case out.Status == world.OutcomeStale:
 		return "inconclusive", "target changed before the effect"
-	case out.Status == world.OutcomeFailed:
+	case out.Status == world.OutcomeFailed && out.AfterSHA256 == out.BeforeSHA256:
 		return "rejected", "the effect failed"
 	case rb.SHA256 != out.AfterSHA256:
 		return "operator_review_required", "the readback disagrees with the executor's report"
+	case len(out.Outside) > 0:
+		// A command that changed what it did not declare is for a person:
+		// the contract was ruled on its touches, not on these files.
+		return "operator_review_required", "the command changed files outside its touches: " + strings.Join(out.Outside, ", ")
+	case out.Status == world.OutcomeFailed && out.AfterSHA256 != out.BeforeSHA256:
+		// A command that failed half-way leaves the files it touched in a
+		// state nobody asked for: undo it.
+		return "rollback_required", "the effect failed after changing its files"
 	}
 	var regressed []string
 	for _, id := range f.PassingBefore {

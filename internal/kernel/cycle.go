@@ -39,6 +39,11 @@ type Pending struct {
 	Events []ledger.Event
 	// Effect is the authorized action, or nil when the cycle has none.
 	Effect *Effect
+	// Ask, when set, is a request for the external proposer: the cycle is
+	// stopped in cognition, not yet at the governance boundary. The driver
+	// asks the proposer and hands the reply to Answer, which goes on; Events
+	// and Effect are then those of the answered cycle.
+	Ask *cognition.ProposalRequest
 
 	b *builder
 }
@@ -106,6 +111,9 @@ type builder struct {
 	evidence   string
 	compactReq bool
 	strategic  strategy.Tension
+
+	// cognition stopped for the external proposer (propose.go)
+	thought *thinking
 
 	// the controller's view of the cycle (control.go)
 	ctl        *controller.Machine
@@ -222,10 +230,21 @@ func Begin(s State, in Inputs) (*Pending, error) {
 	}
 	b.receiveKnowledge(in.Knowledge)
 	b.run()
+	return b.pending()
+}
+
+// pending is the cycle as it stands: at the governance boundary, or
+// stopped for the proposer.
+func (b *builder) pending() (*Pending, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
-	return &Pending{Events: b.events, Effect: b.effect, b: b}, nil
+	p := &Pending{Events: b.events, Effect: b.effect, b: b}
+	if t := b.thought; t != nil && t.prog.Proposer && t.reply == nil && b.err == nil {
+		req := b.thought.request
+		p.Ask = &req
+	}
+	return p, nil
 }
 
 // Finish completes a cycle with what the driver learned about its Effect
@@ -680,7 +699,6 @@ func (b *builder) resolveAgenda(sem semantic.State) {
 // to governance.
 func (b *builder) think() {
 	rs := &b.s.Run
-	pol := b.s.Contract.Policy.Defaults()
 	sel := *b.res.Selected
 	b.item = sel.ItemID
 	ci := slices.IndexFunc(b.s.Spec.Checks, func(c world.Check) bool { return c.ID == sel.CheckID })
@@ -705,11 +723,44 @@ func (b *builder) think() {
 	if ov := b.s.Strategy.Overlay; ov != nil {
 		routing = cognition.Routing{Ref: ov.Ref(), CritiqueFirst: ov.CritiqueFirst, SkipFailed: slices.Contains(ov.SkipFailedFixes, b.item)}
 	}
-	affs := cognition.Retrieve(b.check, result)
-	prog := cognition.Compile(b.cycle, b.item, b.check, affs, routing)
-	progRef := b.record("cognition.program.compiled", "cprog", prog, nil)
-	b.rec.CognitiveProgramRef = progRef
-	dlg, action := cognition.Run(prog, progRef, cognition.Situation{Check: b.check, Result: result, FailedPrint: failed, Spec: &b.s.Spec, Routing: routing})
+	t := &thinking{result: result, routing: routing, failed: failed, commitmentID: sel.CommitmentID}
+	t.draft = b.draftResult(result)
+	t.affs = cognition.Retrieve(b.check, t.draft)
+	if b.needsProposal(t.affs, failed) {
+		t.prog = cognition.CompileProposal(b.cycle, b.item, b.check, t.affs, routing)
+	} else {
+		t.prog = cognition.Compile(b.cycle, b.item, b.check, t.affs, routing)
+	}
+	t.progRef = b.record("cognition.program.compiled", "cprog", t.prog, nil)
+	b.rec.CognitiveProgramRef = t.progRef
+	b.thought = t
+	if t.prog.Proposer {
+		// Stop here: the driver asks the proposer, Answer goes on.
+		t.request = b.proposalRequest(result)
+		t.requestRef = b.record(evProposalRequested, "preq", t.request, map[string]state.Ref{"program": t.progRef})
+		return
+	}
+	b.decide()
+}
+
+// decide runs the self-dialogue over the compiled program (and the
+// proposer's reply, when it was asked) and takes the action request, if
+// any, to governance.
+func (b *builder) decide() {
+	rs := &b.s.Run
+	pol := b.s.Contract.Policy.Defaults()
+	t := b.thought
+	progRef := t.progRef
+	result := t.result
+	sit := cognition.Situation{Check: b.check, Result: t.draft, FailedPrint: t.failed, Spec: &b.s.Spec, Routing: t.routing}
+	var dlg cognition.Dialogue
+	var action *world.Action
+	if t.reply != nil {
+		dlg, action = cognition.RunProposal(t.prog, progRef, sit, *t.reply, b.reportAction(t))
+		b.noteProposals(dlg, action)
+	} else {
+		dlg, action = cognition.Run(t.prog, progRef, sit)
+	}
 	b.rec.DialogueRef = b.record("cognition.run.completed", "dlg", dlg, map[string]state.Ref{"program": progRef}, dlg.Result)
 	rs.Budget.CognitiveOperations += int64(dlg.Operations)
 	depth := int64(1)
@@ -719,8 +770,13 @@ func (b *builder) think() {
 	used := controller.Usage{Branches: int64(b.candidates), Cost: int64(dlg.Operations), RecursiveDepth: depth}
 	if action == nil {
 		// The distiller produced no Resultant: the controller does not
-		// force one.
-		b.suppress(state.Suppression{ItemID: b.item, Reason: "no_acceptable_remedy", Since: b.at})
+		// force one. A proposer that found nothing (or only actions the
+		// critic rejected) is not asked again until the evidence changes.
+		sp := state.Suppression{ItemID: b.item, Reason: "no_acceptable_remedy", Since: b.at}
+		if t.reply != nil {
+			sp.EvidenceRef = string(result.TargetSHA256)
+		}
+		b.suppress(sp)
 		b.moveAs(controller.Distiller, controller.NoCycle, "no_acceptable_remedy", used, b.resRef, progRef, b.rec.DialogueRef)
 		b.conclude(b.afterSetback(), []string{"no_action_request", dlg.Reason})
 		return
@@ -754,7 +810,7 @@ func (b *builder) think() {
 	rs.Attempts = boundAttempts(rs.Attempts, b.item)
 	sortAttempts(rs.Attempts)
 	b.moveAs(controller.Distiller, controller.Plan, "resultant_ready", used, b.resRef, progRef, b.rec.DialogueRef)
-	b.govern(*action, nil, sel.CommitmentID)
+	b.govern(*action, nil, t.commitmentID)
 }
 
 // boundAttempts keeps only the most recent attempts of an item.
@@ -865,8 +921,9 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 	b.rec.GovernanceDecisionRef = decRef
 	b.rec.GovernanceDecision = d.Verdict.String()
 	b.sum.GovernanceDecision = d.Verdict.String()
-	b.sum.Action = string(action.Operation) + " " + action.Target
+	b.sum.Action = action.Describe()
 	more := b.candidates > 1
+	b.judgeProposed(b.fp, "governance_"+strings.ToLower(d.Verdict.String())+"_"+d.ReasonCodes[0])
 
 	switch d.Verdict {
 	case governance.Execute:
@@ -1002,7 +1059,7 @@ func (b *builder) settle(st Settlement) {
 	if st.Uncertain || st.Outcome == nil {
 		rs.PendingApprovals = append(rs.PendingApprovals, state.PendingApproval{
 			Ref: e.ActionRef, DecisionRef: e.DecisionRef, Operation: string(e.Action.Operation), Target: e.Action.Target, CheckID: e.Action.CheckID,
-			ItemID: b.item, Reason: "recovery_cannot_tell_if_effect_happened", RequestedAt: b.at, CycleSeq: b.cycle, Action: mustValue(e.Action),
+			ItemID: b.item, Reason: "uncertain_effect", RequestedAt: b.at, CycleSeq: b.cycle, Action: mustValue(e.Action),
 		})
 		b.emit("approval.requested", nil, map[string]state.Ref{"action": e.ActionRef}, "recovery_uncertain_effect")
 		b.moveAs(controller.Executor, controller.ObserveEffect, "effect_uncertain", controller.Usage{ToolActions: 1})
@@ -1027,7 +1084,10 @@ func (b *builder) settle(st Settlement) {
 	b.rec.WorldOutcomeRef = outRef
 	b.sum.Outcome = string(out.Status)
 	files := int64(0)
-	if out.AfterSHA256 != out.BeforeSHA256 {
+	switch {
+	case len(out.Changed) > 0:
+		files = int64(len(out.Changed))
+	case out.AfterSHA256 != out.BeforeSHA256:
 		files = 1
 	}
 	b.moveAs(controller.Executor, controller.ObserveEffect, string(out.Status), controller.Usage{ToolActions: 1, FilesTouched: files}, outRef)
@@ -1056,6 +1116,7 @@ func (b *builder) settle(st Settlement) {
 		ev.Result = "operator_review_required"
 	}
 	b.rec.EvaluationRef = evRef
+	b.judgeProposed(b.fp, ev.Result)
 
 	ai := slices.IndexFunc(rs.Attempts, func(a state.Attempt) bool {
 		return a.ItemID == b.item && a.Fingerprint == b.fp && a.EvidenceRef == b.evidence
@@ -1086,7 +1147,7 @@ func (b *builder) settle(st Settlement) {
 		}
 	case "rollback_required":
 		req := state.RollbackRequest{ItemID: b.item, CheckID: e.Action.CheckID, FromCycle: b.cycle, Reason: why,
-			Action: mustValue(st.Rollback.RestoreAction(e.Action.CheckID)), EvaluationRef: evRef}
+			Action: mustValue(st.Rollback.RestoreAction(e.Action.CheckID, out.AfterSHA256)), EvaluationRef: evRef}
 		rs.Rollbacks = append(rs.Rollbacks, req)
 		b.move(controller.Rollback, ev.Result, evRef)
 		reqRef := b.record(evRollback, "rbreq", req, map[string]state.Ref{"evaluation": evRef}, "rollback_bundle_queued")

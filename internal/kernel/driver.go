@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
@@ -40,8 +41,9 @@ type World interface {
 	Observe() (world.Observation, error)
 	Prepare(key string, a world.Action) (world.Intent, *world.Outcome, error)
 	Commit(key string, a world.Action, in world.Intent) (world.Outcome, bool, error)
-	// Readback is the observer's own reading of a target after an effect.
-	Readback(target string) (world.Readback, error)
+	// Readback is the observer's own reading, after an effect, of what
+	// the action changed (its target, or the files a command touches).
+	Readback(a world.Action, out world.Outcome) (world.Readback, error)
 }
 
 // Inbox is where wake signals, approvals and stop requests arrive.
@@ -54,6 +56,15 @@ type Inbox interface {
 // Clock tells the time. Cycles never read the wall clock themselves.
 type Clock interface {
 	Now() time.Time
+}
+
+// Proposer asks the external proposer (docs/providers.md): it sends the
+// request, with the files' content added, and returns the reply to record.
+// A proposer that times out, fails or answers something that is not a
+// valid proposal returns an error: a provider failure, after which the
+// cycle does not happen.
+type Proposer interface {
+	Propose(req cognition.ProposalRequest) (cognition.Reply, error)
 }
 
 // KnowledgeSource reports changed external knowledge sources (seed §8.1).
@@ -102,6 +113,9 @@ type Driver struct {
 	Index     CycleIndex
 	Clock     Clock
 	Knowledge KnowledgeSource
+	// Proposer is asked when a cycle needs a proposal; nil when the
+	// contract names none.
+	Proposer Proposer
 	// KillSwitch reports whether the operator's kill switch is on; nil
 	// means there is none.
 	KillSwitch func() (bool, error)
@@ -114,6 +128,9 @@ type Driver struct {
 	CheckpointEvery int
 	// UncertainErr tells the driver which World error means "cannot tell".
 	UncertainErr error
+	// RefusedErr tells the driver which World error means "this target is
+	// refused by confinement": an answer to record, not a failure.
+	RefusedErr error
 	// Failpoint, when set, is called at named substages (after-decision,
 	// after-ledger-append, after-checkpoint). Crash tests kill the process
 	// there.
@@ -372,6 +389,20 @@ func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) err
 	if err != nil {
 		return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: err.Error()}
 	}
+	p, answered, err := answerRecorded(p, evs)
+	if err != nil {
+		return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: err.Error()}
+	}
+	if !answered {
+		if !last {
+			return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: "a cycle that asked the proposer has no recorded reply and more history follows"}
+		}
+		// The proposer's reply never became durable, and with it no
+		// decision: abandon the cycle, the next one asks afresh.
+		rec.CycleAbandoned = true
+		rec.Classification = "interrupted_before_proposal_durable"
+		return d.appendOOB("persistent.recovery.cycle_abandoned", nil, []string{"proposal_not_durable"})
+	}
 	n, err := matchPrefix(evs, p.Events)
 	if err != nil {
 		return err
@@ -415,7 +446,7 @@ func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) err
 		}
 	}
 	if st.Outcome != nil && st.Readback == nil {
-		rb, err := d.World.Readback(st.Outcome.Target)
+		rb, err := d.World.Readback(p.Effect.Action, *st.Outcome)
 		if err != nil {
 			return fmt.Errorf("recover cycle %d: readback %s: %w", p.b.cycle, st.Outcome.Target, err)
 		}
@@ -460,14 +491,14 @@ func (d *Driver) recoveredIntent(recs []ledger.Record, p *Pending, rec *Recovery
 	if in, ok := recordedIntent(recs, p.Effect.Key); ok {
 		return &in, "", nil
 	}
-	in, prior, err := d.World.Prepare(p.Effect.Key, p.Effect.Action)
+	in, prior, refused, err := d.prepare(p)
 	if err != nil {
-		return nil, "", fmt.Errorf("recover cycle %d: prepare %s: %w", p.b.cycle, p.Effect.Key, err)
+		return nil, "", fmt.Errorf("recover %w", err)
 	}
 	if prior != nil {
 		return nil, "", nil // commitEffect finds the recorded outcome
 	}
-	ev, blocked, err := d.effectEvent(p, in)
+	ev, blocked, err := d.effectEvent(p, in, refused)
 	if err != nil {
 		return nil, "", err
 	}
@@ -481,9 +512,12 @@ func (d *Driver) recoveredIntent(recs []ledger.Record, p *Pending, rec *Recovery
 // outcome already recorded for the key and reuses it).
 func (d *Driver) commitEffect(p *Pending, in *world.Intent) (world.Outcome, bool, error) {
 	if in == nil {
-		i, prior, err := d.World.Prepare(p.Effect.Key, p.Effect.Action)
+		i, prior, refused, err := d.prepare(p)
 		if err != nil {
 			return world.Outcome{}, false, err
+		}
+		if refused != "" {
+			return world.Outcome{}, false, fmt.Errorf("effect %s: its target is refused by the world now", p.Effect.Key)
 		}
 		if prior != nil {
 			return *prior, true, nil
@@ -493,11 +527,33 @@ func (d *Driver) commitEffect(p *Pending, in *world.Intent) (world.Outcome, bool
 	return d.World.Commit(p.Effect.Key, p.Effect.Action, *in)
 }
 
+// prepare asks the world for an effect's intent. A target the world
+// refuses to touch (a symlink, a special file, a path its confinement
+// keeps out) is not a machine error but an answer: the effect is blocked
+// with that reason, recorded, and the item set aside.
+func (d *Driver) prepare(p *Pending) (world.Intent, *world.Outcome, string, error) {
+	in, prior, err := d.World.Prepare(p.Effect.Key, p.Effect.Action)
+	if err != nil {
+		if d.RefusedErr != nil && errors.Is(err, d.RefusedErr) {
+			return world.Intent{}, nil, "target_refused", nil
+		}
+		return world.Intent{}, nil, "", fmt.Errorf("cycle %d: prepare %s: %w", p.b.cycle, p.Effect.Key, err)
+	}
+	if p.Effect.Action.Operation == world.OpRunCommand {
+		in.RunID, in.CycleSeq = d.state.Run.RunID, p.b.cycle
+	}
+	return in, prior, "", nil
+}
+
 // effectEvent checks the controls for an effect and returns the event to
 // append with the cycle's first batch: the intent when every control is in
-// place, else the missing control.
-func (d *Driver) effectEvent(p *Pending, in world.Intent) (ledger.Event, string, error) {
-	if why := Controls(p, &in, true, d.Clock.Now()); why != "" {
+// place, else the missing control (or the refusal the world gave).
+func (d *Driver) effectEvent(p *Pending, in world.Intent, refused string) (ledger.Event, string, error) {
+	why := refused
+	if why == "" {
+		why = Controls(p, &in, true, d.Clock.Now())
+	}
+	if why != "" {
 		ev := ledger.Event{Type: evBlocked, RunID: d.state.Run.RunID, CycleSeq: p.b.cycle, At: p.b.at,
 			Refs: map[string]state.Ref{"action": p.Effect.ActionRef}, Reasons: []string{why}}
 		return ev, why, nil
@@ -628,7 +684,7 @@ func (d *Driver) gather() (Inputs, error) {
 	if err := ValidateObservation(obs, &d.state.Spec); err != nil {
 		return Inputs{}, fmt.Errorf("%w: observation: %w", ErrProvider, err)
 	}
-	in := Inputs{Now: now, Observation: obs, InboxPresent: []string{}}
+	in := Inputs{Now: now, Observation: obs, InboxPresent: []string{}, Runs: obs.Runs}
 	if d.Inbox != nil {
 		items, bad, err := d.Inbox.List()
 		if err != nil {
@@ -720,6 +776,18 @@ func (d *Driver) Step() (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
+	for p.Ask != nil {
+		if d.Proposer == nil {
+			return Summary{}, d.providerFailed(fmt.Errorf("%w: the contract names a proposer, but none is wired in", ErrProvider))
+		}
+		reply, err := d.Proposer.Propose(*p.Ask)
+		if err != nil {
+			return Summary{}, d.providerFailed(fmt.Errorf("%w: proposer: %w", ErrProvider, err))
+		}
+		if p, err = Answer(p, reply); err != nil {
+			return Summary{}, err
+		}
+	}
 	batch := p.Events
 	var intent *world.Intent
 	var st Settlement
@@ -727,20 +795,20 @@ func (d *Driver) Step() (Summary, error) {
 		// The controls are checked and the intent (or the missing control)
 		// goes into the same write and fsync as the decision: durable
 		// before the effect, at no extra cost.
-		in, prior, err := d.World.Prepare(p.Effect.Key, p.Effect.Action)
+		in, prior, blocked, err := d.prepare(p)
 		if err != nil {
-			return Summary{}, fmt.Errorf("cycle %d: prepare %s: %w", p.b.cycle, p.Effect.Key, err)
+			return Summary{}, err
 		}
 		if prior != nil {
 			st.Outcome = prior
 		} else {
-			ev, blocked, err := d.effectEvent(p, in)
+			ev, why, err := d.effectEvent(p, in, blocked)
 			if err != nil {
 				return Summary{}, err
 			}
 			batch = append(slices.Clone(batch), ev)
-			st.Blocked, st.Rollback = blocked, in.Rollback
-			if blocked == "" {
+			st.Blocked, st.Rollback = why, in.Rollback
+			if why == "" {
 				intent = &in
 			}
 		}
@@ -768,7 +836,7 @@ func (d *Driver) Step() (Summary, error) {
 		}
 	}
 	if st.Outcome != nil {
-		rb, err := d.World.Readback(st.Outcome.Target)
+		rb, err := d.World.Readback(p.Effect.Action, *st.Outcome)
 		if err != nil {
 			return Summary{}, fmt.Errorf("cycle %d: readback %s: %w", p.b.cycle, st.Outcome.Target, err)
 		}
@@ -863,7 +931,12 @@ func (d *Driver) providerFailed(cause error) error {
 		return errors.Join(cause, err)
 	}
 	d.failures++
-	obj, _ := ledger.NewObject("pfail", map[string]any{"error": cause.Error(), "consecutive": d.failures})
+	body := map[string]any{"error": cause.Error(), "consecutive": d.failures}
+	var pf *world.ProviderFault
+	if errors.As(cause, &pf) {
+		body["fault"] = pf
+	}
+	obj, _ := ledger.NewObject("pfail", body)
 	now := state.FormatTime(d.Clock.Now())
 	if _, err := d.Ledger.Append([]ledger.Event{{Type: "persistent.provider.failed", RunID: d.state.Run.RunID,
 		CycleSeq: d.state.Run.CycleSeq, At: now, Object: obj, Reasons: []string{"provider_failure"}}}); err != nil {

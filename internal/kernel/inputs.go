@@ -31,6 +31,9 @@ type Inputs struct {
 	// KillSwitch is set when the operator's kill-switch file exists: the
 	// run stops at once and takes no action.
 	KillSwitch bool
+	// Runs are how long the observation's command checks ran: recorded
+	// with the inputs, not part of the observation (see world.CommandRun).
+	Runs []world.CommandRun
 }
 
 // Manifest is the record of a cycle's inputs, carried by
@@ -44,6 +47,8 @@ type Manifest struct {
 	InboxItems     []state.Ref `json:"inbox_items"`
 	Knowledge      []state.Ref `json:"knowledge"`
 	KillSwitch     bool        `json:"kill_switch,omitempty"`
+	// CommandRuns are the durations of the observation's command checks.
+	CommandRuns []world.CommandRun `json:"command_runs,omitempty"`
 }
 
 // ManifestSchema names the cycle input manifest.
@@ -72,7 +77,8 @@ func inboxKind(k inbox.Kind) string {
 func inputRecords(s *State, cycle int64, in Inputs) (Manifest, []ledger.Event, error) {
 	at := state.FormatTime(in.Now)
 	m := Manifest{Schema: ManifestSchema, CycleSeq: cycle, At: at, ObservationRef: in.Observation.Ref(),
-		InboxPresent: slices.Clone(in.InboxPresent), InboxItems: []state.Ref{}, Knowledge: []state.Ref{}, KillSwitch: in.KillSwitch}
+		InboxPresent: slices.Clone(in.InboxPresent), InboxItems: []state.Ref{}, Knowledge: []state.Ref{}, KillSwitch: in.KillSwitch,
+		CommandRuns: slices.Clone(in.Runs)}
 	if m.InboxPresent == nil {
 		m.InboxPresent = []string{}
 	}
@@ -117,7 +123,7 @@ func inputsFromRecords(s *State, recs []ledger.Record) (Inputs, Manifest, error)
 	if err != nil {
 		return Inputs{}, m, err
 	}
-	in := Inputs{Now: now, InboxPresent: m.InboxPresent, KillSwitch: m.KillSwitch}
+	in := Inputs{Now: now, InboxPresent: m.InboxPresent, KillSwitch: m.KillSwitch, Runs: m.CommandRuns}
 	bodies := map[state.Ref]*ledger.Object{}
 	for _, r := range recs[1:] {
 		if o := r.Event.Object; o != nil {

@@ -179,6 +179,14 @@ func replayCycle(s State, recs, oob []ledger.Record) (State, *Divergence, error)
 	if err != nil {
 		return s, &Divergence{Cycle: recs[0].Event.CycleSeq, Seq: recs[0].Seq, Event: recs[0].Event.Type, Field: "(eligibility)", Derived: err.Error()}, nil
 	}
+	p, answered, err := answerRecorded(p, recs)
+	if err != nil {
+		return s, nil, fmt.Errorf("replay cycle %d: %w", recs[0].Event.CycleSeq, err)
+	}
+	if !answered {
+		return s, &Divergence{Cycle: recs[0].Event.CycleSeq, Seq: recs[0].Seq, Event: recs[0].Event.Type, Field: "(proposal)",
+			Derived: "the cycle asks the proposer, and the ledger records no reply"}, nil
+	}
 	if div := compare(recs, p.Events); div != nil {
 		return s, div, nil
 	}

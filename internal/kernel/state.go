@@ -156,6 +156,17 @@ func DecodeSpec(files map[string][]byte) (world.Spec, error) {
 	return spec, nil
 }
 
+// DecodeProposer decodes just the proposer a checkpoint's contract names
+// (nil when it names none), for wiring the proposer before the run is
+// opened. The contract is decoded again, and checked, when a cycle runs.
+func DecodeProposer(files map[string][]byte) (*governance.Proposer, error) {
+	var c governance.Contract
+	if err := state.UnmarshalExact(files[FileContract], &c); err != nil {
+		return nil, &state.IntegrityError{File: FileContract, Msg: err.Error()}
+	}
+	return c.Proposer, nil
+}
+
 // fileKinds are the ref kinds of the files whose refs run_state records.
 func fileKinds() map[string]string {
 	return map[string]string{FileGoal: kindGoal, FileContract: kindContract, FileSpec: kindSpec, FileEnvironment: kindObservation,

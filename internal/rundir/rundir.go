@@ -12,6 +12,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/acr-project/acr/internal/disk"
@@ -20,6 +22,7 @@ import (
 	"github.com/acr-project/acr/internal/intent"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/proposer"
 	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
@@ -54,16 +57,65 @@ type Inputs struct {
 // *ValidationError naming the file and the field.
 func ReadInputs(goalPath, contractPath, envPath string) (Inputs, error) {
 	var in Inputs
-	if err := readDoc(envPath, &in.Spec, func() error { return in.Spec.Validate() }); err != nil {
+	if err := readDoc(envPath, &in.Spec, func() error { return resolveRoot(&in.Spec, envPath) }); err != nil {
 		return in, err
 	}
 	if err := readDoc(goalPath, &in.Goal, func() error { return in.Goal.Validate(&in.Spec) }); err != nil {
 		return in, err
 	}
-	if err := readDoc(contractPath, &in.Contract, func() error { return in.Contract.Validate() }); err != nil {
+	if err := readDoc(contractPath, &in.Contract, func() error { return resolveProposer(&in.Contract, contractPath) }); err != nil {
 		return in, err
 	}
 	return in, nil
+}
+
+// resolveRoot validates an environment and makes its root absolute: a
+// relative root is relative to the environment file, and the pinned spec
+// must name one place however acr is started later. The root must be a
+// directory now.
+func resolveRoot(spec *world.Spec, envPath string) error {
+	if err := spec.Validate(); err != nil || spec.Root == "" {
+		return err
+	}
+	root := spec.Root
+	if !filepath.IsAbs(root) {
+		root = filepath.Join(filepath.Dir(envPath), root)
+	}
+	abs, err := filepath.Abs(root)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return &state.FieldError{Path: "root", Err: fmt.Errorf("%s: %w", spec.Root, err)}
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return &state.FieldError{Path: "root", Err: fmt.Errorf("%s is not a directory", abs)}
+	}
+	spec.Root = abs
+	return nil
+}
+
+// resolveProposer validates a contract and makes a relative proposer
+// program path (one with a slash) relative to the contract file, so that
+// the pinned contract names one program wherever acr runs from.
+func resolveProposer(c *governance.Contract, contractPath string) error {
+	if err := c.Validate(); err != nil || c.Proposer == nil {
+		return err
+	}
+	prog := c.Proposer.Argv[0]
+	if filepath.IsAbs(prog) || !strings.Contains(prog, "/") {
+		return nil
+	}
+	abs, err := filepath.Abs(filepath.Join(filepath.Dir(contractPath), prog))
+	if err != nil {
+		return &state.FieldError{Path: "proposer.argv[0]", Err: err}
+	}
+	argv := slices.Clone(c.Proposer.Argv)
+	argv[0] = abs
+	p := *c.Proposer
+	p.Argv = argv
+	c.Proposer = &p
+	return nil
 }
 
 func readDoc(path string, v any, validate func() error) error {
@@ -109,6 +161,14 @@ type Options struct {
 	// WrapWorld, when set, wraps the sandbox as the driver sees it (tests
 	// use it to make the observation provider fail or return garbage).
 	WrapWorld func(kernel.World) kernel.World
+	// Environ reads acr's own environment, for the programs a run starts
+	// (command checks and fixes, the proposer); nil gives them an empty
+	// one. cmd/acr passes os.LookupEnv: nothing below it reads the
+	// environment itself.
+	Environ func(string) (string, bool)
+	// WrapProposer, when set, wraps the proposer as the driver sees it
+	// (tests count or script proposals with it).
+	WrapProposer func(kernel.Proposer) kernel.Proposer
 }
 
 // Run is an open, locked run.
@@ -194,6 +254,7 @@ func initParts(fsys disk.FS, worldRoot string, in Inputs, runID string, opt Opti
 		return kernel.State{}, fmt.Errorf("create sandbox: %w", err)
 	}
 	defer w.Close()
+	w.Environ = opt.Environ
 	obs, err := w.Observe()
 	if err != nil {
 		return kernel.State{}, fmt.Errorf("first observation: %w", err)
@@ -298,7 +359,19 @@ func (r *Run) open(opt Options) error {
 	if err != nil {
 		return fmt.Errorf("open sandbox: %w", err)
 	}
+	w.Environ = opt.Environ
 	r.World = w
+	pc, err := kernel.DecodeProposer(snap.Files)
+	if err != nil {
+		return err
+	}
+	var prop kernel.Proposer
+	if pc != nil {
+		prop = proposer.New(pc, w.Dir(), opt.Environ, w)
+	}
+	if opt.WrapProposer != nil {
+		prop = opt.WrapProposer(prop)
+	}
 	if opt.Failpoint != nil {
 		r.Store.OnStage = opt.Failpoint
 		w.OnStage = opt.Failpoint
@@ -317,7 +390,8 @@ func (r *Run) open(opt Options) error {
 	}
 	r.Driver = &kernel.Driver{
 		Store: r.Store, Ledger: led, World: kw, Inbox: Inbox{FS: r.FS}, Index: ix, Clock: clock, Knowledge: opt.Knowledge,
-		Revision: opt.Revision, CheckpointEvery: every, UncertainErr: sandbox.ErrUncertain, Failpoint: opt.Failpoint,
+		Revision: opt.Revision, CheckpointEvery: every, UncertainErr: sandbox.ErrUncertain, RefusedErr: sandbox.ErrConfinement,
+		Failpoint: opt.Failpoint, Proposer: prop,
 		KillSwitch: func() (bool, error) { return killSwitchOn(r.FS) }, Snapshot: &snap,
 	}
 	return r.Driver.Open()

@@ -24,9 +24,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/intent"
+	"github.com/acr-project/acr/internal/proposer"
 	"github.com/acr-project/acr/internal/scenario"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
@@ -48,6 +50,8 @@ var schemaTypes = []struct {
 	{"environment.schema.json", reflect.TypeFor[world.Spec]()},
 	{"scenario.schema.json", reflect.TypeFor[scenario.Script]()},
 	{"wake-signal.schema.json", reflect.TypeFor[state.WakeSignal]()},
+	{"proposal.schema.json", reflect.TypeFor[cognition.Proposal]()},
+	{"proposal-request.schema.json", reflect.TypeFor[cognition.ProposalRequest]()},
 }
 
 // TestSchemasMatchGoTypes walks every schema alongside its Go type: each
@@ -152,6 +156,32 @@ func TestSchemasAgreeWithAcr(t *testing.T) {
 	root := filepath.Join(scenarioRoot, "quickstart")
 	spec := quickstartSpec(t)
 
+	t.Run("proposal", func(t *testing.T) {
+		acr := func(b []byte) error { _, err := proposer.Decode(b); return err }
+		s := loadSchema(t, "proposal.schema.json")
+		base := []byte(`{"schema": "acr.proposal/v0.1", "rationale": ["r"], "actions": [
+			{"operation": "apply_local_patch", "target": "main.go", "find": "a", "replace": "b", "occurrences": 1},
+			{"operation": "record_artifact", "target": "NOTES.md", "content": "x"},
+			{"operation": "run_command", "fix": "gofmt-w"}]}`)
+		runCases(t, s, base, acr, []agreeCase{
+			{"", "", true, true},
+			{"schema", `"acr.proposal/v1"`, false, false},
+			{"actions", `[]`, true, true},
+			{"actions", del, false, false},
+			{"rationale", del, true, true},
+			{"confidence", `0.9`, false, false},
+			{"actions/0/operation", `"delete"`, false, false},
+			{"actions/0/find", del, false, false},
+			{"actions/0/find", `""`, false, false},
+			{"actions/0/target", del, false, false},
+			{"actions/0/occurrences", `-1`, false, false},
+			{"actions/0/why", `"x"`, false, false},
+			{"actions/1/target", `""`, false, false},
+			{"actions/1/content", del, true, true},
+			{"actions/2/fix", del, false, false},
+		})
+	})
+
 	t.Run("goal", func(t *testing.T) {
 		acr := func(b []byte) error {
 			var g intent.Goal
@@ -207,6 +237,14 @@ func TestSchemasAgreeWithAcr(t *testing.T) {
 		base := readFile(t, filepath.Join(root, "contract.json"))
 		cases := []agreeCase{
 			{"", "", true, true},
+			{"proposer", `{"argv": ["./propose.sh", "--model", "x"], "timeout_seconds": 60, "mode": "always", "pass_env": ["OPENAI_API_KEY"]}`, true, true},
+			{"proposer", `{"argv": ["p"], "mode": "fallback"}`, true, true},
+			{"proposer", `{"argv": []}`, false, false},
+			{"proposer", `{"timeout_seconds": 5}`, false, false},
+			{"proposer", `{"argv": ["p"], "mode": "sometimes"}`, false, false},
+			{"proposer", `{"argv": ["p"], "timeout_seconds": 3601}`, false, false},
+			{"proposer", `{"argv": ["p"], "pass_env": ["NOT-A-NAME"]}`, false, false},
+			{"rules/0/operation", `"run_command"`, true, true},
 			{"schema", `"acr.contract/v1"`, false, false},
 			{"id", `"Quick Start"`, false, false},
 			{"authority", del, false, false},
@@ -318,18 +356,37 @@ func TestSchemasAgreeWithAcr(t *testing.T) {
 			{"evidence", `[{"id": "Dataset", "path": "incoming/d.csv"}]`, false, false},
 			{"evidence", `[{"id": "dataset-v2"}]`, false, false},
 			{"exclude", `["private/**"]`, true, true},
+			{"pass_env", `["GOPATH", "GOCACHE"]`, true, true},
+			{"pass_env", `["A-B"]`, false, false},
+			{"limits", `{"max_depth": 10, "max_entries": 5, "max_bytes": 1000}`, true, true},
+			{"limits", `{"max_depth": -1}`, false, false},
+			{"limits", `{"depth": 1}`, false, false},
+			{"root", `"/srv/project"`, false, false}, // with files
+			{"checks/0", `{"id": "vet", "kind": "command", "argv": ["go", "vet", "./..."], "timeout_seconds": 120, "files": ["main.go"]}`, true, true},
+			{"checks/0", `{"id": "vet", "kind": "command", "argv": ["go", "vet"], "path": "README.md", "fixes": [{"operation": "apply_local_patch", "find": "x"}]}`, true, true},
+			{"checks/0", `{"id": "vet", "kind": "command"}`, false, false},
+			{"checks/0", `{"id": "vet", "kind": "command", "argv": []}`, false, false},
+			{"checks/0", `{"id": "vet", "kind": "command", "argv": ["go"], "text": "x"}`, false, false},
+			{"checks/0", `{"id": "vet", "kind": "command", "argv": ["go"], "timeout_seconds": 3601}`, false, false},
+			{"checks/0/argv", `["x"]`, false, false},
+			{"checks/0/fixes/0", `{"operation": "run_command", "id": "fmt", "argv": ["gofmt", "-w", "."], "touches": ["**/*.go"], "timeout_seconds": 30, "idempotent": true}`, true, true},
+			{"checks/0/fixes/0", `{"operation": "run_command", "argv": ["gofmt"]}`, false, false},
+			{"checks/0/fixes/0", `{"operation": "run_command", "id": "fmt"}`, false, false},
+			{"checks/0/fixes/0", `{"operation": "run_command", "id": "fmt", "argv": ["x"], "find": "y"}`, false, false},
+			{"checks/0/fixes/0", `{"operation": "apply_local_patch", "find": "x", "argv": ["x"]}`, false, false},
 			// Beyond JSON Schema: uniqueness, references between parts of
 			// the document, the document's own exclusions, glob syntax.
 			{"checks/1/id", `"readme-typo"`, false, true},
 			{"checks/0/requires_evidence", `["dataset-v2"]`, false, true},
 			{"exclude", `["config/**"]`, false, true},
 			{"exclude", `["["]`, false, true},
+			{"checks/0/fixes/0", `{"operation": "run_command", "id": "fmt", "argv": ["x"], "touches": ["../**"]}`, false, true},
 		}
 		runCases(t, s, base, acr, cases)
 		// Every pairing of check kind and fix operation: acr and the schema
 		// must agree on which remedies can fix which checks.
 		var pairs []sameCase
-		for _, kind := range []world.CheckKind{world.CheckAbsentText, world.CheckPresentText, world.CheckFileExists, "bogus"} {
+		for _, kind := range append(world.CheckKinds(), "bogus") {
 			for _, op := range append(world.Operations(), "bogus") {
 				check := fmt.Sprintf(`{"id": "c", "kind": %q, "path": "README.md", "text": "x", "fixes": [{"operation": %q, "find": "x"}]}`, kind, op)
 				pairs = append(pairs, sameCase{"checks/0", check})
@@ -587,7 +644,7 @@ func TestSchemaVocabularyMatchesGo(t *testing.T) {
 			{contract, "#/$defs/rule/properties/effect", []string{string(governance.Allow), string(governance.Approve), string(governance.Forbid)}},
 			{contract, "#/$defs/authority/properties/mode", []string{string(governance.AuthNone), string(governance.AuthRead),
 				string(governance.AuthPropose), string(governance.AuthProjectWrite), string(governance.AuthExternalAction)}},
-			{env, "#/$defs/check/properties/kind", []string{string(world.CheckAbsentText), string(world.CheckPresentText), string(world.CheckFileExists)}},
+			{env, "#/$defs/check/properties/kind", strs(world.CheckKinds())},
 			{goal, "#/$defs/tension_class", []string{string(strategy.RepeatedFailure), string(strategy.ConflictingCommitments), string(strategy.StaleKnowledge)}},
 			{goal, "#/properties/schema", []string{intent.Schema}},
 			{contract, "#/properties/schema", []string{governance.ContractSchema}},
@@ -1337,4 +1394,12 @@ func sorted(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return s
+}
+
+func strs[T ~string](xs []T) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = string(x)
+	}
+	return out
 }

@@ -42,6 +42,9 @@ func (w *World) Execute(key string, a world.Action) (out world.Outcome, reused b
 }
 
 func (w *World) execute(key, h string, a world.Action) (world.Outcome, bool, error) {
+	if a.OnSet() {
+		return world.Outcome{}, false, fmt.Errorf("%s runs through Prepare and Commit, whose intent the caller makes durable", a.Operation)
+	}
 	target := resolveTarget(h, a)
 	prior, err := w.priorOutcome(key, h, a, target, false)
 	if err != nil {
@@ -110,6 +113,11 @@ func resolveTarget(h string, a world.Action) string {
 		return world.IssuesFile
 	case world.OpRunValidation:
 		return reportPath(h)
+	case world.OpRunCommand:
+		return ""
+	}
+	if a.OnSet() {
+		return ""
 	}
 	return a.Target
 }
@@ -128,6 +136,10 @@ func (w *World) validate(a world.Action) error {
 			if _, ok := w.checkByID(id); !ok {
 				return fmt.Errorf("run_validation: unknown check id %q", id)
 			}
+		}
+	case world.OpRunCommand:
+		if err := w.validateCommand(a); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("unknown operation %q", a.Operation)
@@ -197,6 +209,11 @@ func (w *World) postCheck(id string) (*world.CheckResult, error) {
 	c, ok := w.checkByID(id)
 	if !ok {
 		return nil, fmt.Errorf("unknown check id %q", id)
+	}
+	if c.Kind == world.CheckCommand {
+		// Running a program again is not the executor's to do: the
+		// observer's readback runs it, once.
+		return nil, nil
 	}
 	r, err := w.evaluate(c)
 	if err != nil {

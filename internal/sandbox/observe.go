@@ -3,9 +3,12 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
@@ -13,15 +16,22 @@ import (
 
 // Observe walks the world and reports what it holds: regular files sorted by
 // path with their hash and size, every spec check evaluated, every evidence
-// item's presence. The result depends only on the tree's content, so two
-// calls on an unchanged world are equal and hash to the same ref.
+// item's presence. The result depends only on the tree's content (and on
+// what command checks print about it), so two calls on an unchanged world
+// are equal and hash to the same ref.
 //
 // Excluded paths are counted, never opened; an excluded directory counts
-// once and is not entered. Symlinks and special files are counted as
-// excluded too: following a link could read outside the world or read the
-// same file under two names, and opening a FIFO could block the loop.
-// Temporary files of an interrupted replace are not part of the world and
-// are neither listed nor counted.
+// once and is not entered. Symlinks, special files and files with other
+// hard links are counted as excluded too and listed as refused: following
+// a link could read outside the world or read the same file under two
+// names, a hard link may be a file that also lives outside it, and opening
+// a FIFO could block the loop. Temporary files of an interrupted replace
+// are not part of the world and are neither listed nor counted.
+//
+// The walk keeps to the spec's limits: a path deeper than max_depth is
+// refused and not entered; more entries than max_entries or more bytes
+// than max_bytes stop the observation with an error that says which limit
+// to raise, since a world observed in part could not be judged.
 func (w *World) Observe() (world.Observation, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -31,48 +41,26 @@ func (w *World) Observe() (world.Observation, error) {
 		Checks:   []world.CheckResult{},
 		Evidence: []world.EvidenceFact{},
 	}
-	err := fs.WalkDir(w.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == "." {
-			return nil
-		}
-		if strings.HasPrefix(d.Name(), tmpPrefix) && d.Type().IsRegular() {
-			return nil
-		}
-		if w.excluded(p) {
-			obs.Excluded++
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		switch {
-		case d.IsDir():
-			return nil
-		case !d.Type().IsRegular():
-			obs.Excluded++
-			return nil
-		}
-		fp, size, err := w.fingerprint(p)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", p, err)
-		}
-		obs.Files = append(obs.Files, world.FileFact{Path: p, SHA256: fp, Size: size})
-		return nil
-	})
-	if err != nil {
+	wk := walker{w: w, obs: &obs, limits: w.spec.ObservationLimits()}
+	if err := wk.dir(".", 0); err != nil {
 		return world.Observation{}, fmt.Errorf("observe: %w", err)
 	}
-	// Walk order puts "a/b" before "a.txt"; the contract is plain path order.
+	// Directory order puts "a/b" before "a.txt"; the contract is plain path order.
 	slices.SortFunc(obs.Files, func(a, b world.FileFact) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(obs.Refused, func(a, b world.Refusal) int { return strings.Compare(a.Path, b.Path) })
+	w.lastFiles = make(map[string]state.Fingerprint, len(obs.Files))
+	for _, f := range obs.Files {
+		w.lastFiles[f.Path] = f.SHA256
+	}
 	for _, c := range w.spec.Checks {
-		r, err := w.evaluate(c)
+		r, dur, err := w.evaluateTimed(c)
 		if err != nil {
 			return world.Observation{}, fmt.Errorf("observe: %w", err)
 		}
 		obs.Checks = append(obs.Checks, r)
+		if c.Kind == world.CheckCommand {
+			obs.Runs = append(obs.Runs, world.CommandRun{Check: c.ID, DurationMS: dur})
+		}
 	}
 	for _, e := range w.spec.Evidence {
 		fact := world.EvidenceFact{ID: e.ID}
@@ -88,17 +76,184 @@ func (w *World) Observe() (world.Observation, error) {
 	return obs, nil
 }
 
-// fingerprint hashes the world file p as it streams by.
-func (w *World) fingerprint(p string) (state.Fingerprint, int64, error) {
-	f, err := w.root.Open(p)
+// walker is one observation's walk of the tree.
+type walker struct {
+	w       *World
+	obs     *world.Observation
+	limits  world.Limits
+	entries int
+	bytes   int64
+	// match, when set, limits the files listed to those matching one of
+	// these patterns (directories that cannot hold one are not entered).
+	match []string
+	// keep, when set, is handed each listed file's whole content.
+	keep func(p string, data []byte)
+}
+
+// wants reports whether the walk lists file p, or may find such files
+// below directory p.
+func (wk *walker) wants(p string, dir bool) bool {
+	if wk.match == nil {
+		return true
+	}
+	for _, pat := range wk.match {
+		if (!dir && world.MatchGlob(pat, p)) || (dir && world.MayOverlap(pat, p+"/**")) {
+			return true
+		}
+	}
+	return false
+}
+
+// refuse records a path observation will not read.
+func (wk *walker) refuse(p, reason string) {
+	wk.obs.Excluded++
+	if len(wk.obs.Refused) < world.MaxRefusedListed {
+		wk.obs.Refused = append(wk.obs.Refused, world.Refusal{Path: p, Reason: reason})
+	}
+}
+
+// dir observes the directory p (depth: its number of segments).
+func (wk *walker) dir(p string, depth int) error {
+	f, err := wk.w.root.Open(p)
 	if err != nil {
-		return "", 0, err
+		return err
+	}
+	ents, err := f.ReadDir(-1)
+	_ = f.Close()
+	if err != nil {
+		return fmt.Errorf("read directory %s: %w", p, err)
+	}
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	for _, d := range ents {
+		name := d.Name()
+		child := name
+		if p != "." {
+			child = p + "/" + name
+		}
+		if strings.HasPrefix(name, tmpPrefix) && d.Type().IsRegular() {
+			continue
+		}
+		if wk.w.excluded(child) {
+			wk.obs.Excluded++
+			continue
+		}
+		wk.entries++
+		if wk.entries > wk.limits.MaxEntries {
+			return fmt.Errorf("the world holds more than %d files and directories (limits.max_entries): exclude what acr need not look at, or raise the limit", wk.limits.MaxEntries)
+		}
+		if depth+1 > wk.limits.MaxDepth {
+			wk.refuse(child, fmt.Sprintf("deeper than %d directories (limits.max_depth)", wk.limits.MaxDepth))
+			continue
+		}
+		switch t := d.Type(); {
+		case t&fs.ModeSymlink != 0:
+			wk.refuse(child, "symlink; symlinks are not followed")
+		case t.IsDir():
+			if !wk.wants(child, true) {
+				continue
+			}
+			if err := wk.dir(child, depth+1); err != nil {
+				return err
+			}
+		case !t.IsRegular():
+			wk.refuse(child, "not a regular file")
+		case wk.wants(child, false):
+			if err := wk.file(child); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// file hashes one regular file as it streams by.
+func (wk *walker) file(p string) error {
+	f, fi, err := wk.w.openRegular(p)
+	var bad *failure
+	switch {
+	case errors.As(err, &bad) || errors.Is(err, ErrConfinement):
+		wk.refuse(p, refusalReason(err))
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil // gone since the directory was listed
+	case err != nil:
+		return fmt.Errorf("read %s: %w", p, err)
 	}
 	defer f.Close()
-	if w.hashBuf == nil {
-		w.hashBuf = make([]byte, 64<<10)
+	wk.bytes += fi.Size()
+	if wk.bytes > wk.limits.MaxBytes {
+		return fmt.Errorf("the world's files hold more than %d bytes (limits.max_bytes): exclude what acr need not look at, or raise the limit", wk.limits.MaxBytes)
 	}
-	return state.FingerprintReader(f, w.hashBuf)
+	var sum state.Fingerprint
+	var size int64
+	if wk.keep != nil {
+		data, err := io.ReadAll(f)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", p, err)
+		}
+		sum, size = state.FingerprintOf(data), int64(len(data))
+		wk.keep(p, data)
+	} else {
+		if wk.w.hashBuf == nil {
+			wk.w.hashBuf = make([]byte, 64<<10)
+		}
+		if sum, size, err = state.FingerprintReader(f, wk.w.hashBuf); err != nil {
+			return fmt.Errorf("read %s: %w", p, err)
+		}
+	}
+	wk.obs.Files = append(wk.obs.Files, world.FileFact{Path: p, SHA256: sum, Size: size})
+	return nil
+}
+
+// refusalReason is the part of a refusal that says why, without the path.
+func refusalReason(err error) string {
+	var f *failure
+	if errors.As(err, &f) {
+		return f.reason
+	}
+	msg := err.Error()
+	if i := strings.LastIndex(msg, `" `); i >= 0 {
+		return msg[i+2:]
+	}
+	return msg
+}
+
+// openRegular opens the world file p for reading, never blocking on a
+// FIFO swapped in since the directory was listed, and checks what the open
+// file is: a regular file with no other hard link. A file linked from
+// elsewhere too may be a file outside the world, so it is refused.
+func (w *World) openRegular(p string) (*os.File, fs.FileInfo, error) {
+	f, err := w.root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, nil, refuse(p, "is a symlink; symlinks are not followed")
+		}
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, nil, err
+	}
+	if err := regularUnlinked(p, fi); err != nil {
+		_ = f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+// regularUnlinked refuses anything but a regular file with one link.
+func regularUnlinked(p string, fi fs.FileInfo) error {
+	switch {
+	case fi.IsDir():
+		return failf("%s is a directory", p)
+	case !fi.Mode().IsRegular():
+		return failReason("not a regular file", "%s is not a regular file", p)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return failReason("has other hard links; it may be a file outside the world", "%s has %d hard links; it may be a file outside the world, so acr neither reads nor writes it", p, st.Nlink)
+	}
+	return nil
 }
 
 // refused reports whether err is about the path rather than the machine:
@@ -110,24 +265,40 @@ func refused(err error) bool {
 
 // evaluate runs one check against the world. A path the sandbox will not
 // read makes the check fail with the reason as detail: a check that cannot
-// be verified must not pass, and must not stop observation either.
+// be verified must not pass, and must not stop observation either. A
+// command check that does not give a verdict (see evaluateCommand) is an
+// error: the provider failed, the world said nothing.
 func (w *World) evaluate(c world.Check) (world.CheckResult, error) {
+	r, _, err := w.evaluateTimed(c)
+	return r, err
+}
+
+// evaluateTimed is evaluate, with how long a command check ran (ms).
+func (w *World) evaluateTimed(c world.Check) (world.CheckResult, int64, error) {
+	if k, ok := world.CheckKindOf(c.Kind); ok && !k.OnFile {
+		return w.evaluateCommand(c)
+	}
 	data, exists, err := w.readScratch(c.Path)
 	if err != nil {
 		if !refused(err) {
-			return world.CheckResult{}, fmt.Errorf("check %s: %w", c.ID, err)
+			return world.CheckResult{}, 0, fmt.Errorf("check %s: %w", c.ID, err)
 		}
-		return world.CheckResult{ID: c.ID, Status: world.CheckFail, Detail: err.Error()}, nil
+		return world.CheckResult{ID: c.ID, Status: world.CheckFail, Detail: err.Error()}, 0, nil
 	}
-	return world.Evaluate(c, data, exists), nil
+	return world.Evaluate(c, data, exists), 0, nil
 }
 
 // checkByID finds a spec check.
-func (w *World) checkByID(id string) (world.Check, bool) {
+func (w *World) checkByID(id string) (world.Check, bool) { return w.spec.CheckByID(id) }
+
+// checksOn lists the checks about files a pattern set covers: the checks
+// an effect on those files could make pass or fail.
+func (w *World) checksOn(patterns []string) []world.Check {
+	var out []world.Check
 	for _, c := range w.spec.Checks {
-		if c.ID == id {
-			return c, true
+		if c.Path != "" && world.MatchAny(patterns, c.Path) {
+			out = append(out, c)
 		}
 	}
-	return world.Check{}, false
+	return out
 }

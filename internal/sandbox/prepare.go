@@ -37,6 +37,13 @@ func (w *World) Prepare(key string, a world.Action) (world.Intent, *world.Outcom
 	if err := w.validate(a); err != nil {
 		return world.Intent{}, nil, fmt.Errorf("prepare %s: %w", key, err)
 	}
+	if a.OnSet() {
+		in, err := w.prepareSet(key, a)
+		if err != nil {
+			return world.Intent{}, nil, fmt.Errorf("prepare %s: %w", key, err)
+		}
+		return in, nil, nil
+	}
 	p, err := w.plan(key, h, a, target)
 	if err != nil {
 		return world.Intent{}, nil, fmt.Errorf("prepare %s: %w", key, err)
@@ -114,12 +121,40 @@ func commonSuffix(a, b []byte) int {
 	return n
 }
 
-// Readback reads target and the checks on it through the observation
-// path, for the observer's report after an effect. It never goes through
-// the executor's records.
-func (w *World) Readback(target string) (world.Readback, error) {
+// Readback reads what an effect changed, and the checks on it, through the
+// observation path, for the observer's report after the effect: the
+// outcome's target, or the set of files a command touches. It never goes
+// through the executor's records.
+func (w *World) Readback(a world.Action, out world.Outcome) (world.Readback, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if a.OnSet() {
+		return w.readbackSet(a)
+	}
+	rb, err := w.readbackFile(out.Target)
+	if err != nil {
+		return rb, err
+	}
+	// A command check is about no one file: when the action addressed
+	// one, it is run again, so that the evaluator sees whether the change
+	// made it pass.
+	if c, ok := w.checkByID(a.CheckID); ok && c.Kind == world.CheckCommand {
+		r, err := w.evaluate(c)
+		if err != nil {
+			return rb, fmt.Errorf("readback: %w", err)
+		}
+		if r.Status == world.CheckPass {
+			rb.Passing = append(rb.Passing, c.ID)
+		} else {
+			rb.Failing = append(rb.Failing, c.ID)
+		}
+		slices.Sort(rb.Passing)
+		slices.Sort(rb.Failing)
+	}
+	return rb, nil
+}
+
+func (w *World) readbackFile(target string) (world.Readback, error) {
 	rb := world.Readback{Schema: world.ReadbackSchema, Target: target, Passing: []string{}, Failing: []string{}}
 	content, exists, err := w.readScratch(target)
 	if err != nil && !refused(err) {
@@ -185,6 +220,9 @@ func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (wo
 	}
 	if prior != nil {
 		return *prior, true, nil
+	}
+	if a.OnSet() {
+		return w.commitSet(key, h, a, in)
 	}
 	if !in.Changes {
 		out := in.Planned

@@ -38,12 +38,12 @@ func TestRollbackBundleRestoresAPatchedFile(t *testing.T) {
 	assert.True(t, in.Rollback.Existed)
 	assert.Equal(t, out.AfterSHA256, in.Rollback.After)
 
-	rb, err := w.Readback("src/app.go")
+	rb, err := w.Readback(world.Action{Operation: world.OpApplyPatch}, world.Outcome{Target: "src/app.go"})
 	require.NoError(t, err)
 	assert.Equal(t, out.AfterSHA256, rb.SHA256)
 	assert.Equal(t, []string{"no-debug"}, rb.Passing)
 
-	restore := in.Rollback.RestoreAction("no-debug")
+	restore := in.Rollback.RestoreAction("no-debug", "")
 	rin, rout := prepareCommit(t, w, testKey("restore"), restore)
 	assert.Equal(t, world.OutcomeCommitted, rout.Status)
 	assert.Equal(t, in.Rollback.Before, rout.AfterSHA256)
@@ -65,7 +65,7 @@ func TestRollbackOfACreatedFileRemovesIt(t *testing.T) {
 	require.NotNil(t, in.Rollback)
 	assert.False(t, in.Rollback.Existed)
 
-	_, rout := prepareCommit(t, w, testKey("undo-create"), in.Rollback.RestoreAction("license"))
+	_, rout := prepareCommit(t, w, testKey("undo-create"), in.Rollback.RestoreAction("license", ""))
 	assert.Equal(t, world.OutcomeCommitted, rout.Status)
 	_, err := os.Stat(worldPath(dir, "LICENSE"))
 	assert.True(t, os.IsNotExist(err), "the created file is gone")
@@ -77,7 +77,7 @@ func TestRestoreRefusesATargetChangedSinceTheEffect(t *testing.T) {
 		ExpectSHA256: state.FingerprintOf([]byte(appSource)), Find: "debug = true", Replace: "debug = false"}
 	in, _ := prepareCommit(t, w, testKey("patch"), patch)
 	require.NoError(t, os.WriteFile(worldPath(dir, "src/app.go"), []byte("someone else's edit\n"), 0o644))
-	_, rout := prepareCommit(t, w, testKey("restore"), in.Rollback.RestoreAction("no-debug"))
+	_, rout := prepareCommit(t, w, testKey("restore"), in.Rollback.RestoreAction("no-debug", ""))
 	assert.Equal(t, world.OutcomeStale, rout.Status, "never overwrite a change the run did not make")
 	got, err := os.ReadFile(worldPath(dir, "src/app.go"))
 	require.NoError(t, err)
@@ -102,7 +102,7 @@ func TestRestoreRefusesABundleThatDoesNotRebuildTheBefore(t *testing.T) {
 	patch := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", CheckID: "no-debug",
 		ExpectSHA256: state.FingerprintOf([]byte(appSource)), Find: "debug = true", Replace: "debug = false"}
 	in, _ := prepareCommit(t, w, testKey("patch"), patch)
-	bad := in.Rollback.RestoreAction("no-debug")
+	bad := in.Rollback.RestoreAction("no-debug", "")
 	bad.Content = "maybe"
 	_, out := prepareCommit(t, w, testKey("restore"), bad)
 	assert.Equal(t, world.OutcomeFailed, out.Status)

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -70,11 +71,25 @@ type World struct {
 	// failpoints. It must not call back into the World.
 	OnStage func(stage string)
 
-	mu     sync.Mutex
-	root   *os.Root
-	spec   world.Spec
-	keys   disk.FS
-	tmpSeq uint64
+	// Environ reads acr's own environment, from which the programs that
+	// commands run get PATH, HOME, LANG and the spec's pass_env (nil: they
+	// get none of it). cmd/acr passes os.LookupEnv.
+	Environ func(string) (string, bool)
+
+	mu   sync.Mutex
+	root *os.Root
+	// dir is the world's directory, the working directory of commands.
+	dir  string
+	spec world.Spec
+	keys disk.FS
+	// private is a directory inside a real-directory world that belongs
+	// to acr itself (the state directory), "" when there is none. It is
+	// never observed, read or written as part of the world.
+	private string
+	// lastFiles are the files the last Observe saw, so that a command's
+	// effect can be told file by file.
+	lastFiles map[string]state.Fingerprint
+	tmpSeq    uint64
 	// madeDirs remembers the fan-out directories known to exist, to save a
 	// MkdirAll per outcome.
 	madeDirs map[string]bool
@@ -92,10 +107,17 @@ type World struct {
 // spec.Files into it durably, and returns the open World. It fails with
 // ErrExists if the world directory is already there, so that an init can
 // never silently adopt an old world. On failure the new world directory is
-// removed again.
+// removed again. A spec with a root names a directory that already is the
+// world: Create then only checks it and makes the idempotency table.
 func Create(stateDir string, spec world.Spec, keys disk.FS) (*World, error) {
 	if err := requireDir(stateDir); err != nil {
 		return nil, fmt.Errorf("create sandbox: %w", err)
+	}
+	if spec.Root != "" {
+		if err := keys.MkdirAll(KeysDir); err != nil {
+			return nil, fmt.Errorf("create sandbox: keys table: %w", err)
+		}
+		return Open(stateDir, spec, keys)
 	}
 	sandboxDir := filepath.Join(stateDir, filepath.FromSlash(Dir))
 	switch fi, err := os.Lstat(sandboxDir); {
@@ -139,7 +161,7 @@ func populate(worldDir string, spec world.Spec, keys disk.FS) (*World, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &World{root: root, spec: spec, keys: keys, madeDirs: map[string]bool{}}
+	w := &World{root: root, dir: worldDir, spec: spec, keys: keys, madeDirs: map[string]bool{}}
 	names := make([]string, 0, len(spec.Files))
 	for name := range spec.Files {
 		names = append(names, name)
@@ -162,19 +184,27 @@ func populate(worldDir string, spec world.Spec, keys disk.FS) (*World, error) {
 	return w, nil
 }
 
-// Open opens the sandbox created earlier by Create in stateDir. Temporary
-// files left by a crash mid-replace are removed: they were never renamed
-// onto anything, so they hold no state.
+// Open opens the sandbox created earlier by Create in stateDir, or the
+// directory a spec's root names. Temporary files left by a crash
+// mid-replace are removed: they were never renamed onto anything, so they
+// hold no state.
 func Open(stateDir string, spec world.Spec, keys disk.FS) (*World, error) {
 	worldDir := filepath.Join(stateDir, filepath.FromSlash(WorldDir))
+	if spec.Root != "" {
+		worldDir = spec.Root
+	}
 	if err := requireDir(worldDir); err != nil {
-		return nil, fmt.Errorf("open sandbox: %w", err)
+		return nil, fmt.Errorf("open world %s: %w", worldDir, err)
+	}
+	private, err := privateDir(worldDir, stateDir)
+	if err != nil {
+		return nil, fmt.Errorf("open world %s: %w", worldDir, err)
 	}
 	root, err := os.OpenRoot(worldDir)
 	if err != nil {
-		return nil, fmt.Errorf("open sandbox: %w", err)
+		return nil, fmt.Errorf("open world %s: %w", worldDir, err)
 	}
-	w := &World{root: root, spec: spec, keys: keys, madeDirs: map[string]bool{}}
+	w := &World{root: root, dir: worldDir, spec: spec, keys: keys, private: private, madeDirs: map[string]bool{}}
 	if err := w.sweepTemps(); err != nil {
 		_ = root.Close()
 		return nil, fmt.Errorf("open sandbox: %w", err)
@@ -191,6 +221,33 @@ func (w *World) Close() error {
 	}
 	return nil
 }
+
+// privateDir returns where the state directory lies inside the world, as a
+// world path ("" when it lies elsewhere). A run that looks after the
+// directory holding its own state must neither observe its ledger growing
+// (every cycle would see a changed world) nor let a fix write into it.
+func privateDir(worldDir, stateDir string) (string, error) {
+	wd, err := filepath.EvalSymlinks(worldDir)
+	if err != nil {
+		return "", err
+	}
+	sd, err := filepath.EvalSymlinks(stateDir)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(wd, sd)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", nil
+	}
+	if rel == "." {
+		return "", fmt.Errorf("the state directory %s is the world itself; put it elsewhere (--state-dir)", stateDir)
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+// Dir returns the world's directory: the sandbox copy, or the directory
+// a run looks after in place.
+func (w *World) Dir() string { return w.dir }
 
 // requireDir refuses a missing path, a non-directory, and a symlink: the
 // world root itself must not be redirectable.
@@ -259,18 +316,15 @@ func (w *World) sweepTemps() error {
 	return nil
 }
 
-// excluded reports whether p or any directory above it is excluded.
-// Observation never descends into an excluded directory, so a file below one
-// is as invisible as an excluded file and must be treated the same way.
+// excluded reports whether p or any directory above it is excluded, or
+// lies in acr's private directory. Observation never descends into an
+// excluded directory, so a file below one is as invisible as an excluded
+// file and must be treated the same way.
 func (w *World) excluded(p string) bool {
-	for i := 0; i <= len(p); i++ {
-		if i == len(p) || p[i] == '/' {
-			if w.spec.Excluded(p[:i]) {
-				return true
-			}
-		}
+	if w.private != "" && (p == w.private || strings.HasPrefix(p, w.private+"/")) {
+		return true
 	}
-	return false
+	return w.spec.Excluded(p)
 }
 
 func refuse(p string, format string, args ...any) error {
@@ -281,11 +335,22 @@ func refuse(p string, format string, args ...any) error {
 // world's data (a directory where a file should be), not in the machine. It
 // becomes a recorded "failed" outcome instead of an error, so the kernel
 // sees it as an answer and does not retry it forever.
-type failure struct{ detail string }
+type failure struct {
+	detail string
+	// reason is the detail without the path, for lists of refused paths.
+	reason string
+}
 
 func (f *failure) Error() string { return f.detail }
 
-func failf(format string, args ...any) error { return &failure{detail: fmt.Sprintf(format, args...)} }
+func failf(format string, args ...any) error {
+	d := fmt.Sprintf(format, args...)
+	return &failure{detail: d, reason: d}
+}
+
+func failReason(reason, format string, args ...any) error {
+	return &failure{detail: fmt.Sprintf(format, args...), reason: reason}
+}
 
 // confine validates a world path for any access.
 func (w *World) confine(p string) (string, error) {
@@ -308,6 +373,15 @@ func (w *World) confine(p string) (string, error) {
 // special file is a *failure.
 func (w *World) readFile(p string) (content []byte, exists bool, err error) {
 	return w.read(p, false)
+}
+
+// ReadFile reads a world file for a provider outside the sandbox (the
+// proposer), with the confinement of every world read: a refused path is
+// an error wrapping ErrConfinement, a missing one exists=false.
+func (w *World) ReadFile(p string) (content []byte, exists bool, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.readFile(p)
 }
 
 // readScratch is readFile into a buffer the World reuses: the content is
@@ -346,10 +420,9 @@ func (w *World) read(p string, scratch bool) (content []byte, exists bool, err e
 		return nil, false, err
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return nil, false, refuse(p, "is a symlink; symlinks are not followed")
-	case fi.IsDir():
-		return nil, false, failf("%s is a directory", p)
-	case !fi.Mode().IsRegular():
-		return nil, false, failf("%s is not a regular file", p)
+	}
+	if err := regularUnlinked(p, fi); err != nil {
+		return nil, false, err
 	}
 	var data []byte
 	if scratch {
@@ -421,12 +494,8 @@ func (w *World) checkWritable(p string) error {
 		return err
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return refuse(p, "is a symlink; writes never go through symlinks")
-	case fi.IsDir():
-		return failf("%s is a directory", p)
-	case !fi.Mode().IsRegular():
-		return failf("%s is not a regular file", p)
 	}
-	return nil
+	return regularUnlinked(p, fi)
 }
 
 // mkdirs creates the missing directories of dir one component at a time,
@@ -484,8 +553,8 @@ func (w *World) replace(p string, data []byte) error {
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			return refuse(p, "is a symlink; writes never go through symlinks")
 		}
-		if !fi.Mode().IsRegular() {
-			return failf("%s is not a regular file", p)
+		if err := regularUnlinked(p, fi); err != nil {
+			return err
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err

@@ -45,6 +45,12 @@ func FingerprintReader(r io.Reader, buf []byte) (Fingerprint, int64, error) {
 	return Fingerprint(refAlgo + ":" + hex.EncodeToString(h.Sum(nil))), n, nil
 }
 
+// FingerprintSum names a SHA-256 sum computed elsewhere (a stream hashed as
+// it was copied) in the fingerprint form.
+func FingerprintSum(sum []byte) Fingerprint {
+	return Fingerprint(refAlgo + ":" + hex.EncodeToString(sum))
+}
+
 // NewRef returns the ref of an object whose canonical bytes are given.
 // Hash the exact bytes that are stored: re-encoding first could hide a
 // difference between what was hashed and what was written.

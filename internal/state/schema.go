@@ -157,6 +157,22 @@ type RunState struct {
 	// Fixed lists the items this run fixed, by the cycle that fixed them:
 	// one that fails again is state drift, not new work.
 	Fixed []FixedItem `json:"fixed,omitempty"`
+	// Proposed remembers what an external proposer proposed for an item
+	// and how it was judged, so that the next request can tell it (the
+	// most recent AttemptsKeptPerItem per item).
+	Proposed []ProposedAttempt `json:"proposed,omitempty"`
+}
+
+// ProposedAttempt is one action a proposer proposed for an item.
+type ProposedAttempt struct {
+	ItemID      string `json:"item_id"`
+	Fingerprint string `json:"fingerprint"`
+	// Action says what the action does, in a few words.
+	Action string `json:"action"`
+	Cycle  int64  `json:"cycle"`
+	// Result is the evaluation's result once the action ran, or why it
+	// was not taken (the critic's or governance's reason).
+	Result string `json:"result"`
 }
 
 // RollbackRequest is an undo the evaluator required: the restore action

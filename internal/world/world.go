@@ -6,7 +6,6 @@
 package world
 
 import (
-	"bytes"
 	"fmt"
 	"path"
 	"regexp"
@@ -30,7 +29,13 @@ const (
 type Spec struct {
 	Schema string `json:"schema"`
 	// Files is the initial content of the sandbox world, path to text.
-	Files map[string]string `json:"files"`
+	// A spec has Files or Root, never both.
+	Files map[string]string `json:"files,omitempty"`
+	// Root makes an existing directory the world: the loop observes and
+	// acts on it in place instead of on a sandbox copy. Once the document
+	// is read it is absolute (a relative root is resolved against the
+	// environment file's directory), so the pinned spec names one place.
+	Root string `json:"root,omitempty"`
 	// Checks define health; a failing check is an observed issue.
 	Checks []Check `json:"checks"`
 	// Evidence names artifacts that may appear in the world later and that
@@ -39,6 +44,46 @@ type Spec struct {
 	// Exclude adds path patterns that observation must never read, on top
 	// of DefaultExclude().
 	Exclude []string `json:"exclude,omitempty"`
+	// PassEnv names environment variables that commands (checks, fixes)
+	// receive beyond PATH, HOME and LANG. Everything else is scrubbed.
+	PassEnv []string `json:"pass_env,omitempty"`
+	// Limits bound one observation of the world; nil takes the defaults.
+	Limits *Limits `json:"limits,omitempty"`
+}
+
+// Limits bound what one observation may walk. The world is untrusted
+// content: past a limit observation stops with a reason rather than slow
+// every cycle down. Zero fields take DefaultLimits' values.
+type Limits struct {
+	// MaxDepth bounds how many directories deep a path may be.
+	MaxDepth int `json:"max_depth,omitempty"`
+	// MaxEntries bounds the files and directories observed.
+	MaxEntries int `json:"max_entries,omitempty"`
+	// MaxBytes bounds the bytes hashed in one observation.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+}
+
+// DefaultLimits are the observation bounds of a spec without limits.
+func DefaultLimits() Limits {
+	return Limits{MaxDepth: 64, MaxEntries: 100_000, MaxBytes: 2 << 30}
+}
+
+// ObservationLimits returns the spec's limits with defaults filled in.
+func (s *Spec) ObservationLimits() Limits {
+	l, d := Limits{}, DefaultLimits()
+	if s.Limits != nil {
+		l = *s.Limits
+	}
+	if l.MaxDepth == 0 {
+		l.MaxDepth = d.MaxDepth
+	}
+	if l.MaxEntries == 0 {
+		l.MaxEntries = d.MaxEntries
+	}
+	if l.MaxBytes == 0 {
+		l.MaxBytes = d.MaxBytes
+	}
+	return l
 }
 
 // DefaultExclude returns the path patterns observation never reads: version
@@ -55,7 +100,16 @@ const (
 	CheckAbsentText  CheckKind = "absent_text"  // the file must not contain Text
 	CheckPresentText CheckKind = "present_text" // the file must contain Text
 	CheckFileExists  CheckKind = "file_exists"  // the file must exist
+	// CheckCommand runs Argv in the world: exit 0 passes, 1 or 2 fail
+	// (the Nagios plugin convention of WARNING and CRITICAL), anything
+	// else is a fault of the provider, not an answer about the world.
+	CheckCommand CheckKind = "command"
 )
+
+// CheckKinds lists every check kind, in a fixed order.
+func CheckKinds() []CheckKind {
+	return []CheckKind{CheckAbsentText, CheckPresentText, CheckFileExists, CheckCommand}
+}
 
 // Check is one health assertion about the world.
 type Check struct {
@@ -71,6 +125,14 @@ type Check struct {
 	// RequiresEvidence lists evidence ids that must be present before any
 	// fix is attempted.
 	RequiresEvidence []string `json:"requires_evidence,omitempty"`
+	// Argv is what a command check runs, with the world as its working
+	// directory and no shell unless Argv names one.
+	Argv []string `json:"argv,omitempty"`
+	// TimeoutSeconds bounds a command check (0: DefaultCommandTimeout).
+	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
+	// Files name world files a command check is about, so that a proposer
+	// is shown them (files its output names are shown too).
+	Files []string `json:"files,omitempty"`
 }
 
 // Fix is one remedy for a failing check, expressed as a sandbox operation.
@@ -83,6 +145,18 @@ type Fix struct {
 	Occurrences int    `json:"occurrences,omitempty"`
 	Content     string `json:"content,omitempty"` // record_artifact
 	Note        string `json:"note,omitempty"`    // mark_issue
+	// ID names the fix, so that a proposer can ask for it. Required for
+	// run_command, unique across the spec.
+	ID string `json:"id,omitempty"`
+	// Argv, Touches, TimeoutSeconds and Idempotent describe run_command:
+	// the program, the path patterns it may change (none: it may change
+	// anything), its time limit, and whether running it twice is harmless
+	// (which lets recovery run it again when it cannot tell whether an
+	// interrupted run happened).
+	Argv           []string `json:"argv,omitempty"`
+	Touches        []string `json:"touches,omitempty"`
+	TimeoutSeconds int      `json:"timeout_seconds,omitempty"`
+	Idempotent     bool     `json:"idempotent,omitempty"`
 }
 
 // EvidenceSpec declares where a piece of evidence appears when it exists.
@@ -105,11 +179,13 @@ const (
 	// OpRestore puts a target back as a rollback bundle recorded it: the
 	// executor's undo of the run's own effect. It is never a fix.
 	OpRestore Operation = "restore_snapshot"
+	// OpRunCommand runs a command the environment declares as a fix.
+	OpRunCommand Operation = "run_command"
 )
 
 // Operations lists every operation, in a fixed order.
 func Operations() []Operation {
-	return []Operation{OpInspect, OpMarkIssue, OpApplyPatch, OpRunValidation, OpRecordArtifact, OpRestore}
+	return []Operation{OpInspect, OpMarkIssue, OpApplyPatch, OpRunValidation, OpRecordArtifact, OpRestore, OpRunCommand}
 }
 
 // IssuesFile is where mark_issue appends its reports inside the world.
@@ -140,130 +216,36 @@ func CleanPath(p string) (string, error) {
 	return p, nil
 }
 
-// Validate checks a Spec and returns a *state.FieldError naming the field.
-func (s *Spec) Validate() error {
-	if s.Schema != SpecSchema {
-		return &state.FieldError{Path: "schema", Err: fmt.Errorf("want %q, found %q", SpecSchema, s.Schema)}
-	}
-	for _, p := range sortedKeys(s.Files) {
-		if _, err := CleanPath(p); err != nil {
-			return &state.FieldError{Path: "files." + p, Err: err}
-		}
-		if s.Excluded(p) {
-			return &state.FieldError{Path: "files." + p, Err: fmt.Errorf("path is excluded from observation (secret-like name); acr will not manage it")}
-		}
-	}
-	seen := map[string]bool{}
-	for i, c := range s.Checks {
-		at := fmt.Sprintf("checks[%d]", i)
-		if !ValidID(c.ID) {
-			return &state.FieldError{Path: at + ".id", Err: fmt.Errorf("%q is not a valid id (lower-case letters, digits, . _ -)", c.ID)}
-		}
-		if seen[c.ID] {
-			return &state.FieldError{Path: at + ".id", Err: fmt.Errorf("duplicate check id %q", c.ID)}
-		}
-		seen[c.ID] = true
-		if _, err := CleanPath(c.Path); err != nil {
-			return &state.FieldError{Path: at + ".path", Err: err}
-		}
-		if s.Excluded(c.Path) {
-			return &state.FieldError{Path: at + ".path", Err: fmt.Errorf("path is excluded from observation")}
-		}
-		switch c.Kind {
-		case CheckAbsentText, CheckPresentText:
-			if c.Text == "" {
-				return &state.FieldError{Path: at + ".text", Err: fmt.Errorf("required for kind %s", c.Kind)}
-			}
-		case CheckFileExists:
-		default:
-			return &state.FieldError{Path: at + ".kind", Err: fmt.Errorf("unknown kind %q (want absent_text, present_text or file_exists)", c.Kind)}
-		}
-		if c.Priority < 0 || c.Priority > 1000 {
-			return &state.FieldError{Path: at + ".priority", Err: fmt.Errorf("must be between 0 and 1000")}
-		}
-		for j, f := range c.Fixes {
-			if err := f.validate(c); err != nil {
-				return &state.FieldError{Path: fmt.Sprintf("%s.fixes[%d]", at, j), Err: err}
-			}
-		}
-	}
-	evSeen := map[string]bool{}
-	for i, e := range s.Evidence {
-		at := fmt.Sprintf("evidence[%d]", i)
-		if !ValidID(e.ID) || evSeen[e.ID] {
-			return &state.FieldError{Path: at + ".id", Err: fmt.Errorf("%q is not a valid, unique id", e.ID)}
-		}
-		evSeen[e.ID] = true
-		if _, err := CleanPath(e.Path); err != nil {
-			return &state.FieldError{Path: at + ".path", Err: err}
-		}
-		if s.Excluded(e.Path) {
-			return &state.FieldError{Path: at + ".path", Err: fmt.Errorf("path is excluded from observation, so the evidence could never be seen")}
-		}
-	}
-	for i, c := range s.Checks {
-		for j, id := range c.RequiresEvidence {
-			if !evSeen[id] {
-				return &state.FieldError{Path: fmt.Sprintf("checks[%d].requires_evidence[%d]", i, j), Err: fmt.Errorf("unknown evidence id %q", id)}
-			}
-		}
-	}
-	for i, pat := range s.Exclude {
-		if err := ValidPattern(pat); err != nil {
-			return &state.FieldError{Path: fmt.Sprintf("exclude[%d]", i), Err: err}
-		}
-	}
-	return nil
-}
-
-// ValidPattern checks a path pattern of the glob dialect MatchAny speaks.
+// ValidPattern checks a path pattern of the glob dialect MatchGlob speaks.
 // A malformed pattern never matches anything, which would silently turn a
 // forbid rule or an exclusion into nothing.
 func ValidPattern(pat string) error {
 	if pat == "" {
 		return fmt.Errorf("empty pattern")
 	}
-	core := strings.TrimSuffix(strings.TrimPrefix(pat, "**/"), "/**")
-	if core == "**" {
-		return nil
-	}
-	if _, err := path.Match(core, "x"); err != nil {
-		return fmt.Errorf("pattern %q: %w", pat, err)
-	}
-	return nil
-}
-
-func (f Fix) validate(c Check) error {
-	switch f.Operation {
-	case OpApplyPatch:
-		if f.Find == "" {
-			return fmt.Errorf("apply_local_patch needs find")
+	for _, seg := range segments(pat) {
+		if seg == "" {
+			return fmt.Errorf("pattern %q has an empty segment", pat)
 		}
-		if f.Occurrences < 0 {
-			return fmt.Errorf("occurrences must be 0 (all) or more")
+		if seg == "**" {
+			continue
 		}
-		if c.Kind == CheckFileExists {
-			return fmt.Errorf("apply_local_patch cannot fix a file_exists check")
+		if _, err := path.Match(seg, "x"); err != nil {
+			return fmt.Errorf("pattern %q: %w", pat, err)
 		}
-	case OpRecordArtifact:
-		if c.Kind != CheckFileExists && c.Kind != CheckPresentText {
-			return fmt.Errorf("record_artifact fixes file_exists or present_text checks")
-		}
-	case OpMarkIssue:
-	default:
-		return fmt.Errorf("operation %q cannot be a fix (want apply_local_patch, record_artifact or mark_issue)", f.Operation)
 	}
 	return nil
 }
 
 // Excluded reports whether observation must skip p: p itself or any
 // directory above it matches an exclusion (observation never enters an
-// excluded directory, so nothing below one can be managed either).
+// excluded directory, so nothing below one can be managed either). Its
+// cost is linear in the depth of p for each pattern.
 func (s *Spec) Excluded(p string) bool {
-	pats := slices.Concat(DefaultExclude(), s.Exclude)
-	for q := p; q != "" && q != "."; q = parentPath(q) {
-		for _, pat := range pats {
-			if matchGlob(pat, q) {
+	segs := segments(p)
+	for _, list := range [][]string{DefaultExclude(), s.Exclude} {
+		for _, pat := range list {
+			if pat == "**" || matchesPrefix(segments(pat), segs) {
 				return true
 			}
 		}
@@ -271,48 +253,10 @@ func (s *Spec) Excluded(p string) bool {
 	return false
 }
 
-func parentPath(p string) string {
-	if i := strings.LastIndexByte(p, '/'); i >= 0 {
-		return p[:i]
-	}
-	return ""
-}
-
-// matchGlob matches slash paths: "**" matches everything, a leading "**/"
-// matches any number of directories, a trailing "/**" everything below a
-// directory, and anything else is path.Match.
-func matchGlob(pat, p string) bool {
-	if pat == "**" {
-		return true
-	}
-	if rest, ok := strings.CutPrefix(pat, "**/"); ok {
-		parts := strings.Split(p, "/")
-		for i := range parts {
-			if matchGlob(rest, strings.Join(parts[i:], "/")) {
-				return true
-			}
-		}
-		return false
-	}
-	if strings.HasSuffix(pat, "/**") {
-		prefix := strings.TrimSuffix(pat, "/**")
-		return p == prefix || strings.HasPrefix(p, prefix+"/")
-	}
-	if ok, _ := path.Match(pat, p); ok {
-		return true
-	}
-	return false
-}
-
-// MatchAny reports whether p matches any of the patterns (the same glob
-// dialect as exclusions: "**/" prefix, "/**" suffix, path.Match otherwise).
-func MatchAny(patterns []string, p string) bool {
-	for _, pat := range patterns {
-		if matchGlob(pat, p) {
-			return true
-		}
-	}
-	return false
+// matchesPrefix reports whether the pattern matches the path made of the
+// first k segments for some k >= 1: the path or one of its parents.
+func matchesPrefix(ps, ss []string) bool {
+	return slices.Contains(reachable(ps, ss)[1:], true)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -333,32 +277,6 @@ const (
 	CheckFail CheckStatus = "fail"
 )
 
-// Evaluate runs a check against the content of its file (nil when the file
-// does not exist).
-func Evaluate(c Check, content []byte, exists bool) CheckResult {
-	r := CheckResult{ID: c.ID, Status: CheckPass}
-	if exists {
-		r.TargetSHA256 = state.FingerprintOf(content)
-	}
-	switch c.Kind {
-	case CheckFileExists:
-		if !exists {
-			r.Status, r.Detail = CheckFail, "file is missing"
-		}
-	case CheckAbsentText:
-		if exists && bytes.Contains(content, []byte(c.Text)) {
-			r.Status, r.Detail = CheckFail, fmt.Sprintf("found %d occurrence(s) of the forbidden text", bytes.Count(content, []byte(c.Text)))
-		}
-	case CheckPresentText:
-		if !exists {
-			r.Status, r.Detail = CheckFail, "file is missing"
-		} else if !bytes.Contains(content, []byte(c.Text)) {
-			r.Status, r.Detail = CheckFail, "required text is missing"
-		}
-	}
-	return r
-}
-
 // Observation is what one look at the world found. It is an input of a
 // cycle and is recorded in the ledger by ref, so the cycle can be replayed.
 type Observation struct {
@@ -368,6 +286,30 @@ type Observation struct {
 	Evidence []EvidenceFact `json:"evidence"`
 	// Excluded counts entries skipped because they match an exclusion.
 	Excluded int `json:"excluded"`
+	// Refused lists paths observation would not read because they could
+	// lead outside the world (symlinks, special files, files with other
+	// hard links), at most MaxRefusedListed of them, in path order.
+	Refused []Refusal `json:"refused,omitempty"`
+	// Runs are the durations of the command checks run for this
+	// observation. They are not part of what was observed (a slower run
+	// of the same check sees the same world), so they are not encoded
+	// with it; the driver records them with the cycle's inputs.
+	Runs []CommandRun `json:"-"`
+}
+
+// Refusal is a path observation refused, and why.
+type Refusal struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// MaxRefusedListed bounds Observation.Refused.
+const MaxRefusedListed = 64
+
+// CommandRun is how long one command ran.
+type CommandRun struct {
+	Check      string `json:"check"`
+	DurationMS int64  `json:"duration_ms"`
 }
 
 // FileFact is one file seen in the world.
@@ -383,7 +325,42 @@ type CheckResult struct {
 	Status       CheckStatus       `json:"status"`
 	Detail       string            `json:"detail,omitempty"`
 	TargetSHA256 state.Fingerprint `json:"target_sha256,omitempty"`
+	// Command is what a command check's run printed and how it ended.
+	Command *CommandResult `json:"command,omitempty"`
 }
+
+// MaxOutputBytes bounds the stdout and stderr a command result keeps; the
+// hashes and sizes always cover everything the command wrote.
+const MaxOutputBytes = 64 << 10
+
+// DefaultCommandTimeout bounds a command without a timeout of its own.
+const DefaultCommandTimeout = 60
+
+// MaxCommandTimeout bounds any command's timeout.
+const MaxCommandTimeout = 3600
+
+// CommandResult is how a command ended and what it printed. Output is
+// kept up to MaxOutputBytes per stream, made valid UTF-8 (invalid bytes
+// become U+FFFD); the hash and size are of the bytes as written.
+type CommandResult struct {
+	Argv         []string          `json:"argv"`
+	ExitCode     int               `json:"exit_code"`
+	Signal       string            `json:"signal,omitempty"`
+	TimedOut     bool              `json:"timed_out,omitempty"`
+	Stdout       string            `json:"stdout"`
+	Stderr       string            `json:"stderr"`
+	StdoutSHA256 state.Fingerprint `json:"stdout_sha256"`
+	StderrSHA256 state.Fingerprint `json:"stderr_sha256"`
+	StdoutBytes  int64             `json:"stdout_bytes"`
+	StderrBytes  int64             `json:"stderr_bytes"`
+	// DurationMS is set on an action's result, never on a check's (see
+	// Observation.Runs).
+	DurationMS int64 `json:"duration_ms,omitempty"`
+}
+
+// Ended reports whether the command ran to an exit of its own (not a
+// timeout or a signal).
+func (r CommandResult) Ended() bool { return !r.TimedOut && r.Signal == "" && r.ExitCode >= 0 }
 
 // EvidenceFact says whether a declared piece of evidence is present.
 type EvidenceFact struct {
@@ -443,13 +420,28 @@ type Action struct {
 	KeepPrefix    int64             `json:"keep_prefix,omitempty"`
 	KeepSuffix    int64             `json:"keep_suffix,omitempty"`
 	RestoreSHA256 state.Fingerprint `json:"restore_sha256,omitempty"`
+	// FixID, Argv, Touches, TimeoutSeconds and Idempotent are run_command's
+	// (copied from the declared fix, so that the action's ref, which an
+	// approval binds to, covers the exact command line). Touches is also
+	// the set a restore_snapshot of a command's effect puts back, and
+	// Files that set's content before the command ran.
+	FixID          string      `json:"fix_id,omitempty"`
+	Argv           []string    `json:"argv,omitempty"`
+	Touches        []string    `json:"touches,omitempty"`
+	TimeoutSeconds int         `json:"timeout_seconds,omitempty"`
+	Idempotent     bool        `json:"idempotent,omitempty"`
+	Files          []FileImage `json:"files,omitempty"`
+}
+
+// FileImage is one file's content in a snapshot.
+type FileImage struct {
+	Path    string            `json:"path"`
+	SHA256  state.Fingerprint `json:"sha256"`
+	Content string            `json:"content"`
 }
 
 // Ref returns the action's content ref, the ref approvals bind to.
 func (a Action) Ref() state.Ref { return state.MustRefOf("areq", a) }
-
-// Writes reports whether the operation changes the world.
-func (op Operation) Writes() bool { return op != OpInspect }
 
 // OutcomeStatus says what executing an action did.
 type OutcomeStatus string
@@ -479,6 +471,14 @@ type Outcome struct {
 	PostCheck *CheckResult `json:"post_check,omitempty"`
 	// Results holds run_validation's check results.
 	Results []CheckResult `json:"results,omitempty"`
+	// Command is how a run_command's command ended and what it printed.
+	Command *CommandResult `json:"command,omitempty"`
+	// Changed lists the files a run_command changed, created or removed
+	// (when the world's state before it is known), and Outside those of
+	// them its touches do not cover: a command that reaches beyond what
+	// it declared is for a person to review.
+	Changed []string `json:"changed,omitempty"`
+	Outside []string `json:"outside,omitempty"`
 }
 
 // IntentSchema names an effect's intent record.
@@ -502,6 +502,10 @@ type Intent struct {
 	// that the effect can be undone. Nil when the action changes nothing,
 	// or when no bundle could be taken (then the action must not run).
 	Rollback *RollbackBundle `json:"rollback,omitempty"`
+	// RunID and CycleSeq, set for run_command only, name the cycle the
+	// command runs in; it gets them as ACR_RUN_ID and ACR_CYCLE.
+	RunID    string `json:"run_id,omitempty"`
+	CycleSeq int64  `json:"cycle_seq,omitempty"`
 }
 
 // RollbackBundle holds what a target was before an effect, as a delta
@@ -519,12 +523,45 @@ type RollbackBundle struct {
 	Content string            `json:"content,omitempty"`
 	Before  state.Fingerprint `json:"before_sha256,omitempty"`
 	After   state.Fingerprint `json:"after_sha256,omitempty"`
+	// Touches and Files are a command's bundle (Target is empty): the
+	// path patterns it may change and every file they matched before it
+	// ran, whole. Before and After are then set hashes (SetHash).
+	Touches []string    `json:"touches,omitempty"`
+	Files   []FileImage `json:"files,omitempty"`
 }
 
 // RestoreAction is the action that undoes an effect through its bundle.
-func (b RollbackBundle) RestoreAction(checkID string) Action {
-	return Action{Schema: ActionSchema, Operation: OpRestore, Target: b.Target, CheckID: checkID,
+// after is the hash the effect left (a command's is known only once it
+// ran; a file effect's bundle carries it already).
+func (b RollbackBundle) RestoreAction(checkID string, after state.Fingerprint) Action {
+	if b.After == "" {
+		b.After = after
+	}
+	a := Action{Schema: ActionSchema, Operation: OpRestore, Target: b.Target, CheckID: checkID,
 		ExpectSHA256: b.After, Content: b.Content, Absent: !b.Existed, KeepPrefix: b.Prefix, KeepSuffix: b.Suffix, RestoreSHA256: b.Before}
+	if len(b.Touches) > 0 {
+		a.Absent, a.Touches, a.Files = false, slices.Clone(b.Touches), slices.Clone(b.Files)
+		if a.Files == nil {
+			a.Files = []FileImage{}
+		}
+	}
+	return a
+}
+
+// SetHash is the hash of a set of files: of the canonical list of their
+// paths and content hashes, in path order. It stands for "the files a
+// command touches" wherever a single file's hash stands for one target.
+func SetHash(files []FileFact) state.Fingerprint {
+	type entry struct {
+		Path   string            `json:"path"`
+		SHA256 state.Fingerprint `json:"sha256"`
+	}
+	list := make([]entry, len(files))
+	for i, f := range files {
+		list[i] = entry{f.Path, f.SHA256}
+	}
+	slices.SortFunc(list, func(a, b entry) int { return strings.Compare(a.Path, b.Path) })
+	return state.FingerprintOf(state.MustMarshal(list))
 }
 
 // Restore rebuilds the before bytes from the after bytes.
@@ -566,3 +603,19 @@ func IdempotencyKey(runID string, cycleSeq int64, actionRef, decisionRef state.R
 	})
 	return "idem:sha256:" + state.Digest(b)
 }
+
+// ProviderFault is a provider that gave no answer about the world: a
+// command check that timed out, was killed, exited with a code that is
+// neither a pass nor a fail, or could not be started. The kernel does not
+// advance the run on it (the cycle does not happen) and counts it towards
+// the policy's limit of provider failures.
+type ProviderFault struct {
+	// Source names the provider: "check:<id>", "proposer".
+	Source string `json:"source"`
+	// Reason says what went wrong, in words.
+	Reason string `json:"reason"`
+	// Command is the command's result, when it ran at all.
+	Command *CommandResult `json:"command,omitempty"`
+}
+
+func (f *ProviderFault) Error() string { return f.Source + ": " + f.Reason }

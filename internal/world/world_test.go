@@ -70,15 +70,15 @@ func TestSpecValidateNamesTheField(t *testing.T) {
 		{"unknown kind", func(s *world.Spec) { s.Checks[4].Kind = "regex" }, "checks[4].kind", "unknown kind"},
 		{"negative priority", func(s *world.Spec) { s.Checks[2].Priority = -1 }, "checks[2].priority", "between 0 and 1000"},
 		{"priority over 1000", func(s *world.Spec) { s.Checks[2].Priority = 1001 }, "checks[2].priority", "between 0 and 1000"},
-		{"patch without find", func(s *world.Spec) { s.Checks[0].Fixes[0].Find = "" }, "checks[0].fixes[0]", "needs find"},
+		{"patch without find", func(s *world.Spec) { s.Checks[0].Fixes[0].Find = "" }, "checks[0].fixes[0].find", "needs find"},
 		{"patch on file_exists", func(s *world.Spec) {
 			s.Checks[4].Fixes = append(s.Checks[4].Fixes, world.Fix{Operation: world.OpApplyPatch, Find: "x"})
-		}, "checks[4].fixes[1]", "file_exists"},
+		}, "checks[4].fixes[1].operation", "file_exists"},
 		{"record_artifact on absent_text", func(s *world.Spec) {
 			s.Checks[1].Fixes[0] = world.Fix{Operation: world.OpRecordArtifact, Content: "x"}
-		}, "checks[1].fixes[0]", "record_artifact"},
-		{"inspect is not a fix", func(s *world.Spec) { s.Checks[3].Fixes[1].Operation = world.OpInspect }, "checks[3].fixes[1]", "cannot be a fix"},
-		{"unknown fix operation", func(s *world.Spec) { s.Checks[0].Fixes[0].Operation = "rm_rf" }, "checks[0].fixes[0]", "cannot be a fix"},
+		}, "checks[1].fixes[0].operation", "record_artifact"},
+		{"inspect is not a fix", func(s *world.Spec) { s.Checks[3].Fixes[1].Operation = world.OpInspect }, "checks[3].fixes[1].operation", "cannot be a fix"},
+		{"unknown fix operation", func(s *world.Spec) { s.Checks[0].Fixes[0].Operation = "rm_rf" }, "checks[0].fixes[0].operation", "cannot be a fix"},
 		{"invalid evidence id", func(s *world.Spec) { s.Evidence[0].ID = "CI" }, "evidence[0].id", "valid, unique"},
 		{"duplicate evidence id", func(s *world.Spec) {
 			s.Evidence = append(s.Evidence, world.EvidenceSpec{ID: "ci-report", Path: "reports/other.txt"})
@@ -89,6 +89,37 @@ func TestSpecValidateNamesTheField(t *testing.T) {
 		}, "checks[4].requires_evidence[1]", "sign-off"},
 		{"bad exclude pattern", func(s *world.Spec) { s.Exclude = append(s.Exclude, "[") }, "exclude[2]", "syntax"},
 		{"bad exclude pattern behind **/", func(s *world.Spec) { s.Exclude = []string{"**/[a-"} }, "exclude[0]", "syntax"},
+		{"root and files", func(s *world.Spec) { s.Root = "/srv/project" }, "root", "exclude each other"},
+		{"pass_env not a name", func(s *world.Spec) { s.PassEnv = []string{"GOPATH", "A-B"} }, "pass_env[1]", "not an environment variable name"},
+		{"pass_env reserved", func(s *world.Spec) { s.PassEnv = []string{"ACR_IDEMPOTENCY_KEY"} }, "pass_env[0]", "set by acr"},
+		{"negative limits", func(s *world.Spec) { s.Limits = &world.Limits{MaxDepth: -1} }, "limits", ">= 0"},
+		{"command check without argv", func(s *world.Spec) {
+			s.Checks = append(s.Checks, world.Check{ID: "vet", Kind: world.CheckCommand})
+		}, "checks[5].argv", "required"},
+		{"command check with text", func(s *world.Spec) {
+			s.Checks = append(s.Checks, world.Check{ID: "vet", Kind: world.CheckCommand, Argv: []string{"go", "vet"}, Text: "x"})
+		}, "checks[5].text", "no text"},
+		{"command check timeout too long", func(s *world.Spec) {
+			s.Checks = append(s.Checks, world.Check{ID: "vet", Kind: world.CheckCommand, Argv: []string{"go", "vet"}, TimeoutSeconds: 3601})
+		}, "checks[5].timeout_seconds", "between 0"},
+		{"text check with argv", func(s *world.Spec) { s.Checks[0].Argv = []string{"true"} }, "checks[0].argv", "only a command check"},
+		{"run_command without id", func(s *world.Spec) {
+			s.Checks[0].Fixes = []world.Fix{{Operation: world.OpRunCommand, Argv: []string{"gofmt", "-w", "."}}}
+		}, "checks[0].fixes[0].id", "needs an id"},
+		{"run_command without argv", func(s *world.Spec) {
+			s.Checks[0].Fixes = []world.Fix{{Operation: world.OpRunCommand, ID: "fmt"}}
+		}, "checks[0].fixes[0].argv", "required"},
+		{"run_command with find", func(s *world.Spec) {
+			s.Checks[0].Fixes = []world.Fix{{Operation: world.OpRunCommand, ID: "fmt", Argv: []string{"x"}, Find: "a"}}
+		}, "checks[0].fixes[0].operation", "takes argv"},
+		{"run_command touches with ..", func(s *world.Spec) {
+			s.Checks[0].Fixes = []world.Fix{{Operation: world.OpRunCommand, ID: "fmt", Argv: []string{"x"}, Touches: []string{"../**"}}}
+		}, "checks[0].fixes[0].touches[0]", "without . or .."},
+		{"duplicate fix id", func(s *world.Spec) {
+			s.Checks[0].Fixes = []world.Fix{{Operation: world.OpRunCommand, ID: "fmt", Argv: []string{"x"}}}
+			s.Checks[1].Fixes = []world.Fix{{Operation: world.OpRunCommand, ID: "fmt", Argv: []string{"y"}}}
+		}, "checks[1].fixes[0].id", "duplicate fix id"},
+		{"patch fix with argv", func(s *world.Spec) { s.Checks[0].Fixes[0].Argv = []string{"x"} }, "checks[0].fixes[0].argv", "belong to run_command"},
 	}
 	require.NotEmpty(t, cases)
 	for _, tc := range cases {
@@ -346,7 +377,7 @@ func TestObservationLookups(t *testing.T) {
 func TestOperationWrites(t *testing.T) {
 	want := map[world.Operation]bool{
 		world.OpInspect: false, world.OpMarkIssue: true, world.OpApplyPatch: true,
-		world.OpRunValidation: true, world.OpRecordArtifact: true, world.OpRestore: true,
+		world.OpRunValidation: true, world.OpRecordArtifact: true, world.OpRestore: true, world.OpRunCommand: true,
 	}
 	ops := world.Operations()
 	require.Len(t, ops, len(want))

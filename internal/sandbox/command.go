@@ -1,0 +1,440 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/acr-project/acr/internal/command"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// This file holds what the sandbox does with programs: command checks,
+// run_command fixes, and the set of files a command touches (its before and
+// after hashes, its rollback bundle, the readback and the restore).
+//
+// A command is not a single-file replace, so the hash protocol of file
+// effects cannot tell after a crash whether it ran. A started marker does
+// instead: it is made durable in the idempotency table right before the
+// program starts. No marker means the program never started and may run
+// now; a marker without an outcome means it may have run, and then the
+// fix's check decides (passing: the effect is taken as done), or the fix's
+// own word that running it twice is harmless, or a person (ErrUncertain).
+
+// StartedSchema names the marker written before a command starts.
+const StartedSchema = "acr.sandbox-command-started/v0.1"
+
+type startedRecord struct {
+	Schema    string    `json:"schema"`
+	Key       string    `json:"idempotency_key"`
+	ActionRef state.Ref `json:"action_ref"`
+}
+
+func startedName(h string) string { return fanDir(h) + "/" + h + ".started.json" }
+
+// env builds the environment of a program the world runs.
+func (w *World) env(extra map[string]string) []string {
+	return command.Environment(w.Environ, w.spec.PassEnv, extra)
+}
+
+func timeout(seconds int) time.Duration { return time.Duration(world.Timeout(seconds)) * time.Second }
+
+// evaluateCommand runs a command check: exit 0 passes, 1 or 2 fail (the
+// Nagios plugin convention, so monitoring plugins work as checks). A
+// timeout, a signal, any other exit code or a program that cannot start is
+// a *world.ProviderFault: the check gave no verdict about the world.
+func (w *World) evaluateCommand(c world.Check) (world.CheckResult, int64, error) {
+	src := "check:" + c.ID
+	res, err := command.Run(context.Background(), command.Spec{Argv: c.Argv, Dir: w.dir, Env: w.env(nil), Timeout: timeout(c.TimeoutSeconds)})
+	if errors.Is(err, command.ErrStart) {
+		return world.CheckResult{}, 0, &world.ProviderFault{Source: src, Reason: err.Error()}
+	}
+	if err != nil {
+		return world.CheckResult{}, 0, fmt.Errorf("check %s: %w", c.ID, err)
+	}
+	cr := res.CommandResult
+	cr.DurationMS = 0 // a check's duration is not part of what it observed
+	r := world.CheckResult{ID: c.ID, Command: &cr, TargetSHA256: outputEvidence(cr)}
+	fault := func(reason string) (world.CheckResult, int64, error) {
+		return world.CheckResult{}, 0, &world.ProviderFault{Source: src, Reason: reason, Command: &cr}
+	}
+	switch {
+	case cr.TimedOut:
+		return fault(fmt.Sprintf("timed out after %d s; its process group was killed", world.Timeout(c.TimeoutSeconds)))
+	case cr.Signal != "":
+		return fault("killed by signal " + cr.Signal)
+	case cr.ExitCode == 0:
+		r.Status = world.CheckPass
+	case cr.ExitCode == 1 || cr.ExitCode == 2:
+		r.Status = world.CheckFail
+		level := map[int]string{1: "warning", 2: "critical"}[cr.ExitCode]
+		r.Detail = fmt.Sprintf("exit %d (%s)", cr.ExitCode, level)
+		if line := firstLine(cr.Stdout, cr.Stderr); line != "" {
+			r.Detail += ": " + line
+		}
+	default:
+		return fault(fmt.Sprintf("exit %d is neither a pass (0) nor a fail (1 warning, 2 critical): %s", cr.ExitCode, firstLine(cr.Stderr, cr.Stdout)))
+	}
+	return r, res.Duration.Milliseconds(), nil
+}
+
+// outputEvidence is what a command check's verdict rests on: its exit code
+// and both output hashes. A change in it is new evidence about the item.
+func outputEvidence(r world.CommandResult) state.Fingerprint {
+	return state.FingerprintOf(state.MustMarshal(map[string]any{
+		"exit_code": r.ExitCode, "stdout_sha256": r.StdoutSHA256, "stderr_sha256": r.StderrSHA256}))
+}
+
+// firstLine returns the first non-empty line of the first non-empty text,
+// cut to a readable length.
+func firstLine(texts ...string) string {
+	for _, t := range texts {
+		for _, line := range strings.Split(t, "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				if len(line) > 200 {
+					line = strings.ToValidUTF8(line[:200], "") + "…"
+				}
+				return line
+			}
+		}
+	}
+	return ""
+}
+
+// touchedBy returns the patterns a set action covers ("**" for a command
+// that declares none).
+func touchedBy(a world.Action) []string { return a.Paths() }
+
+// validateCommand refuses a run_command that the spec does not declare, in
+// exactly this form: the sandbox runs only what the environment's author
+// wrote down, whatever proposed it.
+func (w *World) validateCommand(a world.Action) error {
+	k, _ := world.Kind(a.Operation)
+	if code := k.Declared(&w.spec, a); code != "" {
+		return fmt.Errorf("run_command %q: %s: not a command fix the environment declares in this form", a.FixID, code)
+	}
+	return nil
+}
+
+// scan walks the world like Observe and returns the files matching
+// patterns. With keep it also returns their content, as long as all of it
+// fits in MaxRollbackBytes as text (complete says whether it did).
+func (w *World) scan(patterns []string, keep bool) (facts []world.FileFact, images []world.FileImage, complete bool, err error) {
+	var obs world.Observation
+	wk := walker{w: w, obs: &obs, limits: w.spec.ObservationLimits(), match: patterns}
+	complete = keep
+	var size int
+	if keep {
+		wk.keep = func(p string, data []byte) {
+			size += len(data)
+			if !complete || size > MaxRollbackBytes || !utf8.Valid(data) {
+				complete, images = false, nil
+				return
+			}
+			images = append(images, world.FileImage{Path: p, SHA256: state.FingerprintOf(data), Content: string(data)})
+		}
+	}
+	if err := wk.dir(".", 0); err != nil {
+		return nil, nil, false, err
+	}
+	slices.SortFunc(obs.Files, func(a, b world.FileFact) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(images, func(a, b world.FileImage) int { return strings.Compare(a.Path, b.Path) })
+	if len(obs.Refused) > 0 && keep {
+		// A refused path under the touches (a symlink, say) cannot be put
+		// back, so the set has no complete pre-image.
+		for _, r := range obs.Refused {
+			if world.MatchAny(patterns, r.Path) {
+				complete, images = false, nil
+			}
+		}
+	}
+	return obs.Files, images, complete, nil
+}
+
+// prepareSet computes the intent of a set action: the set's hash before,
+// and for a command the set's whole pre-image as its rollback bundle
+// (nil when it is too large to carry, which blocks the command).
+func (w *World) prepareSet(key string, a world.Action) (world.Intent, error) {
+	touches := touchedBy(a)
+	facts, images, complete, err := w.scan(touches, a.Operation == world.OpRunCommand)
+	if err != nil {
+		return world.Intent{}, err
+	}
+	before := world.SetHash(facts)
+	out := world.Outcome{Schema: world.OutcomeSchema, Key: key, Operation: a.Operation, BeforeSHA256: before}
+	in := world.Intent{Schema: world.IntentSchema, Key: key, Action: a, Changes: true}
+	if a.Operation == world.OpRestore {
+		switch before {
+		case a.RestoreSHA256:
+			out.Status, out.Detail, out.AfterSHA256, in.Changes = world.OutcomeNoChange, "the files already are as the snapshot", before, false
+		case a.ExpectSHA256:
+			out.Status, out.AfterSHA256 = world.OutcomeCommitted, a.RestoreSHA256
+		default:
+			out.Status, out.Detail, out.AfterSHA256, in.Changes = world.OutcomeStale,
+				fmt.Sprintf("the files changed since the undone command: expected %s, found %s", describe(a.ExpectSHA256), describe(before)), before, false
+		}
+		in.Planned = out
+		if in.Changes {
+			// The restore undoes the run's own effect; its bundle is the
+			// set as the command left it, which is what Expect names.
+			in.Rollback = &world.RollbackBundle{Touches: touches, Before: a.ExpectSHA256, After: a.RestoreSHA256, Files: []world.FileImage{}}
+			if cur, imgs, ok, err := w.scan(touches, true); err == nil && ok && world.SetHash(cur) == a.ExpectSHA256 {
+				in.Rollback.Files = imgs
+			} else if err != nil {
+				return world.Intent{}, err
+			} else {
+				in.Rollback = nil
+			}
+		}
+		return in, nil
+	}
+	out.Status, out.Detail = world.OutcomeCommitted, "what the command changes is known once it ran"
+	in.Planned = out
+	if complete {
+		if images == nil {
+			images = []world.FileImage{}
+		}
+		in.Rollback = &world.RollbackBundle{Touches: touches, Before: before, Files: images}
+	}
+	return in, nil
+}
+
+// commitSet carries out a set action's intent at most once.
+func (w *World) commitSet(key, h string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
+	if !in.Changes {
+		out, err := w.cacheOutcome(h, a, in.Planned)
+		return out, false, err
+	}
+	if a.Operation == world.OpRestore {
+		return w.commitRestoreSet(key, h, a, in)
+	}
+	started, err := readRecord(w.keys, startedName(h), &startedRecord{})
+	if err != nil {
+		return world.Outcome{}, false, err
+	}
+	if started {
+		return w.recoverCommand(key, h, a, in)
+	}
+	facts, _, _, err := w.scan(touchedBy(a), false)
+	if err != nil {
+		return world.Outcome{}, false, err
+	}
+	if now := world.SetHash(facts); now != in.Planned.BeforeSHA256 {
+		out := in.Planned
+		out.Status, out.AfterSHA256 = world.OutcomeStale, now
+		out.Detail = fmt.Sprintf("the files the command touches changed since it was planned: expected %s, found %s", describe(in.Planned.BeforeSHA256), describe(now))
+		out, err := w.cacheOutcome(h, a, out)
+		return out, false, err
+	}
+	out, err := w.runCommand(key, h, a, in)
+	return out, false, err
+}
+
+// runCommand starts the command, after making its started marker durable,
+// and records what it did.
+func (w *World) runCommand(key, h string, a world.Action, in world.Intent) (world.Outcome, error) {
+	if _, err := writeRecord(w.keys, startedName(h), startedRecord{Schema: StartedSchema, Key: key, ActionRef: a.Ref()}); err != nil {
+		return world.Outcome{}, err
+	}
+	before := w.lastFiles
+	w.stage(StageBeforeActionCommit)
+	extra := map[string]string{"ACR_IDEMPOTENCY_KEY": key, "ACR_RUN_ID": in.RunID, "ACR_CYCLE": strconv.FormatInt(in.CycleSeq, 10)}
+	res, runErr := command.Run(context.Background(), command.Spec{Argv: a.Argv, Dir: w.dir, Env: w.env(extra), Timeout: timeout(a.TimeoutSeconds)})
+	if runErr != nil && !errors.Is(runErr, command.ErrStart) {
+		return world.Outcome{}, runErr
+	}
+	out := world.Outcome{Schema: world.OutcomeSchema, Key: key, Operation: a.Operation, BeforeSHA256: in.Planned.BeforeSHA256}
+	facts, _, _, err := w.scan(touchedBy(a), false)
+	if err != nil {
+		return world.Outcome{}, err
+	}
+	out.AfterSHA256 = world.SetHash(facts)
+	if before != nil {
+		if out.Changed, err = w.changedSince(before); err != nil {
+			return world.Outcome{}, err
+		}
+		if len(a.Touches) > 0 {
+			for _, p := range out.Changed {
+				if !world.MatchAny(a.Touches, p) {
+					out.Outside = append(out.Outside, p)
+				}
+			}
+		}
+	}
+	changed := out.AfterSHA256 != out.BeforeSHA256 || len(out.Changed) > 0
+	switch {
+	case runErr != nil:
+		out.Status, out.Detail = world.OutcomeFailed, "could not be started: "+runErr.Error()
+	default:
+		cr := res.CommandResult
+		cr.DurationMS = res.Duration.Milliseconds()
+		out.Command = &cr
+		switch {
+		case cr.TimedOut:
+			out.Status, out.Detail = world.OutcomeFailed, fmt.Sprintf("timed out after %d s; its process group was killed", world.Timeout(a.TimeoutSeconds))
+		case cr.Signal != "":
+			out.Status, out.Detail = world.OutcomeFailed, "killed by signal "+cr.Signal
+		case cr.ExitCode != 0:
+			out.Status, out.Detail = world.OutcomeFailed, fmt.Sprintf("exit %d", cr.ExitCode)
+			if line := firstLine(cr.Stderr, cr.Stdout); line != "" {
+				out.Detail += ": " + line
+			}
+		case changed:
+			out.Status = world.OutcomeCommitted
+		default:
+			out.Status, out.Detail = world.OutcomeNoChange, "exit 0 and no file changed"
+		}
+	}
+	return w.cacheOutcome(h, a, out)
+}
+
+// recoverCommand decides about a command whose started marker is durable
+// but whose outcome is not: it may have run, in part or whole.
+func (w *World) recoverCommand(key, h string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
+	facts, _, _, err := w.scan(touchedBy(a), false)
+	if err != nil {
+		return world.Outcome{}, false, err
+	}
+	now := world.SetHash(facts)
+	if a.CheckID != "" {
+		c, ok := w.checkByID(a.CheckID)
+		if !ok {
+			return world.Outcome{}, false, fmt.Errorf("unknown check id %q", a.CheckID)
+		}
+		r, err := w.evaluate(c)
+		if err != nil {
+			return world.Outcome{}, false, fmt.Errorf("recover %s: run check %s again: %w", a.FixID, c.ID, err)
+		}
+		if r.Status == world.CheckPass {
+			out := world.Outcome{Schema: world.OutcomeSchema, Key: key, Operation: a.Operation, Status: world.OutcomeCommitted,
+				Detail:       fmt.Sprintf("recovered: the run of %s was interrupted; check %s passes now, so its effect is taken as done", a.FixID, c.ID),
+				BeforeSHA256: in.Planned.BeforeSHA256, AfterSHA256: now, PostCheck: &r}
+			out, err := w.cacheOutcome(h, a, out)
+			return out, err == nil, err
+		}
+	}
+	if a.Idempotent {
+		out, err := w.runCommand(key, h, a, in)
+		return out, false, err
+	}
+	why := "it addresses no check"
+	if a.CheckID != "" {
+		why = "check " + a.CheckID + " still fails"
+	}
+	return world.Outcome{}, false, fmt.Errorf("%w: run_command %s was interrupted after it started and %s; it is not declared idempotent, so running it again could repeat its effect: a person decides (approve runs it again, deny sets the item aside)",
+		ErrUncertain, a.FixID, why)
+}
+
+// changedSince lists the files whose content differs from before (the
+// last observation's), created and removed ones included, in path order.
+func (w *World) changedSince(before map[string]state.Fingerprint) ([]string, error) {
+	now, _, _, err := w.scan([]string{"**"}, false)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	seen := make(map[string]bool, len(now))
+	for _, f := range now {
+		seen[f.Path] = true
+		if h, ok := before[f.Path]; !ok || h != f.SHA256 {
+			out = append(out, f.Path)
+		}
+	}
+	for p := range before {
+		if !seen[p] {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// commitRestoreSet puts a command's files back as its bundle recorded
+// them: every snapshot file rewritten, every other file under the touches
+// removed. The set's hash decides, as for a file effect: already restored
+// means done, as the command left it means apply now, anything else is for
+// a person.
+func (w *World) commitRestoreSet(key, h string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
+	touches := touchedBy(a)
+	facts, _, _, err := w.scan(touches, false)
+	if err != nil {
+		return world.Outcome{}, false, err
+	}
+	switch now := world.SetHash(facts); now {
+	case a.RestoreSHA256:
+		out, err := w.cacheOutcome(h, a, in.Planned)
+		return out, err == nil, err
+	case a.ExpectSHA256:
+	default:
+		return world.Outcome{}, false, fmt.Errorf("%w: restore of %s: the files hash to %s, neither %s as the command left them nor %s as restored",
+			ErrUncertain, strings.Join(touches, " "), describe(now), describe(a.ExpectSHA256), describe(a.RestoreSHA256))
+	}
+	w.stage(StageBeforeActionCommit)
+	keep := map[string]bool{}
+	for _, img := range a.Files {
+		keep[img.Path] = true
+		if state.FingerprintOf([]byte(img.Content)) != img.SHA256 {
+			return world.Outcome{}, false, fmt.Errorf("restore: snapshot of %s does not match its own hash", img.Path)
+		}
+		if err := w.checkWritable(img.Path); err != nil {
+			return world.Outcome{}, false, err
+		}
+		if err := w.replace(img.Path, []byte(img.Content)); err != nil {
+			return world.Outcome{}, false, err
+		}
+	}
+	for _, f := range facts {
+		if !keep[f.Path] {
+			if err := w.remove(f.Path); err != nil {
+				return world.Outcome{}, false, err
+			}
+		}
+	}
+	out := in.Planned
+	after, _, _, err := w.scan(touches, false)
+	if err != nil {
+		return world.Outcome{}, false, err
+	}
+	if out.AfterSHA256 = world.SetHash(after); out.AfterSHA256 != a.RestoreSHA256 {
+		out.Status, out.Detail = world.OutcomeFailed, "the files do not hash as the snapshot after restoring it"
+	}
+	out, err = w.cacheOutcome(h, a, out)
+	return out, false, err
+}
+
+// readbackSet is the observer's reading after a set action: the set's hash
+// and the checks that could have changed (the addressed one, and those on
+// files the touches cover).
+func (w *World) readbackSet(a world.Action) (world.Readback, error) {
+	touches := touchedBy(a)
+	rb := world.Readback{Schema: world.ReadbackSchema, Passing: []string{}, Failing: []string{}}
+	facts, _, _, err := w.scan(touches, false)
+	if err != nil {
+		return rb, err
+	}
+	rb.SHA256 = world.SetHash(facts)
+	checks := w.checksOn(touches)
+	if c, ok := w.checkByID(a.CheckID); ok && !slices.ContainsFunc(checks, func(x world.Check) bool { return x.ID == c.ID }) {
+		checks = append(checks, c)
+	}
+	for _, c := range checks {
+		r, err := w.evaluate(c)
+		if err != nil {
+			return rb, fmt.Errorf("readback: %w", err)
+		}
+		if r.Status == world.CheckPass {
+			rb.Passing = append(rb.Passing, c.ID)
+		} else {
+			rb.Failing = append(rb.Failing, c.ID)
+		}
+	}
+	slices.Sort(rb.Passing)
+	slices.Sort(rb.Failing)
+	return rb, nil
+}
