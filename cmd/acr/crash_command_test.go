@@ -25,6 +25,7 @@ const commandItems = 4
 // still fails waits for a person (uncertain_effect), whom the harness
 // plays: it approves, and the command runs again, once.
 func TestCommandCrashHarness(t *testing.T) {
+	t.Parallel()
 	kills := *crashKills
 	if testing.Short() {
 		kills = min(kills, 10)

@@ -32,6 +32,7 @@ var (
 // the world and history fingerprints must equal those of an uninterrupted
 // run.
 func TestCrashHarness(t *testing.T) {
+	t.Parallel()
 	kills := *crashKills
 	if testing.Short() {
 		kills = min(kills, 10)

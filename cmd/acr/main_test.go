@@ -35,6 +35,7 @@ var updateScripts = flag.Bool("update", false, "rewrite the golden files inside 
 // gets $SCENARIOS and $DOCS pointing at the repository's scenarios/ and
 // docs/ folders.
 func TestScripts(t *testing.T) {
+	t.Parallel() // the scripts, and the crash harnesses beside them
 	scenarios, err := filepath.Abs(filepath.Join("..", "..", "scenarios"))
 	if err != nil {
 		t.Fatal(err)
