@@ -50,6 +50,7 @@ proposers:
 # runs, without -race, and says so.
 RACE := $(shell CGO_ENABLED=1 $(GO) env CGO_ENABLED 2>/dev/null | grep -q 1 && command -v $${CC:-gcc} >/dev/null 2>&1 && echo -race)
 test:
+	@echo "make test: the whole suite, about five minutes on two cores; a line per package as each finishes"
 	@[ -n "$(RACE)" ] || echo "note: no C compiler found, running tests without -race"
 	CGO_ENABLED=$(if $(RACE),1,0) $(GO) test $(RACE) -count=1 ./...
 
