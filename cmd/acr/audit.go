@@ -12,6 +12,7 @@ import (
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/rundir"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -49,18 +50,13 @@ compaction and across restarts. Read-only; no lock.
 	return cmd
 }
 
+// ledgerFS opens the state directory for reading its ledger, which is
+// read whether or not the rest of the run is intact.
 func (a *app) ledgerFS() (*disk.OSDir, error) {
 	if a.cfg.NoLoadState {
-		return nil, state.ErrNoRun
+		return nil, noLoadState(a)
 	}
-	fsys, err := disk.OpenOSDir(a.cfg.StateDir)
-	if err != nil {
-		return nil, state.ErrNoRun
-	}
-	if _, err := fsys.Stat(ledger.FileName); err != nil {
-		return nil, state.ErrNoRun
-	}
-	return fsys, nil
+	return rundir.RequireLedger(a.cfg.StateDir)
 }
 
 func runAudit(a *app, cycle int64, format string) error {
@@ -133,8 +129,9 @@ func runLog(a *app, since, until int64, typ string) error {
 		since = 1
 	}
 	var lines []logLine
+	lr := ledger.NewReader(fsys)
 	for c := since; until == 0 || c <= until; c++ {
-		recs, err := ledger.Cycle(fsys, c)
+		recs, err := lr.Cycle(c)
 		if errors.Is(err, ledger.ErrNoCycle) {
 			break
 		}

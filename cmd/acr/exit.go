@@ -77,11 +77,14 @@ func errorKind(err error) (int, string) {
 		pe *fs.PathError
 		se *state.SyntaxError
 		fe *state.FieldError
+		nd *rundir.NotDirError
+		dm *rundir.DamagedError
+		ii *rundir.InterruptedInitError
 	)
 	switch {
 	case err == nil:
 		return exitOK, ""
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &nd):
 		return exitUsage, "usage"
 	case errors.Is(err, state.ErrBusy):
 		return exitBusy, "busy"
@@ -91,6 +94,8 @@ func errorKind(err error) (int, string) {
 		return exitNoEffect, "no_effect"
 	case errors.As(err, &ve), errors.As(err, &de), errors.As(err, &se), errors.As(err, &fe):
 		return exitData, "bad_input"
+	case errors.As(err, &dm), errors.As(err, &ii):
+		return exitData, "integrity"
 	case errors.As(err, &ie), errors.Is(err, ledger.ErrCorrupt), errors.Is(err, ledger.ErrBehind), errors.As(err, &re),
 		errors.Is(err, sandbox.ErrKeyConflict):
 		return exitData, "integrity"
@@ -102,8 +107,11 @@ func errorKind(err error) (int, string) {
 		return exitInternal, "faulted"
 	case errors.Is(err, kernel.ErrProvider):
 		return exitInternal, "provider_failure"
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EACCES),
-		errors.Is(err, syscall.EIO), errors.Is(err, syscall.EDQUOT), errors.As(err, &pe):
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return exitIO, "no_space"
+	case errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		return exitIO, "not_writable"
+	case errors.Is(err, syscall.EIO), errors.As(err, &pe):
 		return exitIO, "io"
 	}
 	return exitInternal, "internal"

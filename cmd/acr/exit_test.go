@@ -35,6 +35,12 @@ func TestExitCodes(t *testing.T) {
 		{"ledger behind", wrap(ledger.ErrBehind), exitData},
 		{"replay divergence", wrap(&kernel.ReplayError{Seq: 4, Msg: "x"}), exitData},
 		{"run exists", rundir.ErrRunExists, exitData},
+		{"damaged run exists", &rundir.RunExistsError{Dir: "d", Damaged: []string{"ledger"}}, exitData},
+		{"state dir is a file", wrap(&rundir.NotDirError{Path: "f"}), exitUsage},
+		{"no run, named", wrap(&rundir.NoRunError{Dir: "d"}), exitNoInput},
+		{"manifest missing", wrap(&rundir.DamagedError{Dir: "d", Found: []string{"ledger"}}), exitData},
+		{"interrupted init", wrap(&rundir.InterruptedInitError{Dir: "d"}), exitData},
+		{"permission denied", wrap(&fs.PathError{Op: "open", Path: "x", Err: syscall.EACCES}), exitIO},
 		{"faulted", wrap(kernel.ErrFaulted), exitInternal},
 		{"provider", wrap(kernel.ErrProvider), exitInternal},
 		{"disk full", wrap(&fs.PathError{Op: "write", Path: "manifest.json", Err: syscall.ENOSPC}), exitIO},
@@ -80,5 +86,22 @@ func TestJSONRequested(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			assert.Equal(t, c.want, jsonRequested(c.args, env(c.env)))
 		})
+	}
+}
+
+// TestIOHints: only a full disk is told to check free space; a read-only
+// state directory is told what it is.
+func TestIOHints(t *testing.T) {
+	for errno, want := range map[syscall.Errno]string{
+		syscall.ENOSPC: "disk is full", syscall.EDQUOT: "disk is full",
+		syscall.EROFS: "read-only", syscall.EACCES: "read-only", syscall.EPERM: "read-only",
+		syscall.EIO: "I/O error",
+	} {
+		_, kind := errorKind(&fs.PathError{Op: "write", Path: "x", Err: errno})
+		hint := nextStepFor(kind)
+		assert.Contains(t, hint, want, errno.Error())
+		if errno != syscall.ENOSPC && errno != syscall.EDQUOT {
+			assert.NotContains(t, hint, "free", errno.Error())
+		}
 	}
 }

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/rundir"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -40,11 +40,11 @@ reported but is not damage: the next run repairs it. Read-only; no lock.`,
 
 func runLedgerVerify(a *app) error {
 	if a.cfg.NoLoadState {
-		return state.ErrNoRun
+		return noLoadState(a)
 	}
-	fsys, err := disk.OpenOSDir(a.cfg.StateDir)
+	fsys, err := rundir.RequireLedger(a.cfg.StateDir)
 	if err != nil {
-		return state.ErrNoRun
+		return err
 	}
 	m, merr := state.NewStore(fsys).ReadManifest()
 	if merr != nil && !errors.Is(merr, state.ErrNoRun) {
@@ -55,9 +55,6 @@ func runLedgerVerify(a *app) error {
 		expect = &m.LedgerFrontier
 	}
 	rep, err := ledger.Verify(fsys, expect)
-	if ledger.IsNotExist(err) {
-		return state.ErrNoRun
-	}
 	if err != nil {
 		return err
 	}

@@ -58,6 +58,13 @@ func TestScripts(t *testing.T) {
 			e.Setenv("NO_COLOR", "1")
 			return nil
 		},
+		// [root]: the tests run as root, whom file modes do not stop.
+		Condition: func(cond string) (bool, error) {
+			if cond == "root" {
+				return os.Geteuid() == 0, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"example":  cmdExample,
 			"exit":     cmdExit,

@@ -125,8 +125,12 @@ func nextStepFor(kind string) string {
 		return "hint: acr status shows the run; use another --state-dir, or acr init --force to replace it"
 	case "faulted", "provider_failure":
 		return "hint: acr status and acr log show the failures; fix the cause, then acr wake --signal manual_resume"
+	case "no_space":
+		return "hint: the disk is full (or the quota used up): free some space, then retry; acr never leaves a half-written checkpoint"
+	case "not_writable":
+		return "hint: this command writes to the state directory, which is read-only here (a read-only mount, a backup copy, or another user's files); status, log, audit, report and ledger verify work on it as it is"
 	case "io":
-		return "hint: check free space and permissions, then retry; acr never leaves a half-written checkpoint"
+		return "hint: an I/O error on the named file: check the disk and the path, then retry; acr never leaves a half-written checkpoint"
 	}
 	return ""
 }
@@ -364,7 +368,7 @@ func failpoint(spec string) func(string) {
 // openRun opens the configured state directory, honouring --no-load-state.
 func (a *app) openRun() (*rundir.Run, error) {
 	if a.cfg.NoLoadState {
-		return nil, fmt.Errorf("--no-load-state: %w", state.ErrNoRun)
+		return nil, noLoadState(a)
 	}
 	opt, err := a.clock()
 	if err != nil {
@@ -383,10 +387,16 @@ func (a *app) openRun() (*rundir.Run, error) {
 	return r, nil
 }
 
+// noLoadState is the "no run" of --no-load-state: the directory is not
+// read, and the message says so.
+func noLoadState(a *app) error {
+	return fmt.Errorf("--no-load-state: %w", &rundir.NoRunError{Dir: a.cfg.StateDir + " (not read)"})
+}
+
 // readState loads the checkpoint without the lock (for read-only commands).
 func (a *app) readState() (rundirState, error) {
 	if a.cfg.NoLoadState {
-		return rundirState{}, fmt.Errorf("--no-load-state: %w", state.ErrNoRun)
+		return rundirState{}, noLoadState(a)
 	}
 	st, m, err := rundir.ReadState(a.cfg.StateDir)
 	return rundirState{State: st, Manifest: m}, err

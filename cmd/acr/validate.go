@@ -46,7 +46,25 @@ Exit status 0 only if no gate FAILs.`,
 	return cmd
 }
 
+// scenarioFolder refuses a --scenarios that is not a folder, as the usage
+// error it is, before anything is run or written.
+func scenarioFolder(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usagef("--scenarios %s: no such folder (give the folder that holds the scenario folders, e.g. --scenarios scenarios)", dir)
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return usagef("--scenarios %s: not a folder", dir)
+	}
+	return nil
+}
+
 func runValidate(a *app, scenarios, out string, freeze bool) error {
+	if err := scenarioFolder(scenarios); err != nil {
+		return err
+	}
 	manifestPath := filepath.Join(out, "release-manifest.json")
 	opts := validate.Options{Scenarios: scenarios, Root: ".", Manifest: manifestPath}
 	if freeze {
@@ -145,6 +163,9 @@ behind so that acr status, log and audit can look at it.`,
 func runScenario(a *app, nameOrDir, root string, keep bool) error {
 	dir := nameOrDir
 	if _, err := os.Stat(filepath.Join(dir, "scenario.json")); err != nil {
+		if err := scenarioFolder(root); err != nil {
+			return err
+		}
 		dir = filepath.Join(root, nameOrDir)
 		if _, err := os.Stat(filepath.Join(dir, "scenario.json")); err != nil {
 			return usagef("no scenario %q %s", nameOrDir, whereScenarios(root))

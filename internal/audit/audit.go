@@ -190,8 +190,11 @@ var ErrUnknownCycle = ledger.ErrNoCycle
 const lookahead = 512
 
 // Explain builds the report for one cycle.
+//
+// It never writes: a missing or stale cycle index is built in memory.
 func Explain(fsys disk.FS, cycle int64) (*Report, error) {
-	recs, err := ledger.Cycle(fsys, cycle)
+	lr := ledger.NewReader(fsys)
+	recs, err := lr.Cycle(cycle)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +221,7 @@ func Explain(fsys disk.FS, cycle int64) (*Report, error) {
 			r.Contract.Rule = &rule
 		}
 	}
-	comp, err := findCompaction(fsys, cycle)
+	comp, err := findCompaction(lr, cycle)
 	if err != nil {
 		return nil, err
 	}
@@ -347,9 +350,9 @@ func inboxItem(o *ledger.Object) InboxItem {
 
 // findCompaction looks at the cycle records after cycle for the first
 // compaction whose summary covers it.
-func findCompaction(fsys disk.FS, cycle int64) (*Compaction, error) {
+func findCompaction(lr *ledger.Reader, cycle int64) (*Compaction, error) {
 	for c := cycle; c < cycle+lookahead; c++ {
-		rec, err := ledger.CycleCompleted(fsys, c)
+		rec, err := lr.CycleCompleted(c)
 		if errors.Is(err, ledger.ErrNoCycle) {
 			return nil, nil
 		}
@@ -363,7 +366,7 @@ func findCompaction(fsys disk.FS, cycle int64) (*Compaction, error) {
 		if cr.ContextCompressionRef == "" {
 			continue
 		}
-		recs, err := ledger.Cycle(fsys, c)
+		recs, err := lr.Cycle(c)
 		if err != nil {
 			return nil, err
 		}

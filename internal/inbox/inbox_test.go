@@ -258,7 +258,7 @@ func dirNames(t *testing.T, fsys disk.FS, dir string) []string {
 	return out
 }
 
-func TestQuarantine(t *testing.T) {
+func TestQuarantineSurvivesPowerLoss(t *testing.T) {
 	m := disk.NewMem()
 	require.NoError(t, m.MkdirAll(inbox.Dir))
 	require.NoError(t, disk.ReplaceFile(m, "inbox/wake-bad.json", []byte("garbage")))

@@ -25,7 +25,12 @@ func TestEventChecker(t *testing.T) {
 	}{
 		{"a full event", string(good), true},
 		{"the minimal event", `{"type":"t"}`, true},
-		{"nulls decode as absent", `{"at":null,"cycle_seq":null,"object":null,"parents":null,"reason_codes":[null],"refs":{"a":null}}`, true},
+		{"null lists and object decode as absent", `{"object":null,"parents":null,"reason_codes":null,"refs":null}`, true},
+		{"null for a string", `{"at":null}`, false},
+		{"null for cycle_seq", `{"cycle_seq":null}`, false},
+		{"null parent", `{"parents":[null]}`, false},
+		{"null reason code", `{"reason_codes":[null]}`, false},
+		{"null ref", `{"refs":{"a":null}}`, false},
 		{"not an object", `[]`, false},
 		{"null document", `null`, false},
 		{"unknown field", `{"typo":"t"}`, false},

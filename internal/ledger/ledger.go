@@ -89,10 +89,9 @@ func Create(fsys disk.FS) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create ledger: %w", err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("create ledger: %w", err)
-	}
+	// The new file is empty, so there is no data to fsync; the directory
+	// fsync makes its name durable, and every Append fsyncs the file
+	// (data and size) before anything depends on what it wrote.
 	if err := fsys.SyncDir(disk.Dir(FileName)); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("create ledger: %w", err)

@@ -111,6 +111,14 @@ func Decode(b []byte) (cognition.Proposal, error) {
 	if err := p.Validate(); err != nil {
 		return p, err
 	}
+	// A field left out is recorded as empty, never as null: the schema
+	// types both as arrays, and strict decoding refuses null for them.
+	if p.Actions == nil {
+		p.Actions = []cognition.ProposedAction{}
+	}
+	if p.Rationale == nil {
+		p.Rationale = []string{}
+	}
 	return p, nil
 }
 

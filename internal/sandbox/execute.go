@@ -237,10 +237,9 @@ func (w *World) commit(h string, a world.Action, out world.Outcome) (world.Outco
 	w.stage(StageAfterActionCommit)
 	// Best effort: once the outcome exists the intent is never consulted
 	// again, so failing to remove it (or losing the removal to a crash)
-	// costs a stray file and nothing else.
-	if err := w.keys.Remove(intentName(h)); err == nil {
-		_ = w.keys.SyncDir(fanDir(h))
-	}
+	// costs a stray file and nothing else. That is also why the removal
+	// is not fsynced.
+	_ = w.keys.Remove(intentName(h))
 	return back.Outcome, nil
 }
 

@@ -138,20 +138,12 @@ func (w *World) Readback(a world.Action, out world.Outcome) (world.Readback, err
 	// A command check is about no one file: when the action addressed
 	// one, it is run again, so that the evaluator sees whether the change
 	// made it pass.
-	if c, ok := w.checkByID(a.CheckID); ok && c.Kind == world.CheckCommand {
-		r, err := w.evaluate(c)
-		if err != nil {
-			return rb, fmt.Errorf("readback: %w", err)
+	if c, ok := w.checkByID(a.CheckID); ok {
+		if k, _ := world.CheckKindOf(c.Kind); !k.OnFile {
+			err = w.judgeInto(&rb, c)
 		}
-		if r.Status == world.CheckPass {
-			rb.Passing = append(rb.Passing, c.ID)
-		} else {
-			rb.Failing = append(rb.Failing, c.ID)
-		}
-		slices.Sort(rb.Passing)
-		slices.Sort(rb.Failing)
 	}
-	return rb, nil
+	return rb, err
 }
 
 func (w *World) readbackFile(target string) (world.Readback, error) {

@@ -268,3 +268,63 @@ func seedCorpus(f *testing.F) {
 		f.Add([]byte(s))
 	}
 }
+
+type nullable struct {
+	Count   int               `json:"count"`
+	Hard    bool              `json:"hard"`
+	Name    string            `json:"name"`
+	Mode    Disposition       `json:"mode"`
+	Inner   sampleInner       `json:"inner"`
+	Opt     *sampleInner      `json:"opt,omitempty"`
+	Tags    []string          `json:"tags,omitempty"`
+	Extra   map[string]string `json:"extra,omitempty"`
+	Payload *Value            `json:"payload,omitempty"`
+	Any     Value             `json:"any"`
+	Items   []sampleInner     `json:"items"`
+}
+
+// TestUnmarshalRefusesNullForTypedFields: encoding/json reads null as
+// "absent" for any field; a document a person writes may say null only
+// where the JSON Schemas allow it (a payload, which is any JSON value).
+// Stored documents keep null where acr itself writes it (a nil pointer,
+// slice or map) and nowhere else.
+func TestUnmarshalRefusesNullForTypedFields(t *testing.T) {
+	cases := []struct {
+		in, path, want string
+		stored         bool // UnmarshalCanonical accepts it
+	}{
+		{`{"count":null}`, "count", "expected an integer", false},
+		{`{"hard":null}`, "hard", "expected a boolean", false},
+		{`{"name":null}`, "name", "expected a string", false},
+		{`{"mode":null}`, "mode", "expected a string", false},
+		{`{"inner":null}`, "inner", "expected an object", false},
+		{`{"inner":{"flag":null}}`, "inner.flag", "expected a boolean", false},
+		{`{"items":[{"flag":null}]}`, "items[0].flag", "expected a boolean", false},
+		{`{"items":[null]}`, "items[0]", "expected an object", false},
+		{`{"opt":null}`, "opt", "expected an object", true},
+		{`{"tags":null}`, "tags", "expected an array", true},
+		{`{"tags":[null]}`, "tags[0]", "expected a string", false},
+		{`{"extra":null}`, "extra", "expected an object", true},
+		{`{"extra":{"k":null}}`, "extra.k", "expected a string", false},
+		{`null`, "", "null is not allowed for the document", false},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			var n nullable
+			err := Unmarshal([]byte(c.in), &n)
+			var fe *FieldError
+			require.ErrorAs(t, err, &fe)
+			assert.Equal(t, c.path, fe.Path)
+			assert.Contains(t, err.Error(), c.want)
+			assert.Contains(t, err.Error(), "null is not allowed")
+			err = UnmarshalCanonical([]byte(c.in), &n)
+			if c.stored {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorAs(t, err, &fe)
+			}
+		})
+	}
+	var n nullable
+	require.NoError(t, Unmarshal([]byte(`{"payload":null,"any":null}`), &n), "a payload is any JSON value, null included")
+}

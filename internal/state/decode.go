@@ -35,13 +35,60 @@ func (e *FieldError) Unwrap() error { return e.Err }
 
 // Unmarshal decodes a document people write into v with strict semantics:
 // unknown fields, keys in the wrong case, duplicate keys, non-integer
-// numbers and trailing bytes are all rejected. Formatting is free.
+// numbers, trailing bytes and null for a typed field are all rejected.
+// Formatting is free.
 func Unmarshal(data []byte, v any) error {
 	val, err := Parse(data)
 	if err != nil {
 		return err
 	}
-	return decodeValue(val, data, v)
+	return decodeValue(val, data, v, nullInput)
+}
+
+// UnmarshalStored decodes a document acr wrote itself but not in canonical
+// form (an indented report or manifest): formatting is free as with
+// Unmarshal, and null is accepted where acr writes it, as with
+// UnmarshalCanonical.
+func UnmarshalStored(data []byte, v any) error {
+	val, err := Parse(data)
+	if err != nil {
+		return err
+	}
+	return decodeValue(val, data, v, nullStored)
+}
+
+// DecodeInput decodes an already parsed document people wrote into v, with
+// the checks of Unmarshal.
+func DecodeInput(val Value, v any) error {
+	return decodeValue(val, val.Encode(), v, nullInput)
+}
+
+// nullRule says where a JSON null may stand.
+type nullRule int
+
+const (
+	// nullStored: where acr itself may write null (a nil pointer, slice or
+	// map), besides values that decode null themselves. Stored documents.
+	nullStored nullRule = iota
+	// nullInput: only where a value decodes null itself (state.Value, for
+	// a payload) or any JSON goes. A person leaves a field out instead of
+	// writing null, and the JSON Schemas say so.
+	nullInput
+)
+
+// nullAllowed reports whether null may stand for a value of type t.
+func nullAllowed(t reflect.Type, rule nullRule) bool {
+	switch {
+	case t == rawMessageType, t.Kind() == reflect.Interface:
+		return true
+	case t.Implements(jsonUnmarshalerType) || reflect.PointerTo(t).Implements(jsonUnmarshalerType):
+		return true
+	case t.Kind() == reflect.Pointer:
+		return rule == nullStored || nullAllowed(t.Elem(), rule)
+	case t.Kind() == reflect.Slice, t.Kind() == reflect.Map:
+		return rule == nullStored
+	}
+	return false
 }
 
 // UnmarshalCanonical decodes a stored document that must be in canonical
@@ -52,7 +99,7 @@ func UnmarshalCanonical(data []byte, v any) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNotCanonical, err)
 	}
-	return decodeValue(val, data, v)
+	return decodeValue(val, data, v, nullStored)
 }
 
 // UnmarshalExact decodes a stored document and checks that encoding the
@@ -88,18 +135,18 @@ func UnmarshalExact(b []byte, v any) error {
 	return nil
 }
 
-// DecodeValue decodes an already parsed Value into v with the same field
-// checks as Unmarshal.
+// DecodeValue decodes an already parsed Value of a stored document into v
+// with the same field checks as UnmarshalCanonical.
 func DecodeValue(val Value, v any) error {
-	return decodeValue(val, val.Encode(), v)
+	return decodeValue(val, val.Encode(), v, nullStored)
 }
 
-func decodeValue(val Value, data []byte, v any) error {
+func decodeValue(val Value, data []byte, v any, rule nullRule) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("decode target must be a non-nil pointer, got %T", v)
 	}
-	if err := checkFields(val, rv.Type().Elem(), ""); err != nil {
+	if err := checkFields(val, rv.Type().Elem(), "", rule); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -115,6 +162,12 @@ func decodeValue(val Value, data []byte, v any) error {
 }
 
 func describeType(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Implements(textUnmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		return "a string"
+	}
 	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
@@ -138,8 +191,20 @@ var (
 )
 
 // checkFields walks the parsed document alongside the Go type and rejects
-// any object key the type does not declare with exactly that spelling.
-func checkFields(val Value, t reflect.Type, path string) error {
+// any object key the type does not declare with exactly that spelling, and
+// null where the rule does not allow it (encoding/json would silently read
+// it as "absent").
+func checkFields(val Value, t reflect.Type, path string, rule nullRule) error {
+	if val.Kind == KindNull {
+		if nullAllowed(t, rule) {
+			return nil
+		}
+		what := "the document"
+		if path != "" {
+			what = "this field"
+		}
+		return &FieldError{Path: path, Err: fmt.Errorf("null is not allowed for %s: expected %s (leave an optional field out instead)", what, describeType(t))}
+	}
 	if t == rawMessageType || t.Kind() == reflect.Interface {
 		return nil
 	}
@@ -149,10 +214,7 @@ func checkFields(val Value, t reflect.Type, path string) error {
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
-		if val.Kind == KindNull {
-			return nil
-		}
-		return checkFields(val, t.Elem(), path)
+		return checkFields(val, t.Elem(), path, rule)
 	case reflect.Struct:
 		if val.Kind != KindObject {
 			return nil // the type mismatch is reported by the decoder
@@ -163,7 +225,7 @@ func checkFields(val Value, t reflect.Type, path string) error {
 			if !ok {
 				return &FieldError{Path: joinPath(path, m.Key), Err: ErrUnknownField}
 			}
-			if err := checkFields(m.Val, ft, joinPath(path, m.Key)); err != nil {
+			if err := checkFields(m.Val, ft, joinPath(path, m.Key), rule); err != nil {
 				return err
 			}
 		}
@@ -172,7 +234,7 @@ func checkFields(val Value, t reflect.Type, path string) error {
 			return nil
 		}
 		for i, e := range val.Arr {
-			if err := checkFields(e, t.Elem(), path+"["+strconv.Itoa(i)+"]"); err != nil {
+			if err := checkFields(e, t.Elem(), path+"["+strconv.Itoa(i)+"]", rule); err != nil {
 				return err
 			}
 		}
@@ -181,7 +243,7 @@ func checkFields(val Value, t reflect.Type, path string) error {
 			return nil
 		}
 		for _, m := range val.Obj {
-			if err := checkFields(m.Val, t.Elem(), joinPath(path, m.Key)); err != nil {
+			if err := checkFields(m.Val, t.Elem(), joinPath(path, m.Key), rule); err != nil {
 				return err
 			}
 		}

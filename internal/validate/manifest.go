@@ -72,7 +72,7 @@ func ReadManifest(path string) (ReleaseManifest, error) {
 	if err != nil {
 		return m, err
 	}
-	if err := state.Unmarshal(b, &m); err != nil {
+	if err := state.UnmarshalStored(b, &m); err != nil {
 		return m, fmt.Errorf("%s: %w", path, err)
 	}
 	return m, nil
