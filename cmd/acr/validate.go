@@ -164,6 +164,10 @@ func runScenario(a *app, nameOrDir, root string, keep bool) error {
 	dir := nameOrDir
 	if _, err := os.Stat(filepath.Join(dir, "scenario.json")); err != nil {
 		if err := scenarioFolder(root); err != nil {
+			var ue *usageError
+			if errors.As(err, &ue) {
+				return usagef("no scenario %q: %v", nameOrDir, err)
+			}
 			return err
 		}
 		dir = filepath.Join(root, nameOrDir)
@@ -201,14 +205,12 @@ func runScenario(a *app, nameOrDir, root string, keep bool) error {
 	return nil
 }
 
-// whereScenarios says what the scenarios folder holds, for the message
-// about a scenario name that is not there: the names it knows, or that the
-// folder is missing or empty and how to point at one.
+// whereScenarios says what the scenarios folder (which exists) holds, for
+// the message about a scenario name that is not there: the names it knows,
+// or that it is empty and how to point at another.
 func whereScenarios(root string) string {
 	names, err := scenarioNames(root)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Sprintf("(there is no scenarios folder %q here: run from the acr source tree, or give --scenarios DIR or the scenario's own DIR)", root)
 	case err != nil:
 		return fmt.Sprintf("(%v)", err)
 	case len(names) == 0:
