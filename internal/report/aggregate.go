@@ -154,6 +154,7 @@ func weight(c *Cycle) int {
 
 func clipHead(h Head) Head {
 	h.RunID, h.Status, h.UpdatedAt, h.GoalID, h.Mission, h.ContractID = clip(h.RunID), clip(h.Status), clip(h.UpdatedAt), clip(h.GoalID), clip(h.Mission), clip(h.ContractID)
+	h.World = clip(h.World)
 	h.Reasons = clipList(h.Reasons)
 	h.Budget.SoftWarned = clipList(h.Budget.SoftWarned)
 	if len(h.Pending) > maxList {

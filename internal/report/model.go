@@ -4,6 +4,7 @@ import (
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
 )
 
 // Entry is one item of a run's history in ledger order: a completed cycle,
@@ -106,7 +107,10 @@ type Head struct {
 	GoalID          string
 	Mission         string
 	ContractID      string
-	Budget          state.BudgetUsage
+	// World says which world the run looks after: a directory in place,
+	// or the sandbox copy.
+	World  string
+	Budget state.BudgetUsage
 	Limits          governance.Budgets
 	Pending         []PendingApproval
 }
@@ -126,11 +130,19 @@ func HeadOf(st kernel.State) Head {
 	h := Head{
 		RunID: r.RunID, Status: string(r.Status), Disposition: r.LoopDisposition, Reasons: r.ReasonCodes,
 		CheckpointCycle: r.CycleSeq, UpdatedAt: r.UpdatedAt, GoalID: st.Goal.ID, Mission: st.Goal.Mission,
-		ContractID: st.Contract.ID, Budget: r.Budget, Limits: st.Contract.Budgets,
+		ContractID: st.Contract.ID, Budget: r.Budget, Limits: st.Contract.Budgets, World: "a sandbox copy of the environment's files",
+	}
+	if st.Spec.Root != "" {
+		h.World = "the directory " + st.Spec.Root + " (in place)"
 	}
 	for _, p := range r.PendingApprovals {
 		if p.Resolution == nil {
-			h.Pending = append(h.Pending, PendingApproval{Ref: p.Ref, Action: p.Operation + " " + p.Target, Reason: p.Reason, RequestedAt: p.RequestedAt, Cycle: p.CycleSeq})
+			action := p.Operation + " " + p.Target
+			var a world.Action
+			if state.DecodeValue(p.Action, &a) == nil {
+				action = a.Describe()
+			}
+			h.Pending = append(h.Pending, PendingApproval{Ref: p.Ref, Action: action, Reason: p.Reason, RequestedAt: p.RequestedAt, Cycle: p.CycleSeq})
 		}
 	}
 	return h
