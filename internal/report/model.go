@@ -109,10 +109,10 @@ type Head struct {
 	ContractID      string
 	// World says which world the run looks after: a directory in place,
 	// or the sandbox copy.
-	World  string
-	Budget state.BudgetUsage
-	Limits          governance.Budgets
-	Pending         []PendingApproval
+	World   string
+	Budget  state.BudgetUsage
+	Limits  governance.Budgets
+	Pending []PendingApproval
 }
 
 // PendingApproval is an approval the run is still waiting for.
