@@ -32,7 +32,7 @@ func settingSpecs(root *cobra.Command) map[string]*settingSpec {
 	})
 	walkCommands(root, func(c *cobra.Command) {
 		c.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
-			if f.Name == "help" {
+			if f.Name == "help" || f.Name == "version" {
 				return
 			}
 			s := specs[f.Name]

@@ -22,6 +22,7 @@ const commandItems = 4
 // still fails waits for a person (uncertain_effect), whom the harness
 // plays: it approves, and the command runs again, once.
 func TestCommandCrashHarness(t *testing.T) {
+	t.Parallel()
 	h, kills := newHarness(t, "command crash harness", 0xc0de)
 	rng := h.rng
 	stats := map[string]int{}

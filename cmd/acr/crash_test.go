@@ -32,6 +32,7 @@ var (
 // the world and history fingerprints must equal those of an uninterrupted
 // run.
 func TestCrashHarness(t *testing.T) {
+	t.Parallel()
 	h, kills := newHarness(t, "crash harness", 0x5eed)
 	world, err := filepath.Abs(filepath.Join("..", "..", "scenarios", "crash-harness"))
 	if err != nil {

@@ -29,6 +29,7 @@ func TestExitCodes(t *testing.T) {
 		{"no run", wrap(state.ErrNoRun), exitNoInput},
 		{"validation", &rundir.ValidationError{File: "goal.json", Field: "schema", Err: errors.New("x")}, exitData},
 		{"data", dataf("expired"), exitData},
+		{"no effect", fmt.Errorf("wake: %w", noEffectf("the run is stopped")), exitNoEffect},
 		{"integrity", wrap(&state.IntegrityError{File: "manifest.json", Msg: "x"}), exitData},
 		{"ledger damage", wrap(&ledger.DamageError{Line: 3, Msg: "x"}), exitData},
 		{"ledger behind", wrap(ledger.ErrBehind), exitData},
@@ -51,6 +52,39 @@ func TestExitCodes(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			code, _ := errorKind(c.err)
 			assert.Equal(t, c.code, code)
+		})
+	}
+}
+
+// TestJSONRequested: --json is found on a command line that did not parse,
+// so that a usage error still prints one JSON object.
+func TestJSONRequested(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "ACR_JSON" {
+				return v
+			}
+			return ""
+		}
+	}
+	cases := []struct {
+		name string
+		args []string
+		env  string
+		want bool
+	}{
+		{"absent", []string{"run", "--max-cycles", "ten"}, "", false},
+		{"before the command", []string{"--json", "stauts"}, "", true},
+		{"after the command", []string{"run", "--max-cycles", "ten", "--json"}, "", true},
+		{"with a value", []string{"run", "--json=true"}, "", true},
+		{"turned off", []string{"run", "--json=false"}, "1", false},
+		{"after --", []string{"run", "--", "--json"}, "", false},
+		{"from the environment", []string{"stauts"}, "true", true},
+		{"a bad environment value", []string{"stauts"}, "yes please", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, jsonRequested(c.args, env(c.env)))
 		})
 	}
 }

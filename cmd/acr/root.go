@@ -70,7 +70,32 @@ func (a *app) execute(args []string) int {
 	for _, f := range a.discard {
 		f()
 	}
+	if err != nil && !a.cfg.JSON {
+		// An error before the configuration was read (a flag that does
+		// not parse, an unknown command) still owes --json its object.
+		a.cfg.JSON = jsonRequested(args, a.getenv)
+	}
 	return a.finish(err)
+}
+
+// jsonRequested reports whether the command line or ACR_JSON asks for JSON
+// output, without the help of the flag parser: it is asked only when
+// parsing failed. Arguments after "--" are not flags.
+func jsonRequested(args []string, getenv func(string) string) bool {
+	for _, arg := range args {
+		if arg == "--" {
+			break
+		}
+		if name, val, ok := strings.Cut(arg, "="); ok && name == "--json" {
+			b, err := strconv.ParseBool(val)
+			return err == nil && b
+		}
+		if arg == "--json" {
+			return true
+		}
+	}
+	b, err := strconv.ParseBool(getenv("ACR_JSON"))
+	return err == nil && b
 }
 
 // finish reports an error (as text on stderr, and as one JSON object on
@@ -134,7 +159,14 @@ underscores); acr config show prints what is in effect and why.
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          groupArgs,
-		RunE:          func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// Read from the flag itself: --version is not a setting, so
+			// neither ACR_VERSION nor acr.yaml can turn it on.
+			if v, _ := cmd.Flags().GetBool("version"); v {
+				return runVersion(a)
+			}
+			return cmd.Help()
+		},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			return a.configure(cmd)
 		},
@@ -149,6 +181,7 @@ underscores); acr config show prints what is in effect and why.
 	pf.String("config", "", "configuration file (default ./acr.yaml if present)")
 	pf.Bool("no-load-state", false, "start from a clean slate in memory: the state directory is neither read nor written (debugging, testing)")
 	pf.Int("checkpoint-every", 16, "cycles between directory checkpoints within one invocation (each cycle is durable in the ledger regardless)")
+	root.Flags().Bool("version", false, "print acr's version (the same as acr version)")
 
 	for _, c := range []*cobra.Command{
 		newInitCommand(a), newStatusCommand(a), newStepCommand(a), newRunCommand(a), newWakeCommand(a),

@@ -86,8 +86,9 @@ func runStatus(a *app) error {
 			check = " (check " + p.CheckID + ")"
 		}
 		a.printf("  %s%s, requested in cycle %d, %s: %s\n", pendingAction(p), check, p.CycleSeq, when(p.RequestedAt, now), p.Reason)
-		if v := queuedVerdict(queued, p.Ref); v != "" {
-			a.printf("    answered: %s is queued; the next acr run applies it\n", v)
+		if v := queuedVerdict(queued, p); v != "" {
+			other := map[string]string{"approve": "deny", "deny": "approve"}[v]
+			a.printf("    answered: %s is queued; the next acr run applies it (until then, acr %s %s replaces it)\n", v, other, p.Ref)
 			continue
 		}
 		a.printf("    approve: acr approve %s\n    deny:    acr deny %s\n", p.Ref, p.Ref)
@@ -143,19 +144,18 @@ func (a *app) readInbox(r state.RunState) ([]inbox.Item, []inbox.Rejected, error
 	}
 	var queued []inbox.Item
 	for _, it := range items {
-		if !slices.Contains(r.InboxSeen, it.ID) {
+		if !slices.Contains(r.InboxSeen, it.ID) && !slices.Contains(r.AnswersConsumed, it.ID) {
 			queued = append(queued, it)
 		}
 	}
 	return queued, bad, nil
 }
 
-// queuedVerdict is the verdict of a queued approval or denial of ref, or "".
-func queuedVerdict(queued []inbox.Item, ref state.Ref) string {
-	for _, it := range queued {
-		if it.Kind == inbox.KindApproval && it.Approval.ActionRef == ref {
-			return it.Approval.Verdict
-		}
+// queuedVerdict is the verdict of the queued answer that the next cycle
+// resolves request p with, or "".
+func queuedVerdict(queued []inbox.Item, p state.PendingApproval) string {
+	if it := inbox.Answer(queued, p.Ref, p.CycleSeq); it != nil {
+		return it.Approval.Verdict
 	}
 	return ""
 }
@@ -173,7 +173,11 @@ func (a *app) printInbox(queued []inbox.Item, bad []inbox.Rejected, err error) {
 	for _, it := range queued {
 		switch it.Kind {
 		case inbox.KindApproval:
-			a.printf("  %s %s (by %s)\n", it.Approval.Verdict, it.Approval.ActionRef, it.Approval.By)
+			replaces := ""
+			if it.Approval.Replaces != "" {
+				replaces = ", replaces " + it.Approval.Replaces
+			}
+			a.printf("  %s %s (by %s%s)\n", it.Approval.Verdict, it.Approval.ActionRef, it.Approval.By, replaces)
 		case inbox.KindWake:
 			line := "  wake " + it.Wake.Source
 			if it.Wake.Ref != "" {
@@ -301,7 +305,7 @@ func failing(cs []world.CheckResult) int {
 func nextCommand(s kernel.State, queued []inbox.Item) string {
 	r := s.Run
 	for _, p := range r.PendingApprovals {
-		if p.Resolution == nil && queuedVerdict(queued, p.Ref) == "" {
+		if p.Resolution == nil && queuedVerdict(queued, p) == "" {
 			return "acr approve " + string(p.Ref) + "   (or acr deny ...)"
 		}
 	}

@@ -144,7 +144,7 @@ func newScenarioCommand(a *app) *cobra.Command {
 		Short: "Run reference scenarios",
 		Long: `Commands on the reference scenarios: folders with a goal, a contract, an
 environment and a scenario.json of steps and expectations (docs/scenarios.md).`,
-		Example: `  acr scenario run quickstart
+		Example: `  acr scenario run p01-bootstrap
   acr scenario run p05-approval-escalation --keep`,
 		Args: groupArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
@@ -175,12 +175,15 @@ func runScenario(a *app, nameOrDir, root string, keep bool) error {
 	dir := nameOrDir
 	if _, err := os.Stat(filepath.Join(dir, "scenario.json")); err != nil {
 		if err := scenarioFolder(root); err != nil {
+			var ue *usageError
+			if errors.As(err, &ue) {
+				return usagef("no scenario %q: %v", nameOrDir, err)
+			}
 			return err
 		}
 		dir = filepath.Join(root, nameOrDir)
 		if _, err := os.Stat(filepath.Join(dir, "scenario.json")); err != nil {
-			names, _ := scenarioNames(root)
-			return usagef("no scenario %q (known under %s: %s)", nameOrDir, root, strings.Join(names, ", "))
+			return usagef("no scenario %q %s", nameOrDir, whereScenarios(root))
 		}
 	}
 	sc, err := scenario.Load(dir)
@@ -211,6 +214,20 @@ func runScenario(a *app, nameOrDir, root string, keep bool) error {
 		return err
 	}
 	return nil
+}
+
+// whereScenarios says what the scenarios folder (which exists) holds, for
+// the message about a scenario name that is not there: the names it knows,
+// or that it is empty and how to point at another.
+func whereScenarios(root string) string {
+	names, err := scenarioNames(root)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("(%v)", err)
+	case len(names) == 0:
+		return fmt.Sprintf("(the scenarios folder %q holds no scenario: a scenario is a folder with a scenario.json; give --scenarios DIR or the scenario's own DIR)", root)
+	}
+	return fmt.Sprintf("(known under %s: %s)", root, strings.Join(names, ", "))
 }
 
 // scenarioNames lists the scenario folders under root, sorted.

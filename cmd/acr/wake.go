@@ -33,7 +33,9 @@ carry authority, contract or budget changes is refused.
 
 Sources: ` + strings.Join(state.WakeSources(), ", ") + `.
 A signal whose dedup key matches a pending or recently consumed one is
-coalesced (reported, not queued twice). An expired signal is refused.`,
+coalesced: reported, not queued twice, exit 69. So is any signal for a
+stopped run, which no cycle will ever consume. An expired signal is
+refused (65).`,
 		Example: `  acr wake --signal new_environment_observation
   acr wake --signal commitment_wake_condition --ref dataset-v2 --dedup-key dataset-v2
   acr wake --signal external_event --payload event.json --expires 2026-12-01T00:00:00Z`,
@@ -79,6 +81,9 @@ func runWake(a *app, o wakeOptions) error {
 	rs, err := a.readState()
 	if err != nil {
 		return err
+	}
+	if rs.State.Run.Status == state.RunStopped {
+		return noEffectf("the run is stopped: no cycle will consume a wake signal; nothing queued (a stopped run stays stopped; acr init --force starts a new one)")
 	}
 	now := a.now().UTC().Truncate(time.Second)
 	sig := &state.WakeSignal{Schema: state.WakeSignalSchema, Source: o.source, Ref: o.ref, EventID: o.id, Priority: o.priority,
@@ -132,9 +137,7 @@ func runWake(a *app, o wakeOptions) error {
 		return err
 	}
 	if with := coalescesWith(fsys, rs.State.Run, sig, now); with != "" {
-		a.report(map[string]any{"queued": false, "coalesced_with": with, "dedup_key": sig.DedupKey},
-			"coalesced with %s (same dedup key %q); nothing queued\n", with, sig.DedupKey)
-		return nil
+		return noEffectf("coalesced with %s (same dedup key %q); nothing queued", with, sig.DedupKey)
 	}
 	id, err := inbox.Write(fsys, sig)
 	if err != nil {
@@ -142,6 +145,10 @@ func runWake(a *app, o wakeOptions) error {
 	}
 	a.report(map[string]any{"queued": true, "id": id, "source": sig.Source, "dedup_key": sig.DedupKey, "expires_at": sig.ExpiresAt},
 		"queued wake signal %s (%s)\n", id, sig.Source)
+	if rs.State.Run.Status == state.RunFaulted && sig.Source != "manual_resume" {
+		a.next("acr wake --signal manual_resume   (the run is FAULTED: the signal waits until it is resumed)")
+		return nil
+	}
 	a.next("acr run   (the next cycle consumes the signal; a scheduled run does too)")
 	return nil
 }

@@ -257,3 +257,47 @@ func checkPayload(v state.Value, at string) error {
 
 // ValidSource reports whether s is a whitelisted wake source.
 func ValidSource(s string) bool { return slices.Contains(state.WakeSources(), s) }
+
+// Replaced maps the id of every approval among items that another approval
+// among items replaces to the id of the one that replaces it. A
+// replacement counts only between answers to the same request (action ref
+// and asking cycle), and only if counts says so (the kernel ignores an
+// answer signed by one of the loop's own roles); nil counts every one.
+func Replaced(items []Item, counts func(*state.Approval) bool) map[string]string {
+	byID := map[string]*state.Approval{}
+	for _, it := range items {
+		if it.Kind == KindApproval {
+			byID[it.ID] = it.Approval
+		}
+	}
+	out := map[string]string{}
+	for _, it := range items {
+		if it.Kind != KindApproval {
+			continue
+		}
+		a := it.Approval
+		old, ok := byID[a.Replaces]
+		if !ok || a.Replaces == it.ID || old.ActionRef != a.ActionRef || old.RequestCycle != a.RequestCycle {
+			continue
+		}
+		if counts == nil || counts(a) {
+			out[a.Replaces] = it.ID
+		}
+	}
+	return out
+}
+
+// Answer returns the queued answer that counts for one request (the
+// action's ref and the cycle that asked), or nil when none is queued: of
+// the answers to it among items (in inbox order), the last one that no
+// other replaces. It is what the next cycle resolves the request with.
+func Answer(items []Item, ref state.Ref, cycle int64) *Item {
+	replaced := Replaced(items, nil)
+	var last *Item
+	for i, it := range items {
+		if it.Kind == KindApproval && it.Approval.ActionRef == ref && it.Approval.RequestCycle == cycle && replaced[it.ID] == "" {
+			last = &items[i]
+		}
+	}
+	return last
+}

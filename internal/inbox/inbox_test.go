@@ -334,3 +334,47 @@ func TestValidSource(t *testing.T) {
 		assert.False(t, inbox.ValidSource(s), s)
 	}
 }
+
+// TestAnswer: the queued answer that counts for a request is the last one
+// to that exact request (ref and asking cycle) that no other replaces.
+func TestAnswer(t *testing.T) {
+	ref, other := state.MustRefOf("areq", "x"), state.MustRefOf("areq", "y")
+	item := func(ref state.Ref, cycle int64, verdict, replaces string) inbox.Item {
+		a := &state.Approval{Schema: state.ApprovalSchema, ActionRef: ref, RequestCycle: cycle, Verdict: verdict, By: "bob",
+			Replaces: replaces, CreatedAt: "2026-01-01T00:00:00Z"}
+		id, body, err := inbox.Seal(a)
+		require.NoError(t, err)
+		return inbox.Item{ID: id, Kind: inbox.KindApproval, Approval: a, Body: body}
+	}
+	a := item(ref, 3, "approve", "")
+	b := item(ref, 3, "deny", a.ID)
+	cases := []struct {
+		name     string
+		items    []inbox.Item
+		want     string // id of the answer that counts, "" for none
+		replaced map[string]string
+	}{
+		{"none queued", nil, "", map[string]string{}},
+		{"one", []inbox.Item{a}, a.ID, map[string]string{}},
+		{"replaced", []inbox.Item{a, b}, b.ID, map[string]string{a.ID: b.ID}},
+		{"replaced, the replacing one listed first", []inbox.Item{b, a}, b.ID, map[string]string{a.ID: b.ID}},
+		{"two unlinked: the last in inbox order", []inbox.Item{a, item(ref, 3, "deny", "")}, item(ref, 3, "deny", "").ID, map[string]string{}},
+		{"an answer to an earlier asking", []inbox.Item{item(ref, 2, "approve", "")}, "", map[string]string{}},
+		{"a replacement across requests does not count", []inbox.Item{a, item(other, 3, "deny", a.ID)}, a.ID, map[string]string{}},
+		{"nothing replaces itself", []inbox.Item{item(ref, 3, "approve", "approval-000000000000000000000000")}, item(ref, 3, "approve", "approval-000000000000000000000000").ID, map[string]string{}},
+		{"a wake signal is no answer", []inbox.Item{{ID: "wake-1", Kind: inbox.KindWake, Wake: wake(t, "2026-01-01T00:00:00Z")}}, "", map[string]string{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := inbox.Answer(c.items, ref, 3)
+			if c.want == "" {
+				assert.Nil(t, got)
+			} else if assert.NotNil(t, got) {
+				assert.Equal(t, c.want, got.ID)
+			}
+			assert.Equal(t, c.replaced, inbox.Replaced(c.items, nil))
+		})
+	}
+	// The kernel lets only a person's answer replace another.
+	assert.Empty(t, inbox.Replaced([]inbox.Item{a, b}, func(*state.Approval) bool { return false }))
+}

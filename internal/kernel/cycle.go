@@ -278,6 +278,7 @@ func (b *builder) consumeInbox(in Inputs) {
 	}
 	rs.InboxSeen = slices.DeleteFunc(rs.InboxSeen, func(id string) bool { return !present[id] })
 	rs.DedupKeys = slices.DeleteFunc(rs.DedupKeys, func(k state.DedupKey) bool { return expired(k.Expires, b.now) })
+	replaced := replacedAnswers(in.Inbox)
 	for _, it := range in.Inbox {
 		ref := state.NewRef(inboxKind(it.Kind), it.Body)
 		refs := map[string]state.Ref{"item": ref}
@@ -316,24 +317,7 @@ func (b *builder) consumeInbox(in Inputs) {
 				}
 			}
 		case inbox.KindApproval:
-			a := *it.Approval
-			i := slices.IndexFunc(rs.PendingApprovals, func(p state.PendingApproval) bool { return p.Ref == a.ActionRef && p.Resolution == nil })
-			if i < 0 {
-				b.emit("approval.ignored", nil, refs, "no_pending_approval_for_ref")
-				continue
-			}
-			if role, ok := loopRole(a.By); ok {
-				// Only a person answers an approval: one signed by a role of
-				// the loop is the loop approving its own plan.
-				b.guard.Author(a.ActionRef, controller.Distiller)
-				b.refused(b.guard.ApprovePlan(a.ActionRef, role))
-				b.emit("approval.ignored", nil, refs, "self_approval_refused", "by_"+role.String())
-				continue
-			}
-			rs.PendingApprovals[i].Resolution = &a
-			b.approvals = append(b.approvals, a)
-			refs["action"] = a.ActionRef
-			b.emit("approval.resolved", nil, refs, "verdict_"+a.Verdict)
+			b.answer(it, refs, replaced)
 		case inbox.KindStop:
 			st := *it.Stop
 			b.stop = &st

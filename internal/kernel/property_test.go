@@ -128,13 +128,18 @@ func randomItem(rng *rand.Rand, s State, now time.Time, id string) inbox.Item {
 		}
 		return inbox.Item{ID: w.ID, Kind: inbox.KindWake, Wake: w, Body: state.MustMarshal(w)}
 	case 3, 4:
-		ref := state.Ref("areq:sha256:" + state.Digest([]byte(id)))
+		// An answer names the request it answers; one in four of the
+		// chosen ones (by the id's first digit) names another asking.
+		ref, asked := state.Ref("areq:sha256:"+state.Digest([]byte(id))), int64(0)
 		for _, p := range s.Run.PendingApprovals {
 			if p.Resolution == nil && rng.IntN(4) > 0 {
-				ref = p.Ref
+				ref, asked = p.Ref, p.CycleSeq
+				if state.Digest([]byte(id))[0] < '4' {
+					asked--
+				}
 			}
 		}
-		a := &state.Approval{Schema: state.ApprovalSchema, ID: "approval-" + id, ActionRef: ref, Verdict: []string{"approve", "deny"}[rng.IntN(2)],
+		a := &state.Approval{Schema: state.ApprovalSchema, ID: "approval-" + id, ActionRef: ref, RequestCycle: asked, Verdict: []string{"approve", "deny"}[rng.IntN(2)],
 			By: []string{"alice", "distiller", "executor"}[rng.IntN(3)], CreatedAt: at}
 		return inbox.Item{ID: a.ID, Kind: inbox.KindApproval, Approval: a, Body: state.MustMarshal(a)}
 	default:

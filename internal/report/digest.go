@@ -16,7 +16,8 @@ import (
 func needsObject(typ string) bool {
 	switch typ {
 	case "inbox.item.consumed", "agenda.resolution.selected", "agenda.resolution.empty", "action.request.proposed",
-		"governance.decision.recorded", "context.compaction.completed", "persistent.checkpoint.created", "persistent.cycle.completed":
+		"governance.decision.recorded", "context.compaction.completed", "persistent.checkpoint.created", "persistent.cycle.completed",
+		"semantic.state.encoded":
 		return true
 	}
 	return lifecycle(typ) != "" || Incidental(typ)
@@ -24,7 +25,8 @@ func needsObject(typ string) bool {
 
 // Shown reports whether the report reads events of type typ. Read skips
 // every other line without decoding it; most of a cycle's bytes
-// (observations, semantic state, cognition) are never shown.
+// (observations, cognition) are never shown, and of the semantic state
+// only its facts' kinds and subjects (which checks failed) are read.
 func Shown(typ string) bool {
 	switch typ {
 	case "persistent.cycle.started", "persistent.cycle.completed", "persistent.checkpoint.created", "persistent.loop.woke",
@@ -32,7 +34,8 @@ func Shown(typ string) bool {
 		"approval.requested", "approval.resolved", "approval.ignored", "strategy.review.requested",
 		"agenda.resolution.selected", "agenda.resolution.empty", "action.request.proposed", "governance.decision.recorded",
 		"loop.guard.tripped", "sandbox.action.committed", "sandbox.action.not_applied", "evaluation.recorded",
-		"context.compaction.completed", "context.compaction.failed", "budget.soft_limit.reached", "persistent.run.faulted":
+		"context.compaction.completed", "context.compaction.failed", "budget.soft_limit.reached", "persistent.run.faulted",
+		"semantic.state.encoded":
 		return true
 	}
 	return lifecycle(typ) != "" || Incidental(typ)
@@ -119,6 +122,12 @@ type Fields struct {
 	By        string    `json:"by"`
 	Reason    string    `json:"reason"`
 	Kill      bool      `json:"kill"`
+	// semantic state: what the cycle observed, as facts (check_failing,
+	// check_passing with the check's id as subject, and others)
+	Facts []struct {
+		Kind    string `json:"kind"`
+		Subject string `json:"subject"`
+	} `json:"facts"`
 	// incidents: provider failure, quarantined inbox file, torn tail
 	Error  string `json:"error"`
 	Name   string `json:"name"`
@@ -201,6 +210,18 @@ func Digest(events []Event) (Cycle, error) {
 			c.Approvals = append(c.Approvals, ApprovalChange{Kind: "ignored", ActionRef: ev.Refs["item"], Reason: strings.Join(ev.Reasons, ", ")})
 		case "strategy.review.requested":
 			c.Review = append([]string{}, ev.Reasons...)
+		case "semantic.state.encoded":
+			c.Observed, c.Failing, c.Passing = true, nil, nil
+			for _, fact := range f.Facts {
+				switch fact.Kind {
+				case "check_failing":
+					c.Failing = append(c.Failing, fact.Subject)
+				case "check_passing":
+					c.Passing = append(c.Passing, fact.Subject)
+				}
+			}
+			slices.Sort(c.Failing)
+			slices.Sort(c.Passing)
 		case "agenda.resolution.selected", "agenda.resolution.empty":
 			if f.Selected != nil {
 				c.Agenda, c.AgendaSummary = f.Selected.ItemID, f.Selected.Summary

@@ -387,7 +387,7 @@ func TestUncertainCommandWaitsForAPerson(t *testing.T) {
 	assert.Equal(t, "", p.read("log.txt"), "not run twice silently (here: not at all)")
 
 	_, err = inbox.Write(osFS(t, p.stateDir), &state.Approval{Schema: state.ApprovalSchema, ActionRef: st.Run.PendingApprovals[0].Ref,
-		Verdict: "approve", By: "tester", CreatedAt: "2026-01-01T05:00:00Z"})
+		RequestCycle: st.Run.PendingApprovals[0].CycleSeq, Verdict: "approve", By: "tester", CreatedAt: "2026-01-01T05:00:00Z"})
 	require.NoError(t, err)
 	_, err = p.run(realOptions(), 1)
 	require.NoError(t, err)

@@ -52,7 +52,8 @@ func TestQuickstartFlow(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, st.Run.PendingApprovals, 1)
 	fsys := mustFS(t, dir)
-	_, err = inbox.Write(fsys, &state.Approval{Schema: state.ApprovalSchema, ActionRef: st.Run.PendingApprovals[0].Ref, Verdict: "approve", By: "tester", CreatedAt: "2026-01-01T01:00:00Z"})
+	_, err = inbox.Write(fsys, &state.Approval{Schema: state.ApprovalSchema, ActionRef: st.Run.PendingApprovals[0].Ref,
+		RequestCycle: st.Run.PendingApprovals[0].CycleSeq, Verdict: "approve", By: "tester", CreatedAt: "2026-01-01T01:00:00Z"})
 	require.NoError(t, err)
 
 	r, err = Open(dir, opt)
@@ -114,7 +115,7 @@ func TestDeterministicLedgerBytes(t *testing.T) {
 		st, _, err := ReadState(dir)
 		require.NoError(t, err)
 		_, err = inbox.Write(mustFS(t, dir), &state.Approval{Schema: state.ApprovalSchema, ActionRef: st.Run.PendingApprovals[0].Ref,
-			Verdict: "approve", By: "tester", CreatedAt: "2026-01-01T01:00:00Z"})
+			RequestCycle: st.Run.PendingApprovals[0].CycleSeq, Verdict: "approve", By: "tester", CreatedAt: "2026-01-01T01:00:00Z"})
 		require.NoError(t, err)
 		r, err = Open(dir, opt)
 		require.NoError(t, err)

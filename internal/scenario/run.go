@@ -348,7 +348,7 @@ func (rn *runner) resolve(st Step) error {
 			if by == "" {
 				by = "scenario"
 			}
-			_, err = inbox.Write(fsys, &state.Approval{Schema: state.ApprovalSchema, ActionRef: p.Ref, Verdict: verdict, By: by,
+			_, err = inbox.Write(fsys, &state.Approval{Schema: state.ApprovalSchema, ActionRef: p.Ref, RequestCycle: p.CycleSeq, Verdict: verdict, By: by,
 				CreatedAt: state.FormatTime(rn.clock.t)})
 			return err
 		}

@@ -143,6 +143,11 @@ type RunState struct {
 	InboxSeen []string `json:"inbox_seen"`
 	// DedupKeys remembers recently consumed wake dedup keys until expiry.
 	DedupKeys []DedupKey `json:"dedup_keys"`
+	// AnswersConsumed lists the inbox ids of the last MaxAnswersConsumed
+	// approvals and denials consumed, oldest first, whatever became of
+	// them: unlike InboxSeen it outlives the files, so a copy of a consumed
+	// answer put back into the inbox is recognised as a replay.
+	AnswersConsumed []string `json:"answers_consumed,omitempty"`
 	// Controller is the controller state from which the last cycle went
 	// back to sleep (no_cycle, propose, blocked, failed or cascade).
 	Controller string `json:"controller_state"`
@@ -375,14 +380,27 @@ func WakeSources() []string {
 		"approval_resolved", "external_event", "scheduled_tick", "budget_replenished", "knowledge_source_changed", "manual_resume"}
 }
 
+// MaxAnswersConsumed bounds RunState.AnswersConsumed. An older answer
+// needs no entry: it names a request from a cycle that has been answered
+// and acted on, and no later request carries that cycle again.
+const MaxAnswersConsumed = 64
+
 // Approval resolves a pending approval request, for exactly one action.
+// It names the request it answers by the action's ref and the cycle that
+// asked (RequestCycle): an action asked about again later is a new request,
+// which an old answer does not match.
 type Approval struct {
 	Schema    string `json:"schema"`
 	ID        string `json:"id"`
 	ActionRef Ref    `json:"action_ref"`
-	Verdict   string `json:"verdict"` // approve | deny
-	By        string `json:"by"`
-	Reason    string `json:"reason,omitempty"`
+	// RequestCycle is the cycle_seq of the pending approval answered.
+	RequestCycle int64  `json:"request_cycle,omitempty"`
+	Verdict      string `json:"verdict"` // approve | deny
+	By           string `json:"by"`
+	Reason       string `json:"reason,omitempty"`
+	// Replaces is the id of a queued, not yet consumed answer to the same
+	// request that this one replaces: of the two, this one counts.
+	Replaces  string `json:"replaces,omitempty"`
 	CreatedAt string `json:"created_at"`
 }
 

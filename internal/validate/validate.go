@@ -14,7 +14,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/kernel"
@@ -74,45 +76,84 @@ type Options struct {
 
 // Collect runs every scenario twice and gathers the evidence. The state
 // directories of the first runs are kept until cleanup is called.
+//
+// Scenarios run side by side, as many at once as GOMAXPROCS allows (each
+// in its own state directory, with its own scripted clock); the evidence
+// does not depend on the order. A Clock given in Options is shared by
+// every run, so with one the runs go one at a time.
 func Collect(o Options) (*Evidence, func(), error) {
 	dirs, err := scenario.Discover(o.Scenarios)
 	if err != nil {
 		return nil, nil, err
 	}
-	ev := &Evidence{Runs: map[string]*Run{}, Second: map[string]*scenario.Result{}}
+	type outcome struct {
+		run    *Run
+		second *scenario.Result
+		temp   string
+		err    error
+	}
+	out := make([]outcome, len(dirs))
+	workers := runtime.GOMAXPROCS(0)
+	if o.Clock != nil {
+		workers = 1
+	}
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	for i, d := range dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i].run, out[i].second, out[i].temp, out[i].err = collectOne(d, o)
+		}()
+	}
+	wg.Wait()
 	var temps []string
 	cleanup := func() {
 		for _, t := range temps {
 			_ = os.RemoveAll(t)
 		}
 	}
-	for _, d := range dirs {
-		sc, err := scenario.Load(d)
-		if err != nil {
-			cleanup()
-			return nil, nil, err
+	ev := &Evidence{Runs: map[string]*Run{}, Second: map[string]*scenario.Result{}}
+	for _, r := range out {
+		if r.temp != "" {
+			temps = append(temps, r.temp)
 		}
-		first, err := scenario.Run(sc, scenario.Options{Keep: true, Clock: o.Clock})
-		if err != nil {
+	}
+	for _, r := range out {
+		if r.err != nil {
 			cleanup()
-			return nil, nil, err
+			return nil, nil, r.err
 		}
-		temps = append(temps, filepath.Dir(first.Dir))
-		second, err := scenario.Run(sc, scenario.Options{Clock: o.Clock})
-		if err != nil {
-			cleanup()
-			return nil, nil, err
-		}
-		run, err := LoadRun(sc.Script, first)
-		if err != nil {
-			cleanup()
-			return nil, nil, err
-		}
-		ev.Runs[sc.Script.Name] = run
-		ev.Second[sc.Script.Name] = second
+		ev.Runs[r.run.Name] = r.run
+		ev.Second[r.run.Name] = r.second
 	}
 	ev.Freeze = CheckFreeze(o.Root, o.Manifest)
 	return ev, cleanup, nil
+}
+
+// collectOne runs one scenario twice and reads the evidence of the first
+// run, whose state directory (under temp) it keeps.
+func collectOne(dir string, o Options) (*Run, *scenario.Result, string, error) {
+	sc, err := scenario.Load(dir)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	first, err := scenario.Run(sc, scenario.Options{Keep: true, Clock: o.Clock})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	temp := filepath.Dir(first.Dir)
+	second, err := scenario.Run(sc, scenario.Options{Clock: o.Clock})
+	if err != nil {
+		return nil, nil, temp, err
+	}
+	run, err := LoadRun(sc.Script, first)
+	if err != nil {
+		return nil, nil, temp, err
+	}
+	return run, second, temp, nil
 }
 
 // LoadRun gathers the evidence a scenario run left in its state directory
