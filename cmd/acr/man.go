@@ -157,7 +157,7 @@ func manFiles() string {
 	var b strings.Builder
 	b.WriteString(".SH FILES\n")
 	for _, f := range []struct{ name, text string }{
-		{"./engine_state/", "the default state directory (--state-dir, ACR_STATE_DIR or ACR_ENGINE_STATE_DIR name another); one run per directory"},
+		{"./engine_state/", "the default state directory (--state-dir, ACR_STATE_DIR, ACR_ENGINE_STATE_DIR or CORE_ENGINE_STATE_DIR name another); one run per directory"},
 		{"engine_state/manifest.json", "the commit point: names every checkpoint file and its hash"},
 		{"engine_state/checkpoint/", "the checkpoint files: run state, goal, contract, environment, commitments, context"},
 		{"engine_state/ledger/events.jsonl", "the hash-chained ledger of everything every cycle did; ledger/cycles.idx indexes it by cycle"},

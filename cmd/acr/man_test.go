@@ -45,7 +45,7 @@ func TestManPages(t *testing.T) {
 		if ex := strings.Index(page, ".SH EXAMPLE"); ex >= 0 {
 			assert.Less(t, files, ex)
 		}
-		assert.Contains(t, page, "\\fBACR_STATE_DIR\\fR, \\fBACR_ENGINE_STATE_DIR\\fR\n--state-dir: ")
+		assert.Contains(t, page, "\\fBACR_STATE_DIR\\fR, \\fBACR_ENGINE_STATE_DIR\\fR, \\fBCORE_ENGINE_STATE_DIR\\fR\n--state-dir: ")
 		assert.Contains(t, page, "\\fBACR_CLOCK\\fR\n")
 		assert.Contains(t, page, "\\fBengine_state/ledger/events.jsonl\\fR\n")
 		assert.Contains(t, page, "\\fB./acr.yaml\\fR\n")
