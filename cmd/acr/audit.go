@@ -9,6 +9,7 @@ import (
 
 	"github.com/acr-project/acr/internal/agenda"
 	"github.com/acr-project/acr/internal/audit"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
@@ -199,12 +200,12 @@ func field(ev ledger.Event, key string) string {
 	if ev.Object == nil {
 		return ""
 	}
-	v, err := state.ParseCanonical(ev.Object.Body)
+	v, err := codec.ParseCanonical(ev.Object.Body)
 	if err != nil {
 		return ""
 	}
 	for _, m := range v.Obj {
-		if m.Key == key && m.Val.Kind == state.KindString {
+		if m.Key == key && m.Val.Kind == codec.KindString {
 			return m.Val.Str
 		}
 	}

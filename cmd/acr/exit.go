@@ -6,11 +6,13 @@ import (
 	"io/fs"
 	"syscall"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/rundir"
 	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 )
 
 // Exit codes follow sysexits(3) so scripts and cron can branch on them.
@@ -75,8 +77,8 @@ func errorKind(err error) (int, string) {
 		ie *state.IntegrityError
 		re *kernel.ReplayError
 		pe *fs.PathError
-		se *state.SyntaxError
-		fe *state.FieldError
+		se *codec.SyntaxError
+		fe *codec.FieldError
 		nd *rundir.NotDirError
 		dm *rundir.DamagedError
 		ii *rundir.InterruptedInitError
@@ -86,9 +88,9 @@ func errorKind(err error) (int, string) {
 		return exitOK, ""
 	case errors.As(err, &ue), errors.As(err, &nd):
 		return exitUsage, "usage"
-	case errors.Is(err, state.ErrBusy):
+	case errors.Is(err, storage.ErrBusy):
 		return exitBusy, "busy"
-	case errors.Is(err, state.ErrNoRun):
+	case errors.Is(err, storage.ErrNoRun):
 		return exitNoInput, "no_run"
 	case errors.As(err, &ne):
 		return exitNoEffect, "no_effect"

@@ -13,6 +13,7 @@ import (
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/rundir"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 )
 
 // TestExitCodes pins the one mapping from errors to exit codes.
@@ -25,8 +26,8 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{"nil", nil, exitOK},
 		{"usage", usagef("bad flag"), exitUsage},
-		{"busy", wrap(state.ErrBusy), exitBusy},
-		{"no run", wrap(state.ErrNoRun), exitNoInput},
+		{"busy", wrap(storage.ErrBusy), exitBusy},
+		{"no run", wrap(storage.ErrNoRun), exitNoInput},
 		{"validation", &rundir.ValidationError{File: "goal.json", Field: "schema", Err: errors.New("x")}, exitData},
 		{"data", dataf("expired"), exitData},
 		{"no effect", fmt.Errorf("wake: %w", noEffectf("the run is stopped")), exitNoEffect},

@@ -5,9 +5,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/rundir"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 )
 
 func newLedgerCommand(a *app) *cobra.Command {
@@ -46,8 +48,8 @@ func runLedgerVerify(a *app) error {
 	if err != nil {
 		return err
 	}
-	m, merr := state.NewStore(fsys).ReadManifest()
-	if merr != nil && !errors.Is(merr, state.ErrNoRun) {
+	m, merr := dirstore.NewStore(fsys).ReadManifest()
+	if merr != nil && !errors.Is(merr, storage.ErrNoRun) {
 		return merr
 	}
 	var expect *state.Frontier

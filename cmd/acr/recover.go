@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/rundir"
@@ -18,7 +19,7 @@ func verifyWholeLedger(a *app) error {
 	if err != nil {
 		return err
 	}
-	if _, err := state.NewStore(fsys).ReadManifest(); err != nil {
+	if _, err := dirstore.NewStore(fsys).ReadManifest(); err != nil {
 		return err
 	}
 	rep, err := ledger.Verify(fsys, nil)
@@ -70,7 +71,7 @@ finished.`,
 				a.log.Warn().Int64("cycle", rebuilt.CycleSeq).Int64("ledger_seq", rebuilt.Frontier.Seq).Msg("manifest.json was missing; rebuilt it")
 				if !a.cfg.JSON {
 					a.printf("rebuilt %s from the checkpoint of cycle %d (recorded at ledger seq %d) and the ledger\n",
-						state.ManifestName, rebuilt.CycleSeq, rebuilt.Frontier.Seq)
+						dirstore.ManifestName, rebuilt.CycleSeq, rebuilt.Frontier.Seq)
 					if rebuilt.Kept != "" {
 						a.printf("  %d checkpoint files that belong to no recorded checkpoint were kept in %s\n", len(rebuilt.Unused),
 							filepath.Join(a.cfg.StateDir, filepath.FromSlash(rebuilt.Kept)))

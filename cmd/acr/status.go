@@ -8,18 +8,20 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 	"github.com/acr-project/acr/internal/world"
 )
 
 // rundirState is a checkpoint read without the lock.
 type rundirState struct {
 	State    kernel.State
-	Manifest state.Manifest
+	Manifest storage.Manifest
 }
 
 func newStatusCommand(a *app) *cobra.Command {
@@ -386,7 +388,7 @@ func trimZero(s string) string {
 // pendingAction says what a pending approval would do, in a few words.
 func pendingAction(p state.PendingApproval) string {
 	var a world.Action
-	if err := state.DecodeValue(p.Action, &a); err != nil {
+	if err := codec.DecodeValue(p.Action, &a); err != nil {
 		return p.Operation + " " + p.Target
 	}
 	return a.Describe()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/rundir"
@@ -116,12 +117,12 @@ func runWake(a *app, o wakeOptions) error {
 		if err != nil {
 			return &rundir.ValidationError{File: o.payload, Err: err}
 		}
-		var v state.Value
-		if err := state.Unmarshal(b, &v); err != nil {
+		var v codec.Value
+		if err := codec.Unmarshal(b, &v); err != nil {
 			return &rundir.ValidationError{File: o.payload, Err: err}
 		}
 		if err := inbox.CheckPayload(&v); err != nil {
-			fe := err.(*state.FieldError)
+			fe := err.(*codec.FieldError)
 			return &rundir.ValidationError{File: o.payload, Field: fe.Path, Err: fe.Err}
 		}
 		sig.Payload = &v

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/acr-project/acr/internal/agenda"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/controller"
@@ -37,7 +38,7 @@ import (
 type Report struct {
 	RunID          string               `json:"run_id"`
 	Cycle          int64                `json:"cycle"`
-	CycleRef       state.Ref            `json:"cycle_ref"`
+	CycleRef       codec.Ref            `json:"cycle_ref"`
 	Record         state.CycleRecord    `json:"cycle_record"`
 	Inputs         kernel.Manifest      `json:"inputs"`
 	InboxItems     []InboxItem          `json:"inbox_items"`
@@ -46,9 +47,9 @@ type Report struct {
 	Program        *cognition.Program   `json:"cognitive_program,omitempty"`
 	Dialogue       *cognition.Dialogue  `json:"self_dialogue,omitempty"`
 	Action         *world.Action        `json:"action_request,omitempty"`
-	ActionRef      state.Ref            `json:"action_ref,omitempty"`
+	ActionRef      codec.Ref            `json:"action_ref,omitempty"`
 	Decision       *governance.Decision `json:"decision,omitempty"`
-	DecisionRef    state.Ref            `json:"decision_ref,omitempty"`
+	DecisionRef    codec.Ref            `json:"decision_ref,omitempty"`
 	Receipt        *governance.Receipt  `json:"decision_receipt,omitempty"`
 	Contract       ContractInForce      `json:"contract_in_force"`
 	IdempotencyKey string               `json:"idempotency_key,omitempty"`
@@ -70,7 +71,7 @@ type Controller struct {
 	Transitions []controller.Transition     `json:"transitions"`
 	Tension     *controller.TensionReport   `json:"tension,omitempty"`
 	Fitness     *controller.FitnessContract `json:"fitness_contract,omitempty"`
-	FitnessRef  state.Ref                   `json:"fitness_ref,omitempty"`
+	FitnessRef  codec.Ref                   `json:"fitness_ref,omitempty"`
 	Readback    *world.Readback             `json:"readback,omitempty"`
 	Learning    *controller.LearningDelta   `json:"learning_delta,omitempty"`
 	Candidate   *controller.Candidate       `json:"candidate,omitempty"`
@@ -111,8 +112,8 @@ func (c *Controller) add(ev ledger.Event) error {
 			c.Violations = append(c.Violations, *v)
 		}
 	default:
-		var v state.Value
-		if v, err = state.ParseCanonical(ev.Object.Body); err == nil {
+		var v codec.Value
+		if v, err = codec.ParseCanonical(ev.Object.Body); err == nil {
 			c.Other = append(c.Other, v)
 		}
 	}
@@ -120,7 +121,7 @@ func (c *Controller) add(ev ledger.Event) error {
 }
 
 // json is a raw object kept as-is in the report.
-type json = state.Value
+type json = codec.Value
 
 // InboxItem is a consumed inbox item: who sent it and why.
 type InboxItem struct {
@@ -135,20 +136,20 @@ type InboxItem struct {
 type Step struct {
 	Seq       int64                `json:"seq"`
 	Type      string               `json:"type"`
-	Ref       state.Ref            `json:"ref"`
-	Parents   []state.Ref          `json:"parents,omitempty"`
-	Refs      map[string]state.Ref `json:"refs,omitempty"`
+	Ref       codec.Ref            `json:"ref"`
+	Parents   []codec.Ref          `json:"parents,omitempty"`
+	Refs      map[string]codec.Ref `json:"refs,omitempty"`
 	Reasons   []string             `json:"reason_codes,omitempty"`
-	ObjectRef state.Ref            `json:"object_ref,omitempty"`
+	ObjectRef codec.Ref            `json:"object_ref,omitempty"`
 }
 
 // ContractInForce is the contract and authority pinned for the run.
 type ContractInForce struct {
-	GoalRef      state.Ref              `json:"goal_ref"`
+	GoalRef      codec.Ref              `json:"goal_ref"`
 	GoalID       string                 `json:"goal_id"`
-	Ref          state.Ref              `json:"ref"`
+	Ref          codec.Ref              `json:"ref"`
 	ID           string                 `json:"id"`
-	AuthorityRef state.Ref              `json:"authority_ref"`
+	AuthorityRef codec.Ref              `json:"authority_ref"`
 	Authority    governance.Authority   `json:"authority"`
 	Coordinates  governance.Coordinates `json:"coordinates"`
 	Rule         *governance.Rule       `json:"rule_applied,omitempty"`
@@ -175,7 +176,7 @@ type Strategy struct {
 // Compaction names the later compaction that summarised this cycle.
 type Compaction struct {
 	Cycle    int64     `json:"compaction_cycle"`
-	EventRef state.Ref `json:"compaction_ref"`
+	EventRef codec.Ref `json:"compaction_ref"`
 	BlockID  string    `json:"summary_block"`
 	From     int64     `json:"from_cycle"`
 	To       int64     `json:"to_cycle"`
@@ -213,7 +214,7 @@ func Explain(fsys disk.FS, cycle int64) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Contract = ContractInForce{GoalRef: state.MustRefOf("goal", g), GoalID: g.ID, Ref: state.MustRefOf("contract", c), ID: c.ID, AuthorityRef: kernel.AuthorityRef(c), Authority: c.Authority, Coordinates: c.Coordinates}
+	r.Contract = ContractInForce{GoalRef: codec.MustRefOf("goal", g), GoalID: g.ID, Ref: codec.MustRefOf("contract", c), ID: c.ID, AuthorityRef: kernel.AuthorityRef(c), Authority: c.Authority, Coordinates: c.Coordinates}
 	if r.Decision != nil {
 		var i int
 		if _, err := fmt.Sscanf(r.Decision.Rule, "rules[%d]", &i); err == nil && i >= 0 && i < len(c.Rules) {

@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/scenario"
-	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
 )
 
@@ -102,7 +102,7 @@ func TestAuditGolden(t *testing.T) {
 		var text, dot bytes.Buffer
 		require.NoError(t, r.WriteText(&text))
 		require.NoError(t, r.WriteDOT(&dot))
-		js, err := state.Marshal(r)
+		js, err := codec.Marshal(r)
 		require.NoError(t, err)
 		for ext, got := range map[string][]byte{"txt": text.Bytes(), "json": append(js, '\n'), "dot": dot.Bytes()} {
 			golden(t, filepath.Join("testdata", "p05-cycle"+itoa(c)+"."+ext), got)
@@ -132,14 +132,14 @@ func TestAuditWithoutIndex(t *testing.T) {
 	fsys := runScenario(t, "p07-direct-path")
 	want, err := Explain(fsys, 2)
 	require.NoError(t, err)
-	wantJS := state.MustMarshal(want)
+	wantJS := codec.MustMarshal(want)
 
 	b, err := fsys.ReadFile(ledger.IndexFileName)
 	require.NoError(t, err)
 	require.NoError(t, fsys.Remove(ledger.IndexFileName))
 	got, err := Explain(fsys, 2)
 	require.NoError(t, err)
-	assert.Equal(t, wantJS, state.MustMarshal(got), "after deleting the index")
+	assert.Equal(t, wantJS, codec.MustMarshal(got), "after deleting the index")
 	_, err = fsys.Stat(ledger.IndexFileName)
 	require.ErrorIs(t, err, fs.ErrNotExist, "a reader does not write the index")
 
@@ -151,7 +151,7 @@ func TestAuditWithoutIndex(t *testing.T) {
 	require.NoError(t, fsys.WriteFile(ledger.IndexFileName, bad))
 	got, err = Explain(fsys, 2)
 	require.NoError(t, err)
-	assert.Equal(t, wantJS, state.MustMarshal(got), "after corrupting the index")
+	assert.Equal(t, wantJS, codec.MustMarshal(got), "after corrupting the index")
 	after, err := fsys.ReadFile(ledger.IndexFileName)
 	require.NoError(t, err)
 	assert.Equal(t, bad, after, "a reader does not repair the index either")
@@ -159,5 +159,5 @@ func TestAuditWithoutIndex(t *testing.T) {
 	require.NoError(t, fsys.WriteFile(ledger.IndexFileName, []byte("garbage")))
 	got, err = Explain(fsys, 2)
 	require.NoError(t, err)
-	assert.Equal(t, wantJS, state.MustMarshal(got), "after replacing the index with garbage")
+	assert.Equal(t, wantJS, codec.MustMarshal(got), "after replacing the index with garbage")
 }

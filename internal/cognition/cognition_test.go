@@ -7,12 +7,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
-	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
 
-const targetHash = state.Fingerprint("sha256:1111111111111111111111111111111111111111111111111111111111111111")
+const targetHash = codec.Fingerprint("sha256:1111111111111111111111111111111111111111111111111111111111111111")
 
 // twoRemedyCheck has a preferred patch and a fallback artifact.
 func twoRemedyCheck() world.Check {
@@ -71,7 +71,7 @@ func TestRetrieveMarkIssueWithoutNoteUsesSummary(t *testing.T) {
 func TestCompileStepOrder(t *testing.T) {
 	c := twoRemedyCheck()
 	affs := cognition.Retrieve(c, failing())
-	ref := state.MustRefOf("route", "overlay")
+	ref := codec.MustRefOf("route", "overlay")
 	cases := []struct {
 		name    string
 		routing cognition.Routing
@@ -113,7 +113,7 @@ func TestRun(t *testing.T) {
 	patch := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "LICENSE", CheckID: "license", ExpectSHA256: targetHash, Find: "GPL", Replace: "MIT"}
 	artifact := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "LICENSE", CheckID: "license", ExpectSHA256: targetHash, Content: "MIT License\n"}
 	report := world.Action{Schema: world.ActionSchema, Operation: world.OpMarkIssue, Target: world.IssuesFile, CheckID: "license", Note: "please license"}
-	review := cognition.Routing{Ref: state.MustRefOf("route", "r"), CritiqueFirst: true, SkipFailed: true}
+	review := cognition.Routing{Ref: codec.MustRefOf("route", "r"), CritiqueFirst: true, SkipFailed: true}
 
 	directOps := []cognition.Op{cognition.OpObserveTarget, cognition.OpRetrieve, cognition.OpSelect, cognition.OpDraft, cognition.OpCritique, cognition.OpFinalize}
 	directRoles := []string{"observer", "proposer", "proposer", "proposer", "critic", "resolver"}
@@ -153,7 +153,7 @@ func TestRun(t *testing.T) {
 				failed[affs[i].Fingerprint] = true
 			}
 			p := cognition.Compile(3, "check:license", tc.check, affs, tc.routing)
-			progRef := state.MustRefOf("cprog", p)
+			progRef := codec.MustRefOf("cprog", p)
 			spec := tc.spec
 			d, a := cognition.Run(p, progRef, cognition.Situation{Check: tc.check, Result: res, FailedPrint: failed, Spec: &spec, Routing: tc.routing})
 

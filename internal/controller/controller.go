@@ -16,8 +16,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/governance"
-	"github.com/acr-project/acr/internal/state"
 )
 
 // State is a controller state. The zero value is invalid.
@@ -271,8 +271,8 @@ type Transition struct {
 	PreviousState  State                    `json:"previous_state"`
 	NextState      State                    `json:"next_state"`
 	ActorRole      Role                     `json:"actor_role"`
-	InputHashes    []state.Ref              `json:"input_hashes"`
-	OutputHashes   []state.Ref              `json:"output_hashes"`
+	InputHashes    []codec.Ref              `json:"input_hashes"`
+	OutputHashes   []codec.Ref              `json:"output_hashes"`
 	Timestamp      string                   `json:"timestamp"`
 	Reason         string                   `json:"reason"`
 	AuthorityUsed  governance.AuthorityMode `json:"authority_used"`
@@ -302,8 +302,8 @@ type Step struct {
 	To        State
 	Role      Role
 	Reason    string
-	Inputs    []state.Ref
-	Outputs   []state.Ref
+	Inputs    []codec.Ref
+	Outputs   []codec.Ref
 	Authority governance.AuthorityMode // authority exercised by the step
 	Used      Usage                    // budget consumed by the step
 }
@@ -358,8 +358,8 @@ func (m *Machine) Move(s Step) (Transition, error) {
 	return t, nil
 }
 
-func nonNil(rs []state.Ref) []state.Ref {
-	out := make([]state.Ref, 0, len(rs))
+func nonNil(rs []codec.Ref) []codec.Ref {
+	out := make([]codec.Ref, 0, len(rs))
 	for _, r := range rs {
 		if r != "" {
 			out = append(out, r)

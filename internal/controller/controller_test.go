@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/governance"
-	"github.com/acr-project/acr/internal/state"
 )
 
 func TestStateNamesRoundTrip(t *testing.T) {
@@ -59,7 +59,7 @@ func TestMachineRecordsEveryTransition(t *testing.T) {
 	m := Start("run:x/cycle/2", "run:x/cycle/1", "2026-01-01T00:00:00Z", governance.CycleBudget{})
 	path := []Step{
 		{To: Wake, Role: Observer, Reason: "environment_changed"},
-		{To: Observe, Role: Observer, Outputs: []state.Ref{"sem:sha256:" + hex64}, Authority: governance.AuthRead},
+		{To: Observe, Role: Observer, Outputs: []codec.Ref{"sem:sha256:" + hex64}, Authority: governance.AuthRead},
 		{To: Align, Role: IntentCustodian}, {To: AssessTension, Role: IntentCustodian},
 		{To: NoCycle, Role: IntentCustodian, Reason: TensionNone}, {To: Sleep, Role: IntentCustodian},
 	}
@@ -181,9 +181,9 @@ func TestNonSelfApproval(t *testing.T) {
 		g := newGuard()
 		own := ref("evalr2")
 		g.Author(own, Executor)
-		rule(t, g.AcceptEvaluation(own, outcome, []state.Ref{readback}), RuleSoleEvaluator)
-		rule(t, g.AcceptEvaluation(eval, outcome, []state.Ref{outcome}), RuleSoleEvaluator)
-		assert.NoError(t, g.AcceptEvaluation(eval, outcome, []state.Ref{outcome, readback}))
+		rule(t, g.AcceptEvaluation(own, outcome, []codec.Ref{readback}), RuleSoleEvaluator)
+		rule(t, g.AcceptEvaluation(eval, outcome, []codec.Ref{outcome}), RuleSoleEvaluator)
+		assert.NoError(t, g.AcceptEvaluation(eval, outcome, []codec.Ref{outcome, readback}))
 	})
 	t.Run("evaluator cannot change the fitness contract", func(t *testing.T) {
 		g := newGuard()
@@ -217,7 +217,7 @@ func TestNonSelfApproval(t *testing.T) {
 	})
 }
 
-func ref(kind string) state.Ref { return state.NewRef(kind, []byte(kind)) }
+func ref(kind string) codec.Ref { return codec.NewRef(kind, []byte(kind)) }
 
 func TestAssess(t *testing.T) {
 	obs := ref("obs")

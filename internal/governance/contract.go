@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -247,46 +247,46 @@ func (p Policy) Defaults() Policy {
 	return p
 }
 
-// Validate checks the contract. Errors are *state.FieldError.
+// Validate checks the contract. Errors are *codec.FieldError.
 func (c *Contract) Validate() error {
 	if c.Schema != ContractSchema {
-		return &state.FieldError{Path: "schema", Err: fmt.Errorf("want %q, found %q", ContractSchema, c.Schema)}
+		return &codec.FieldError{Path: "schema", Err: fmt.Errorf("want %q, found %q", ContractSchema, c.Schema)}
 	}
 	if !world.ValidID(c.ID) {
-		return &state.FieldError{Path: "id", Err: fmt.Errorf("%q is not a valid id", c.ID)}
+		return &codec.FieldError{Path: "id", Err: fmt.Errorf("%q is not a valid id", c.ID)}
 	}
 	if !world.ValidID(c.Authority.ID) {
-		return &state.FieldError{Path: "authority.id", Err: fmt.Errorf("%q is not a valid id", c.Authority.ID)}
+		return &codec.FieldError{Path: "authority.id", Err: fmt.Errorf("%q is not a valid id", c.Authority.ID)}
 	}
 	if c.Authority.Mode.Rank() < 0 {
-		return &state.FieldError{Path: "authority.mode", Err: fmt.Errorf("unknown mode %q (want none, read, propose, project_write or external_action)", c.Authority.Mode)}
+		return &codec.FieldError{Path: "authority.mode", Err: fmt.Errorf("unknown mode %q (want none, read, propose, project_write or external_action)", c.Authority.Mode)}
 	}
 	if Level(c.Coordinates.Readiness, 'L') < 0 || Level(c.Coordinates.Readiness, 'L') > 3 {
-		return &state.FieldError{Path: "coordinates.readiness", Err: fmt.Errorf("want L0..L3, found %q", c.Coordinates.Readiness)}
+		return &codec.FieldError{Path: "coordinates.readiness", Err: fmt.Errorf("want L0..L3, found %q", c.Coordinates.Readiness)}
 	}
 	if Level(c.Coordinates.Autonomy, 'A') < 0 {
-		return &state.FieldError{Path: "coordinates.autonomy", Err: fmt.Errorf("want A0..A4, found %q", c.Coordinates.Autonomy)}
+		return &codec.FieldError{Path: "coordinates.autonomy", Err: fmt.Errorf("want A0..A4, found %q", c.Coordinates.Autonomy)}
 	}
 	if Level(c.Coordinates.CognitiveDepth, 'D') < 0 || Level(c.Coordinates.CognitiveDepth, 'D') > 3 {
-		return &state.FieldError{Path: "coordinates.cognitive_depth", Err: fmt.Errorf("want D0..D3, found %q", c.Coordinates.CognitiveDepth)}
+		return &codec.FieldError{Path: "coordinates.cognitive_depth", Err: fmt.Errorf("want D0..D3, found %q", c.Coordinates.CognitiveDepth)}
 	}
 	for i, r := range c.Rules {
 		at := fmt.Sprintf("rules[%d]", i)
 		if r.Operation != "*" && !slices.Contains(world.Operations(), world.Operation(r.Operation)) {
-			return &state.FieldError{Path: at + ".operation", Err: fmt.Errorf("unknown operation %q", r.Operation)}
+			return &codec.FieldError{Path: at + ".operation", Err: fmt.Errorf("unknown operation %q", r.Operation)}
 		}
 		if len(r.Paths) == 0 {
-			return &state.FieldError{Path: at + ".paths", Err: fmt.Errorf("required (use [\"**\"] for every path)")}
+			return &codec.FieldError{Path: at + ".paths", Err: fmt.Errorf("required (use [\"**\"] for every path)")}
 		}
 		for j, pat := range r.Paths {
 			if err := world.ValidPattern(pat); err != nil {
-				return &state.FieldError{Path: fmt.Sprintf("%s.paths[%d]", at, j), Err: err}
+				return &codec.FieldError{Path: fmt.Sprintf("%s.paths[%d]", at, j), Err: err}
 			}
 		}
 		switch r.Effect {
 		case Allow, Approve, Forbid:
 		default:
-			return &state.FieldError{Path: at + ".effect", Err: fmt.Errorf("unknown effect %q (want allow, approve or forbid)", r.Effect)}
+			return &codec.FieldError{Path: at + ".effect", Err: fmt.Errorf("unknown effect %q (want allow, approve or forbid)", r.Effect)}
 		}
 	}
 	for _, l := range []struct {
@@ -295,7 +295,7 @@ func (c *Contract) Validate() error {
 	}{{"cycles", c.Budgets.Cycles}, {"cognitive_operations", c.Budgets.CognitiveOperations}, {"actions", c.Budgets.Actions},
 		{"compactions", c.Budgets.Compactions}, {"wall_clock_seconds", c.Budgets.WallClockSeconds}} {
 		if l.l.Soft < 0 || l.l.Hard < 0 || (l.l.Hard > 0 && l.l.Soft > l.l.Hard) {
-			return &state.FieldError{Path: "budgets." + l.name, Err: fmt.Errorf("soft and hard must be >= 0 and soft <= hard")}
+			return &codec.FieldError{Path: "budgets." + l.name, Err: fmt.Errorf("soft and hard must be >= 0 and soft <= hard")}
 		}
 	}
 	cb := CycleBudget{}
@@ -310,34 +310,34 @@ func (c *Contract) Validate() error {
 		{"max_tool_actions", cb.MaxToolActions}, {"max_files_touched", cb.MaxFilesTouched},
 		{"max_cost", cb.MaxCost}, {"max_cascade_fanout", cb.MaxCascadeFanout}} {
 		if v.n < 0 {
-			return &state.FieldError{Path: "cycle_budget." + v.name, Err: fmt.Errorf("must be >= 0 (0 takes the default)")}
+			return &codec.FieldError{Path: "cycle_budget." + v.name, Err: fmt.Errorf("must be >= 0 (0 takes the default)")}
 		}
 	}
 	if cb.MaxRecursiveDepth > 3 {
-		return &state.FieldError{Path: "cycle_budget.max_recursive_depth", Err: fmt.Errorf("must be at most 3 (D3)")}
+		return &codec.FieldError{Path: "cycle_budget.max_recursive_depth", Err: fmt.Errorf("must be at most 3 (D3)")}
 	}
 	if p := c.Proposer; p != nil {
 		if len(p.Argv) == 0 || p.Argv[0] == "" {
-			return &state.FieldError{Path: "proposer.argv", Err: fmt.Errorf("required: the program that proposes, e.g. [\"examples/proposers/openai-compatible/proposer\"]")}
+			return &codec.FieldError{Path: "proposer.argv", Err: fmt.Errorf("required: the program that proposes, e.g. [\"examples/proposers/openai-compatible/proposer\"]")}
 		}
 		if p.TimeoutSeconds < 0 || p.TimeoutSeconds > world.MaxCommandTimeout {
-			return &state.FieldError{Path: "proposer.timeout_seconds", Err: fmt.Errorf("must be between 0 (the default, %d s) and %d", DefaultProposerTimeout, world.MaxCommandTimeout)}
+			return &codec.FieldError{Path: "proposer.timeout_seconds", Err: fmt.Errorf("must be between 0 (the default, %d s) and %d", DefaultProposerTimeout, world.MaxCommandTimeout)}
 		}
 		switch p.Mode {
 		case "", ProposerFallback, ProposerAlways:
 		default:
-			return &state.FieldError{Path: "proposer.mode", Err: fmt.Errorf("want fallback or always, found %q", p.Mode)}
+			return &codec.FieldError{Path: "proposer.mode", Err: fmt.Errorf("want fallback or always, found %q", p.Mode)}
 		}
 		for i, name := range p.PassEnv {
 			if err := world.ValidEnvName(name); err != nil {
-				return &state.FieldError{Path: fmt.Sprintf("proposer.pass_env[%d]", i), Err: err}
+				return &codec.FieldError{Path: fmt.Sprintf("proposer.pass_env[%d]", i), Err: err}
 			}
 		}
 	}
 	switch c.Policy.DeferTo {
 	case "", "sleep", "defer":
 	default:
-		return &state.FieldError{Path: "policy.defer_to", Err: fmt.Errorf("want sleep or defer, found %q", c.Policy.DeferTo)}
+		return &codec.FieldError{Path: "policy.defer_to", Err: fmt.Errorf("want sleep or defer, found %q", c.Policy.DeferTo)}
 	}
 	for _, v := range []struct {
 		name string
@@ -348,7 +348,7 @@ func (c *Contract) Validate() error {
 		{"commitment_deadline_seconds", c.Policy.CommitmentDeadlineSeconds}, {"idle_sleep_seconds", c.Policy.IdleSleepSeconds},
 		{"signal_ttl_seconds", c.Policy.SignalTTLSeconds}} {
 		if v.n < 0 {
-			return &state.FieldError{Path: "policy." + v.name, Err: fmt.Errorf("must be >= 0")}
+			return &codec.FieldError{Path: "policy." + v.name, Err: fmt.Errorf("must be >= 0")}
 		}
 	}
 	return nil

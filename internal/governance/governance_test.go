@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
@@ -80,8 +81,8 @@ func TestContractValidateNamesTheField(t *testing.T) {
 			tc.mutate(&c)
 			err := c.Validate()
 			require.Error(t, err)
-			var fe *state.FieldError
-			require.True(t, errors.As(err, &fe), "want *state.FieldError, got %T: %v", err, err)
+			var fe *codec.FieldError
+			require.True(t, errors.As(err, &fe), "want *codec.FieldError, got %T: %v", err, err)
 			assert.Equal(t, tc.path, fe.Path)
 		})
 	}
@@ -244,9 +245,9 @@ func newFixture() decideFixture {
 		contract: quickstartContract(),
 		spec:     world.Spec{Schema: world.SpecSchema},
 		req: governance.Request{
-			Action: a, ActionRef: a.Ref(), ContractRef: state.MustRefOf("contract", "c"), CycleSeq: 4,
+			Action: a, ActionRef: a.Ref(), ContractRef: codec.MustRefOf("contract", "c"), CycleSeq: 4,
 			Now: "2026-01-02T03:04:05Z", EvidencePresent: map[string]bool{}, StillNeeded: true,
-			ObservationRef: state.MustRefOf("obs", "o"),
+			ObservationRef: codec.MustRefOf("obs", "o"),
 		},
 	}
 }
@@ -256,7 +257,7 @@ func setAction(f *decideFixture, op world.Operation, target string) {
 	f.req.ActionRef = f.req.Action.Ref()
 }
 
-func approval(ref state.Ref, verdict string) *state.Approval {
+func approval(ref codec.Ref, verdict string) *state.Approval {
 	return &state.Approval{Schema: state.ApprovalSchema, ID: "approval-1", ActionRef: ref, Verdict: verdict, By: "op", CreatedAt: "2026-01-02T00:00:00Z"}
 }
 
@@ -416,7 +417,7 @@ func TestNewReceipt(t *testing.T) {
 	f.req.Approval = approval(f.req.ActionRef, "approve")
 	d := governance.Decide(&f.contract, &f.spec, f.req)
 	require.Equal(t, governance.Execute, d.Verdict)
-	decRef := state.MustRefOf("gdec", d)
+	decRef := codec.MustRefOf("gdec", d)
 	r := governance.NewReceipt(d, decRef, f.req)
 	assert.Equal(t, governance.Receipt{
 		Schema: governance.ReceiptSchema, DecisionRef: decRef, ActionRef: f.req.ActionRef, ContractRef: f.req.ContractRef,
@@ -437,7 +438,7 @@ func TestContractValidateRejectsMalformedRulePattern(t *testing.T) {
 	c := quickstartContract()
 	c.Rules[0].Paths = []string{"vendor/[lib"}
 	assert.Equal(t, 2, c.Match(world.OpApplyPatch, "vendor/[lib"), "the malformed forbid rule is skipped")
-	var fe *state.FieldError
+	var fe *codec.FieldError
 	require.ErrorAs(t, c.Validate(), &fe)
 	assert.Equal(t, "rules[0].paths[0]", fe.Path)
 }

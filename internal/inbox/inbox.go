@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -70,13 +71,13 @@ func Seal(v any) (string, []byte, error) {
 		return "", nil, err
 	}
 	setID("")
-	b, err := state.Marshal(v)
+	b, err := codec.Marshal(v)
 	if err != nil {
 		return "", nil, err
 	}
-	id := string(kind) + "-" + state.Digest(b)[:24]
+	id := string(kind) + "-" + codec.Digest(b)[:24]
 	setID(id)
-	b, err = state.Marshal(v)
+	b, err = codec.Marshal(v)
 	if err != nil {
 		return "", nil, err
 	}
@@ -172,7 +173,7 @@ func Decode(id string, b []byte) (Item, error) {
 	default:
 		return Item{}, fmt.Errorf("inbox item %q: unknown kind %q", id, kind)
 	}
-	if err := state.UnmarshalCanonical(b, v); err != nil {
+	if err := codec.UnmarshalCanonical(b, v); err != nil {
 		return Item{}, fmt.Errorf("inbox item %q: %w", id, err)
 	}
 	want, _, err := Seal(v)
@@ -227,25 +228,25 @@ func forbiddenPayloadKeys() []string {
 
 // CheckPayload refuses a wake payload that tries to carry authority,
 // contract or budget changes.
-func CheckPayload(v *state.Value) error {
+func CheckPayload(v *codec.Value) error {
 	if v == nil {
 		return nil
 	}
 	return checkPayload(*v, "payload")
 }
 
-func checkPayload(v state.Value, at string) error {
+func checkPayload(v codec.Value, at string) error {
 	switch v.Kind {
-	case state.KindObject:
+	case codec.KindObject:
 		for _, m := range v.Obj {
 			if slices.Contains(forbiddenPayloadKeys(), strings.ToLower(m.Key)) {
-				return &state.FieldError{Path: at + "." + m.Key, Err: errors.New("a wake signal cannot carry authority, contract, budget or approval changes")}
+				return &codec.FieldError{Path: at + "." + m.Key, Err: errors.New("a wake signal cannot carry authority, contract, budget or approval changes")}
 			}
 			if err := checkPayload(m.Val, at+"."+m.Key); err != nil {
 				return err
 			}
 		}
-	case state.KindArray:
+	case codec.KindArray:
 		for i, e := range v.Arr {
 			if err := checkPayload(e, fmt.Sprintf("%s[%d]", at, i)); err != nil {
 				return err
@@ -291,7 +292,7 @@ func Replaced(items []Item, counts func(*state.Approval) bool) map[string]string
 // action's ref and the cycle that asked), or nil when none is queued: of
 // the answers to it among items (in inbox order), the last one that no
 // other replaces. It is what the next cycle resolves the request with.
-func Answer(items []Item, ref state.Ref, cycle int64) *Item {
+func Answer(items []Item, ref codec.Ref, cycle int64) *Item {
 	replaced := Replaced(items, nil)
 	var last *Item
 	for i, it := range items {

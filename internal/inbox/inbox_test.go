@@ -11,14 +11,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/state"
 )
 
-func mustParse(t *testing.T, s string) *state.Value {
+func mustParse(t *testing.T, s string) *codec.Value {
 	t.Helper()
-	v, err := state.Parse([]byte(s))
+	v, err := codec.Parse([]byte(s))
 	require.NoError(t, err)
 	return &v
 }
@@ -32,7 +33,7 @@ func wake(t *testing.T, created string) *state.WakeSignal {
 }
 
 func approvalItem(created, verdict string) *state.Approval {
-	return &state.Approval{Schema: state.ApprovalSchema, ActionRef: state.MustRefOf("areq", "x"), Verdict: verdict, By: "bob", CreatedAt: created}
+	return &state.Approval{Schema: state.ApprovalSchema, ActionRef: codec.MustRefOf("areq", "x"), Verdict: verdict, By: "bob", CreatedAt: created}
 }
 
 func stopItem(created string) *state.StopRequest {
@@ -59,7 +60,7 @@ func TestSealDecodeRoundTrip(t *testing.T) {
 			assert.Regexp(t, idPattern, id)
 			assert.True(t, strings.HasPrefix(id, string(tc.kind)+"-"), id)
 			assert.Contains(t, string(body), `"id":"`+id+`"`, "the sealed body carries its id")
-			canon, err := state.Marshal(tc.v)
+			canon, err := codec.Marshal(tc.v)
 			require.NoError(t, err)
 			assert.Equal(t, canon, body, "the body is the canonical encoding")
 
@@ -90,7 +91,7 @@ func TestSealDecodeRoundTrip(t *testing.T) {
 				decoded = it.Stop
 				assert.True(t, it.Stop.Kill)
 			}
-			re, err := state.Marshal(decoded)
+			re, err := codec.Marshal(decoded)
 			require.NoError(t, err)
 			assert.Equal(t, body, re, "decoding and re-encoding gives the same bytes")
 		})
@@ -317,8 +318,8 @@ func TestCheckPayload(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			var fe *state.FieldError
-			require.True(t, errors.As(err, &fe), "want *state.FieldError, got %T: %v", err, err)
+			var fe *codec.FieldError
+			require.True(t, errors.As(err, &fe), "want *codec.FieldError, got %T: %v", err, err)
 			assert.Equal(t, tc.path, fe.Path)
 		})
 	}
@@ -338,8 +339,8 @@ func TestValidSource(t *testing.T) {
 // TestAnswer: the queued answer that counts for a request is the last one
 // to that exact request (ref and asking cycle) that no other replaces.
 func TestAnswer(t *testing.T) {
-	ref, other := state.MustRefOf("areq", "x"), state.MustRefOf("areq", "y")
-	item := func(ref state.Ref, cycle int64, verdict, replaces string) inbox.Item {
+	ref, other := codec.MustRefOf("areq", "x"), codec.MustRefOf("areq", "y")
+	item := func(ref codec.Ref, cycle int64, verdict, replaces string) inbox.Item {
 		a := &state.Approval{Schema: state.ApprovalSchema, ActionRef: ref, RequestCycle: cycle, Verdict: verdict, By: "bob",
 			Replaces: replaces, CreatedAt: "2026-01-01T00:00:00Z"}
 		id, body, err := inbox.Seal(a)

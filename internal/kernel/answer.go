@@ -3,6 +3,7 @@ package kernel
 import (
 	"slices"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/state"
@@ -25,7 +26,7 @@ import (
 //
 // replaced maps the id of each answer among the cycle's inbox items that a
 // later answer replaces to the ref of that later answer.
-func (b *builder) answer(it inbox.Item, refs map[string]state.Ref, replaced map[string]state.Ref) {
+func (b *builder) answer(it inbox.Item, refs map[string]codec.Ref, replaced map[string]codec.Ref) {
 	rs := &b.s.Run
 	a := *it.Approval
 	if slices.Contains(rs.AnswersConsumed, it.ID) {
@@ -82,13 +83,13 @@ func (b *builder) answeredNow(id string) bool {
 // replacedAnswers maps each answer among items that another answer among
 // them replaces to the ref of the replacing answer. An answer signed by a
 // role of the loop replaces nothing.
-func replacedAnswers(items []inbox.Item) map[string]state.Ref {
+func replacedAnswers(items []inbox.Item) map[string]codec.Ref {
 	person := func(a *state.Approval) bool { _, loop := loopRole(a.By); return !loop }
-	refOf := map[string]state.Ref{}
+	refOf := map[string]codec.Ref{}
 	for _, it := range items {
-		refOf[it.ID] = state.NewRef(inboxKind(it.Kind), it.Body)
+		refOf[it.ID] = codec.NewRef(inboxKind(it.Kind), it.Body)
 	}
-	out := map[string]state.Ref{}
+	out := map[string]codec.Ref{}
 	for old, by := range inbox.Replaced(items, person) {
 		out[old] = refOf[by]
 	}

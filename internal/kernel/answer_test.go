@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/state"
@@ -31,7 +32,7 @@ func waitingForApproval(t *testing.T) (State, Inputs) {
 }
 
 // answerItem seals an answer as acr approve would write it.
-func answerItem(t *testing.T, ref state.Ref, cycle int64, verdict, by, replaces string) inbox.Item {
+func answerItem(t *testing.T, ref codec.Ref, cycle int64, verdict, by, replaces string) inbox.Item {
 	t.Helper()
 	a := &state.Approval{Schema: state.ApprovalSchema, ActionRef: ref, RequestCycle: cycle, Verdict: verdict, By: by,
 		Replaces: replaces, CreatedAt: "2026-01-01T00:01:30Z"}
@@ -66,7 +67,7 @@ func TestAnswers(t *testing.T) {
 			nil, []string{"answers_another_request"}, ""},
 		{"an answer for another action", nil,
 			func() []inbox.Item {
-				return []inbox.Item{answerItem(t, state.MustRefOf("areq", "other"), asked, "approve", "alice", "")}
+				return []inbox.Item{answerItem(t, codec.MustRefOf("areq", "other"), asked, "approve", "alice", "")}
 			},
 			nil, []string{"no_pending_approval_for_ref"}, ""},
 		{"a consumed answer put back", []string{approve.ID}, func() []inbox.Item { return []inbox.Item{approve} },

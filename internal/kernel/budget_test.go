@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
@@ -143,5 +144,5 @@ func TestSoftBudgetRestsUntilReplenished(t *testing.T) {
 func wake(id, source, ref string) inbox.Item {
 	w := state.WakeSignal{Schema: state.WakeSignalSchema, ID: id, Source: source, Ref: ref, DedupKey: id, CreatedAt: state.FormatTime(t0),
 		ExpiresAt: state.FormatTime(t0.Add(48 * time.Hour)), By: "test", CausalParent: "test"}
-	return inbox.Item{ID: id, Kind: inbox.KindWake, Wake: &w, Body: state.MustMarshal(w)}
+	return inbox.Item{ID: id, Kind: inbox.KindWake, Wake: &w, Body: codec.MustMarshal(w)}
 }

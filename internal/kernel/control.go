@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/state"
@@ -83,13 +84,13 @@ func (b *builder) declare(why []string) {
 // move takes the controller to the next state and records the transition.
 // Its inputs are what the state being left was handed; its outputs (out)
 // are what that state produced, and become the next state's inputs.
-func (b *builder) move(to controller.State, reason string, out ...state.Ref) {
+func (b *builder) move(to controller.State, reason string, out ...codec.Ref) {
 	b.moveAs(roleOf(b.ctl.State()), to, reason, controller.Usage{}, out...)
 }
 
 // moveAs is move with an explicit actor (the operator, for a stop) and the
 // budget the left state consumed beyond its events.
-func (b *builder) moveAs(role controller.Role, to controller.State, reason string, used controller.Usage, out ...state.Ref) {
+func (b *builder) moveAs(role controller.Role, to controller.State, reason string, used controller.Usage, out ...codec.Ref) {
 	if b.err != nil || b.ctl == nil {
 		return
 	}
@@ -128,7 +129,7 @@ func (b *builder) authorityUsed(s controller.State) governance.AuthorityMode {
 }
 
 // block ends the cycle's controller path in blocked, with reason.
-func (b *builder) block(role controller.Role, reason string, out ...state.Ref) {
+func (b *builder) block(role controller.Role, reason string, out ...codec.Ref) {
 	b.moveAs(role, controller.Blocked, reason, controller.Usage{}, out...)
 }
 
@@ -151,7 +152,7 @@ func (b *builder) overBudget(more controller.Usage) string {
 
 // fitnessFor writes the FitnessContract of an action: how its result will
 // be judged, fixed before the action.
-func (b *builder) fitnessFor(a world.Action, actionRef state.Ref) controller.FitnessContract {
+func (b *builder) fitnessFor(a world.Action, actionRef codec.Ref) controller.FitnessContract {
 	f := controller.FitnessContract{Schema: controller.FitnessSchema, CycleID: b.cycleID, ActionRef: actionRef, CheckID: a.CheckID,
 		Target: a.Target, Criteria: append([]string{"readback_agrees"}, a.Criteria()...), PassingBefore: []string{}, ProposedBy: controller.Distiller}
 	for _, c := range b.s.Spec.Checks {
@@ -170,15 +171,15 @@ func (b *builder) fitnessFor(a world.Action, actionRef state.Ref) controller.Fit
 
 // plan fixes the plan's FitnessContract and goes to preflight. A plan an
 // operator approved keeps the contract fixed when it was proposed.
-func (b *builder) plan(action world.Action, actionRef, requestRef state.Ref) state.Ref {
-	var ref state.Ref
+func (b *builder) plan(action world.Action, actionRef, requestRef codec.Ref) codec.Ref {
+	var ref codec.Ref
 	var f controller.FitnessContract
-	if b.carried != nil && state.DecodeValue(*b.carried, &f) == nil {
-		ref = state.NewRef("fit", state.MustMarshal(f))
-		b.emit("controller.fitness.carried", nil, map[string]state.Ref{"fitness": ref, "action": actionRef}, "fixed_when_proposed")
+	if b.carried != nil && codec.DecodeValue(*b.carried, &f) == nil {
+		ref = codec.NewRef("fit", codec.MustMarshal(f))
+		b.emit("controller.fitness.carried", nil, map[string]codec.Ref{"fitness": ref, "action": actionRef}, "fixed_when_proposed")
 	} else {
 		f = b.fitnessFor(action, actionRef)
-		ref = b.record(evFitness, "fit", f, map[string]state.Ref{"action": actionRef})
+		ref = b.record(evFitness, "fit", f, map[string]codec.Ref{"action": actionRef})
 	}
 	b.guard.Author(requestRef, controller.Distiller)
 	b.guard.Author(ref, controller.Distiller)
@@ -288,9 +289,9 @@ func evaluateEffect(a world.Action, out world.Outcome, rb *world.Readback, f con
 }
 
 // learn writes the LearningDelta: only accepted durable changes.
-func (b *builder) learn(result string, evidence []state.Ref) controller.LearningDelta {
+func (b *builder) learn(result string, evidence []codec.Ref) controller.LearningDelta {
 	d := controller.LearningDelta{Schema: controller.LearningSchema, CycleID: b.cycleID, ResultantStatus: result,
-		SupportingEvidence: nonNil(evidence), Changes: []string{}, Superseded: []state.Ref{}, RemainingUnknowns: []string{},
+		SupportingEvidence: nonNil(evidence), Changes: []string{}, Superseded: []codec.Ref{}, RemainingUnknowns: []string{},
 		RevisitConditions: []string{}, MemoryClass: "residue"}
 	switch result {
 	case "accepted":
@@ -329,12 +330,12 @@ func (b *builder) gapDemonstrated() (string, bool) {
 
 // forge produces a disabled guard/test candidate for a demonstrated gap.
 // Only at A4; the candidate can never load or promote itself.
-func (b *builder) forge(gap string, evidence state.Ref) state.Ref {
+func (b *builder) forge(gap string, evidence codec.Ref) codec.Ref {
 	c := controller.Candidate{Schema: controller.CandidateSchema, ID: "guard-" + b.item, Gap: gap, Evidence: evidence, Kind: "guard",
 		Spec:    "keep check " + b.check.ID + " (" + b.check.Summary + ") passing on " + b.check.Path,
 		Tests:   []string{"check " + b.check.ID + " passes after every change to " + b.check.Path},
 		Enabled: false, AuthorBy: controller.Distiller}
-	ref := b.record(evCandidate, "cand", c, map[string]state.Ref{"evidence": evidence}, "candidate_disabled", gap)
+	ref := b.record(evCandidate, "cand", c, map[string]codec.Ref{"evidence": evidence}, "candidate_disabled", gap)
 	b.guard.Author(ref, controller.Distiller)
 	// The candidate asks to promote itself: refused and recorded.
 	if err := b.guard.Promote(ref, controller.Distiller, ref); err != nil {
@@ -345,7 +346,7 @@ func (b *builder) forge(gap string, evidence state.Ref) state.Ref {
 
 // cascade records the impacted surfaces and who should hear of them,
 // capped at the cycle's fan-out budget.
-func (b *builder) cascade(target string) (state.Ref, controller.Usage) {
+func (b *builder) cascade(target string) (codec.Ref, controller.Usage) {
 	cr := controller.CascadeRecord{Schema: controller.CascadeSchema, CycleID: b.cycleID, Surfaces: []string{}, Recipients: []string{}, Impact: "none"}
 	if target != "" {
 		cr.Surfaces = append(cr.Surfaces, target)

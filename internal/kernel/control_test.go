@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
@@ -98,7 +99,7 @@ func controllerEnd(path []string) string {
 
 func stopItem() inbox.Item {
 	st := &state.StopRequest{Schema: state.StopSchema, ID: "stop-1", By: "op", CreatedAt: "2026-01-01T00:00:00Z"}
-	return inbox.Item{ID: st.ID, Kind: inbox.KindStop, Stop: st, Body: state.MustMarshal(st)}
+	return inbox.Item{ID: st.ID, Kind: inbox.KindStop, Stop: st, Body: codec.MustMarshal(st)}
 }
 
 // TestWakeHygiene: only whitelisted, live, parented signals that carry no
@@ -111,11 +112,11 @@ func TestWakeHygiene(t *testing.T) {
 		w := &state.WakeSignal{Schema: state.WakeSignalSchema, ID: id, Source: source, DedupKey: key, CausalParent: parent,
 			CreatedAt: "2026-01-01T00:00:00Z", ExpiresAt: expires, By: "op"}
 		if payload != "" {
-			v, err := state.Parse([]byte(payload))
+			v, err := codec.Parse([]byte(payload))
 			require.NoError(t, err)
 			w.Payload = &v
 		}
-		return inbox.Item{ID: id, Kind: inbox.KindWake, Wake: w, Body: state.MustMarshal(w)}
+		return inbox.Item{ID: id, Kind: inbox.KindWake, Wake: w, Body: codec.MustMarshal(w)}
 	}
 	live, dead := "2026-01-02T00:00:00Z", "2026-01-01T00:00:30Z"
 	items := []inbox.Item{

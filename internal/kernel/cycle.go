@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acr-project/acr/internal/agenda"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/controller"
@@ -28,8 +29,8 @@ import (
 type Effect struct {
 	Key         string       `json:"idempotency_key"`
 	Action      world.Action `json:"action"`
-	ActionRef   state.Ref    `json:"action_ref"`
-	DecisionRef state.Ref    `json:"decision_ref"`
+	ActionRef   codec.Ref    `json:"action_ref"`
+	DecisionRef codec.Ref    `json:"decision_ref"`
 }
 
 // Pending is a cycle stopped at the governance boundary.
@@ -63,7 +64,7 @@ type Result struct {
 type Summary struct {
 	Executed           bool              `json:"executed"`
 	CycleSeq           int64             `json:"cycle_seq"`
-	CycleRef           state.Ref         `json:"cycle_ref"`
+	CycleRef           codec.Ref         `json:"cycle_ref"`
 	LoopDisposition    state.Disposition `json:"loop_disposition"`
 	ReasonCodes        []string          `json:"reason_codes"`
 	GovernanceDecision string            `json:"governance_decision"`
@@ -87,10 +88,10 @@ type builder struct {
 	now    time.Time
 	at     string
 	events []ledger.Event
-	refs   []state.Ref // refs of all events of the cycle, in order
+	refs   []codec.Ref // refs of all events of the cycle, in order
 	// isTransition marks which of refs are controller transitions.
 	isTransition []bool
-	last         state.Ref
+	last         codec.Ref
 	rec          state.CycleRecord
 	reasons      []string
 	sum          Summary
@@ -102,7 +103,7 @@ type builder struct {
 	stop       *state.StopRequest
 	resumed    bool
 	res        agenda.Resolution
-	resRef     state.Ref
+	resRef     codec.Ref
 	candidates int
 	effect     *Effect
 	check      world.Check
@@ -122,16 +123,16 @@ type builder struct {
 	cycleID    string
 	maxDepth   int64
 	deadline   time.Time
-	handoff    []state.Ref // outputs of the last transition
+	handoff    []codec.Ref // outputs of the last transition
 	nEvents    int64       // events emitted by the cycle, both batches
 	evMark     int64       // nEvents at the last transition
 	via        controller.State
 	fitness    controller.FitnessContract
-	fitnessRef state.Ref
-	areqRef    state.Ref
-	carried    *state.Value // the fitness contract an approved plan keeps
+	fitnessRef codec.Ref
+	areqRef    codec.Ref
+	carried    *codec.Value // the fitness contract an approved plan keeps
 	woken      []string     // commitments whose condition or deadline came
-	restOut    []state.Ref
+	restOut    []codec.Ref
 	restUsed   controller.Usage
 
 	// budgets (schedule.go): the limit the deadline comes from, and the
@@ -148,8 +149,8 @@ func (b *builder) fail(err error) {
 }
 
 // memoryRefs are the refs of the cycle's events working memory keeps.
-func (b *builder) memoryRefs() []state.Ref {
-	out := make([]state.Ref, 0, len(b.refs))
+func (b *builder) memoryRefs() []codec.Ref {
+	out := make([]codec.Ref, 0, len(b.refs))
 	for i, r := range b.refs {
 		if !b.isTransition[i] {
 			out = append(out, r)
@@ -159,10 +160,10 @@ func (b *builder) memoryRefs() []state.Ref {
 }
 
 // emit appends an event. obj may be nil.
-func (b *builder) emit(typ string, obj *ledger.Object, refs map[string]state.Ref, reasons ...string) state.Ref {
+func (b *builder) emit(typ string, obj *ledger.Object, refs map[string]codec.Ref, reasons ...string) codec.Ref {
 	ev := ledger.Event{Type: typ, RunID: b.s.Run.RunID, CycleSeq: b.cycle, At: b.at, Refs: refs, Reasons: reasons, Object: obj}
 	if b.last != "" {
-		ev.Parents = []state.Ref{b.last}
+		ev.Parents = []codec.Ref{b.last}
 	}
 	ref, err := ev.Ref()
 	if err != nil {
@@ -178,7 +179,7 @@ func (b *builder) emit(typ string, obj *ledger.Object, refs map[string]state.Ref
 }
 
 // object wraps v as a content-addressed object.
-func (b *builder) object(kind string, v any) (*ledger.Object, state.Ref) {
+func (b *builder) object(kind string, v any) (*ledger.Object, codec.Ref) {
 	obj, err := ledger.NewObject(kind, v)
 	if err != nil {
 		b.fail(err)
@@ -188,7 +189,7 @@ func (b *builder) object(kind string, v any) (*ledger.Object, state.Ref) {
 }
 
 // record emits an event that carries v and returns v's ref.
-func (b *builder) record(typ, kind string, v any, refs map[string]state.Ref, reasons ...string) state.Ref {
+func (b *builder) record(typ, kind string, v any, refs map[string]codec.Ref, reasons ...string) codec.Ref {
 	obj, ref := b.object(kind, v)
 	b.emit(typ, obj, refs, reasons...)
 	return ref
@@ -209,8 +210,8 @@ func Begin(s State, in Inputs) (*Pending, error) {
 	b.at = state.FormatTime(b.now)
 	b.rec = state.CycleRecord{
 		Schema: state.CycleSchema, RunID: s.Run.RunID, CycleSeq: b.cycle, PriorCycleRef: s.Run.LastCycleRef, StartedAt: b.at,
-		InputEnvironmentRef: in.Observation.Ref(), InputContextRef: s.Run.ContextBindingRef, InputRefs: []state.Ref{},
-		CommitmentRefs: []state.Ref{}, ReasonCodes: []string{}, ControllerTransitionRef: []state.Ref{},
+		InputEnvironmentRef: in.Observation.Ref(), InputContextRef: s.Run.ContextBindingRef, InputRefs: []codec.Ref{},
+		CommitmentRefs: []codec.Ref{}, ReasonCodes: []string{}, ControllerTransitionRef: []codec.Ref{},
 	}
 	b.sum = Summary{Executed: true, CycleSeq: b.cycle, GovernanceDecision: "NONE"}
 
@@ -218,8 +219,8 @@ func Begin(s State, in Inputs) (*Pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.rec.InputRefs = slices.Concat([]state.Ref{m.ObservationRef}, m.InboxItems, m.Knowledge)
-	b.record(evStarted, "pin", m, map[string]state.Ref{"prior_cycle": s.Run.LastCycleRef})
+	b.rec.InputRefs = slices.Concat([]codec.Ref{m.ObservationRef}, m.InboxItems, m.Knowledge)
+	b.record(evStarted, "pin", m, map[string]codec.Ref{"prior_cycle": s.Run.LastCycleRef})
 	for _, ev := range inputEvents {
 		b.emit(ev.Type, ev.Object, ev.Refs, ev.Reasons...)
 	}
@@ -280,8 +281,8 @@ func (b *builder) consumeInbox(in Inputs) {
 	rs.DedupKeys = slices.DeleteFunc(rs.DedupKeys, func(k state.DedupKey) bool { return expired(k.Expires, b.now) })
 	replaced := replacedAnswers(in.Inbox)
 	for _, it := range in.Inbox {
-		ref := state.NewRef(inboxKind(it.Kind), it.Body)
-		refs := map[string]state.Ref{"item": ref}
+		ref := codec.NewRef(inboxKind(it.Kind), it.Body)
+		refs := map[string]codec.Ref{"item": ref}
 		if !slices.Contains(rs.InboxSeen, it.ID) {
 			rs.InboxSeen = append(rs.InboxSeen, it.ID)
 		}
@@ -357,7 +358,7 @@ func (b *builder) receiveKnowledge(updates []strategy.KnowledgeUpdate) {
 	b.s.Strategy, fresh = strategy.Receive(b.s.Strategy, updates, b.at)
 	for _, u := range fresh {
 		_, ref := b.object("know", u)
-		b.emit("strategy.knowledge.candidate", nil, map[string]state.Ref{"update": ref}, "knowledge_source_changed", "candidate_not_promoted")
+		b.emit("strategy.knowledge.candidate", nil, map[string]codec.Ref{"update": ref}, "knowledge_source_changed", "candidate_not_promoted")
 	}
 }
 
@@ -482,7 +483,7 @@ func (b *builder) run() {
 
 // assessTension writes the controller's TensionReport: is anything worth
 // a cycle, and why, with the evidence ref of each claim.
-func (b *builder) assessTension(sem semantic.State) (controller.TensionReport, state.Ref) {
+func (b *builder) assessTension(sem semantic.State) (controller.TensionReport, codec.Ref) {
 	rs := &b.s.Run
 	obs := b.s.Environment.Ref()
 	blocked := b.blocked()
@@ -496,7 +497,7 @@ func (b *builder) assessTension(sem semantic.State) (controller.TensionReport, s
 	for i, w := range b.signals {
 		if w.Source == "manual_resume" {
 			in.OperatorSignals = append(in.OperatorSignals, controller.TensionSource{Class: controller.TensionOperatorRequest,
-				Subject: w.Source, Ref: state.NewRef("sig", state.MustMarshal(b.signals[i]))})
+				Subject: w.Source, Ref: codec.NewRef("sig", codec.MustMarshal(b.signals[i]))})
 		}
 	}
 	for _, p := range rs.PendingApprovals {
@@ -516,7 +517,7 @@ func (b *builder) assessTension(sem semantic.State) (controller.TensionReport, s
 		in.Maintenance = append(in.Maintenance, "compaction")
 	}
 	t := controller.Assess(in)
-	return t, b.record(evTension, "tens", t, map[string]state.Ref{"observation": obs}, t.Classes...)
+	return t, b.record(evTension, "tens", t, map[string]codec.Ref{"observation": obs}, t.Classes...)
 }
 
 // evaluateCommitments evaluates live commitments' conditions and applies
@@ -530,7 +531,7 @@ func (b *builder) evaluateCommitments() {
 	evRef := b.record("commitment.conditions.evaluated", "ceval", map[string]any{"candidates": nonNil(cands), "cycle_seq": b.cycle}, nil)
 	for _, c := range cands {
 		b.transition(commitment.Transition{Kind: c.Kind, CommitmentID: c.CommitmentID, ExpectedVersion: c.ExpectedVersion, Reason: c.Reason, At: b.at},
-			map[string]state.Ref{"evaluation": evRef})
+			map[string]codec.Ref{"evaluation": evRef})
 	}
 }
 
@@ -543,7 +544,7 @@ func nonNil[T any](s []T) []T {
 
 // transition applies one commitment transition and records its lifecycle
 // event. A conflict is a fault of the cycle, never a silent overwrite.
-func (b *builder) transition(t commitment.Transition, refs map[string]state.Ref) {
+func (b *builder) transition(t commitment.Transition, refs map[string]codec.Ref) {
 	store, c, err := b.s.Commitments.Apply(t)
 	if err != nil {
 		b.fail(fmt.Errorf("commitment %s %s: %w", t.Kind, t.CommitmentID, err))
@@ -560,7 +561,7 @@ func (b *builder) transition(t commitment.Transition, refs map[string]state.Ref)
 		b.suppress(state.Suppression{ItemID: c.ItemID, Reason: "commitment_expired", Since: b.at, EvidenceRef: string(r.TargetSHA256)})
 	}
 	if t.Kind == commitment.Resume {
-		b.emit("persistent.commitment.resumed", nil, map[string]state.Ref{"commitment": ref}, "explicit_resume")
+		b.emit("persistent.commitment.resumed", nil, map[string]codec.Ref{"commitment": ref}, "explicit_resume")
 	}
 	if t.Kind == commitment.Resume || t.Kind == commitment.Expire {
 		b.woken = append(b.woken, c.ID)
@@ -594,7 +595,7 @@ func (b *builder) liftDeferrals() {
 				return false
 			}
 		}
-		b.emit("agenda.deferral.lifted", nil, map[string]state.Ref{"decision": d.DecisionRef}, "evidence_arrived", d.ItemID)
+		b.emit("agenda.deferral.lifted", nil, map[string]codec.Ref{"decision": d.DecisionRef}, "evidence_arrived", d.ItemID)
 		return true
 	})
 }
@@ -648,10 +649,10 @@ func (b *builder) strategize() {
 	if b.maxDepth < 2 {
 		// A review is D2 cognition: a cycle declared below it skips the
 		// review rather than deepen itself.
-		b.emit("strategy.review.capped", nil, map[string]state.Ref{"trigger": b.rec.ReviewTriggerRef}, "cognitive_depth_below_D2")
+		b.emit("strategy.review.capped", nil, map[string]codec.Ref{"trigger": b.rec.ReviewTriggerRef}, "cognitive_depth_below_D2")
 		return
 	}
-	b.emit("strategy.review.requested", nil, map[string]state.Ref{"trigger": b.rec.ReviewTriggerRef}, tr.Reasons...)
+	b.emit("strategy.review.requested", nil, map[string]codec.Ref{"trigger": b.rec.ReviewTriggerRef}, tr.Reasons...)
 	var ret strategy.Retrieval
 	var ov *strategy.Overlay
 	b.s.Strategy, ret, ov = strategy.Apply(t, tr, b.s.Goal.Registry(), b.s.Strategy)
@@ -757,7 +758,7 @@ func (b *builder) think() {
 	if t.prog.Proposer {
 		// Stop here: the driver asks the proposer, Answer goes on.
 		t.request = b.proposalRequest(result)
-		t.requestRef = b.record(evProposalRequested, "preq", t.request, map[string]state.Ref{"program": t.progRef})
+		t.requestRef = b.record(evProposalRequested, "preq", t.request, map[string]codec.Ref{"program": t.progRef})
 		return
 	}
 	b.decide()
@@ -788,7 +789,7 @@ func (b *builder) decide() {
 	} else {
 		dlg, action = cognition.Run(t.prog, progRef, sit)
 	}
-	b.rec.DialogueRef = b.record("cognition.run.completed", "dlg", dlg, map[string]state.Ref{"program": progRef}, dlg.Result)
+	b.rec.DialogueRef = b.record("cognition.run.completed", "dlg", dlg, map[string]codec.Ref{"program": progRef}, dlg.Result)
 	rs.Budget.CognitiveOperations += int64(dlg.Operations)
 	depth := int64(1)
 	if b.sum.StrategicReview {
@@ -869,18 +870,18 @@ func (b *builder) resumeApproval(i int) {
 	p := rs.PendingApprovals[i]
 	rs.PendingApprovals = slices.Delete(slices.Clone(rs.PendingApprovals), i, i+1)
 	var action world.Action
-	if err := state.DecodeValue(p.Action, &action); err != nil {
+	if err := codec.DecodeValue(p.Action, &action); err != nil {
 		b.fail(fmt.Errorf("pending approval %s: %w", p.Ref, err))
 		return
 	}
-	b.selectRecorded(p.ItemID, action.CheckID, "approval", "approval_resolved_first", map[string]state.Ref{"approved_action": p.Ref})
+	b.selectRecorded(p.ItemID, action.CheckID, "approval", "approval_resolved_first", map[string]codec.Ref{"approved_action": p.Ref})
 	r, _ := b.s.Environment.Check(action.CheckID)
 	b.fp, b.evidence = cognition.Fingerprint(action), string(r.TargetSHA256)
 	if p.ProposalOnly {
 		// A1: the person reviewed a proposal. The loop acts on nothing;
 		// the item waits for its target to change.
 		b.record("controller.proposal.reviewed", "prev", map[string]any{"proposal": p.Ref, "verdict": p.Resolution.Verdict,
-			"by": p.Resolution.By, "fitness_ref": p.FitnessRef, "cycle_seq": b.cycle}, map[string]state.Ref{"action": p.Ref}, "verdict_"+p.Resolution.Verdict)
+			"by": p.Resolution.By, "fitness_ref": p.FitnessRef, "cycle_seq": b.cycle}, map[string]codec.Ref{"action": p.Ref}, "verdict_"+p.Resolution.Verdict)
 		b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "proposal_reviewed", Since: b.at, EvidenceRef: b.evidence})
 		b.move(controller.NoCycle, "proposal_reviewed_by_operator", b.resRef)
 		b.conclude(b.resting(), []string{"proposal_reviewed", "autonomy_A1_proposal_only"})
@@ -893,7 +894,7 @@ func (b *builder) resumeApproval(i int) {
 
 // selectRecorded makes work decided in an earlier cycle (an approved
 // action, a required undo) this cycle's agenda, ahead of anything new.
-func (b *builder) selectRecorded(itemID, checkID string, source agenda.Source, reason string, refs map[string]state.Ref) {
+func (b *builder) selectRecorded(itemID, checkID string, source agenda.Source, reason string, refs map[string]codec.Ref) {
 	b.item = itemID
 	if ci := slices.IndexFunc(b.s.Spec.Checks, func(c world.Check) bool { return c.ID == checkID }); ci >= 0 {
 		b.check = b.s.Spec.Checks[ci]
@@ -913,11 +914,11 @@ func (b *builder) rollback() {
 	r := rs.Rollbacks[0]
 	rs.Rollbacks = slices.Delete(slices.Clone(rs.Rollbacks), 0, 1)
 	var action world.Action
-	if err := state.DecodeValue(r.Action, &action); err != nil {
+	if err := codec.DecodeValue(r.Action, &action); err != nil {
 		b.fail(fmt.Errorf("rollback of %s: %w", r.ItemID, err))
 		return
 	}
-	b.selectRecorded(r.ItemID, r.CheckID, "rollback", "rollback_first", map[string]state.Ref{"evaluation": r.EvaluationRef})
+	b.selectRecorded(r.ItemID, r.CheckID, "rollback", "rollback_first", map[string]codec.Ref{"evaluation": r.EvaluationRef})
 	b.fp, b.evidence = cognition.Fingerprint(action), string(action.ExpectSHA256)
 	b.move(controller.Plan, "rollback_bundle", b.resRef, r.EvaluationRef)
 	b.govern(action, nil, "")
@@ -943,8 +944,8 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 		StillNeeded: !known || result.Status == world.CheckFail || action.CheckID == "" || action.Operation == world.OpRestore, Approval: approval,
 	}
 	d := governance.Decide(&b.s.Contract, &b.s.Spec, req)
-	decRef := b.record("governance.decision.recorded", "gdec", d, map[string]state.Ref{"action": actionRef}, d.ReasonCodes...)
-	rcptRef := b.record("governance.receipt.recorded", "grcpt", governance.NewReceipt(d, decRef, req), map[string]state.Ref{"decision": decRef})
+	decRef := b.record("governance.decision.recorded", "gdec", d, map[string]codec.Ref{"action": actionRef}, d.ReasonCodes...)
+	rcptRef := b.record("governance.receipt.recorded", "grcpt", governance.NewReceipt(d, decRef, req), map[string]codec.Ref{"decision": decRef})
 	b.rec.GovernanceDecisionRef = decRef
 	b.rec.GovernanceDecision = d.Verdict.String()
 	b.sum.GovernanceDecision = d.Verdict.String()
@@ -984,7 +985,7 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 		b.rec.IdempotencyKey = key
 		b.sum.IdempotencyKey = key
 		b.move(controller.Checkpoint, "governance_execute", decRef, rcptRef)
-		b.emit("sandbox.action.requested", nil, map[string]state.Ref{"action": actionRef, "decision": decRef}, "idempotency_key_derived")
+		b.emit("sandbox.action.requested", nil, map[string]codec.Ref{"action": actionRef, "decision": decRef}, "idempotency_key_derived")
 	case governance.Refuse:
 		b.block(controller.IntentCustodian, "governance_refused_"+d.ReasonCodes[0], decRef, rcptRef)
 		b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "refused_" + d.ReasonCodes[0], DecisionRef: decRef, Since: b.at})
@@ -998,7 +999,7 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 			ItemID: b.item, Reason: d.ReasonCodes[0], RequestedAt: b.at, CycleSeq: b.cycle, Action: mustValue(action),
 			ProposalOnly: b.coords.AutonomyLevel() <= 1, FitnessRef: fitRef, Fitness: ptr(mustValue(b.fitness)),
 		})
-		b.emit("approval.requested", nil, map[string]state.Ref{"action": actionRef, "decision": decRef}, d.ReasonCodes...)
+		b.emit("approval.requested", nil, map[string]codec.Ref{"action": actionRef, "decision": decRef}, d.ReasonCodes...)
 		b.move(controller.Propose, d.ReasonCodes[0], decRef, rcptRef, fitRef)
 		b.conclude(b.orResting(more), append([]string{"governance_escalated"}, d.ReasonCodes...))
 	case governance.Defer:
@@ -1010,8 +1011,8 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 
 func ptr[T any](v T) *T { return &v }
 
-func mustValue(v any) state.Value {
-	val, err := state.Parse(state.MustMarshal(v))
+func mustValue(v any) codec.Value {
+	val, err := codec.Parse(codec.MustMarshal(v))
 	if err != nil {
 		panic(err)
 	}
@@ -1021,19 +1022,19 @@ func mustValue(v any) state.Value {
 // deferItem keeps deferred work: as a commitment suspended until the
 // evidence arrives (policy "sleep"), or as a deferred item ("defer").
 // Promotion to a commitment is explicit and recorded.
-func (b *builder) deferItem(d governance.Decision, decRef state.Ref, commitmentID string) {
+func (b *builder) deferItem(d governance.Decision, decRef codec.Ref, commitmentID string) {
 	rs := &b.s.Run
 	pol := b.s.Contract.Policy.Defaults()
 	wake := &commitment.Condition{Kind: commitment.WakeEvidence, EvidenceID: d.MissingEvidence[0]}
 	if pol.DeferTo == "defer" {
 		rs.Deferred = append(rs.Deferred, state.DeferredItem{ItemID: b.item, Evidence: d.MissingEvidence, Reason: "evidence_missing", Since: b.at, DecisionRef: decRef})
 		slices.SortFunc(rs.Deferred, func(a, c state.DeferredItem) int { return strings.Compare(a.ItemID, c.ItemID) })
-		b.emit("persistent.work.deferred", nil, map[string]state.Ref{"decision": decRef}, "evidence_missing")
+		b.emit("persistent.work.deferred", nil, map[string]codec.Ref{"decision": decRef}, "evidence_missing")
 		return
 	}
 	if c, ok := b.s.Commitments.ForItem(b.item); ok && commitmentID != "" {
 		b.transition(commitment.Transition{Kind: commitment.Suspend, CommitmentID: c.ID, ExpectedVersion: c.Version, Reason: "evidence_missing", At: b.at, Wake: wake},
-			map[string]state.Ref{"decision": decRef})
+			map[string]codec.Ref{"decision": decRef})
 		return
 	}
 	c := commitment.Commitment{
@@ -1046,8 +1047,8 @@ func (b *builder) deferItem(d governance.Decision, decRef state.Ref, commitmentI
 	}
 	promo := map[string]any{"kind": "PROMOTE_TO_COMMITMENT", "item_id": b.item, "commitment_id": c.ID, "agenda_resolution_ref": b.resRef, "decision_ref": decRef,
 		"policy": "defer_to_sleep", "cycle_seq": b.cycle}
-	pref := b.record("agenda.promotion.recorded", "promo", promo, map[string]state.Ref{"resolution": b.resRef}, "PROMOTE_TO_COMMITMENT")
-	b.transition(commitment.Transition{Kind: commitment.Create, New: &c, Reason: "promoted_deferred_work", At: b.at}, map[string]state.Ref{"promotion": pref})
+	pref := b.record("agenda.promotion.recorded", "promo", promo, map[string]codec.Ref{"resolution": b.resRef}, "PROMOTE_TO_COMMITMENT")
+	b.transition(commitment.Transition{Kind: commitment.Create, New: &c, Reason: "promoted_deferred_work", At: b.at}, map[string]codec.Ref{"promotion": pref})
 }
 
 func (b *builder) suppress(sp state.Suppression) {
@@ -1088,7 +1089,7 @@ func (b *builder) settle(st Settlement) {
 			Ref: e.ActionRef, DecisionRef: e.DecisionRef, Operation: string(e.Action.Operation), Target: e.Action.Target, CheckID: e.Action.CheckID,
 			ItemID: b.item, Reason: "uncertain_effect", RequestedAt: b.at, CycleSeq: b.cycle, Action: mustValue(e.Action),
 		})
-		b.emit("approval.requested", nil, map[string]state.Ref{"action": e.ActionRef}, "recovery_uncertain_effect")
+		b.emit("approval.requested", nil, map[string]codec.Ref{"action": e.ActionRef}, "recovery_uncertain_effect")
 		b.moveAs(controller.Executor, controller.ObserveEffect, "effect_uncertain", controller.Usage{ToolActions: 1})
 		b.move(controller.Evaluate, "no_readback")
 		ev := Evaluation{Schema: EvaluationSchema, ActionRef: e.ActionRef, FitnessRef: b.fitnessRef, Expected: b.expected(e.Action),
@@ -1106,7 +1107,7 @@ func (b *builder) settle(st Settlement) {
 	if out.Status != world.OutcomeCommitted {
 		typ = "sandbox.action.not_applied"
 	}
-	outRef := b.record(typ, "wout", out, map[string]state.Ref{"action": e.ActionRef, "decision": e.DecisionRef}, string(out.Status))
+	outRef := b.record(typ, "wout", out, map[string]codec.Ref{"action": e.ActionRef, "decision": e.DecisionRef}, string(out.Status))
 	b.guard.Author(outRef, controller.Executor)
 	b.rec.WorldOutcomeRef = outRef
 	b.sum.Outcome = string(out.Status)
@@ -1119,9 +1120,9 @@ func (b *builder) settle(st Settlement) {
 	}
 	b.moveAs(controller.Executor, controller.ObserveEffect, string(out.Status), controller.Usage{ToolActions: 1, FilesTouched: files}, outRef)
 
-	var rbRef state.Ref
+	var rbRef codec.Ref
 	if st.Readback != nil {
-		rbRef = b.record(evReadback, "rdbk", *st.Readback, map[string]state.Ref{"outcome": outRef}, "independent_readback")
+		rbRef = b.record(evReadback, "rdbk", *st.Readback, map[string]codec.Ref{"outcome": outRef}, "independent_readback")
 		b.guard.Author(rbRef, controller.Observer)
 	}
 	b.move(controller.Evaluate, "effect_observed", rbRef)
@@ -1132,9 +1133,9 @@ func (b *builder) settle(st Settlement) {
 	if result == "rollback_required" && st.Rollback == nil {
 		ev.Result, ev.Observed = "operator_review_required", why+"; no rollback bundle to undo it"
 	}
-	evRef := b.record("evaluation.recorded", "evalr", ev, map[string]state.Ref{"outcome": outRef, "fitness": b.fitnessRef}, ev.Result)
+	evRef := b.record("evaluation.recorded", "evalr", ev, map[string]codec.Ref{"outcome": outRef, "fitness": b.fitnessRef}, ev.Result)
 	b.guard.Author(evRef, controller.Evaluator)
-	if err := b.guard.AcceptEvaluation(evRef, outRef, []state.Ref{outRef, rbRef}); err != nil {
+	if err := b.guard.AcceptEvaluation(evRef, outRef, []codec.Ref{outRef, rbRef}); err != nil {
 		b.refused(err)
 		ev.Result = "operator_review_required"
 	}
@@ -1177,7 +1178,7 @@ func (b *builder) settle(st Settlement) {
 			Action: mustValue(st.Rollback.RestoreAction(e.Action.CheckID, out.AfterSHA256)), EvaluationRef: evRef}
 		rs.Rollbacks = append(rs.Rollbacks, req)
 		b.move(controller.Rollback, ev.Result, evRef)
-		reqRef := b.record(evRollback, "rbreq", req, map[string]state.Ref{"evaluation": evRef}, "rollback_bundle_queued")
+		reqRef := b.record(evRollback, "rbreq", req, map[string]codec.Ref{"evaluation": evRef}, "rollback_bundle_queued")
 		b.move(controller.Metabolize, "rollback_queued", reqRef)
 		b.metabolize(ev.Result, out.Target, outRef, rbRef, evRef)
 		b.conclude(disp, reasons)
@@ -1187,7 +1188,7 @@ func (b *builder) settle(st Settlement) {
 			Ref: e.ActionRef, DecisionRef: e.DecisionRef, Operation: string(e.Action.Operation), Target: e.Action.Target, CheckID: e.Action.CheckID,
 			ItemID: b.item, Reason: "evaluation_needs_operator_review", RequestedAt: b.at, CycleSeq: b.cycle, Action: mustValue(e.Action), ProposalOnly: true,
 		})
-		b.emit("approval.requested", nil, map[string]state.Ref{"action": e.ActionRef, "evaluation": evRef}, "evaluation_needs_operator_review")
+		b.emit("approval.requested", nil, map[string]codec.Ref{"action": e.ActionRef, "evaluation": evRef}, "evaluation_needs_operator_review")
 		disp = b.resting()
 	}
 	b.move(controller.Metabolize, ev.Result, evRef)
@@ -1198,7 +1199,7 @@ func (b *builder) settle(st Settlement) {
 // metabolize writes the LearningDelta, forges a candidate at A4 after a
 // demonstrated gap, and records the cascade. The controller is left in
 // cascade; finish takes it back to sleep.
-func (b *builder) metabolize(result, target string, evidence ...state.Ref) {
+func (b *builder) metabolize(result, target string, evidence ...codec.Ref) {
 	delta := b.learn(result, evidence)
 	dRef := b.record(evLearning, "ldelta", delta, nil, result)
 	b.guard.Author(dRef, controller.Promoter)
@@ -1209,7 +1210,7 @@ func (b *builder) metabolize(result, target string, evidence ...state.Ref) {
 	}
 	b.move(controller.Cascade, "metabolized", next)
 	ref, used := b.cascade(target)
-	b.restOut, b.restUsed = []state.Ref{ref}, used
+	b.restOut, b.restUsed = []codec.Ref{ref}, used
 }
 
 // EvaluationSchema names an evaluation.
@@ -1220,10 +1221,10 @@ const EvaluationSchema = "acr.evaluation/v0.1"
 // is the evaluator's artifact, separate from the executor's outcome.
 type Evaluation struct {
 	Schema      string    `json:"schema"`
-	ActionRef   state.Ref `json:"action_ref"`
-	OutcomeRef  state.Ref `json:"outcome_ref"`
-	ReadbackRef state.Ref `json:"readback_ref,omitempty"`
-	FitnessRef  state.Ref `json:"fitness_ref"`
+	ActionRef   codec.Ref `json:"action_ref"`
+	OutcomeRef  codec.Ref `json:"outcome_ref"`
+	ReadbackRef codec.Ref `json:"readback_ref,omitempty"`
+	FitnessRef  codec.Ref `json:"fitness_ref"`
 	Expected    string    `json:"expected"`
 	Observed    string    `json:"observed"`
 	// Result: accepted | partially_accepted | rejected | inconclusive |
@@ -1309,7 +1310,7 @@ func (b *builder) finish() {
 	// The cycle record, then the checkpoint record that points at it.
 	b.rec.LoopDisposition = d
 	b.rec.ReasonCodes = rs.ReasonCodes
-	cycRef := state.MustRefOf(kindCycle, b.rec)
+	cycRef := codec.MustRefOf(kindCycle, b.rec)
 	rs.LastCheckpointRef = b.s.Run.LastCheckpointRef
 	rs.LastCycleRef = cycRef
 	b.s.seal()
@@ -1317,15 +1318,15 @@ func (b *builder) finish() {
 	chk := state.Checkpoint{
 		Schema: state.CheckpointSchema, RunID: rs.RunID, CycleSeq: b.cycle, RunStateRef: runStateRef(*rs), CycleRef: cycRef,
 		ContextBindingRef: rs.ContextBindingRef, CommitmentStoreRef: rs.CommitmentStoreRef, EnvironmentRef: rs.EnvironmentRef,
-		StrategyStateRef: rs.StrategyStateRef, LedgerFrontierRefs: []state.Ref{b.last}, LastWorldCommitRef: b.s.Checkpoint.LastWorldCommitRef,
+		StrategyStateRef: rs.StrategyStateRef, LedgerFrontierRefs: []codec.Ref{b.last}, LastWorldCommitRef: b.s.Checkpoint.LastWorldCommitRef,
 		NextWake: rs.NextWake, BudgetSnapshot: rs.Budget,
 	}
 	if b.rec.WorldOutcomeRef != "" && b.sum.Outcome == string(world.OutcomeCommitted) {
 		chk.LastWorldCommitRef = b.rec.WorldOutcomeRef
 	}
 	b.s.Checkpoint = chk
-	chkRef := b.record("persistent.checkpoint.created", kindCheckpoint, chk, map[string]state.Ref{"cycle": cycRef})
-	b.record("persistent.cycle.completed", kindCycle, b.rec, map[string]state.Ref{"checkpoint": chkRef}, rs.LoopDisposition.String())
+	chkRef := b.record("persistent.checkpoint.created", kindCheckpoint, chk, map[string]codec.Ref{"cycle": cycRef})
+	b.record("persistent.cycle.completed", kindCycle, b.rec, map[string]codec.Ref{"checkpoint": chkRef}, rs.LoopDisposition.String())
 
 	b.sum.CycleRef = cycRef
 	b.sum.LoopDisposition = d
@@ -1354,8 +1355,8 @@ func (b *builder) emitDisposition(d state.Disposition) {
 func (b *builder) protected() []memory.Protected {
 	rs := &b.s.Run
 	ps := []memory.Protected{
-		{Kind: "goal", Ref: string(state.MustRefOf(kindGoal, b.s.Goal))},
-		{Kind: "contract", Ref: string(state.MustRefOf(kindContract, b.s.Contract))},
+		{Kind: "goal", Ref: string(codec.MustRefOf(kindGoal, b.s.Goal))},
+		{Kind: "contract", Ref: string(codec.MustRefOf(kindContract, b.s.Contract))},
 		{Kind: "authority", Ref: string(AuthorityRef(b.s.Contract))},
 	}
 	for _, c := range b.s.Commitments.Commitments {

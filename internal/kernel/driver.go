@@ -7,10 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 	"github.com/acr-project/acr/internal/strategy"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -20,8 +22,8 @@ import (
 
 // Store holds checkpoints.
 type Store interface {
-	Load() (state.Snapshot, error)
-	Commit(state.Commit) (state.Manifest, error)
+	Load() (storage.Snapshot, error)
+	Commit(storage.Commit) (storage.Manifest, error)
 }
 
 // Ledger is the append-only history.
@@ -138,11 +140,11 @@ type Driver struct {
 
 	// Snapshot, when set, is the checkpoint Open uses instead of loading it
 	// again (the caller had to read it to open the sandbox).
-	Snapshot *state.Snapshot
+	Snapshot *storage.Snapshot
 
 	state       State
 	files       map[string][]byte // checkpoint files not decoded yet (nil once complete)
-	manifest    state.Manifest
+	manifest    storage.Manifest
 	pending     int      // cycles since the last directory checkpoint
 	consumed    []string // inbox ids to remove after the next checkpoint
 	failures    int      // consecutive provider failures since the last cycle
@@ -187,7 +189,7 @@ func (d *Driver) complete() error {
 }
 
 // Manifest returns the manifest of the last checkpoint loaded or written.
-func (d *Driver) Manifest() state.Manifest { return d.manifest }
+func (d *Driver) Manifest() storage.Manifest { return d.manifest }
 
 // Recovery returns what Open found.
 func (d *Driver) Recovery() Recovery { return d.recovery }
@@ -261,7 +263,7 @@ func (d *Driver) Open() error {
 		}
 	}
 	if torn != nil {
-		obj, _ := ledger.NewObject("torn", map[string]any{"offset": torn.Offset, "length": torn.Length, "sha256": state.FingerprintOf(tornBytes)})
+		obj, _ := ledger.NewObject("torn", map[string]any{"offset": torn.Offset, "length": torn.Length, "sha256": codec.FingerprintOf(tornBytes)})
 		if err := d.appendOOB("ledger.tail.repaired", obj, []string{"torn_last_line_truncated"}); err != nil {
 			return err
 		}
@@ -555,7 +557,7 @@ func (d *Driver) effectEvent(p *Pending, in world.Intent, refused string) (ledge
 	}
 	if why != "" {
 		ev := ledger.Event{Type: evBlocked, RunID: d.state.Run.RunID, CycleSeq: p.b.cycle, At: p.b.at,
-			Refs: map[string]state.Ref{"action": p.Effect.ActionRef}, Reasons: []string{why}}
+			Refs: map[string]codec.Ref{"action": p.Effect.ActionRef}, Reasons: []string{why}}
 		return ev, why, nil
 	}
 	ev, err := d.intentEvent(p.b.cycle, p.b.at, in)
@@ -651,7 +653,7 @@ func (d *Driver) commit() error {
 	if err != nil {
 		return err
 	}
-	m, err := d.Store.Commit(state.Commit{RunID: d.state.Run.RunID, CycleSeq: d.state.Run.CycleSeq, Revision: d.Revision,
+	m, err := d.Store.Commit(storage.Commit{RunID: d.state.Run.RunID, CycleSeq: d.state.Run.CycleSeq, Revision: d.Revision,
 		Frontier: d.Ledger.Frontier(), Files: files})
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/intent"
@@ -26,9 +27,9 @@ type Bootstrap struct {
 
 // DefaultRunID derives a run id from the pinned inputs and the start time.
 func DefaultRunID(g intent.Goal, c governance.Contract, sp world.Spec, now time.Time) string {
-	b := state.MustMarshal(map[string]any{"goal": state.MustRefOf(kindGoal, g), "contract": state.MustRefOf(kindContract, c),
-		"environment": state.MustRefOf(kindSpec, sp), "started_at": state.FormatTime(now)})
-	return "run:persistent:" + state.Digest(b)[:16]
+	b := codec.MustMarshal(map[string]any{"goal": codec.MustRefOf(kindGoal, g), "contract": codec.MustRefOf(kindContract, c),
+		"environment": codec.MustRefOf(kindSpec, sp), "started_at": state.FormatTime(now)})
+	return "run:persistent:" + codec.Digest(b)[:16]
 }
 
 // Init creates the state of a new run and the events that record its
@@ -56,14 +57,14 @@ func Init(bs Bootstrap) (State, []ledger.Event, error) {
 	contractRef := b.record("governance.contract.pinned", kindContract, s.Contract, nil)
 	specRef := b.record("environment.spec.pinned", kindSpec, s.Spec, nil)
 	obsRef := b.record(evObserved, kindObservation, s.Environment, nil)
-	b.emit("persistent.run.started", nil, map[string]state.Ref{
+	b.emit("persistent.run.started", nil, map[string]codec.Ref{
 		"goal": goalRef, "contract": contractRef, "authority": AuthorityRef(s.Contract), "environment_spec": specRef, "observation": obsRef,
 	}, "single_input_bootstrap")
 	b.s.seal()
 	chk := state.Checkpoint{
 		Schema: state.CheckpointSchema, RunID: bs.RunID, RunStateRef: runStateRef(b.s.Run), ContextBindingRef: b.s.Run.ContextBindingRef,
 		CommitmentStoreRef: b.s.Run.CommitmentStoreRef, EnvironmentRef: b.s.Run.EnvironmentRef, StrategyStateRef: b.s.Run.StrategyStateRef,
-		LedgerFrontierRefs: []state.Ref{b.last}, BudgetSnapshot: b.s.Run.Budget,
+		LedgerFrontierRefs: []codec.Ref{b.last}, BudgetSnapshot: b.s.Run.Budget,
 	}
 	b.s.Checkpoint = chk
 	b.record("persistent.checkpoint.created", kindCheckpoint, chk, nil)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
@@ -42,10 +43,10 @@ type Manifest struct {
 	Schema         string      `json:"schema"`
 	CycleSeq       int64       `json:"cycle_seq"`
 	At             string      `json:"at"`
-	ObservationRef state.Ref   `json:"observation_ref"`
+	ObservationRef codec.Ref   `json:"observation_ref"`
 	InboxPresent   []string    `json:"inbox_present"`
-	InboxItems     []state.Ref `json:"inbox_items"`
-	Knowledge      []state.Ref `json:"knowledge"`
+	InboxItems     []codec.Ref `json:"inbox_items"`
+	Knowledge      []codec.Ref `json:"knowledge"`
 	KillSwitch     bool        `json:"kill_switch,omitempty"`
 	// CommandRuns are the durations of the observation's command checks.
 	CommandRuns []world.CommandRun `json:"command_runs,omitempty"`
@@ -77,7 +78,7 @@ func inboxKind(k inbox.Kind) string {
 func inputRecords(s *State, cycle int64, in Inputs) (Manifest, []ledger.Event, error) {
 	at := state.FormatTime(in.Now)
 	m := Manifest{Schema: ManifestSchema, CycleSeq: cycle, At: at, ObservationRef: in.Observation.Ref(),
-		InboxPresent: slices.Clone(in.InboxPresent), InboxItems: []state.Ref{}, Knowledge: []state.Ref{}, KillSwitch: in.KillSwitch,
+		InboxPresent: slices.Clone(in.InboxPresent), InboxItems: []codec.Ref{}, Knowledge: []codec.Ref{}, KillSwitch: in.KillSwitch,
 		CommandRuns: slices.Clone(in.Runs)}
 	if m.InboxPresent == nil {
 		m.InboxPresent = []string{}
@@ -92,9 +93,9 @@ func inputRecords(s *State, cycle int64, in Inputs) (Manifest, []ledger.Event, e
 		evs = append(evs, ledger.Event{Type: evObserved, Object: obj})
 	}
 	for _, it := range in.Inbox {
-		obj := &ledger.Object{Ref: state.NewRef(inboxKind(it.Kind), it.Body), Body: it.Body}
+		obj := &ledger.Object{Ref: codec.NewRef(inboxKind(it.Kind), it.Body), Body: it.Body}
 		m.InboxItems = append(m.InboxItems, obj.Ref)
-		evs = append(evs, ledger.Event{Type: evConsumed, Object: obj, Refs: map[string]state.Ref{}, Reasons: []string{"inbox_" + string(it.Kind)}})
+		evs = append(evs, ledger.Event{Type: evConsumed, Object: obj, Refs: map[string]codec.Ref{}, Reasons: []string{"inbox_" + string(it.Kind)}})
 	}
 	for _, u := range in.Knowledge {
 		obj, err := ledger.NewObject("know", u)
@@ -124,7 +125,7 @@ func inputsFromRecords(s *State, recs []ledger.Record) (Inputs, Manifest, error)
 		return Inputs{}, m, err
 	}
 	in := Inputs{Now: now, InboxPresent: m.InboxPresent, KillSwitch: m.KillSwitch, Runs: m.CommandRuns}
-	bodies := map[state.Ref]*ledger.Object{}
+	bodies := map[codec.Ref]*ledger.Object{}
 	for _, r := range recs[1:] {
 		if o := r.Event.Object; o != nil {
 			bodies[o.Ref] = o
@@ -173,12 +174,12 @@ func itemID(kind string, body []byte) (string, error) {
 	var probe struct {
 		ID string `json:"id"`
 	}
-	val, err := state.ParseCanonical(body)
+	val, err := codec.ParseCanonical(body)
 	if err != nil {
 		return "", err
 	}
 	for _, m := range val.Obj {
-		if m.Key == "id" && m.Val.Kind == state.KindString {
+		if m.Key == "id" && m.Val.Kind == codec.KindString {
 			probe.ID = m.Val.Str
 		}
 	}

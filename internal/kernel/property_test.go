@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
@@ -123,33 +124,33 @@ func randomItem(rng *rand.Rand, s State, now time.Time, id string) inbox.Item {
 			DedupKey: []string{"k1", "k2", "k-" + id}[rng.IntN(3)], CausalParent: []string{"cause", ""}[rng.IntN(2)],
 			CreatedAt: at, ExpiresAt: state.FormatTime(now.Add(time.Duration(rng.IntN(3)-1) * time.Hour)), By: "op"}
 		if rng.IntN(4) == 0 {
-			v, _ := state.Parse([]byte(`{"authority":"external_action"}`))
+			v, _ := codec.Parse([]byte(`{"authority":"external_action"}`))
 			w.Payload = &v
 		}
-		return inbox.Item{ID: w.ID, Kind: inbox.KindWake, Wake: w, Body: state.MustMarshal(w)}
+		return inbox.Item{ID: w.ID, Kind: inbox.KindWake, Wake: w, Body: codec.MustMarshal(w)}
 	case 3, 4:
 		// An answer names the request it answers; one in four of the
 		// chosen ones (by the id's first digit) names another asking.
-		ref, asked := state.Ref("areq:sha256:"+state.Digest([]byte(id))), int64(0)
+		ref, asked := codec.Ref("areq:sha256:"+codec.Digest([]byte(id))), int64(0)
 		for _, p := range s.Run.PendingApprovals {
 			if p.Resolution == nil && rng.IntN(4) > 0 {
 				ref, asked = p.Ref, p.CycleSeq
-				if state.Digest([]byte(id))[0] < '4' {
+				if codec.Digest([]byte(id))[0] < '4' {
 					asked--
 				}
 			}
 		}
 		a := &state.Approval{Schema: state.ApprovalSchema, ID: "approval-" + id, ActionRef: ref, RequestCycle: asked, Verdict: []string{"approve", "deny"}[rng.IntN(2)],
 			By: []string{"alice", "distiller", "executor"}[rng.IntN(3)], CreatedAt: at}
-		return inbox.Item{ID: a.ID, Kind: inbox.KindApproval, Approval: a, Body: state.MustMarshal(a)}
+		return inbox.Item{ID: a.ID, Kind: inbox.KindApproval, Approval: a, Body: codec.MustMarshal(a)}
 	default:
 		st := &state.StopRequest{Schema: state.StopSchema, ID: "stop-" + id, By: "op", Kill: rng.IntN(2) == 0, CreatedAt: at}
-		return inbox.Item{ID: st.ID, Kind: inbox.KindStop, Stop: st, Body: state.MustMarshal(st)}
+		return inbox.Item{ID: st.ID, Kind: inbox.KindStop, Stop: st, Body: codec.MustMarshal(st)}
 	}
 }
 
 func randomSettlement(rng *rand.Rand, p *Pending) Settlement {
-	before, after := state.FingerprintOf([]byte("before")), state.FingerprintOf([]byte("after"))
+	before, after := codec.FingerprintOf([]byte("before")), codec.FingerprintOf([]byte("after"))
 	target := p.Effect.Action.Target
 	bundle := &world.RollbackBundle{Target: target, Existed: true, Content: "before", Before: before, After: after}
 	switch rng.IntN(8) {
@@ -166,7 +167,7 @@ func randomSettlement(rng *rand.Rand, p *Pending) Settlement {
 	}
 	rb := &world.Readback{Schema: world.ReadbackSchema, Target: target, SHA256: out.AfterSHA256, Passing: []string{}, Failing: []string{}}
 	if rng.IntN(6) == 0 {
-		rb.SHA256 = state.FingerprintOf([]byte("someone else"))
+		rb.SHA256 = codec.FingerprintOf([]byte("someone else"))
 	}
 	for _, id := range []string{"a", "b", "c"} {
 		if rng.IntN(2) == 0 {
@@ -233,7 +234,7 @@ func TestFailedCompactionEndsInFailed(t *testing.T) {
 	obs := observe(spec, map[string]bool{}, false)
 	s := newState(t, spec, ct, obs)
 	for range 10 {
-		s.Context.Units = append(s.Context.Units, state.Canonical(`{"not":"a unit"`))
+		s.Context.Units = append(s.Context.Units, codec.Canonical(`{"not":"a unit"`))
 	}
 	p, err := Begin(s, Inputs{Now: t0.Add(time.Minute), Observation: observe(spec, map[string]bool{"a": true}, false)})
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
@@ -33,9 +34,9 @@ type thinking struct {
 	commitmentID string
 	affs         []cognition.Affordance
 	prog         cognition.Program
-	progRef      state.Ref
+	progRef      codec.Ref
 	request      cognition.ProposalRequest
-	requestRef   state.Ref
+	requestRef   codec.Ref
 	reply        *cognition.Reply
 }
 
@@ -51,7 +52,7 @@ func Answer(p *Pending, r cognition.Reply) (*Pending, error) {
 		return nil, fmt.Errorf("proposal reply: schema %q, want %q", r.Schema, cognition.ReplySchema)
 	}
 	b.thought.reply = &r
-	b.record(evProposalReceived, "prop", r, map[string]state.Ref{"request": b.thought.requestRef}, "proposal_recorded_before_governance")
+	b.record(evProposalReceived, "prop", r, map[string]codec.Ref{"request": b.thought.requestRef}, "proposal_recorded_before_governance")
 	b.decide()
 	return b.pending()
 }

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/intent"
 	"github.com/acr-project/acr/internal/ledger"
-	"github.com/acr-project/acr/internal/state"
 )
 
 // Divergence is the first place where the current code derives something
@@ -217,8 +217,8 @@ func compare(recorded []ledger.Record, derived []ledger.Event) *Divergence {
 			continue
 		}
 		rb, _, _ := recorded[i].Event.Encode()
-		rv, _ := state.ParseCanonical(rb)
-		dv, _ := state.ParseCanonical(b)
+		rv, _ := codec.ParseCanonical(rb)
+		dv, _ := codec.ParseCanonical(b)
 		path, a, c := firstDifference(rv, dv, "")
 		return &Divergence{Cycle: recorded[i].Event.CycleSeq, Seq: recorded[i].Seq, Event: recorded[i].Event.Type, Field: path, Recorded: a, Derived: c}
 	}
@@ -227,15 +227,15 @@ func compare(recorded []ledger.Record, derived []ledger.Event) *Divergence {
 
 // firstDifference walks two JSON values in key order and returns the path
 // of the first difference with both sides rendered.
-func firstDifference(a, b state.Value, path string) (string, string, string) {
-	if a.Kind != b.Kind || (a.Kind != state.KindObject && a.Kind != state.KindArray) {
+func firstDifference(a, b codec.Value, path string) (string, string, string) {
+	if a.Kind != b.Kind || (a.Kind != codec.KindObject && a.Kind != codec.KindArray) {
 		ae, be := string(a.Encode()), string(b.Encode())
 		if ae != be {
 			return orRoot(path), clip(ae), clip(be)
 		}
 		return "", "", ""
 	}
-	if a.Kind == state.KindArray {
+	if a.Kind == codec.KindArray {
 		for i := range max(len(a.Arr), len(b.Arr)) {
 			p := fmt.Sprintf("%s[%d]", path, i)
 			if i >= len(a.Arr) || i >= len(b.Arr) {
@@ -271,13 +271,13 @@ func firstDifference(a, b state.Value, path string) (string, string, string) {
 	return "", "", ""
 }
 
-func member(v state.Value, k string) (state.Value, bool) {
+func member(v codec.Value, k string) (codec.Value, bool) {
 	for _, m := range v.Obj {
 		if m.Key == k {
 			return m.Val, true
 		}
 	}
-	return state.Value{}, false
+	return codec.Value{}, false
 }
 
 func present(ok bool) string {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
@@ -289,7 +290,7 @@ func resumesBudget(it inbox.Item) bool {
 // replenish starts a new soft allowance for the budgets an accepted
 // budget_replenished signal names: the one its ref names, or, without a
 // ref, every budget with a soft level.
-func (b *builder) replenish(w state.WakeSignal, refs map[string]state.Ref) {
+func (b *builder) replenish(w state.WakeSignal, refs map[string]codec.Ref) {
 	rs := &b.s.Run
 	var done []string
 	for _, n := range budgetNames() {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/intent"
@@ -70,7 +71,7 @@ func (s *State) parts() map[string]any {
 func (s *State) Encode() (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for name, v := range s.parts() {
-		b, err := state.Marshal(v)
+		b, err := codec.Marshal(v)
 		if err != nil {
 			return nil, fmt.Errorf("encode %s: %w", name, err)
 		}
@@ -104,7 +105,7 @@ func DecodeRest(s *State, files map[string][]byte) error {
 		if slices.Contains(lightFiles(), name) {
 			continue
 		}
-		if err := state.UnmarshalExact(files[name], parts[name]); err != nil {
+		if err := codec.UnmarshalExact(files[name], parts[name]); err != nil {
 			return &state.IntegrityError{File: name, Msg: err.Error()}
 		}
 	}
@@ -120,19 +121,19 @@ func lightFiles() []string { return []string{FileRunState, FileCheckpoint, FileS
 func decodeFiles(files map[string][]byte, only []string) (State, error) {
 	var s State
 	parts := s.parts()
-	known := map[string]state.Ref{}
+	known := map[string]codec.Ref{}
 	for _, name := range slices.Sorted(maps.Keys(parts)) {
 		b, ok := files[name]
 		if !ok {
 			return State{}, &state.IntegrityError{File: name, Msg: "checkpoint file missing from the manifest"}
 		}
 		if only == nil || slices.Contains(only, name) {
-			if err := state.UnmarshalExact(b, parts[name]); err != nil {
+			if err := codec.UnmarshalExact(b, parts[name]); err != nil {
 				return State{}, &state.IntegrityError{File: name, Msg: err.Error()}
 			}
 		}
 		if kind, ok := fileKinds()[name]; ok {
-			known[name] = state.NewRef(kind, b)
+			known[name] = codec.NewRef(kind, b)
 		}
 	}
 	for name := range files {
@@ -150,7 +151,7 @@ func decodeFiles(files map[string][]byte, only []string) (State, error) {
 // opening the sandbox before the run itself is opened.
 func DecodeSpec(files map[string][]byte) (world.Spec, error) {
 	var spec world.Spec
-	if err := state.UnmarshalExact(files[FileSpec], &spec); err != nil {
+	if err := codec.UnmarshalExact(files[FileSpec], &spec); err != nil {
 		return spec, &state.IntegrityError{File: FileSpec, Msg: err.Error()}
 	}
 	return spec, nil
@@ -161,7 +162,7 @@ func DecodeSpec(files map[string][]byte) (world.Spec, error) {
 // opened. The contract is decoded again, and checked, when a cycle runs.
 func DecodeProposer(files map[string][]byte) (*governance.Proposer, error) {
 	var c governance.Contract
-	if err := state.UnmarshalExact(files[FileContract], &c); err != nil {
+	if err := codec.UnmarshalExact(files[FileContract], &c); err != nil {
 		return nil, &state.IntegrityError{File: FileContract, Msg: err.Error()}
 	}
 	return c.Proposer, nil
@@ -175,8 +176,8 @@ func fileKinds() map[string]string {
 
 // checkRefsWith verifies that the run state points at exactly the objects
 // whose refs are given.
-func (s *State) checkRefsWith(want map[string]state.Ref) error {
-	got := map[string]state.Ref{
+func (s *State) checkRefsWith(want map[string]codec.Ref) error {
+	got := map[string]codec.Ref{
 		FileContract: s.Run.ContractRef, FileSpec: s.Run.EnvironmentSpecRef, FileEnvironment: s.Run.EnvironmentRef,
 		FileCommitments: s.Run.CommitmentStoreRef, FileContext: s.Run.ContextBindingRef, FileStrategy: s.Run.StrategyStateRef,
 	}
@@ -198,50 +199,50 @@ func (s *State) checkRefsWith(want map[string]state.Ref) error {
 }
 
 // refs computes the content ref of every object in the state.
-func (s *State) refs() map[string]state.Ref {
-	return map[string]state.Ref{
-		FileGoal:        state.MustRefOf(kindGoal, s.Goal),
-		FileContract:    state.MustRefOf(kindContract, s.Contract),
-		FileSpec:        state.MustRefOf(kindSpec, s.Spec),
+func (s *State) refs() map[string]codec.Ref {
+	return map[string]codec.Ref{
+		FileGoal:        codec.MustRefOf(kindGoal, s.Goal),
+		FileContract:    codec.MustRefOf(kindContract, s.Contract),
+		FileSpec:        codec.MustRefOf(kindSpec, s.Spec),
 		FileEnvironment: s.Environment.Ref(),
-		FileCommitments: state.MustRefOf(kindCommitments, s.Commitments),
+		FileCommitments: codec.MustRefOf(kindCommitments, s.Commitments),
 		FileContext:     s.Context.Ref(),
-		FileStrategy:    state.MustRefOf(kindStrategy, s.Strategy),
+		FileStrategy:    codec.MustRefOf(kindStrategy, s.Strategy),
 	}
 }
 
 // AuthorityRef is the ref of the contract's authority grant.
-func AuthorityRef(c governance.Contract) state.Ref {
-	return state.MustRefOf(kindAuthority, c.Authority)
+func AuthorityRef(c governance.Contract) codec.Ref {
+	return codec.MustRefOf(kindAuthority, c.Authority)
 }
 
 // runFingerprint is the SHA-256 of the run state with id and fingerprint
 // blank, so the state can carry its own fingerprint.
-func runFingerprint(r state.RunState) state.Fingerprint {
+func runFingerprint(r state.RunState) codec.Fingerprint {
 	r.ID, r.Fingerprint = "", ""
-	return state.FingerprintOf(state.MustMarshal(r))
+	return codec.FingerprintOf(codec.MustMarshal(r))
 }
 
-func runStateRef(r state.RunState) state.Ref { return state.MustRefOf(kindRunState, r) }
+func runStateRef(r state.RunState) codec.Ref { return codec.MustRefOf(kindRunState, r) }
 
 // seal refreshes the run state's refs, version, id and fingerprint after a
 // change. The goal, contract and environment spec never change after
 // init, so their refs are computed only when missing.
 func (s *State) seal() {
 	if len(s.Run.GoalRefs) == 0 || s.Run.ContractRef == "" || s.Run.EnvironmentSpecRef == "" || s.Run.AuthorityRef == "" {
-		s.Run.GoalRefs = []state.Ref{state.MustRefOf(kindGoal, s.Goal)}
-		s.Run.ContractRef = state.MustRefOf(kindContract, s.Contract)
+		s.Run.GoalRefs = []codec.Ref{codec.MustRefOf(kindGoal, s.Goal)}
+		s.Run.ContractRef = codec.MustRefOf(kindContract, s.Contract)
 		s.Run.AuthorityRef = AuthorityRef(s.Contract)
-		s.Run.EnvironmentSpecRef = state.MustRefOf(kindSpec, s.Spec)
+		s.Run.EnvironmentSpecRef = codec.MustRefOf(kindSpec, s.Spec)
 	}
 	s.Run.EnvironmentRef = s.Environment.Ref()
-	s.Run.CommitmentStoreRef = state.MustRefOf(kindCommitments, s.Commitments)
+	s.Run.CommitmentStoreRef = codec.MustRefOf(kindCommitments, s.Commitments)
 	s.Run.ContextBindingRef = s.Context.Ref()
-	s.Run.StrategyStateRef = state.MustRefOf(kindStrategy, s.Strategy)
+	s.Run.StrategyStateRef = codec.MustRefOf(kindStrategy, s.Strategy)
 	s.Run.Version++
 	fp := runFingerprint(s.Run)
 	s.Run.Fingerprint = fp
-	s.Run.ID = state.Ref(kindRunState + ":" + string(fp))
+	s.Run.ID = codec.Ref(kindRunState + ":" + string(fp))
 }
 
 // clone returns a deep copy, so that a step never mutates its input state.

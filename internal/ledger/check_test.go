@@ -8,14 +8,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/state"
 )
 
 func TestEventChecker(t *testing.T) {
 	obj, err := NewObject("note", map[string]any{"a": 1})
 	require.NoError(t, err)
-	good, _, err := (&Event{Type: "t", RunID: "r", CycleSeq: 3, Parents: []state.Ref{obj.Ref}, Refs: map[string]state.Ref{"x": obj.Ref},
+	good, _, err := (&Event{Type: "t", RunID: "r", CycleSeq: 3, Parents: []codec.Ref{obj.Ref}, Refs: map[string]codec.Ref{"x": obj.Ref},
 		Reasons: []string{"why"}, Object: obj}).Encode()
 	require.NoError(t, err)
 	body := `{"body":{"a":1},"ref":"` + string(obj.Ref) + `"}`
@@ -81,7 +81,7 @@ func FuzzEventChecker(f *testing.F) {
 			return
 		}
 		var e Event
-		if err := state.UnmarshalCanonical(data, &e); err != nil {
+		if err := codec.UnmarshalCanonical(data, &e); err != nil {
 			t.Fatalf("checker accepted %q, decoding says %v", data, err)
 		}
 		if e.Object != nil {

@@ -3,7 +3,7 @@ package ledger
 import (
 	"fmt"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
 )
 
 // Event is one entry of the causal history. It records orchestration
@@ -21,9 +21,9 @@ type Event struct {
 	// At is the clock reading the event was produced under (RFC 3339, UTC).
 	At string `json:"at,omitempty"`
 	// Parents are the refs of the events this one causally follows.
-	Parents []state.Ref `json:"parents,omitempty"`
+	Parents []codec.Ref `json:"parents,omitempty"`
 	// Refs name the objects this event is about ("decision", "action", ...).
-	Refs map[string]state.Ref `json:"refs,omitempty"`
+	Refs map[string]codec.Ref `json:"refs,omitempty"`
 	// Reasons are machine-readable reason codes.
 	Reasons []string `json:"reason_codes,omitempty"`
 	// Object is the one object this event records, if it records one.
@@ -33,13 +33,13 @@ type Event struct {
 // Object is a content-addressed object carried by the event that creates
 // it. Ref is the ref of Body's canonical bytes.
 type Object struct {
-	Ref  state.Ref       `json:"ref"`
-	Body state.Canonical `json:"body"`
+	Ref  codec.Ref       `json:"ref"`
+	Body codec.Canonical `json:"body"`
 }
 
 // NewObject encodes v canonically and wraps it with its ref.
 func NewObject(kind string, v any) (*Object, error) {
-	ref, b, err := state.RefOf(kind, v)
+	ref, b, err := codec.RefOf(kind, v)
 	if err != nil {
 		return nil, err
 	}
@@ -48,11 +48,11 @@ func NewObject(kind string, v any) (*Object, error) {
 
 // Check verifies that Ref really is the ref of Body.
 func (o *Object) Check() error {
-	val, err := state.ParseCanonical(o.Body)
+	val, err := codec.ParseCanonical(o.Body)
 	if err != nil {
 		return fmt.Errorf("object %s: body: %w", o.Ref, err)
 	}
-	if want := state.NewRef(o.Ref.Kind(), val.Encode()); want != o.Ref {
+	if want := codec.NewRef(o.Ref.Kind(), val.Encode()); want != o.Ref {
 		return fmt.Errorf("object %s: body hashes to %s", o.Ref, want)
 	}
 	return nil
@@ -60,24 +60,24 @@ func (o *Object) Check() error {
 
 // Decode decodes the object's body into v strictly.
 func (o *Object) Decode(v any) error {
-	if err := state.UnmarshalCanonical(o.Body, v); err != nil {
+	if err := codec.UnmarshalCanonical(o.Body, v); err != nil {
 		return fmt.Errorf("object %s: %w", o.Ref, err)
 	}
 	return nil
 }
 
 // Encode returns the canonical bytes of the event and its ref.
-func (e *Event) Encode() ([]byte, state.Ref, error) {
-	b, err := state.Marshal(e)
+func (e *Event) Encode() ([]byte, codec.Ref, error) {
+	b, err := codec.Marshal(e)
 	if err != nil {
 		return nil, "", fmt.Errorf("encode event %s: %w", e.Type, err)
 	}
-	return b, state.NewRef("evt", b), nil
+	return b, codec.NewRef("evt", b), nil
 }
 
 // Ref returns the event's own content ref, independent of its position in
 // the ledger.
-func (e *Event) Ref() (state.Ref, error) {
+func (e *Event) Ref() (codec.Ref, error) {
 	_, r, err := e.Encode()
 	return r, err
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -53,7 +54,7 @@ type Record struct {
 	Hash   string    // hash of this line
 	Offset int64     // byte offset of the line's first byte
 	Length int64     // bytes including the newline
-	Ref    state.Ref // the event's own content ref
+	Ref    codec.Ref // the event's own content ref
 	Event  Event
 }
 
@@ -196,7 +197,7 @@ func (l *Ledger) recordEndingAt(end int64) (Record, error) {
 	if err != nil {
 		return Record{}, &DamageError{Offset: start, Msg: err.Error()}
 	}
-	return Record{Seq: ln.seq, Chain: ln.chain, Hash: ln.hash, Offset: start, Length: int64(len(buf)), Ref: state.NewRef("evt", ln.event)}, nil
+	return Record{Seq: ln.seq, Chain: ln.chain, Hash: ln.hash, Offset: start, Length: int64(len(buf)), Ref: codec.NewRef("evt", ln.event)}, nil
 }
 
 func readRecord(r io.ReaderAt, start, end int64) (Record, error) {
@@ -218,7 +219,7 @@ func decodeRecord(buf []byte, start int64) (Record, error) {
 	}
 	return Record{
 		Seq: ln.seq, Chain: ln.chain, Hash: ln.hash, Offset: start, Length: int64(len(buf)),
-		Ref: state.NewRef("evt", ln.event), Event: ev,
+		Ref: codec.NewRef("evt", ln.event), Event: ev,
 	}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -98,7 +99,7 @@ func TestLinesAreCanonicalJSON(t *testing.T) {
 		if len(ln) == 0 {
 			continue
 		}
-		_, err := state.ParseCanonical(ln[:len(ln)-1])
+		_, err := codec.ParseCanonical(ln[:len(ln)-1])
 		assert.NoError(t, err, "line %q", ln)
 	}
 }

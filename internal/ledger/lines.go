@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -32,7 +33,7 @@ func (l Line) Record() (Record, error) {
 	if err != nil {
 		return Record{}, &DamageError{Offset: l.Offset, Msg: "event: " + err.Error()}
 	}
-	return Record{Seq: l.Seq, Chain: l.Chain, Hash: l.Hash, Offset: l.Offset, Length: l.Length, Ref: state.NewRef("evt", l.Event), Event: ev}, nil
+	return Record{Seq: l.Seq, Chain: l.Chain, Hash: l.Hash, Offset: l.Offset, Length: l.Length, Ref: codec.NewRef("evt", l.Event), Event: ev}, nil
 }
 
 // ScanLines calls fn for every committed line in order, for readers of a

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/state"
 )
 
 // mixedEvents has several types, objects that themselves contain a "type"
@@ -134,7 +134,7 @@ func FuzzEventType(f *testing.F) {
 			t.Fatalf("shortcut accepted an escaped type %q", typ)
 		}
 		var ev Event
-		if err := state.UnmarshalCanonical(b, &ev); err != nil {
+		if err := codec.UnmarshalCanonical(b, &ev); err != nil {
 			return
 		}
 		if ev.Type != typ {

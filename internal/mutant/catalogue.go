@@ -14,7 +14,7 @@ func Catalogue() []Mutant {
 					Find:     "\t\t\tcase inbox.CheckPayload(w.Payload) != nil:\n",
 					Replace:  "\t\t\tcase false && inbox.CheckPayload(w.Payload) != nil:\n",
 					Switched: "\t\t\tcase !MUTANT_ON && inbox.CheckPayload(w.Payload) != nil:\n"},
-				insertAfter("internal/inbox/inbox.go", "func CheckPayload(v *state.Value) error {\n", "\treturn nil\n"),
+				insertAfter("internal/inbox/inbox.go", "func CheckPayload(v *codec.Value) error {\n", "\treturn nil\n"),
 			},
 		},
 		{
@@ -71,7 +71,7 @@ func Catalogue() []Mutant {
 			Quick:  true,
 			Edits: []Edit{
 				insertAfter("internal/kernel/cycle.go", "func loopRole(by string) (controller.Role, bool) {\n", "\treturn controller.RoleInvalid, false\n"),
-				insertAfter("internal/controller/guard.go", "func (g *Guard) ApprovePlan(plan state.Ref, approver Role) error {\n", "\treturn nil\n"),
+				insertAfter("internal/controller/guard.go", "func (g *Guard) ApprovePlan(plan codec.Ref, approver Role) error {\n", "\treturn nil\n"),
 			},
 		},
 		{
@@ -142,9 +142,9 @@ func Catalogue() []Mutant {
 			Name:   "unlinked-events",
 			Breaks: "a cycle's events are not linked to their causal parents",
 			Edits: []Edit{{File: "internal/kernel/cycle.go",
-				Find:     "\tif b.last != \"\" {\n\t\tev.Parents = []state.Ref{b.last}\n",
-				Replace:  "\tif false && b.last != \"\" {\n\t\tev.Parents = []state.Ref{b.last}\n",
-				Switched: "\tif !MUTANT_ON && b.last != \"\" {\n\t\tev.Parents = []state.Ref{b.last}\n"}},
+				Find:     "\tif b.last != \"\" {\n\t\tev.Parents = []codec.Ref{b.last}\n",
+				Replace:  "\tif false && b.last != \"\" {\n\t\tev.Parents = []codec.Ref{b.last}\n",
+				Switched: "\tif !MUTANT_ON && b.last != \"\" {\n\t\tev.Parents = []codec.Ref{b.last}\n"}},
 		},
 		{
 			Name:   "compaction-forgets",

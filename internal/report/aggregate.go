@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -115,7 +116,7 @@ func clipCycle(c Cycle) Cycle {
 	c.Approvals = slices.Clone(c.Approvals)
 	for i := range c.Approvals {
 		ap := &c.Approvals[i]
-		ap.Kind, ap.ActionRef, ap.Action = clip(ap.Kind), state.Ref(clip(string(ap.ActionRef))), clip(ap.Action)
+		ap.Kind, ap.ActionRef, ap.Action = clip(ap.Kind), codec.Ref(clip(string(ap.ActionRef))), clip(ap.Action)
 		ap.Reason, ap.Verdict, ap.By = clip(ap.Reason), clip(ap.Verdict), clip(ap.By)
 	}
 	if c.Compaction != nil {
@@ -163,7 +164,7 @@ func clipHead(h Head) Head {
 	h.Pending = slices.Clone(h.Pending)
 	for i := range h.Pending {
 		p := &h.Pending[i]
-		p.Ref, p.Action, p.Reason, p.RequestedAt = state.Ref(clip(string(p.Ref))), clip(p.Action), clip(p.Reason), clip(p.RequestedAt)
+		p.Ref, p.Action, p.Reason, p.RequestedAt = codec.Ref(clip(string(p.Ref))), clip(p.Action), clip(p.Reason), clip(p.RequestedAt)
 	}
 	return h
 }

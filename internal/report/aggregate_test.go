@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -31,13 +32,13 @@ func reviewed(c *Cycle) { c.Review = []string{"repeated_failure"} }
 func requested(ref string) func(*Cycle) {
 	return func(c *Cycle) {
 		c.Decision, c.Action = "ESCALATE", "apply_local_patch app.ini"
-		c.Approvals = append(c.Approvals, ApprovalChange{Kind: "requested", ActionRef: state.Ref(ref), Action: c.Action, Reason: "contract_requires_approval"})
+		c.Approvals = append(c.Approvals, ApprovalChange{Kind: "requested", ActionRef: codec.Ref(ref), Action: c.Action, Reason: "contract_requires_approval"})
 	}
 }
 
 func resolved(ref, verdict, by string) func(*Cycle) {
 	return func(c *Cycle) {
-		c.Approvals = append(c.Approvals, ApprovalChange{Kind: "resolved", ActionRef: state.Ref(ref), Verdict: verdict, By: by})
+		c.Approvals = append(c.Approvals, ApprovalChange{Kind: "resolved", ActionRef: codec.Ref(ref), Verdict: verdict, By: by})
 	}
 }
 

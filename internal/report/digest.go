@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/acr-project/acr/internal/agenda"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -70,14 +71,14 @@ type Event struct {
 	Type     string               `json:"type"`
 	CycleSeq int64                `json:"cycle_seq"`
 	At       string               `json:"at"`
-	Refs     map[string]state.Ref `json:"refs"`
+	Refs     map[string]codec.Ref `json:"refs"`
 	Reasons  []string             `json:"reason_codes"`
 	Object   *Object              `json:"object"`
 }
 
 // Object is an event's object: its ref and the fields the report shows.
 type Object struct {
-	Ref  state.Ref `json:"ref"`
+	Ref  codec.Ref `json:"ref"`
 	Body Fields    `json:"body"`
 }
 
@@ -118,7 +119,7 @@ type Fields struct {
 	// inbox items: wake signal, approval, stop request
 	Source    string    `json:"source"`
 	Ref       string    `json:"ref"`
-	ActionRef state.Ref `json:"action_ref"`
+	ActionRef codec.Ref `json:"action_ref"`
 	By        string    `json:"by"`
 	Reason    string    `json:"reason"`
 	Kill      bool      `json:"kill"`
@@ -141,7 +142,7 @@ type envelope struct {
 	Type     string               `json:"type"`
 	CycleSeq int64                `json:"cycle_seq"`
 	At       string               `json:"at"`
-	Refs     map[string]state.Ref `json:"refs"`
+	Refs     map[string]codec.Ref `json:"refs"`
 	Reasons  []string             `json:"reason_codes"`
 }
 
@@ -178,7 +179,7 @@ func body(ev *Event) (*Fields, error) {
 // Events of types Shown rejects are ignored.
 func Digest(events []Event) (Cycle, error) {
 	c := Cycle{Decision: "NONE"}
-	by := map[state.Ref]string{} // consumed inbox item -> who sent it
+	by := map[codec.Ref]string{} // consumed inbox item -> who sent it
 	done := false
 	for i := range events {
 		ev := &events[i]

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acr-project/acr/internal/agenda"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/ledger"
@@ -17,7 +18,7 @@ import (
 
 // ev builds a ledger event of cycle 7 carrying v (nil for none), the way
 // the kernel records it.
-func ev(t *testing.T, typ, kind string, v any, refs map[string]state.Ref, reasons ...string) ledger.Event {
+func ev(t *testing.T, typ, kind string, v any, refs map[string]codec.Ref, reasons ...string) ledger.Event {
 	t.Helper()
 	e := ledger.Event{Type: typ, RunID: "run:test", CycleSeq: 7, At: "2026-01-01T00:07:00Z", Refs: refs, Reasons: reasons}
 	if v != nil {
@@ -53,7 +54,7 @@ func started(t *testing.T) ledger.Event {
 
 func completed(t *testing.T, d state.Disposition, decision string, reasons ...string) ledger.Event {
 	rec := state.CycleRecord{Schema: state.CycleSchema, RunID: "run:test", CycleSeq: 7, StartedAt: "2026-01-01T00:07:00Z",
-		LoopDisposition: d, ReasonCodes: reasons, GovernanceDecision: decision, InputRefs: []state.Ref{}, CommitmentRefs: []state.Ref{}, ControllerTransitionRef: []state.Ref{}}
+		LoopDisposition: d, ReasonCodes: reasons, GovernanceDecision: decision, InputRefs: []codec.Ref{}, CommitmentRefs: []codec.Ref{}, ControllerTransitionRef: []codec.Ref{}}
 	return ev(t, "persistent.cycle.completed", "pcyc", rec, nil, d.String())
 }
 
@@ -63,7 +64,7 @@ func checkpoint(t *testing.T, cycles, actions int64) ledger.Event {
 }
 
 func TestDigest(t *testing.T) {
-	actionRef := state.Ref("areq:sha256:" + string(make64('a')))
+	actionRef := codec.Ref("areq:sha256:" + string(make64('a')))
 	approval := state.Approval{Schema: state.ApprovalSchema, ID: "apr-1", ActionRef: actionRef, Verdict: "approve", By: "alice", Reason: "checked the diff"}
 	aprObj, err := ledger.NewObject("apr", approval)
 	require.NoError(t, err)
@@ -118,10 +119,10 @@ func TestDigest(t *testing.T) {
 			return []ledger.Event{
 				started(t),
 				consumed,
-				ev(t, "approval.resolved", "", nil, map[string]state.Ref{"item": aprObj.Ref, "action": actionRef}, "verdict_approve"),
+				ev(t, "approval.resolved", "", nil, map[string]codec.Ref{"item": aprObj.Ref, "action": actionRef}, "verdict_approve"),
 				ev(t, "action.request.proposed", "areq", action, nil),
 				ev(t, "governance.decision.recorded", "gdec", governance.Decision{Verdict: governance.Escalate, ReasonCodes: []string{"contract_requires_approval"}}, nil),
-				ev(t, "approval.requested", "", nil, map[string]state.Ref{"action": actionRef}, "contract_requires_approval"),
+				ev(t, "approval.requested", "", nil, map[string]codec.Ref{"action": actionRef}, "contract_requires_approval"),
 				checkpoint(t, 7, 3),
 				completed(t, state.WaitApproval, "ESCALATE", "governance_escalated"),
 			}

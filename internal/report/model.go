@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/state"
@@ -70,7 +71,7 @@ type CommitmentChange struct {
 // ApprovalChange is an approval requested, resolved or ignored in a cycle.
 type ApprovalChange struct {
 	Kind      string // requested, resolved, ignored
-	ActionRef state.Ref
+	ActionRef codec.Ref
 	Action    string
 	Reason    string
 	Verdict   string // approve or deny, for resolved
@@ -117,7 +118,7 @@ type Head struct {
 
 // PendingApproval is an approval the run is still waiting for.
 type PendingApproval struct {
-	Ref         state.Ref
+	Ref         codec.Ref
 	Action      string
 	Reason      string
 	RequestedAt string
@@ -139,7 +140,7 @@ func HeadOf(st kernel.State) Head {
 		if p.Resolution == nil {
 			action := p.Operation + " " + p.Target
 			var a world.Action
-			if state.DecodeValue(p.Action, &a) == nil {
+			if codec.DecodeValue(p.Action, &a) == nil {
 				action = a.Describe()
 			}
 			h.Pending = append(h.Pending, PendingApproval{Ref: p.Ref, Action: action, Reason: p.Reason, RequestedAt: p.RequestedAt, Cycle: p.CycleSeq})

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -46,7 +47,7 @@ func worstCycle(seq int64, d state.Disposition) Entry {
 	for i := range maxList + 1 {
 		id := fmt.Sprintf("%d-%d%s", seq, i%3, worstText) // three per cycle, each with several events
 		c.Commitments = append(c.Commitments, CommitmentChange{ID: id, Event: worstText, Status: worstText, Version: seq, Summary: worstText, Reason: worstText})
-		ref := state.Ref(fmt.Sprintf("%d-%d%s", seq, i, worstText))
+		ref := codec.Ref(fmt.Sprintf("%d-%d%s", seq, i, worstText))
 		c.Approvals = append(c.Approvals, ApprovalChange{Kind: "requested", ActionRef: ref, Action: worstText, Reason: worstText},
 			ApprovalChange{Kind: "resolved", ActionRef: ref, Verdict: worstText, By: worstText})
 		c.Failing = append(c.Failing, string(ref))
@@ -60,7 +61,7 @@ func worstHead() Head {
 		UpdatedAt: worstText, GoalID: worstText, Mission: worstText, ContractID: worstText,
 		Limits: governance.Budgets{Cycles: governance.Limit{Soft: 1 << 40, Hard: 1 << 41}, WallClockSeconds: governance.Limit{Soft: 1, Hard: 2}}}
 	for i := range maxList + 1 {
-		h.Pending = append(h.Pending, PendingApproval{Ref: state.Ref(worstText), Action: worstText, Reason: worstText, RequestedAt: worstText, Cycle: int64(i)})
+		h.Pending = append(h.Pending, PendingApproval{Ref: codec.Ref(worstText), Action: worstText, Reason: worstText, RequestedAt: worstText, Cycle: int64(i)})
 	}
 	return h
 }

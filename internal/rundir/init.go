@@ -10,12 +10,15 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 )
 
 // Init never builds a run in place. It builds the new run complete in a
@@ -84,7 +87,7 @@ type RunExistsError struct {
 func (e *RunExistsError) Error() string {
 	if len(e.Damaged) > 0 {
 		return fmt.Sprintf("%s holds a damaged run (no %s, but %v): acr init will not replace it without --force; "+
-			"acr recover may rebuild it, and --force archives it under %s/", e.Dir, state.ManifestName, e.Damaged, ArchiveDir)
+			"acr recover may rebuild it, and --force archives it under %s/", e.Dir, dirstore.ManifestName, e.Damaged, ArchiveDir)
 	}
 	return fmt.Sprintf("a run already exists in %s (acr init --force replaces it and archives the old one under %s/)", e.Dir, ArchiveDir)
 }
@@ -119,7 +122,7 @@ func Init(dir string, in Inputs, runID string, force bool, opt Options) (Created
 		if !force {
 			// Refuse before taking the lock: a busy run that exists is
 			// still a run that exists.
-			if ok, _ := existsPath(filepath.Join(abs, state.ManifestName)); ok {
+			if ok, _ := existsPath(filepath.Join(abs, dirstore.ManifestName)); ok {
 				return Created{}, &RunExistsError{Dir: abs}
 			}
 		}
@@ -128,15 +131,15 @@ func Init(dir string, in Inputs, runID string, force bool, opt Options) (Created
 	if err != nil {
 		return Created{}, fmt.Errorf("create state directory %s: %w", dir, err)
 	}
-	hadLock, _ := existsPath(filepath.Join(abs, state.LockName))
+	hadLock, _ := existsPath(filepath.Join(abs, dirstore.LockName))
 	// undo takes back what a failed init added around the run: the lock
 	// file it created, if nothing else is there, and the directories it
 	// created, if they are empty. A failed build has already removed its
 	// staging directory.
 	undo := func() {
 		if !hadLock {
-			if es, err := os.ReadDir(abs); err == nil && len(es) == 1 && es[0].Name() == state.LockName {
-				_ = os.Remove(filepath.Join(abs, state.LockName))
+			if es, err := os.ReadDir(abs); err == nil && len(es) == 1 && es[0].Name() == dirstore.LockName {
+				_ = os.Remove(filepath.Join(abs, dirstore.LockName))
 			}
 		}
 		for _, d := range made { // deepest first; fails harmlessly if not empty
@@ -223,7 +226,7 @@ func (s store) all() []disk.FS {
 }
 
 func initOn(s store, in Inputs, runID string, force bool, opt Options) (Created, error) {
-	unlock, err := state.NewStore(s.fsys).Lock()
+	unlock, err := dirstore.NewStore(s.fsys).Lock()
 	if err != nil {
 		return Created{}, err
 	}
@@ -251,7 +254,7 @@ func initOn(s store, in Inputs, runID string, force bool, opt Options) (Created,
 	if err != nil {
 		return Created{}, discard(s, err)
 	}
-	rec, err := state.Marshal(swapRecord{Schema: swapSchema, Archive: archive})
+	rec, err := codec.Marshal(swapRecord{Schema: swapSchema, Archive: archive})
 	if err != nil {
 		return Created{}, discard(s, err)
 	}
@@ -356,7 +359,7 @@ func finishSwap(s store) error {
 		return fmt.Errorf("finish init: %w", err)
 	}
 	var rec swapRecord
-	if err := state.UnmarshalCanonical(b, &rec); err != nil || rec.Schema != swapSchema {
+	if err := codec.UnmarshalCanonical(b, &rec); err != nil || rec.Schema != swapSchema {
 		return &state.IntegrityError{File: stagingDir + "/" + swapFile, Msg: fmt.Sprintf("not a swap record: %v", err)}
 	}
 	for _, f := range s.all() {
@@ -397,7 +400,7 @@ func swapOn(f disk.FS, archive string) error {
 			return err
 		}
 	}
-	for _, p := range slices.Concat(runParts[1:], []string{state.ManifestName}) {
+	for _, p := range slices.Concat(runParts[1:], []string{dirstore.ManifestName}) {
 		if err := install(f, p); err != nil {
 			return err
 		}
@@ -419,7 +422,7 @@ func install(f disk.FS, p string) error {
 // will be seen from stateDir, the state directory the run will live in, so
 // that the state directory is kept out of it the same way later.
 func initParts(fsys disk.FS, buildDir, stateDir string, in Inputs, runID string, opt Options) (kernel.State, error) {
-	store := state.NewStore(fsys)
+	store := dirstore.NewStore(fsys)
 	dir := buildDir
 	if in.Spec.Root != "" {
 		dir = stateDir
@@ -454,7 +457,7 @@ func initParts(fsys disk.FS, buildDir, stateDir string, in Inputs, runID string,
 	if err != nil {
 		return kernel.State{}, err
 	}
-	if _, err := store.Commit(state.Commit{RunID: runID, Revision: opt.Revision, Frontier: led.Frontier(), Files: files}); err != nil {
+	if _, err := store.Commit(storage.Commit{RunID: runID, Revision: opt.Revision, Frontier: led.Frontier(), Files: files}); err != nil {
 		return kernel.State{}, err
 	}
 	return st, nil

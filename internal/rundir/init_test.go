@@ -6,10 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/acr-project/acr/internal/state"
 )
 
 // TestInitForceArchivesTheOldRun: init --force moves the old run, whole
@@ -26,7 +25,7 @@ func TestInitForceArchivesTheOldRun(t *testing.T) {
 	for p, content := range before {
 		rel, err := filepath.Rel(dir, strings.TrimSuffix(p, "/"))
 		require.NoError(t, err)
-		if rel == "." || rel == state.LockName {
+		if rel == "." || rel == dirstore.LockName {
 			continue
 		}
 		moved := filepath.Join(archived, rel)

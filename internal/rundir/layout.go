@@ -8,17 +8,19 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 )
 
 // The parts of a run at the top of a state directory. Init moves exactly
 // these when it replaces a run; everything else there (the lock, the kill
 // switch, archived runs) stays where it is.
-var runParts = []string{state.ManifestName, state.CheckpointDir, "ledger", sandbox.Dir, inbox.Dir}
+var runParts = []string{dirstore.ManifestName, dirstore.CheckpointDir, "ledger", sandbox.Dir, inbox.Dir}
 
 // NotDirError means the state directory named is not a directory.
 type NotDirError struct{ Path string }
@@ -28,13 +30,13 @@ func (e *NotDirError) Error() string {
 }
 
 // NoRunError means a state directory holds no run. It names the directory
-// looked in and matches state.ErrNoRun.
+// looked in and matches storage.ErrNoRun.
 type NoRunError struct{ Dir string }
 
 func (e *NoRunError) Error() string { return fmt.Sprintf("no run in the state directory %s", e.Dir) }
 
-// Unwrap lets errors.Is(err, state.ErrNoRun) match.
-func (e *NoRunError) Unwrap() error { return state.ErrNoRun }
+// Unwrap lets errors.Is(err, storage.ErrNoRun) match.
+func (e *NoRunError) Unwrap() error { return storage.ErrNoRun }
 
 // DamagedError means a state directory holds what is left of a run (its
 // ledger or checkpoint files) without the manifest that ties them
@@ -47,7 +49,7 @@ type DamagedError struct {
 
 func (e *DamagedError) Error() string {
 	return fmt.Sprintf("integrity: %s: missing from %s, which still holds %s: this is a damaged run, not an empty directory; "+
-		"acr recover rebuilds the manifest from the checkpoint files and the ledger", state.ManifestName, e.Dir, strings.Join(e.Found, " and "))
+		"acr recover rebuilds the manifest from the checkpoint files and the ledger", dirstore.ManifestName, e.Dir, strings.Join(e.Found, " and "))
 }
 
 // InterruptedInitError means an acr init that replaces a run was cut off
@@ -78,9 +80,9 @@ func checkLayout(dir string) error {
 		case fi.Mode()&fs.ModeSymlink != 0:
 			return &state.IntegrityError{File: name, Msg: "is a symbolic link; acr refuses to write a run through a link " +
 				"(move the directory it points to into the state directory, or point --state-dir at a directory that holds the real one)"}
-		case name == state.ManifestName && !fi.Mode().IsRegular():
+		case name == dirstore.ManifestName && !fi.Mode().IsRegular():
 			return &state.IntegrityError{File: name, Msg: fmt.Sprintf("is a %s, not a file", kindOf(fi))}
-		case name != state.ManifestName && !fi.IsDir():
+		case name != dirstore.ManifestName && !fi.IsDir():
 			return &state.IntegrityError{File: name, Msg: fmt.Sprintf("is a %s, not a directory", kindOf(fi))}
 		}
 	}
@@ -188,7 +190,7 @@ func inspect(fsys disk.FS) (dirKind, []string, error) {
 	} else if ok {
 		return kindStaged, nil, nil
 	}
-	if ok, err := disk.Exists(fsys, state.ManifestName); err != nil {
+	if ok, err := disk.Exists(fsys, dirstore.ManifestName); err != nil {
 		return kindNone, nil, err
 	} else if ok {
 		return kindRun, nil, nil
@@ -199,7 +201,7 @@ func inspect(fsys disk.FS) (dirKind, []string, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return kindNone, nil, err
 	}
-	entries, err := fsys.ReadDir(state.CheckpointDir)
+	entries, err := fsys.ReadDir(dirstore.CheckpointDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return kindNone, nil, err
 	}

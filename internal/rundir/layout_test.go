@@ -11,7 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 )
 
 func testOptions() Options {
@@ -106,11 +109,11 @@ func TestStateDirThatIsAFile(t *testing.T) {
 func TestNoRunNamesTheDirectory(t *testing.T) {
 	for _, dir := range []string{filepath.Join(t.TempDir(), "absent"), t.TempDir()} {
 		_, _, err := ReadState(dir)
-		require.ErrorIs(t, err, state.ErrNoRun)
+		require.ErrorIs(t, err, storage.ErrNoRun)
 		abs, _ := filepath.Abs(dir)
 		assert.Equal(t, "no run in the state directory "+abs, err.Error())
 		_, err = Open(dir, testOptions())
-		require.ErrorIs(t, err, state.ErrNoRun)
+		require.ErrorIs(t, err, storage.ErrNoRun)
 		assert.Contains(t, err.Error(), abs)
 	}
 }
@@ -121,18 +124,18 @@ func TestNoRunNamesTheDirectory(t *testing.T) {
 // RebuildManifest gives it back the manifest it had.
 func TestMissingManifestIsADamagedRun(t *testing.T) {
 	dir := quickRun(t, 3)
-	mpath := filepath.Join(dir, state.ManifestName)
+	mpath := filepath.Join(dir, dirstore.ManifestName)
 	orig, err := os.ReadFile(mpath)
 	require.NoError(t, err)
-	var want state.Manifest
-	require.NoError(t, state.UnmarshalCanonical(orig, &want))
+	var want storage.Manifest
+	require.NoError(t, codec.UnmarshalCanonical(orig, &want))
 	require.NoError(t, os.Remove(mpath))
 	before := treeOf(t, dir)
 
 	_, _, err = ReadState(dir)
 	var de *DamagedError
 	require.ErrorAs(t, err, &de)
-	assert.False(t, errors.Is(err, state.ErrNoRun), "a damaged run is not 'no run'")
+	assert.False(t, errors.Is(err, storage.ErrNoRun), "a damaged run is not 'no run'")
 	assert.Contains(t, err.Error(), "ledger/events.jsonl")
 	assert.Contains(t, err.Error(), "9 checkpoint files")
 	_, err = Open(dir, testOptions())
@@ -172,7 +175,7 @@ func TestMissingManifestIsADamagedRun(t *testing.T) {
 // older files aside, and recovery rolls forward the rest.
 func TestRebuildPicksTheNewestRecordedCheckpoint(t *testing.T) {
 	dir := quickRun(t, 1)
-	old := treeOf(t, filepath.Join(dir, state.CheckpointDir))
+	old := treeOf(t, filepath.Join(dir, dirstore.CheckpointDir))
 	opt := testOptions()
 	opt.CheckpointEvery = 100
 	r, err := Open(dir, opt)
@@ -180,14 +183,14 @@ func TestRebuildPicksTheNewestRecordedCheckpoint(t *testing.T) {
 	_, err = r.Driver.Step()
 	require.NoError(t, err)
 	require.NoError(t, r.Close()) // checkpoint of cycle 2
-	m2, err := os.ReadFile(filepath.Join(dir, state.ManifestName))
+	m2, err := os.ReadFile(filepath.Join(dir, dirstore.ManifestName))
 	require.NoError(t, err)
 	for p, b := range old { // the older generation's files come back
 		if !strings.HasSuffix(p, "/") {
 			require.NoError(t, os.WriteFile(p, []byte(b), 0o644))
 		}
 	}
-	require.NoError(t, os.Remove(filepath.Join(dir, state.ManifestName)))
+	require.NoError(t, os.Remove(filepath.Join(dir, dirstore.ManifestName)))
 
 	rb, err := RebuildManifest(dir, opt)
 	require.NoError(t, err)
@@ -198,8 +201,8 @@ func TestRebuildPicksTheNewestRecordedCheckpoint(t *testing.T) {
 		_, err := os.Stat(filepath.Join(dir, rb.Kept, filepath.Base(p)))
 		assert.NoError(t, err, "unused file %s is kept", p)
 	}
-	var want, got state.Manifest
-	require.NoError(t, state.UnmarshalCanonical(m2, &want))
+	var want, got storage.Manifest
+	require.NoError(t, codec.UnmarshalCanonical(m2, &want))
 	_, gotM, err := ReadState(dir)
 	require.NoError(t, err)
 	got = gotM
@@ -218,7 +221,7 @@ func TestRebuildRollsForwardCyclesBeyondTheCheckpoint(t *testing.T) {
 	_, err = r.Driver.Step()
 	require.NoError(t, err)
 	r.Abandon() // like a kill: the ledger holds two cycles the checkpoint does not
-	require.NoError(t, os.Remove(filepath.Join(dir, state.ManifestName)))
+	require.NoError(t, os.Remove(filepath.Join(dir, dirstore.ManifestName)))
 
 	rb, err := RebuildManifest(dir, opt)
 	require.NoError(t, err)
@@ -233,7 +236,7 @@ func TestRebuildRollsForwardCyclesBeyondTheCheckpoint(t *testing.T) {
 
 func TestRebuildRefusesWhatItCannotTell(t *testing.T) {
 	dir := quickRun(t, 2)
-	require.NoError(t, os.Remove(filepath.Join(dir, state.ManifestName)))
+	require.NoError(t, os.Remove(filepath.Join(dir, dirstore.ManifestName)))
 	require.NoError(t, os.Rename(filepath.Join(dir, "ledger", "events.jsonl"), filepath.Join(t.TempDir(), "l")))
 	before := treeOf(t, dir)
 	_, err := RebuildManifest(dir, testOptions())
@@ -243,12 +246,12 @@ func TestRebuildRefusesWhatItCannotTell(t *testing.T) {
 	assert.Equal(t, before, treeOf(t, dir))
 
 	dir = quickRun(t, 2)
-	require.NoError(t, os.Remove(filepath.Join(dir, state.ManifestName)))
-	es, err := os.ReadDir(filepath.Join(dir, state.CheckpointDir))
+	require.NoError(t, os.Remove(filepath.Join(dir, dirstore.ManifestName)))
+	es, err := os.ReadDir(filepath.Join(dir, dirstore.CheckpointDir))
 	require.NoError(t, err)
 	for _, e := range es {
 		if strings.HasPrefix(e.Name(), "run_state.") {
-			require.NoError(t, os.Remove(filepath.Join(dir, state.CheckpointDir, e.Name())))
+			require.NoError(t, os.Remove(filepath.Join(dir, dirstore.CheckpointDir, e.Name())))
 		}
 	}
 	before = treeOf(t, dir)

@@ -9,10 +9,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 )
 
 // Rebuilt says how a missing manifest was rebuilt.
@@ -49,7 +52,7 @@ func RebuildManifest(dir string, opt Options) (*Rebuilt, error) {
 		return nil, err
 	}
 	s := store{fsys: fsys, root: fsys.Path()}
-	unlock, err := state.NewStore(fsys).Lock()
+	unlock, err := dirstore.NewStore(fsys).Lock()
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +68,7 @@ func RebuildManifest(dir string, opt Options) (*Rebuilt, error) {
 }
 
 func cannotRebuild(format string, args ...any) error {
-	return &state.IntegrityError{File: state.ManifestName, Msg: "missing and cannot be rebuilt: " + fmt.Sprintf(format, args...) +
+	return &state.IntegrityError{File: dirstore.ManifestName, Msg: "missing and cannot be rebuilt: " + fmt.Sprintf(format, args...) +
 		"; restore the state directory from a backup (docs/operations.md)"}
 }
 
@@ -132,7 +135,7 @@ func rebuild(s store, opt Options) (*Rebuilt, error) {
 		return nil, err
 	}
 	if best == nil {
-		return nil, cannotRebuild("no set of files in %s/ forms a checkpoint that the ledger recorded", state.CheckpointDir)
+		return nil, cannotRebuild("no set of files in %s/ forms a checkpoint that the ledger recorded", dirstore.CheckpointDir)
 	}
 	out := &Rebuilt{CycleSeq: bestState.Run.CycleSeq, Frontier: bestAt, Files: len(best)}
 	used := map[string]bool{}
@@ -170,7 +173,7 @@ func rebuild(s store, opt Options) (*Rebuilt, error) {
 			}
 		}
 	}
-	if _, err := state.NewStore(fsys).Commit(state.Commit{RunID: bestState.Run.RunID, CycleSeq: bestState.Run.CycleSeq,
+	if _, err := dirstore.NewStore(fsys).Commit(storage.Commit{RunID: bestState.Run.RunID, CycleSeq: bestState.Run.CycleSeq,
 		Revision: opt.Revision, Frontier: bestAt, Files: bestFiles}); err != nil {
 		return nil, fmt.Errorf("rebuild manifest: %w", err)
 	}
@@ -180,9 +183,9 @@ func rebuild(s store, opt Options) (*Rebuilt, error) {
 // candidateFiles reads every file in checkpoint/ whose content still
 // matches the hash in its name, grouped by logical name.
 func candidateFiles(fsys disk.FS) (map[string]map[string][]byte, error) {
-	entries, err := fsys.ReadDir(state.CheckpointDir)
+	entries, err := fsys.ReadDir(dirstore.CheckpointDir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, cannotRebuild("there is no %s/ directory", state.CheckpointDir)
+		return nil, cannotRebuild("there is no %s/ directory", dirstore.CheckpointDir)
 	}
 	if err != nil {
 		return nil, err
@@ -193,12 +196,12 @@ func candidateFiles(fsys disk.FS) (map[string]map[string][]byte, error) {
 		if e.IsDir() || strings.HasPrefix(e.Name(), ".") || len(parts) != 3 || parts[2] != "json" {
 			continue
 		}
-		p := state.CheckpointDir + "/" + e.Name()
+		p := dirstore.CheckpointDir + "/" + e.Name()
 		b, err := fsys.ReadFile(p)
 		if err != nil {
 			return nil, err
 		}
-		if state.Digest(b)[:16] != parts[1] {
+		if codec.Digest(b)[:16] != parts[1] {
 			continue // damaged: its name no longer matches its content
 		}
 		if out[parts[0]] == nil {

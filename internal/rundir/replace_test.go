@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/ledger"
-	"github.com/acr-project/acr/internal/state"
 )
 
 // The replacement of a run by init --force, cut by a power loss before
@@ -55,7 +55,7 @@ type cutTrial struct {
 func replaceTrial(t *testing.T, tr cutTrial, groups *[]string) (int, string, error) {
 	t.Helper()
 	mem, root := oldRun(t)
-	oldManifest, err := mem.ReadFile(state.ManifestName)
+	oldManifest, err := mem.ReadFile(dirstore.ManifestName)
 	require.NoError(t, err)
 	oldLedger, err := mem.ReadFile(ledger.FileName)
 	require.NoError(t, err)
@@ -110,7 +110,7 @@ func replaceTrial(t *testing.T, tr cutTrial, groups *[]string) (int, string, err
 		if finished {
 			return ops, runID, errors.New("the replacement returned success, but the old run is back after the power loss")
 		}
-		m, _ := mem.ReadFile(state.ManifestName)
+		m, _ := mem.ReadFile(dirstore.ManifestName)
 		l, _ := mem.ReadFile(ledger.FileName)
 		if !bytes.Equal(m, oldManifest) || !bytes.Equal(l, oldLedger) {
 			return ops, runID, errors.New("the old run is in place but changed")
@@ -121,7 +121,7 @@ func replaceTrial(t *testing.T, tr cutTrial, groups *[]string) (int, string, err
 			return ops, runID, fmt.Errorf("want one archived run, found %d (%v)", len(es), err)
 		}
 		dir := ArchiveDir + "/" + es[0].Name()
-		m, _ := mem.ReadFile(dir + "/" + state.ManifestName)
+		m, _ := mem.ReadFile(dir + "/" + dirstore.ManifestName)
 		l, _ := mem.ReadFile(dir + "/" + ledger.FileName)
 		if !bytes.Equal(m, oldManifest) || !bytes.Equal(l, oldLedger) {
 			return ops, runID, fmt.Errorf("the archived run in %s is not the old run, whole", dir)

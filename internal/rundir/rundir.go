@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
@@ -25,6 +27,7 @@ import (
 	"github.com/acr-project/acr/internal/proposer"
 	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 	"github.com/acr-project/acr/internal/strategy"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -92,10 +95,10 @@ func resolveRoot(spec *world.Spec, envPath string) error {
 		abs, err = filepath.EvalSymlinks(abs)
 	}
 	if err != nil {
-		return &state.FieldError{Path: "root", Err: fmt.Errorf("%s: %w", spec.Root, err)}
+		return &codec.FieldError{Path: "root", Err: fmt.Errorf("%s: %w", spec.Root, err)}
 	}
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return &state.FieldError{Path: "root", Err: fmt.Errorf("%s is not a directory", abs)}
+		return &codec.FieldError{Path: "root", Err: fmt.Errorf("%s is not a directory", abs)}
 	}
 	spec.Root = abs
 	return nil
@@ -114,7 +117,7 @@ func resolveProposer(c *governance.Contract, contractPath string) error {
 	}
 	abs, err := filepath.Abs(filepath.Join(filepath.Dir(contractPath), prog))
 	if err != nil {
-		return &state.FieldError{Path: "proposer.argv[0]", Err: err}
+		return &codec.FieldError{Path: "proposer.argv[0]", Err: err}
 	}
 	argv := slices.Clone(c.Proposer.Argv)
 	argv[0] = abs
@@ -132,11 +135,11 @@ func readDoc(path string, v any, validate func() error) error {
 	if err != nil {
 		return &ValidationError{File: path, Err: err}
 	}
-	val, err := state.Parse(b)
+	val, err := codec.Parse(b)
 	if err != nil {
 		return asValidation(path, err)
 	}
-	if err := state.DecodeInput(withoutSchemaKey(val), v); err != nil {
+	if err := codec.DecodeInput(withoutSchemaKey(val), v); err != nil {
 		return asValidation(path, err)
 	}
 	if err := validate(); err != nil {
@@ -151,14 +154,14 @@ func readDoc(path string, v any, validate func() error) error {
 // of the document and not part of what is pinned.
 const SchemaKey = "$schema"
 
-func withoutSchemaKey(v state.Value) state.Value {
-	if v.Kind != state.KindObject {
+func withoutSchemaKey(v codec.Value) codec.Value {
+	if v.Kind != codec.KindObject {
 		return v
 	}
 	out := v
 	out.Obj = nil
 	for _, m := range v.Obj {
-		if m.Key != SchemaKey || m.Val.Kind != state.KindString {
+		if m.Key != SchemaKey || m.Val.Kind != codec.KindString {
 			out.Obj = append(out.Obj, m)
 		}
 	}
@@ -166,7 +169,7 @@ func withoutSchemaKey(v state.Value) state.Value {
 }
 
 func asValidation(file string, err error) error {
-	var fe *state.FieldError
+	var fe *codec.FieldError
 	if errors.As(err, &fe) {
 		return &ValidationError{File: file, Field: fe.Path, Err: fe.Err}
 	}
@@ -205,7 +208,7 @@ type Options struct {
 type Run struct {
 	Dir    string
 	FS     disk.FS
-	Store  *state.Store
+	Store  *dirstore.Store
 	Ledger *ledger.Ledger
 	Index  *ledger.Index
 	World  *sandbox.World
@@ -250,7 +253,7 @@ func OpenOn(fsys disk.FS, worldRoot string, opt Options, hook func(*Run)) (*Run,
 }
 
 func openOn(s store, opt Options, hook func(*Run)) (*Run, error) {
-	st := state.NewStore(s.fsys)
+	st := dirstore.NewStore(s.fsys)
 	unlock, err := st.Lock()
 	if err != nil {
 		return nil, err
@@ -406,14 +409,14 @@ func (i Inbox) Quarantine(name string) error { return inbox.Quarantine(i.FS, nam
 
 // ReadState loads the checkpoint without taking the lock, for read-only
 // commands (status, wake, approve) that must work while a run is busy.
-func ReadState(dir string) (kernel.State, state.Manifest, error) {
+func ReadState(dir string) (kernel.State, storage.Manifest, error) {
 	fsys, err := RequireRun(dir)
 	if err != nil {
-		return kernel.State{}, state.Manifest{}, err
+		return kernel.State{}, storage.Manifest{}, err
 	}
-	snap, err := state.NewStore(fsys).Load()
+	snap, err := dirstore.NewStore(fsys).Load()
 	if err != nil {
-		return kernel.State{}, state.Manifest{}, err
+		return kernel.State{}, storage.Manifest{}, err
 	}
 	st, err := kernel.Decode(snap.Files)
 	return st, snap.Manifest, err

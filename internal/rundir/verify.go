@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
@@ -134,7 +135,7 @@ func readVerified(fsys disk.FS) (verifiedRecord, bool) {
 	if err != nil {
 		return rec, false
 	}
-	if err := state.UnmarshalCanonical(b, &rec); err != nil || rec.Schema != verifiedSchema {
+	if err := codec.UnmarshalCanonical(b, &rec); err != nil || rec.Schema != verifiedSchema {
 		return rec, false
 	}
 	return rec, true
@@ -153,7 +154,7 @@ func (r *Run) saveVerified() {
 	}
 	rec := *r.verified
 	rec.Size, rec.ModTimeNS, rec.Frontier = size, mtime, r.Ledger.Frontier()
-	if b, err := state.Marshal(rec); err == nil {
+	if b, err := codec.Marshal(rec); err == nil {
 		_ = r.FS.WriteCache(VerifiedFile, b)
 	}
 }

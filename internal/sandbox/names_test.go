@@ -4,10 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/acr-project/acr/internal/state"
 )
 
 func TestCheckFilesRefusesWhatCannotBeCreated(t *testing.T) {
@@ -28,7 +27,7 @@ func TestCheckFilesRefusesWhatCannotBeCreated(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := CheckFiles(tc.files)
-			var fe *state.FieldError
+			var fe *codec.FieldError
 			require.ErrorAs(t, err, &fe)
 			if tc.field != "" {
 				assert.Equal(t, tc.field, fe.Path)

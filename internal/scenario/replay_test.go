@@ -7,10 +7,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
-	"github.com/acr-project/acr/internal/state"
 )
 
 func scenarioRecords(t *testing.T, name string) []ledger.Record {
@@ -69,5 +69,5 @@ func TestReplayNamesTheAlteredCycle(t *testing.T) {
 	// Verifying only from cycle 3 on still has to replay cycle 2, and says so.
 	_, err = kernel.Replay(back, 3)
 	require.Error(t, err)
-	_ = state.Ref("")
+	_ = codec.Ref("")
 }

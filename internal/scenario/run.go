@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/governance"
@@ -548,7 +549,7 @@ type History struct {
 	History          string
 	World            string
 	DuplicateEffects int
-	CycleRefs        []state.Ref
+	CycleRefs        []codec.Ref
 }
 
 // Analyse scans a state directory's ledger and world.
@@ -560,7 +561,7 @@ func Analyse(dir string) (*History, error) {
 	h := &History{Dispositions: map[string]int{}, Classes: map[string]int{}}
 	reviewed := map[int64]bool{}
 	selected := map[int64]bool{}
-	fitness := map[state.Ref]bool{}
+	fitness := map[codec.Ref]bool{}
 	committedKeys := map[string]int{}
 	err = ledger.Scan(fsys, func(r ledger.Record) error {
 		h.Events++

@@ -8,11 +8,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
-	"github.com/acr-project/acr/internal/state"
 )
 
 // TestReferenceScenarios runs every scenario under scenarios/ once, in
@@ -79,7 +79,7 @@ func promotionsNeverSilent(t *testing.T, name string, recs []ledger.Record) int 
 	for _, r := range recs {
 		switch r.Event.Type {
 		case "agenda.promotion.recorded":
-			v, err := state.ParseCanonical(r.Event.Object.Body)
+			v, err := codec.ParseCanonical(r.Event.Object.Body)
 			require.NoError(t, err)
 			for _, m := range v.Obj {
 				if m.Key == "commitment_id" {
@@ -110,9 +110,9 @@ func TestLoadRejectsBadSteps(t *testing.T) {
 	for name, step := range cases {
 		t.Run(name, func(t *testing.T) {
 			var st Step
-			require.NoError(t, state.Unmarshal([]byte(step), &st))
+			require.NoError(t, codec.Unmarshal([]byte(step), &st))
 			s := Script{Schema: Schema, Name: "x", Start: "2026-01-01T00:00:00Z", Steps: []Step{st}}
-			var fe *state.FieldError
+			var fe *codec.FieldError
 			require.ErrorAs(t, s.validate(), &fe)
 			assert.Contains(t, fe.Path, "steps[0]")
 		})

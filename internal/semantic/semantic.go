@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -37,13 +38,13 @@ type Fact struct {
 	Path     string            `json:"path,omitempty"`
 	Detail   string            `json:"detail,omitempty"`
 	Priority int               `json:"priority"`
-	Hash     state.Fingerprint `json:"hash,omitempty"`
+	Hash     codec.Fingerprint `json:"hash,omitempty"`
 }
 
 // State is the SemanticState of one cycle.
 type State struct {
 	Schema         string    `json:"schema"`
-	ObservationRef state.Ref `json:"observation_ref"`
+	ObservationRef codec.Ref `json:"observation_ref"`
 	Facts          []Fact    `json:"facts"`
 }
 

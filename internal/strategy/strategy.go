@@ -15,7 +15,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
 )
 
 // Schema names.
@@ -78,23 +78,23 @@ func ValidateLenses(ls []Lens, at string) error {
 	for i, l := range ls {
 		p := fmt.Sprintf("%s[%d]", at, i)
 		if l.ID == "" || seen[l.ID] {
-			return &state.FieldError{Path: p + ".id", Err: fmt.Errorf("missing or duplicate lens id %q", l.ID)}
+			return &codec.FieldError{Path: p + ".id", Err: fmt.Errorf("missing or duplicate lens id %q", l.ID)}
 		}
 		seen[l.ID] = true
 		if l.SourceRef == "" {
-			return &state.FieldError{Path: p + ".source_ref", Err: fmt.Errorf("required: a lens must name its source")}
+			return &codec.FieldError{Path: p + ".source_ref", Err: fmt.Errorf("required: a lens must name its source")}
 		}
 		if l.SourceVersion == "" {
-			return &state.FieldError{Path: p + ".source_version", Err: fmt.Errorf("required: a lens must pin its source version")}
+			return &codec.FieldError{Path: p + ".source_version", Err: fmt.Errorf("required: a lens must pin its source version")}
 		}
 		if len(l.AppliesTo) == 0 {
-			return &state.FieldError{Path: p + ".applies_to", Err: fmt.Errorf("required")}
+			return &codec.FieldError{Path: p + ".applies_to", Err: fmt.Errorf("required")}
 		}
 		for j, c := range l.AppliesTo {
 			switch c {
 			case RepeatedFailure, ConflictingCommitments, StaleKnowledge:
 			default:
-				return &state.FieldError{Path: fmt.Sprintf("%s.applies_to[%d]", p, j), Err: fmt.Errorf("unknown tension class %q", c)}
+				return &codec.FieldError{Path: fmt.Sprintf("%s.applies_to[%d]", p, j), Err: fmt.Errorf("unknown tension class %q", c)}
 			}
 		}
 	}
@@ -167,7 +167,7 @@ type Tension struct {
 
 // Fingerprint identifies the tension's content, cycle excluded.
 func (t Tension) Fingerprint() string {
-	return string(state.FingerprintOf(state.MustMarshal(t.Signals)))
+	return string(codec.FingerprintOf(codec.MustMarshal(t.Signals)))
 }
 
 // Inputs are the public facts tension is computed from.
@@ -282,7 +282,7 @@ type Overlay struct {
 }
 
 // Ref returns the overlay's ref.
-func (o Overlay) Ref() state.Ref { return state.MustRefOf("route", o) }
+func (o Overlay) Ref() codec.Ref { return codec.MustRefOf("route", o) }
 
 // Apply runs a review: it retrieves the lenses that match the tension,
 // derives corrections and a routing overlay, and marks knowledge candidates

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/strategy"
 )
 
@@ -393,8 +393,8 @@ func TestValidateLenses(t *testing.T) {
 			ls := good()
 			tc.mutate(ls)
 			err := strategy.ValidateLenses(ls, "goal.lenses")
-			var fe *state.FieldError
-			require.True(t, errors.As(err, &fe), "want *state.FieldError, got %T: %v", err, err)
+			var fe *codec.FieldError
+			require.True(t, errors.As(err, &fe), "want *codec.FieldError, got %T: %v", err, err)
 			assert.Equal(t, tc.path, fe.Path)
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acr-project/acr/internal/audit"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/kernel"
@@ -356,7 +357,7 @@ func gateF(ev *Evidence) Gate {
 	var bad []string
 	for _, name := range sortedNames(ev) {
 		run := ev.Runs[name]
-		var pending []state.Ref
+		var pending []codec.Ref
 		for _, r := range run.Records {
 			switch r.Event.Type {
 			case "strategy.routing.overlaid":
@@ -378,7 +379,7 @@ func gateF(ev *Evidence) Gate {
 				}
 				if slices.Index(p.Steps, cognition.OpCritique) < slices.Index(p.Steps, cognition.OpSelect) {
 					influenced++
-					pending = slices.DeleteFunc(pending, func(x state.Ref) bool { return x == p.Routing })
+					pending = slices.DeleteFunc(pending, func(x codec.Ref) bool { return x == p.Routing })
 				}
 			}
 		}
@@ -426,7 +427,7 @@ func gateG(ev *Evidence) Gate {
 				ac.observation = observationView{}
 				_ = decodeView(o, &ac.observation)
 			}
-			var execute map[state.Ref]bool
+			var execute map[codec.Ref]bool
 			for _, r := range c.events {
 				switch r.Event.Type {
 				case "governance.decision.recorded":
@@ -442,7 +443,7 @@ func gateG(ev *Evidence) Gate {
 						bad = append(bad, fmt.Sprintf("%s cycle %d: decision made by %q", name, c.seq, d.Actor))
 					}
 					if d.Verdict == governance.Execute {
-						execute = map[state.Ref]bool{d.ActionRef: true}
+						execute = map[codec.Ref]bool{d.ActionRef: true}
 					}
 				case "sandbox.action.committed", "sandbox.action.not_applied":
 					effects++
@@ -493,7 +494,7 @@ func gateG(ev *Evidence) Gate {
 
 // wakeOutcome is what the cycle did with a consumed wake signal: the type
 // of the persistent.wake.* event that names it, or "".
-func (c cycle) wakeOutcome(ref state.Ref) string {
+func (c cycle) wakeOutcome(ref codec.Ref) string {
 	for _, r := range c.events {
 		if strings.HasPrefix(r.Event.Type, "persistent.wake.") && r.Event.Refs["item"] == ref {
 			return r.Event.Type
@@ -570,7 +571,7 @@ func gateK(ev *Evidence) Gate {
 	events := 0
 	for _, name := range sortedNames(ev) {
 		run := ev.Runs[name]
-		var prevCycle state.Ref
+		var prevCycle codec.Ref
 		for _, c := range run.cycles() {
 			started := c.events[0]
 			if started.Event.Refs["prior_cycle"] != prevCycle {
@@ -913,9 +914,9 @@ func hiddenKeys() []string {
 	return []string{"chain_of_thought", "cot", "reasoning", "thoughts", "thinking", "scratchpad", "hidden", "private_notes"}
 }
 
-func hasHiddenKey(v state.Value) string {
+func hasHiddenKey(v codec.Value) string {
 	switch v.Kind {
-	case state.KindObject:
+	case codec.KindObject:
 		for _, m := range v.Obj {
 			if slices.Contains(hiddenKeys(), strings.ToLower(m.Key)) {
 				return m.Key
@@ -924,7 +925,7 @@ func hasHiddenKey(v state.Value) string {
 				return k
 			}
 		}
-	case state.KindArray:
+	case codec.KindArray:
 		for _, e := range v.Arr {
 			if k := hasHiddenKey(e); k != "" {
 				return k
@@ -943,7 +944,7 @@ func gateR(ev *Evidence) Gate {
 			if r.Event.Object == nil {
 				continue
 			}
-			if v, err := state.ParseCanonical(r.Event.Object.Body); err == nil {
+			if v, err := codec.ParseCanonical(r.Event.Object.Body); err == nil {
 				if k := hasHiddenKey(v); k != "" {
 					bad = append(bad, fmt.Sprintf("%s seq %d carries a %q field", name, r.Seq, k))
 				}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/ledger"
-	"github.com/acr-project/acr/internal/state"
 )
 
 // This file is the validator's own reading of the rules the gates judge
@@ -340,7 +340,7 @@ type actionContext struct {
 
 // approvedByPerson reports whether the latest resolution of the action by
 // someone other than the loop's own roles approved it.
-func (ac actionContext) approvedByPerson(actionRef state.Ref) bool {
+func (ac actionContext) approvedByPerson(actionRef codec.Ref) bool {
 	verdict := ""
 	for _, a := range ac.approvals {
 		if a.ActionRef == string(actionRef) && !slices.Contains(loopRoles, strings.ToLower(strings.TrimSpace(a.By))) {
@@ -356,7 +356,7 @@ func (ac actionContext) approvedByPerson(actionRef state.Ref) bool {
 // the target (none, or forbid, refuses; approve needs a person's approval
 // of this exact action), and the evidence the rule and the addressed check
 // require. Undoing the run's own earlier change needs no rule.
-func judgeAction(c pinnedContract, spec pinnedSpec, a actionView, actionRef state.Ref, ac actionContext) string {
+func judgeAction(c pinnedContract, spec pinnedSpec, a actionView, actionRef codec.Ref, ac actionContext) string {
 	need := "project_write"
 	if slices.Contains(readOnlyOperations, a.Operation) {
 		need = "read"
@@ -411,7 +411,7 @@ func judgeAction(c pinnedContract, spec pinnedSpec, a actionView, actionRef stat
 // certainly reaches a touched path, a touched path no rule for the
 // operation may even reach, or an approve rule that certainly reaches one
 // without a person's approval.
-func judgeSet(c pinnedContract, a actionView, actionRef state.Ref, ac actionContext) string {
+func judgeSet(c pinnedContract, a actionView, actionRef codec.Ref, ac actionContext) string {
 	for _, p := range a.paths() {
 		reached := false
 		for i, r := range c.Rules {
@@ -514,8 +514,8 @@ func conditionHolds(w conditionView, in wakeInputs) (bool, string) {
 }
 
 // objects indexes every object a run's ledger carries by its ref.
-func (r *Run) objects() map[state.Ref]*ledger.Object {
-	out := map[state.Ref]*ledger.Object{}
+func (r *Run) objects() map[codec.Ref]*ledger.Object {
+	out := map[codec.Ref]*ledger.Object{}
 	for _, rec := range r.Records {
 		if o := rec.Event.Object; o != nil {
 			if _, ok := out[o.Ref]; !ok {

@@ -10,9 +10,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/scenario"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -72,7 +74,7 @@ func ReadManifest(path string) (ReleaseManifest, error) {
 	if err != nil {
 		return m, err
 	}
-	if err := state.UnmarshalStored(b, &m); err != nil {
+	if err := codec.UnmarshalStored(b, &m); err != nil {
 		return m, fmt.Errorf("%s: %w", path, err)
 	}
 	return m, nil
@@ -87,7 +89,7 @@ func BuildManifest(ev *Evidence, rep *Report, freeze map[string]string) ReleaseM
 		SandboxProfile: SandboxProfile{Operations: world.Operations(),
 			Confinement: "os.Root on sandbox/world; no absolute paths, no '..', no symlinked write targets or parents, excluded paths never read or written",
 			Idempotency: "one outcome record per key (run id, cycle, action ref, decision ref); intent before effect; O(1) lookup by key"},
-		LoopProfile: LoopProfile{Failpoints: scenario.Failpoints(), Schema: state.SchemaVersion},
+		LoopProfile: LoopProfile{Failpoints: scenario.Failpoints(), Schema: storage.SchemaVersion},
 	}
 	for _, d := range state.Dispositions() {
 		m.LoopProfile.Dispositions = append(m.LoopProfile.Dispositions, d.String())

@@ -88,7 +88,7 @@ func TestGates(t *testing.T) {
 		"N": {mut("stop-ignored", "p12-explicit-stop")},
 		"O": {mut("provider-failure-ignored", "p16-provider-fault")},
 		"P": {{"crafted tree: a frozen source changed without a new manifest", func(t *testing.T, ev *Evidence) {
-			f := filepath.Join(m.tree.Dir, "internal", "state", "canonical.go")
+			f := filepath.Join(m.tree.Dir, "internal", "codec", "canonical.go")
 			b, err := os.ReadFile(f)
 			require.NoError(t, err)
 			require.NoError(t, os.WriteFile(f, append(b, []byte("\n// a change to the canonical encoding\n")...), 0o644))

@@ -1,4 +1,4 @@
-package state
+package codec
 
 // Canonical holds bytes that are already canonical JSON: the body of a
 // recorded object. The encoder writes them as they are instead of parsing

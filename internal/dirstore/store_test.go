@@ -1,4 +1,4 @@
-package state
+package dirstore
 
 import (
 	"errors"
@@ -7,7 +7,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 )
 
 func storeBackends(t *testing.T, fn func(t *testing.T, fsys disk.FS)) {
@@ -22,14 +25,14 @@ func storeBackends(t *testing.T, fn func(t *testing.T, fsys disk.FS)) {
 
 func files(gen int) map[string][]byte {
 	return map[string][]byte{
-		"run_state": MustMarshal(map[string]any{"cycle_seq": gen, "status": "RUNNING"}),
-		"goal":      MustMarshal(map[string]any{"statement": "keep it healthy"}),
+		"run_state": codec.MustMarshal(map[string]any{"cycle_seq": gen, "status": "RUNNING"}),
+		"goal":      codec.MustMarshal(map[string]any{"statement": "keep it healthy"}),
 	}
 }
 
-func commitGen(t *testing.T, s *Store, gen int) Manifest {
+func commitGen(t *testing.T, s *Store, gen int) storage.Manifest {
 	t.Helper()
-	m, err := s.Commit(Commit{RunID: "run:t", CycleSeq: int64(gen), Revision: "test", Frontier: GenesisFrontier(), Files: files(gen)})
+	m, err := s.Commit(storage.Commit{RunID: "run:t", CycleSeq: int64(gen), Revision: "test", Frontier: state.GenesisFrontier(), Files: files(gen)})
 	require.NoError(t, err)
 	return m
 }
@@ -38,7 +41,7 @@ func TestStoreRoundTripIsByteIdentical(t *testing.T) {
 	storeBackends(t, func(t *testing.T, fsys disk.FS) {
 		s := NewStore(fsys)
 		_, err := s.Load()
-		require.ErrorIs(t, err, ErrNoRun)
+		require.ErrorIs(t, err, storage.ErrNoRun)
 
 		m1 := commitGen(t, s, 1)
 		assert.Equal(t, int64(1), m1.Generation)
@@ -56,7 +59,7 @@ func TestStoreRoundTripIsByteIdentical(t *testing.T) {
 			require.NoError(t, err)
 			before[fe.Path] = b
 		}
-		m2, err := s.Commit(Commit{RunID: snap.Manifest.RunID, CycleSeq: snap.Manifest.CycleSeq, Revision: snap.Manifest.WrittenAtRevision,
+		m2, err := s.Commit(storage.Commit{RunID: snap.Manifest.RunID, CycleSeq: snap.Manifest.CycleSeq, Revision: snap.Manifest.WrittenAtRevision,
 			Frontier: snap.Manifest.LedgerFrontier, Files: snap.Files})
 		require.NoError(t, err)
 		for p, b := range before {
@@ -65,11 +68,11 @@ func TestStoreRoundTripIsByteIdentical(t *testing.T) {
 			assert.Equal(t, b, after, p)
 		}
 		m2.Generation = m1.Generation
-		m2.Checksum = m2.checksum()
-		assert.Equal(t, manifestBytes, MustMarshal(m2))
+		m2.Checksum = m2.Sum()
+		assert.Equal(t, manifestBytes, codec.MustMarshal(m2))
 
 		// The manifest is canonical JSON.
-		_, err = ParseCanonical(manifestBytes)
+		_, err = codec.ParseCanonical(manifestBytes)
 		require.NoError(t, err)
 	})
 }
@@ -124,7 +127,7 @@ func TestStoreCrashAtEveryStage(t *testing.T) {
 			p.setup(m, s)
 			func() {
 				defer func() { _ = recover() }()
-				_, _ = s.Commit(Commit{RunID: "run:t", CycleSeq: 2, Revision: "test", Frontier: GenesisFrontier(), Files: files(2)})
+				_, _ = s.Commit(storage.Commit{RunID: "run:t", CycleSeq: 2, Revision: "test", Frontier: state.GenesisFrontier(), Files: files(2)})
 			}()
 			m.Crash()
 			m.SkipSync(nil)
@@ -166,7 +169,7 @@ func TestStoreEveryFsyncMatters(t *testing.T) {
 		})
 		func() {
 			defer func() { _ = recover() }()
-			_, _ = s.Commit(Commit{RunID: "run:t", CycleSeq: 2, Revision: "test", Frontier: GenesisFrontier(), Files: files(2)})
+			_, _ = s.Commit(storage.Commit{RunID: "run:t", CycleSeq: 2, Revision: "test", Frontier: state.GenesisFrontier(), Files: files(2)})
 		}()
 		m.Crash()
 		m.SkipSync(nil)
@@ -196,41 +199,41 @@ func TestStoreEveryFsyncMatters(t *testing.T) {
 func TestStoreIntegrityErrors(t *testing.T) {
 	cases := []struct {
 		name   string
-		damage func(t *testing.T, fsys disk.FS, m Manifest)
+		damage func(t *testing.T, fsys disk.FS, m storage.Manifest)
 		file   string
 	}{
-		{"flipped checkpoint byte", func(t *testing.T, fsys disk.FS, m Manifest) {
+		{"flipped checkpoint byte", func(t *testing.T, fsys disk.FS, m storage.Manifest) {
 			p := m.Files["goal"].Path
 			b, _ := fsys.ReadFile(p)
 			b[3] ^= 0x20
 			require.NoError(t, fsys.WriteFile(p, b))
 		}, "checkpoint/goal."},
-		{"missing checkpoint file", func(t *testing.T, fsys disk.FS, m Manifest) {
+		{"missing checkpoint file", func(t *testing.T, fsys disk.FS, m storage.Manifest) {
 			require.NoError(t, fsys.Remove(m.Files["run_state"].Path))
 		}, "checkpoint/run_state."},
-		{"manifest not JSON", func(t *testing.T, fsys disk.FS, m Manifest) {
+		{"manifest not JSON", func(t *testing.T, fsys disk.FS, m storage.Manifest) {
 			require.NoError(t, fsys.WriteFile(ManifestName, []byte("{not json")))
 		}, ManifestName},
-		{"manifest unknown field", func(t *testing.T, fsys disk.FS, m Manifest) {
+		{"manifest unknown field", func(t *testing.T, fsys disk.FS, m storage.Manifest) {
 			b, _ := fsys.ReadFile(ManifestName)
 			b = append([]byte(`{"aaa":1,`), b[1:]...)
 			require.NoError(t, fsys.WriteFile(ManifestName, b))
 		}, ManifestName},
-		{"manifest path escapes", func(t *testing.T, fsys disk.FS, m Manifest) {
+		{"manifest path escapes", func(t *testing.T, fsys disk.FS, m storage.Manifest) {
 			fe := m.Files["goal"]
 			fe.Path = "../goal.json"
 			m.Files["goal"] = fe
-			m.Checksum = m.checksum()
-			require.NoError(t, fsys.WriteFile(ManifestName, MustMarshal(m)))
+			m.Checksum = m.Sum()
+			require.NoError(t, fsys.WriteFile(ManifestName, codec.MustMarshal(m)))
 		}, ManifestName},
-		{"newer schema version", func(t *testing.T, fsys disk.FS, m Manifest) {
-			m.SchemaVersion = SchemaVersion + 1
-			m.Checksum = m.checksum()
-			require.NoError(t, fsys.WriteFile(ManifestName, MustMarshal(m)))
+		{"newer schema version", func(t *testing.T, fsys disk.FS, m storage.Manifest) {
+			m.SchemaVersion = storage.SchemaVersion + 1
+			m.Checksum = m.Sum()
+			require.NoError(t, fsys.WriteFile(ManifestName, codec.MustMarshal(m)))
 		}, ManifestName},
-		{"manifest digit flipped", func(t *testing.T, fsys disk.FS, m Manifest) {
+		{"manifest digit flipped", func(t *testing.T, fsys disk.FS, m storage.Manifest) {
 			m.Generation++
-			require.NoError(t, fsys.WriteFile(ManifestName, MustMarshal(m)))
+			require.NoError(t, fsys.WriteFile(ManifestName, codec.MustMarshal(m)))
 		}, ManifestName},
 	}
 	for _, c := range cases {
@@ -240,8 +243,8 @@ func TestStoreIntegrityErrors(t *testing.T) {
 			m := commitGen(t, s, 1)
 			c.damage(t, fsys, m)
 			_, err := s.Load()
-			var ie *IntegrityError
-			require.True(t, errors.As(err, &ie), "want IntegrityError, got %v", err)
+			var ie *state.IntegrityError
+			require.True(t, errors.As(err, &ie), "want state.IntegrityError, got %v", err)
 			assert.Contains(t, ie.File, c.file)
 		})
 	}
@@ -253,7 +256,7 @@ func TestStoreLock(t *testing.T) {
 		u, err := s.Lock()
 		require.NoError(t, err)
 		_, err = NewStore(fsys).Lock()
-		require.ErrorIs(t, err, ErrBusy)
+		require.ErrorIs(t, err, storage.ErrBusy)
 		require.NoError(t, u.Unlock())
 		u2, err := s.Lock()
 		require.NoError(t, err)
@@ -283,7 +286,7 @@ func TestStoreDetectsEveryByteFlip(t *testing.T) {
 				b[i] ^= mask
 				require.NoError(t, fsys.WriteFile(p, b))
 				_, err := s.Load()
-				var ie *IntegrityError
+				var ie *state.IntegrityError
 				require.True(t, errors.As(err, &ie), "%s byte %d ^%#x loaded: %v", p, i, mask, err)
 				flips++
 			}

@@ -1,9 +1,11 @@
-package state
+package dirstore
 
 import (
 	"testing"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/storage"
 )
 
 // FuzzReadManifest: whatever bytes sit in manifest.json, reading them
@@ -11,9 +13,9 @@ import (
 // schema hold; it never panics and never accepts a manifest whose
 // checksum does not match its content.
 func FuzzReadManifest(f *testing.F) {
-	m := Manifest{Schema: ManifestSchema, SchemaVersion: SchemaVersion, RunID: "run:x", Files: map[string]FileEntry{}}
-	m.Checksum = m.checksum()
-	f.Add(MustMarshal(m))
+	m := storage.Manifest{Schema: storage.ManifestSchema, SchemaVersion: storage.SchemaVersion, RunID: "run:x", Files: map[string]storage.FileEntry{}}
+	m.Checksum = m.Sum()
+	f.Add(codec.MustMarshal(m))
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fsys := disk.NewMem()
@@ -24,7 +26,7 @@ func FuzzReadManifest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if got.Checksum != got.checksum() || got.Schema != ManifestSchema || got.SchemaVersion != SchemaVersion {
+		if got.Checksum != got.Sum() || got.Schema != storage.ManifestSchema || got.SchemaVersion != storage.SchemaVersion {
 			t.Fatalf("accepted a manifest that does not hold: %+v", got)
 		}
 	})

@@ -1,4 +1,4 @@
-package state
+package codec
 
 import (
 	"bytes"
@@ -269,11 +269,17 @@ func seedCorpus(f *testing.F) {
 	}
 }
 
+// textMode decodes from a JSON string through encoding.TextUnmarshaler,
+// the way acr's enums (dispositions, verdicts) do.
+type textMode string
+
+func (m *textMode) UnmarshalText(b []byte) error { *m = textMode(b); return nil }
+
 type nullable struct {
 	Count   int               `json:"count"`
 	Hard    bool              `json:"hard"`
 	Name    string            `json:"name"`
-	Mode    Disposition       `json:"mode"`
+	Mode    textMode          `json:"mode"`
 	Inner   sampleInner       `json:"inner"`
 	Opt     *sampleInner      `json:"opt,omitempty"`
 	Tags    []string          `json:"tags,omitempty"`
