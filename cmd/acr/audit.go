@@ -11,6 +11,7 @@ import (
 	"github.com/acr-project/acr/internal/audit"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/rundir"
@@ -158,34 +159,34 @@ func runLog(a *app, since, until int64, typ string) error {
 	return nil
 }
 
-func hasType(recs []ledger.Record, prefix string) bool {
+func hasType(recs []event.Record, prefix string) bool {
 	for _, r := range recs {
-		if strings.HasPrefix(r.Event.Type, prefix) {
+		if strings.HasPrefix(string(r.Event.Type), prefix) {
 			return true
 		}
 	}
 	return false
 }
 
-func summarise(recs []ledger.Record) logLine {
+func summarise(recs []event.Record) logLine {
 	l := logLine{Decision: "NONE", Reasons: []string{}}
 	for _, r := range recs {
 		ev := r.Event
 		switch ev.Type {
-		case "persistent.cycle.started":
+		case event.CycleStarted:
 			l.Cycle, l.At = ev.CycleSeq, ev.At
-		case "agenda.resolution.selected":
+		case event.AgendaSelected:
 			var res agenda.Resolution
 			if ev.Object.Decode(&res) == nil && res.Selected != nil {
 				l.Agenda = res.Selected.ItemID
 			}
-		case "action.request.proposed":
+		case event.ActionProposed:
 			l.Action = field(ev, "operation") + " " + field(ev, "target")
-		case "governance.decision.recorded":
+		case event.DecisionRecorded:
 			l.Decision = field(ev, "verdict")
-		case "sandbox.action.committed", "sandbox.action.not_applied":
+		case event.ActionCommitted, event.ActionNotApplied:
 			l.Outcome = field(ev, "status")
-		case "persistent.cycle.completed":
+		case event.CycleCompleted:
 			var cr state.CycleRecord
 			if ev.Object.Decode(&cr) == nil {
 				l.Disposition, l.Reasons = cr.LoopDisposition.String(), cr.ReasonCodes
@@ -196,7 +197,7 @@ func summarise(recs []ledger.Record) logLine {
 }
 
 // field reads one top-level string field of an event's object.
-func field(ev ledger.Event, key string) string {
+func field(ev event.Event, key string) string {
 	if ev.Object == nil {
 		return ""
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/scenario"
 	"github.com/acr-project/acr/internal/strategy"
@@ -48,7 +49,7 @@ func TestAuditAfterCompaction(t *testing.T) {
 		if r.Strategy.Overlay != nil && reviewed == 0 {
 			reviewed = c
 		}
-		if slices.ContainsFunc(r.Commitments, func(cc CommitmentChange) bool { return cc.Event == "commitment.created" }) && promoted == 0 {
+		if slices.ContainsFunc(r.Commitments, func(cc CommitmentChange) bool { return cc.Event == event.CommitmentCreated }) && promoted == 0 {
 			promoted = c
 		}
 	}
@@ -73,7 +74,7 @@ func TestAuditAfterCompaction(t *testing.T) {
 	require.NotNil(t, p.Compaction)
 	var created *CommitmentChange
 	for i := range p.Commitments {
-		if p.Commitments[i].Event == "commitment.created" {
+		if p.Commitments[i].Event == event.CommitmentCreated {
 			created = &p.Commitments[i]
 		}
 	}

@@ -70,6 +70,10 @@ const DefaultProposerTimeout = 120
 // is left to try.
 func (p *Proposer) Always() bool { return p != nil && p.Mode == ProposerAlways }
 
+// AuthorityRef is the ref of the contract's authority: what the run state
+// and every decision name as the authority they act under.
+func (c *Contract) AuthorityRef() codec.Ref { return codec.MustRefOf("authority", c.Authority) }
+
 // Cycle returns the cycle budget in force, defaults filled in.
 func (c *Contract) Cycle() CycleBudget {
 	if c.CycleBudget == nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -30,7 +31,7 @@ func (b *builder) answer(it inbox.Item, refs map[string]codec.Ref, replaced map[
 	rs := &b.s.Run
 	a := *it.Approval
 	if slices.Contains(rs.AnswersConsumed, it.ID) {
-		b.emit("approval.ignored", nil, refs, "answer_already_consumed")
+		b.emit(event.ApprovalIgnored, nil, refs, "answer_already_consumed")
 		return
 	}
 	rs.AnswersConsumed = append(rs.AnswersConsumed, it.ID)
@@ -44,10 +45,10 @@ func (b *builder) answer(it inbox.Item, refs map[string]codec.Ref, replaced map[
 	i := slices.IndexFunc(rs.PendingApprovals, func(p state.PendingApproval) bool { return open(p) && p.CycleSeq == a.RequestCycle })
 	switch {
 	case i < 0 && slices.ContainsFunc(rs.PendingApprovals, open):
-		b.emit("approval.ignored", nil, refs, "answers_another_request")
+		b.emit(event.ApprovalIgnored, nil, refs, "answers_another_request")
 		return
 	case i < 0:
-		b.emit("approval.ignored", nil, refs, "no_pending_approval_for_ref")
+		b.emit(event.ApprovalIgnored, nil, refs, "no_pending_approval_for_ref")
 		return
 	}
 	if role, ok := loopRole(a.By); ok {
@@ -55,13 +56,13 @@ func (b *builder) answer(it inbox.Item, refs map[string]codec.Ref, replaced map[
 		// the loop is the loop approving its own plan.
 		b.guard.Author(a.ActionRef, controller.Distiller)
 		b.refused(b.guard.ApprovePlan(a.ActionRef, role))
-		b.emit("approval.ignored", nil, refs, "self_approval_refused", "by_"+role.String())
+		b.emit(event.ApprovalIgnored, nil, refs, "self_approval_refused", "by_"+role.String())
 		return
 	}
 	refs["action"] = a.ActionRef
 	if by, ok := replaced[it.ID]; ok {
 		refs["replaced_by"] = by
-		b.emit("approval.ignored", nil, refs, "replaced_by_later_answer")
+		b.emit(event.ApprovalIgnored, nil, refs, "replaced_by_later_answer")
 		return
 	}
 	reasons := []string{"verdict_" + a.Verdict}
@@ -71,7 +72,7 @@ func (b *builder) answer(it inbox.Item, refs map[string]codec.Ref, replaced map[
 	}
 	rs.PendingApprovals[i].Resolution = &a
 	b.approvals = append(b.approvals, a)
-	b.emit("approval.resolved", nil, refs, reasons...)
+	b.emit(event.ApprovalResolved, nil, refs, reasons...)
 }
 
 // answeredNow reports whether the answer with this id resolved its request

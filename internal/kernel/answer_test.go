@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/state"
@@ -102,8 +103,8 @@ func TestAnswers(t *testing.T) {
 			}
 			p, err := Begin(s, in)
 			require.NoError(t, err)
-			assert.Equal(t, c.resolved, reasonsOf(p.Events, "approval.resolved"))
-			assert.Equal(t, c.ignored, reasonsOf(p.Events, "approval.ignored"))
+			assert.Equal(t, c.resolved, reasonsOf(p.Events, event.ApprovalResolved))
+			assert.Equal(t, c.ignored, reasonsOf(p.Events, event.ApprovalIgnored))
 			open := slices.IndexFunc(p.b.s.Run.PendingApprovals, func(p state.PendingApproval) bool { return p.Ref == ref && p.Resolution == nil })
 			if c.verdict == "" {
 				assert.GreaterOrEqual(t, open, 0, "the request is still open")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/state"
@@ -56,7 +57,7 @@ func TestHardBudgetsAreCheckedBeforeSpending(t *testing.T) {
 		assert.Equal(t, state.Stopped, r.State.Run.LoopDisposition)
 		assert.Equal(t, []string{"budget_limit", "budget_cognitive_operations"}, r.State.Run.ReasonCodes)
 		assert.Zero(t, r.State.Run.Budget.CognitiveOperations, "nothing was spent")
-		assert.Empty(t, reasonsOf(r.Events, "cognition.run.completed"))
+		assert.Empty(t, reasonsOf(r.Events, event.DialogueCompleted))
 
 		s = newState(t, spec, budgeted(governance.Budgets{CognitiveOperations: governance.Limit{Hard: cost}}), failing)
 		r = cycleOnce(t, s, in)
@@ -91,7 +92,7 @@ func TestHardBudgetsAreCheckedBeforeSpending(t *testing.T) {
 		assert.Equal(t, state.Stopped, r.State.Run.LoopDisposition)
 		assert.Equal(t, []string{"budget_limit", "budget_wall_clock_seconds"}, r.State.Run.ReasonCodes)
 		assert.Zero(t, r.State.Run.Budget.Cycles, "a cycle stopped before it observed spends nothing")
-		assert.Empty(t, reasonsOf(r.Events, "semantic.state.encoded"))
+		assert.Empty(t, reasonsOf(r.Events, event.SemanticEncoded))
 	})
 
 	t.Run("wall clock: the watchdog keeps an effect from running past the run's deadline", func(t *testing.T) {
@@ -119,7 +120,7 @@ func TestSoftBudgetRestsUntilReplenished(t *testing.T) {
 	assert.Subset(t, rs.ReasonCodes, []string{"budget_soft_limit", "budget_actions"})
 	require.NotNil(t, rs.NextWake)
 	assert.Contains(t, rs.NextWake.Conditions, "budget actions: budget_replenished signal")
-	assert.Equal(t, 1, len(reasonsOf(r.Events, "budget.soft_limit.reached")))
+	assert.Equal(t, 1, len(reasonsOf(r.Events, event.BudgetSoftLimitReached)))
 
 	later := t0.Add(time.Hour)
 	changed := observe(spec, map[string]bool{"b": true}, false)
@@ -138,7 +139,7 @@ func TestSoftBudgetRestsUntilReplenished(t *testing.T) {
 	assert.Equal(t, map[string]int64{"actions": 1}, r2.State.Run.Budget.SoftBase)
 	assert.Equal(t, int64(2), r2.State.Run.Budget.Actions, "the new allowance was used")
 	assert.Equal(t, state.Deferred, r2.State.Run.LoopDisposition, "and rests again once it is used up")
-	assert.Equal(t, []string{"budget_actions"}, reasonsOf(r2.Events, "budget.replenished"))
+	assert.Equal(t, []string{"budget_actions"}, reasonsOf(r2.Events, event.BudgetReplenished))
 }
 
 func wake(id, source, ref string) inbox.Item {

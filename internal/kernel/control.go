@@ -8,6 +8,7 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
@@ -18,19 +19,7 @@ import (
 // acts in it, and the records that make every transition auditable.
 
 // Event types of the controller.
-const (
-	evTransition = "controller.transition.recorded"
-	evDeclared   = "controller.cycle.declared"
-	evTension    = "controller.tension.assessed"
-	evFitness    = "controller.fitness.fixed"
-	evViolation  = "controller.violation.refused"
-	evReadback   = "effect.readback.recorded"
-	evBlocked    = "sandbox.action.blocked"
-	evLearning   = "controller.learning.metabolized"
-	evCandidate  = "controller.candidate.forged"
-	evCascade    = "controller.cascade.recorded"
-	evRollback   = "controller.rollback.requested"
-)
+const ()
 
 // roleOf is the role that works in a controller state, and so the actor of
 // the transition that leaves it.
@@ -72,7 +61,7 @@ func (b *builder) declare(why []string) {
 	}
 	decl := controller.Declaration{Schema: controller.DeclarationSchema, CycleID: b.cycleID,
 		ParentCycleID: controller.CycleID(b.s.Run.RunID, b.cycle-1), Coordinates: b.coords, MaxDepth: b.maxDepth, Budget: cb}
-	ref := b.record(evDeclared, "cdecl", decl, nil)
+	ref := b.record(event.CycleDeclared, "cdecl", decl, nil)
 	reason := "continue"
 	if len(why) > 0 {
 		reason = strings.Join(why, ",")
@@ -102,7 +91,7 @@ func (b *builder) moveAs(role controller.Role, to controller.State, reason strin
 		b.fail(err)
 		return
 	}
-	ref := b.record(evTransition, "ctrans", t, nil, reason)
+	ref := b.record(event.Transition, "ctrans", t, nil, reason)
 	b.rec.ControllerTransitionRef = append(b.rec.ControllerTransitionRef, ref)
 	b.evMark = b.nEvents
 	b.handoff = slices.Clone(t.OutputHashes)
@@ -140,7 +129,7 @@ func (b *builder) refused(err error) bool {
 		b.fail(err)
 		return true
 	}
-	b.record(evViolation, "cviol", v, nil, v.Rule)
+	b.record(event.ViolationRefused, "cviol", v, nil, v.Rule)
 	return true
 }
 
@@ -176,10 +165,10 @@ func (b *builder) plan(action world.Action, actionRef, requestRef codec.Ref) cod
 	var f controller.FitnessContract
 	if b.carried != nil && codec.DecodeValue(*b.carried, &f) == nil {
 		ref = codec.NewRef("fit", codec.MustMarshal(f))
-		b.emit("controller.fitness.carried", nil, map[string]codec.Ref{"fitness": ref, "action": actionRef}, "fixed_when_proposed")
+		b.emit(event.FitnessCarried, nil, map[string]codec.Ref{"fitness": ref, "action": actionRef}, "fixed_when_proposed")
 	} else {
 		f = b.fitnessFor(action, actionRef)
-		ref = b.record(evFitness, "fit", f, map[string]codec.Ref{"action": actionRef})
+		ref = b.record(event.FitnessFixed, "fit", f, map[string]codec.Ref{"action": actionRef})
 	}
 	b.guard.Author(requestRef, controller.Distiller)
 	b.guard.Author(ref, controller.Distiller)
@@ -335,7 +324,7 @@ func (b *builder) forge(gap string, evidence codec.Ref) codec.Ref {
 		Spec:    "keep check " + b.check.ID + " (" + b.check.Summary + ") passing on " + b.check.Path,
 		Tests:   []string{"check " + b.check.ID + " passes after every change to " + b.check.Path},
 		Enabled: false, AuthorBy: controller.Distiller}
-	ref := b.record(evCandidate, "cand", c, map[string]codec.Ref{"evidence": evidence}, "candidate_disabled", gap)
+	ref := b.record(event.CandidateForged, "cand", c, map[string]codec.Ref{"evidence": evidence}, "candidate_disabled", gap)
 	b.guard.Author(ref, controller.Distiller)
 	// The candidate asks to promote itself: refused and recorded.
 	if err := b.guard.Promote(ref, controller.Distiller, ref); err != nil {
@@ -365,7 +354,7 @@ func (b *builder) cascade(target string) (codec.Ref, controller.Usage) {
 		cr.Recipients = cr.Recipients[:most]
 		cr.Impact += ",fanout_capped"
 	}
-	ref := b.record(evCascade, "casc", cr, nil)
+	ref := b.record(event.CascadeRecorded, "casc", cr, nil)
 	return ref, controller.Usage{CascadeFanout: int64(len(cr.Recipients))}
 }
 

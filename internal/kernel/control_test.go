@@ -11,19 +11,19 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
 
 // transitions returns a cycle's controller path as "from>to:reason".
-func transitions(t *testing.T, evs ...[]ledger.Event) []string {
+func transitions(t *testing.T, evs ...[]event.Event) []string {
 	t.Helper()
 	var out []string
 	for _, ev := range slices.Concat(evs...) {
-		if ev.Type == evTransition {
+		if ev.Type == event.Transition {
 			var tr controller.Transition
 			require.NoError(t, ev.Object.Decode(&tr))
 			out = append(out, tr.PreviousState.String()+">"+tr.NextState.String()+":"+tr.Reason)
@@ -32,7 +32,7 @@ func transitions(t *testing.T, evs ...[]ledger.Event) []string {
 	return out
 }
 
-func reasonsOf(evs []ledger.Event, typ string) []string {
+func reasonsOf(evs []event.Event, typ event.Kind) []string {
 	var out []string
 	for _, ev := range evs {
 		if ev.Type == typ {
@@ -129,10 +129,10 @@ func TestWakeHygiene(t *testing.T) {
 	}
 	p, err := Begin(s, Inputs{Now: t0.Add(time.Minute), Observation: obs, Inbox: items})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"source_external_event"}, reasonsOf(p.Events, "persistent.wake.accepted"))
-	assert.Equal(t, []string{"duplicate_dedup_key"}, reasonsOf(p.Events, "persistent.wake.coalesced"))
-	assert.Equal(t, []string{"unknown_source", "expired", "no_causal_parent", "carries_authority"}, reasonsOf(p.Events, "persistent.wake.rejected"))
-	assert.Equal(t, []string{controller.RuleRaise}, reasonsOf(p.Events, evViolation), "the raise is refused and recorded")
+	assert.Equal(t, []string{"source_external_event"}, reasonsOf(p.Events, event.WakeAccepted))
+	assert.Equal(t, []string{"duplicate_dedup_key"}, reasonsOf(p.Events, event.WakeCoalesced))
+	assert.Equal(t, []string{"unknown_source", "expired", "no_causal_parent", "carries_authority"}, reasonsOf(p.Events, event.WakeRejected))
+	assert.Equal(t, []string{controller.RuleRaise}, reasonsOf(p.Events, event.ViolationRefused), "the raise is refused and recorded")
 }
 
 // TestControls: the action is blocked if any required control is absent.
@@ -165,5 +165,5 @@ func TestControls(t *testing.T) {
 	r, err := Finish(p, Settlement{Blocked: "rollback_bundle_unavailable"})
 	require.NoError(t, err)
 	assert.Contains(t, transitions(t, r.Events), "checkpoint>blocked:rollback_bundle_unavailable")
-	assert.Empty(t, reasonsOf(r.Events, "sandbox.action.committed"), "nothing was done")
+	assert.Empty(t, reasonsOf(r.Events, event.ActionCommitted), "nothing was done")
 }

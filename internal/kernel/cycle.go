@@ -12,10 +12,10 @@ import (
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/intent"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/memory"
 	"github.com/acr-project/acr/internal/semantic"
 	"github.com/acr-project/acr/internal/state"
@@ -37,7 +37,7 @@ type Effect struct {
 type Pending struct {
 	// Events must be appended to the ledger (one durable batch) before the
 	// Effect is executed or anything else happens.
-	Events []ledger.Event
+	Events []event.Event
 	// Effect is the authorized action, or nil when the cycle has none.
 	Effect *Effect
 	// Ask, when set, is a request for the external proposer: the cycle is
@@ -56,7 +56,7 @@ type Result struct {
 	State State
 	// Events must be appended (one durable batch) before the next cycle
 	// starts or the cycle is reported.
-	Events  []ledger.Event
+	Events  []event.Event
 	Summary Summary
 }
 
@@ -87,7 +87,7 @@ type builder struct {
 	cycle  int64
 	now    time.Time
 	at     string
-	events []ledger.Event
+	events []event.Event
 	refs   []codec.Ref // refs of all events of the cycle, in order
 	// isTransition marks which of refs are controller transitions.
 	isTransition []bool
@@ -160,8 +160,8 @@ func (b *builder) memoryRefs() []codec.Ref {
 }
 
 // emit appends an event. obj may be nil.
-func (b *builder) emit(typ string, obj *ledger.Object, refs map[string]codec.Ref, reasons ...string) codec.Ref {
-	ev := ledger.Event{Type: typ, RunID: b.s.Run.RunID, CycleSeq: b.cycle, At: b.at, Refs: refs, Reasons: reasons, Object: obj}
+func (b *builder) emit(typ event.Kind, obj *event.Object, refs map[string]codec.Ref, reasons ...string) codec.Ref {
+	ev := event.Event{Type: typ, RunID: b.s.Run.RunID, CycleSeq: b.cycle, At: b.at, Refs: refs, Reasons: reasons, Object: obj}
 	if b.last != "" {
 		ev.Parents = []codec.Ref{b.last}
 	}
@@ -172,15 +172,15 @@ func (b *builder) emit(typ string, obj *ledger.Object, refs map[string]codec.Ref
 	}
 	b.events = append(b.events, ev)
 	b.refs = append(b.refs, ref)
-	b.isTransition = append(b.isTransition, typ == evTransition)
+	b.isTransition = append(b.isTransition, typ == event.Transition)
 	b.last = ref
 	b.nEvents++
 	return ref
 }
 
 // object wraps v as a content-addressed object.
-func (b *builder) object(kind string, v any) (*ledger.Object, codec.Ref) {
-	obj, err := ledger.NewObject(kind, v)
+func (b *builder) object(kind string, v any) (*event.Object, codec.Ref) {
+	obj, err := event.NewObject(kind, v)
 	if err != nil {
 		b.fail(err)
 		return nil, ""
@@ -189,7 +189,7 @@ func (b *builder) object(kind string, v any) (*ledger.Object, codec.Ref) {
 }
 
 // record emits an event that carries v and returns v's ref.
-func (b *builder) record(typ, kind string, v any, refs map[string]codec.Ref, reasons ...string) codec.Ref {
+func (b *builder) record(typ event.Kind, kind string, v any, refs map[string]codec.Ref, reasons ...string) codec.Ref {
 	obj, ref := b.object(kind, v)
 	b.emit(typ, obj, refs, reasons...)
 	return ref
@@ -220,20 +220,20 @@ func Begin(s State, in Inputs) (*Pending, error) {
 		return nil, err
 	}
 	b.rec.InputRefs = slices.Concat([]codec.Ref{m.ObservationRef}, m.InboxItems, m.Knowledge)
-	b.record(evStarted, "pin", m, map[string]codec.Ref{"prior_cycle": s.Run.LastCycleRef})
+	b.record(event.CycleStarted, "pin", m, map[string]codec.Ref{"prior_cycle": s.Run.LastCycleRef})
 	for _, ev := range inputEvents {
 		b.emit(ev.Type, ev.Object, ev.Refs, ev.Reasons...)
 	}
 	_, why := Eligible(s, in)
 	if prior := s.Run.LoopDisposition; prior != state.Continue && prior != state.DispositionInvalid {
-		b.emit("persistent.loop.woke", nil, nil, why...)
+		b.emit(event.LoopWoke, nil, nil, why...)
 	}
 	b.s.Environment = in.Observation
 	b.declare(why)
 	b.consumeInbox(in)
 	if in.KillSwitch && b.stop == nil {
 		b.stop = &state.StopRequest{Schema: state.StopSchema, ID: "kill-switch", By: "kill-switch", Kill: true, CreatedAt: b.at}
-		b.emit("persistent.stop.requested", nil, nil, "operator_kill_switch", "kill_switch_file")
+		b.emit(event.StopRequested, nil, nil, "operator_kill_switch", "kill_switch_file")
 	}
 	b.receiveKnowledge(in.Knowledge)
 	b.run()
@@ -291,27 +291,27 @@ func (b *builder) consumeInbox(in Inputs) {
 			w := *it.Wake
 			switch {
 			case !inbox.ValidSource(w.Source):
-				b.emit("persistent.wake.rejected", nil, refs, "unknown_source")
+				b.emit(event.WakeRejected, nil, refs, "unknown_source")
 			case expired(w.ExpiresAt, b.now):
-				b.emit("persistent.wake.rejected", nil, refs, "expired")
+				b.emit(event.WakeRejected, nil, refs, "expired")
 			case w.CausalParent == "":
-				b.emit("persistent.wake.rejected", nil, refs, "no_causal_parent")
+				b.emit(event.WakeRejected, nil, refs, "no_causal_parent")
 			case inbox.CheckPayload(w.Payload) != nil:
-				b.emit("persistent.wake.rejected", nil, refs, "carries_authority")
+				b.emit(event.WakeRejected, nil, refs, "carries_authority")
 				b.refused(b.guard.Raise(b.coords, controller.Coordinates{Authority: governance.AuthExternalAction}, controller.Observer, ref))
 			case slices.ContainsFunc(rs.DedupKeys, func(k state.DedupKey) bool { return k.Key == w.DedupKey }):
-				b.emit("persistent.wake.coalesced", nil, refs, "duplicate_dedup_key")
+				b.emit(event.WakeCoalesced, nil, refs, "duplicate_dedup_key")
 			default:
 				rs.DedupKeys = append(rs.DedupKeys, state.DedupKey{Key: w.DedupKey, Expires: w.ExpiresAt})
 				b.signals = append(b.signals, w)
-				b.emit("persistent.wake.accepted", nil, refs, "source_"+w.Source)
+				b.emit(event.WakeAccepted, nil, refs, "source_"+w.Source)
 				if w.Source == "budget_replenished" {
 					b.replenish(w, refs)
 				}
 				if w.Source == "manual_resume" && rs.Status == state.RunFaulted {
 					rs.Status = state.RunRunning
 					b.resumed = true
-					b.emit("persistent.run.resumed", nil, refs, "manual_resume")
+					b.emit(event.RunResumed, nil, refs, "manual_resume")
 				}
 				if w.Source == "scheduled_tick" || w.Source == "manual_resume" {
 					b.compactReq = b.compactReq || w.Reason == "compact"
@@ -322,7 +322,7 @@ func (b *builder) consumeInbox(in Inputs) {
 		case inbox.KindStop:
 			st := *it.Stop
 			b.stop = &st
-			b.emit("persistent.stop.requested", nil, refs, stopReason(st))
+			b.emit(event.StopRequested, nil, refs, stopReason(st))
 		}
 	}
 	slices.Sort(rs.InboxSeen)
@@ -358,7 +358,7 @@ func (b *builder) receiveKnowledge(updates []strategy.KnowledgeUpdate) {
 	b.s.Strategy, fresh = strategy.Receive(b.s.Strategy, updates, b.at)
 	for _, u := range fresh {
 		_, ref := b.object("know", u)
-		b.emit("strategy.knowledge.candidate", nil, map[string]codec.Ref{"update": ref}, "knowledge_source_changed", "candidate_not_promoted")
+		b.emit(event.KnowledgeCandidate, nil, map[string]codec.Ref{"update": ref}, "knowledge_source_changed", "candidate_not_promoted")
 	}
 }
 
@@ -400,14 +400,14 @@ func (b *builder) run() {
 	// Observe: semantic state and self-observation.
 	b.move(controller.Observe, "inputs_accepted", b.rec.InputRefs...)
 	sem := semantic.Encode(b.s.Environment, &b.s.Spec)
-	b.rec.SemanticStateRef = b.record("semantic.state.encoded", "sem", sem, nil)
+	b.rec.SemanticStateRef = b.record(event.SemanticEncoded, "sem", sem, nil)
 	self := semantic.Observe(rs, b.cycle, len(b.s.Commitments.Commitments))
-	b.rec.SelfObservationRef = b.record("self.observation.recorded", "self", self, nil)
+	b.rec.SelfObservationRef = b.record(event.SelfObserved, "self", self, nil)
 	b.move(controller.Align, "context_snapshot", b.rec.SemanticStateRef, b.rec.SelfObservationRef)
 
 	// Align with the accepted intent.
 	if al := intent.Align(&b.s.Goal, b.now); !al.Aligned {
-		b.emit("controller.cycle.blocked", nil, nil, append([]string{"intent_review_required"}, al.Reasons...)...)
+		b.emit(event.CycleBlocked, nil, nil, append([]string{"intent_review_required"}, al.Reasons...)...)
 		b.block(controller.IntentCustodian, "intent_review_required")
 		b.conclude(state.Deferred, append([]string{"intent_review_required"}, al.Reasons...))
 		return
@@ -517,7 +517,7 @@ func (b *builder) assessTension(sem semantic.State) (controller.TensionReport, c
 		in.Maintenance = append(in.Maintenance, "compaction")
 	}
 	t := controller.Assess(in)
-	return t, b.record(evTension, "tens", t, map[string]codec.Ref{"observation": obs}, t.Classes...)
+	return t, b.record(event.TensionAssessed, "tens", t, map[string]codec.Ref{"observation": obs}, t.Classes...)
 }
 
 // evaluateCommitments evaluates live commitments' conditions and applies
@@ -528,7 +528,7 @@ func (b *builder) evaluateCommitments() {
 	}
 	ctx := commitment.Context{Now: b.now, Observation: b.s.Environment, Signals: b.signals, Approvals: b.approvals}
 	cands := commitment.Evaluate(b.s.Commitments, ctx)
-	evRef := b.record("commitment.conditions.evaluated", "ceval", map[string]any{"candidates": nonNil(cands), "cycle_seq": b.cycle}, nil)
+	evRef := b.record(event.ConditionsEvaluated, "ceval", map[string]any{"candidates": nonNil(cands), "cycle_seq": b.cycle}, nil)
 	for _, c := range cands {
 		b.transition(commitment.Transition{Kind: c.Kind, CommitmentID: c.CommitmentID, ExpectedVersion: c.ExpectedVersion, Reason: c.Reason, At: b.at},
 			map[string]codec.Ref{"evaluation": evRef})
@@ -551,7 +551,7 @@ func (b *builder) transition(t commitment.Transition, refs map[string]codec.Ref)
 		return
 	}
 	b.s.Commitments = store
-	ref := b.record("commitment."+lifecycleVerb(t.Kind), "cmt", c, refs, t.Reason)
+	ref := b.record(event.Commitment(lifecycleVerb(t.Kind)), "cmt", c, refs, t.Reason)
 	b.rec.CommitmentRefs = append(b.rec.CommitmentRefs, ref)
 	if t.Kind == commitment.Expire {
 		// An expired promise is not renewed on the spot: the item waits
@@ -561,7 +561,7 @@ func (b *builder) transition(t commitment.Transition, refs map[string]codec.Ref)
 		b.suppress(state.Suppression{ItemID: c.ItemID, Reason: "commitment_expired", Since: b.at, EvidenceRef: string(r.TargetSHA256)})
 	}
 	if t.Kind == commitment.Resume {
-		b.emit("persistent.commitment.resumed", nil, map[string]codec.Ref{"commitment": ref}, "explicit_resume")
+		b.emit(event.CommitmentResumeAnnounced, nil, map[string]codec.Ref{"commitment": ref}, "explicit_resume")
 	}
 	if t.Kind == commitment.Resume || t.Kind == commitment.Expire {
 		b.woken = append(b.woken, c.ID)
@@ -595,7 +595,7 @@ func (b *builder) liftDeferrals() {
 				return false
 			}
 		}
-		b.emit("agenda.deferral.lifted", nil, map[string]codec.Ref{"decision": d.DecisionRef}, "evidence_arrived", d.ItemID)
+		b.emit(event.DeferralLifted, nil, map[string]codec.Ref{"decision": d.DecisionRef}, "evidence_arrived", d.ItemID)
 		return true
 	})
 }
@@ -610,10 +610,10 @@ func (b *builder) liftSuppressions() {
 		r, ok := b.s.Environment.Check(checkID)
 		switch {
 		case !ok || r.Status == world.CheckPass:
-			b.emit("agenda.suppression.lifted", nil, nil, "check_passes", sp.ItemID)
+			b.emit(event.SuppressionLifted, nil, nil, "check_passes", sp.ItemID)
 			return true
 		case sp.EvidenceRef != "" && string(r.TargetSHA256) != sp.EvidenceRef:
-			b.emit("agenda.suppression.lifted", nil, nil, "new_evidence", sp.ItemID)
+			b.emit(event.SuppressionLifted, nil, nil, "new_evidence", sp.ItemID)
 			return true
 		}
 		return false
@@ -640,25 +640,25 @@ func (b *builder) strategize() {
 	}
 	t := strategy.Assess(strategy.Inputs{CycleSeq: b.cycle, Failures: failures, Targets: targets, Candidates: open, FailureThreshold: pol.FailureThreshold})
 	b.strategic = t
-	b.rec.StrategicTensionRef = b.record("strategy.tension.observed", "tension", t, nil)
+	b.rec.StrategicTensionRef = b.record(event.StrategicTension, "tension", t, nil)
 	tr := strategy.NeedsReview(t, b.s.Strategy)
-	b.rec.ReviewTriggerRef = b.record("strategy.review.evaluated", "trigger", tr, nil, tr.Reasons...)
+	b.rec.ReviewTriggerRef = b.record(event.ReviewEvaluated, "trigger", tr, nil, tr.Reasons...)
 	if tr.Decision != strategy.Review {
 		return
 	}
 	if b.maxDepth < 2 {
 		// A review is D2 cognition: a cycle declared below it skips the
 		// review rather than deepen itself.
-		b.emit("strategy.review.capped", nil, map[string]codec.Ref{"trigger": b.rec.ReviewTriggerRef}, "cognitive_depth_below_D2")
+		b.emit(event.ReviewCapped, nil, map[string]codec.Ref{"trigger": b.rec.ReviewTriggerRef}, "cognitive_depth_below_D2")
 		return
 	}
-	b.emit("strategy.review.requested", nil, map[string]codec.Ref{"trigger": b.rec.ReviewTriggerRef}, tr.Reasons...)
+	b.emit(event.ReviewRequested, nil, map[string]codec.Ref{"trigger": b.rec.ReviewTriggerRef}, tr.Reasons...)
 	var ret strategy.Retrieval
 	var ov *strategy.Overlay
 	b.s.Strategy, ret, ov = strategy.Apply(t, tr, b.s.Goal.Registry(), b.s.Strategy)
-	b.rec.LensRetrievalRef = b.record("strategy.lens.retrieved", "lensret", ret, nil, "candidates_not_active")
+	b.rec.LensRetrievalRef = b.record(event.LensRetrieved, "lensret", ret, nil, "candidates_not_active")
 	if ov != nil {
-		b.rec.RoutingProfileRef = b.record("strategy.routing.overlaid", "route", *ov, nil, "routing_overlay_not_truth")
+		b.rec.RoutingProfileRef = b.record(event.RoutingOverlaid, "route", *ov, nil, "routing_overlay_not_truth")
 	}
 	b.sum.StrategicReview = true
 }
@@ -700,11 +700,11 @@ func (b *builder) resolveAgenda(sem semantic.State) {
 	}
 	b.res = agenda.Resolve(in)
 	b.candidates = len(b.res.Candidates)
-	typ := "agenda.resolution.selected"
+	typ := event.AgendaSelected
 	if b.res.Outcome == agenda.NoAgenda {
-		typ = "agenda.resolution.empty"
+		typ = event.AgendaEmpty
 	}
-	b.emit("agenda.candidates.proposed", nil, nil, fmt.Sprintf("candidates_%d", len(b.res.Candidates)))
+	b.emit(event.CandidatesProposed, nil, nil, fmt.Sprintf("candidates_%d", len(b.res.Candidates)))
 	b.resRef = b.record(typ, "ares", b.res, nil, b.res.ReasonCodes...)
 	b.rec.AgendaResolutionRef = b.resRef
 	b.s.Run.ActiveAgendaResolutionRef = b.resRef
@@ -752,13 +752,13 @@ func (b *builder) think() {
 		b.conclude(state.Stopped, []string{"budget_limit", "budget_cognitive_operations"})
 		return
 	}
-	t.progRef = b.record("cognition.program.compiled", "cprog", t.prog, nil)
+	t.progRef = b.record(event.ProgramCompiled, "cprog", t.prog, nil)
 	b.rec.CognitiveProgramRef = t.progRef
 	b.thought = t
 	if t.prog.Proposer {
 		// Stop here: the driver asks the proposer, Answer goes on.
 		t.request = b.proposalRequest(result)
-		t.requestRef = b.record(evProposalRequested, "preq", t.request, map[string]codec.Ref{"program": t.progRef})
+		t.requestRef = b.record(event.ProposalRequested, "preq", t.request, map[string]codec.Ref{"program": t.progRef})
 		return
 	}
 	b.decide()
@@ -789,7 +789,7 @@ func (b *builder) decide() {
 	} else {
 		dlg, action = cognition.Run(t.prog, progRef, sit)
 	}
-	b.rec.DialogueRef = b.record("cognition.run.completed", "dlg", dlg, map[string]codec.Ref{"program": progRef}, dlg.Result)
+	b.rec.DialogueRef = b.record(event.DialogueCompleted, "dlg", dlg, map[string]codec.Ref{"program": progRef}, dlg.Result)
 	rs.Budget.CognitiveOperations += int64(dlg.Operations)
 	depth := int64(1)
 	if b.sum.StrategicReview {
@@ -823,7 +823,7 @@ func (b *builder) decide() {
 	})
 	if ai >= 0 && rs.Attempts[ai].Count >= pol.RepeatLimit {
 		// Stop rule: recursion that repeats without new evidence.
-		b.emit("loop.guard.tripped", nil, nil, "repeat_without_progress", b.item)
+		b.emit(event.GuardTripped, nil, nil, "repeat_without_progress", b.item)
 		b.moveAs(controller.Distiller, controller.Blocked, "repeat_without_progress", used, b.resRef, progRef, b.rec.DialogueRef)
 		b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "repeat_without_progress", Since: b.at, EvidenceRef: b.evidence})
 		b.conclude(b.afterSetback(), []string{"repeat_without_progress"})
@@ -880,7 +880,7 @@ func (b *builder) resumeApproval(i int) {
 	if p.ProposalOnly {
 		// A1: the person reviewed a proposal. The loop acts on nothing;
 		// the item waits for its target to change.
-		b.record("controller.proposal.reviewed", "prev", map[string]any{"proposal": p.Ref, "verdict": p.Resolution.Verdict,
+		b.record(event.ProposalReviewed, "prev", map[string]any{"proposal": p.Ref, "verdict": p.Resolution.Verdict,
 			"by": p.Resolution.By, "fitness_ref": p.FitnessRef, "cycle_seq": b.cycle}, map[string]codec.Ref{"action": p.Ref}, "verdict_"+p.Resolution.Verdict)
 		b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "proposal_reviewed", Since: b.at, EvidenceRef: b.evidence})
 		b.move(controller.NoCycle, "proposal_reviewed_by_operator", b.resRef)
@@ -901,7 +901,7 @@ func (b *builder) selectRecorded(itemID, checkID string, source agenda.Source, r
 	}
 	b.res = agenda.Resolution{Schema: agenda.Schema, CycleSeq: b.cycle, Candidates: []agenda.Candidate{}, Excluded: []agenda.Exclusion{},
 		Outcome: agenda.Selected, Selected: &agenda.Candidate{ItemID: itemID, CheckID: checkID, Source: source}, ReasonCodes: []string{reason}}
-	b.resRef = b.record("agenda.resolution.selected", "ares", b.res, refs, b.res.ReasonCodes...)
+	b.resRef = b.record(event.AgendaSelected, "ares", b.res, refs, b.res.ReasonCodes...)
 	b.rec.AgendaResolutionRef = b.resRef
 	b.s.Run.ActiveAgendaResolutionRef = b.resRef
 	b.sum.Agenda = itemID
@@ -930,7 +930,7 @@ func (b *builder) rollback() {
 func (b *builder) govern(action world.Action, approval *state.Approval, commitmentID string) {
 	rs := &b.s.Run
 	actionRef := action.Ref()
-	b.rec.ActionRequestRef = b.record("action.request.proposed", "areq", action, nil)
+	b.rec.ActionRequestRef = b.record(event.ActionProposed, "areq", action, nil)
 	b.areqRef = b.rec.ActionRequestRef
 	fitRef := b.plan(action, actionRef, b.areqRef)
 	result, known := b.s.Environment.Check(action.CheckID)
@@ -944,8 +944,8 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 		StillNeeded: !known || result.Status == world.CheckFail || action.CheckID == "" || action.Operation == world.OpRestore, Approval: approval,
 	}
 	d := governance.Decide(&b.s.Contract, &b.s.Spec, req)
-	decRef := b.record("governance.decision.recorded", "gdec", d, map[string]codec.Ref{"action": actionRef}, d.ReasonCodes...)
-	rcptRef := b.record("governance.receipt.recorded", "grcpt", governance.NewReceipt(d, decRef, req), map[string]codec.Ref{"decision": decRef})
+	decRef := b.record(event.DecisionRecorded, "gdec", d, map[string]codec.Ref{"action": actionRef}, d.ReasonCodes...)
+	rcptRef := b.record(event.ReceiptRecorded, "grcpt", governance.NewReceipt(d, decRef, req), map[string]codec.Ref{"decision": decRef})
 	b.rec.GovernanceDecisionRef = decRef
 	b.rec.GovernanceDecision = d.Verdict.String()
 	b.sum.GovernanceDecision = d.Verdict.String()
@@ -985,7 +985,7 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 		b.rec.IdempotencyKey = key
 		b.sum.IdempotencyKey = key
 		b.move(controller.Checkpoint, "governance_execute", decRef, rcptRef)
-		b.emit("sandbox.action.requested", nil, map[string]codec.Ref{"action": actionRef, "decision": decRef}, "idempotency_key_derived")
+		b.emit(event.ActionRequested, nil, map[string]codec.Ref{"action": actionRef, "decision": decRef}, "idempotency_key_derived")
 	case governance.Refuse:
 		b.block(controller.IntentCustodian, "governance_refused_"+d.ReasonCodes[0], decRef, rcptRef)
 		b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "refused_" + d.ReasonCodes[0], DecisionRef: decRef, Since: b.at})
@@ -999,7 +999,7 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 			ItemID: b.item, Reason: d.ReasonCodes[0], RequestedAt: b.at, CycleSeq: b.cycle, Action: mustValue(action),
 			ProposalOnly: b.coords.AutonomyLevel() <= 1, FitnessRef: fitRef, Fitness: ptr(mustValue(b.fitness)),
 		})
-		b.emit("approval.requested", nil, map[string]codec.Ref{"action": actionRef, "decision": decRef}, d.ReasonCodes...)
+		b.emit(event.ApprovalRequested, nil, map[string]codec.Ref{"action": actionRef, "decision": decRef}, d.ReasonCodes...)
 		b.move(controller.Propose, d.ReasonCodes[0], decRef, rcptRef, fitRef)
 		b.conclude(b.orResting(more), append([]string{"governance_escalated"}, d.ReasonCodes...))
 	case governance.Defer:
@@ -1029,7 +1029,7 @@ func (b *builder) deferItem(d governance.Decision, decRef codec.Ref, commitmentI
 	if pol.DeferTo == "defer" {
 		rs.Deferred = append(rs.Deferred, state.DeferredItem{ItemID: b.item, Evidence: d.MissingEvidence, Reason: "evidence_missing", Since: b.at, DecisionRef: decRef})
 		slices.SortFunc(rs.Deferred, func(a, c state.DeferredItem) int { return strings.Compare(a.ItemID, c.ItemID) })
-		b.emit("persistent.work.deferred", nil, map[string]codec.Ref{"decision": decRef}, "evidence_missing")
+		b.emit(event.WorkDeferred, nil, map[string]codec.Ref{"decision": decRef}, "evidence_missing")
 		return
 	}
 	if c, ok := b.s.Commitments.ForItem(b.item); ok && commitmentID != "" {
@@ -1047,7 +1047,7 @@ func (b *builder) deferItem(d governance.Decision, decRef codec.Ref, commitmentI
 	}
 	promo := map[string]any{"kind": "PROMOTE_TO_COMMITMENT", "item_id": b.item, "commitment_id": c.ID, "agenda_resolution_ref": b.resRef, "decision_ref": decRef,
 		"policy": "defer_to_sleep", "cycle_seq": b.cycle}
-	pref := b.record("agenda.promotion.recorded", "promo", promo, map[string]codec.Ref{"resolution": b.resRef}, "PROMOTE_TO_COMMITMENT")
+	pref := b.record(event.PromotionRecorded, "promo", promo, map[string]codec.Ref{"resolution": b.resRef}, "PROMOTE_TO_COMMITMENT")
 	b.transition(commitment.Transition{Kind: commitment.Create, New: &c, Reason: "promoted_deferred_work", At: b.at}, map[string]codec.Ref{"promotion": pref})
 }
 
@@ -1089,12 +1089,12 @@ func (b *builder) settle(st Settlement) {
 			Ref: e.ActionRef, DecisionRef: e.DecisionRef, Operation: string(e.Action.Operation), Target: e.Action.Target, CheckID: e.Action.CheckID,
 			ItemID: b.item, Reason: "uncertain_effect", RequestedAt: b.at, CycleSeq: b.cycle, Action: mustValue(e.Action),
 		})
-		b.emit("approval.requested", nil, map[string]codec.Ref{"action": e.ActionRef}, "recovery_uncertain_effect")
+		b.emit(event.ApprovalRequested, nil, map[string]codec.Ref{"action": e.ActionRef}, "recovery_uncertain_effect")
 		b.moveAs(controller.Executor, controller.ObserveEffect, "effect_uncertain", controller.Usage{ToolActions: 1})
 		b.move(controller.Evaluate, "no_readback")
-		ev := Evaluation{Schema: EvaluationSchema, ActionRef: e.ActionRef, FitnessRef: b.fitnessRef, Expected: b.expected(e.Action),
+		ev := event.Evaluation{Schema: event.EvaluationSchema, ActionRef: e.ActionRef, FitnessRef: b.fitnessRef, Expected: b.expected(e.Action),
 			Observed: "unknown: recovery could not tell whether the effect happened", Result: "operator_review_required", Actor: "evaluator"}
-		evRef := b.record("evaluation.recorded", "evalr", ev, nil, ev.Result)
+		evRef := b.record(event.EvaluationRecorded, "evalr", ev, nil, ev.Result)
 		b.rec.EvaluationRef = evRef
 		b.move(controller.Metabolize, ev.Result, evRef)
 		b.metabolize(ev.Result, "", evRef)
@@ -1103,9 +1103,9 @@ func (b *builder) settle(st Settlement) {
 	}
 	out := *st.Outcome
 	rs.Budget.Actions++
-	typ := "sandbox.action.committed"
+	typ := event.ActionCommitted
 	if out.Status != world.OutcomeCommitted {
-		typ = "sandbox.action.not_applied"
+		typ = event.ActionNotApplied
 	}
 	outRef := b.record(typ, "wout", out, map[string]codec.Ref{"action": e.ActionRef, "decision": e.DecisionRef}, string(out.Status))
 	b.guard.Author(outRef, controller.Executor)
@@ -1122,18 +1122,18 @@ func (b *builder) settle(st Settlement) {
 
 	var rbRef codec.Ref
 	if st.Readback != nil {
-		rbRef = b.record(evReadback, "rdbk", *st.Readback, map[string]codec.Ref{"outcome": outRef}, "independent_readback")
+		rbRef = b.record(event.ReadbackRecorded, "rdbk", *st.Readback, map[string]codec.Ref{"outcome": outRef}, "independent_readback")
 		b.guard.Author(rbRef, controller.Observer)
 	}
 	b.move(controller.Evaluate, "effect_observed", rbRef)
 
 	result, why := evaluateEffect(e.Action, out, st.Readback, b.fitness)
-	ev := Evaluation{Schema: EvaluationSchema, ActionRef: e.ActionRef, OutcomeRef: outRef, ReadbackRef: rbRef, FitnessRef: b.fitnessRef,
+	ev := event.Evaluation{Schema: event.EvaluationSchema, ActionRef: e.ActionRef, OutcomeRef: outRef, ReadbackRef: rbRef, FitnessRef: b.fitnessRef,
 		Expected: b.expected(e.Action), Observed: why, Result: result, Actor: "evaluator"}
 	if result == "rollback_required" && st.Rollback == nil {
 		ev.Result, ev.Observed = "operator_review_required", why+"; no rollback bundle to undo it"
 	}
-	evRef := b.record("evaluation.recorded", "evalr", ev, map[string]codec.Ref{"outcome": outRef, "fitness": b.fitnessRef}, ev.Result)
+	evRef := b.record(event.EvaluationRecorded, "evalr", ev, map[string]codec.Ref{"outcome": outRef, "fitness": b.fitnessRef}, ev.Result)
 	b.guard.Author(evRef, controller.Evaluator)
 	if err := b.guard.AcceptEvaluation(evRef, outRef, []codec.Ref{outRef, rbRef}); err != nil {
 		b.refused(err)
@@ -1178,7 +1178,7 @@ func (b *builder) settle(st Settlement) {
 			Action: mustValue(st.Rollback.RestoreAction(e.Action.CheckID, out.AfterSHA256)), EvaluationRef: evRef}
 		rs.Rollbacks = append(rs.Rollbacks, req)
 		b.move(controller.Rollback, ev.Result, evRef)
-		reqRef := b.record(evRollback, "rbreq", req, map[string]codec.Ref{"evaluation": evRef}, "rollback_bundle_queued")
+		reqRef := b.record(event.RollbackRequested, "rbreq", req, map[string]codec.Ref{"evaluation": evRef}, "rollback_bundle_queued")
 		b.move(controller.Metabolize, "rollback_queued", reqRef)
 		b.metabolize(ev.Result, out.Target, outRef, rbRef, evRef)
 		b.conclude(disp, reasons)
@@ -1188,7 +1188,7 @@ func (b *builder) settle(st Settlement) {
 			Ref: e.ActionRef, DecisionRef: e.DecisionRef, Operation: string(e.Action.Operation), Target: e.Action.Target, CheckID: e.Action.CheckID,
 			ItemID: b.item, Reason: "evaluation_needs_operator_review", RequestedAt: b.at, CycleSeq: b.cycle, Action: mustValue(e.Action), ProposalOnly: true,
 		})
-		b.emit("approval.requested", nil, map[string]codec.Ref{"action": e.ActionRef, "evaluation": evRef}, "evaluation_needs_operator_review")
+		b.emit(event.ApprovalRequested, nil, map[string]codec.Ref{"action": e.ActionRef, "evaluation": evRef}, "evaluation_needs_operator_review")
 		disp = b.resting()
 	}
 	b.move(controller.Metabolize, ev.Result, evRef)
@@ -1201,7 +1201,7 @@ func (b *builder) settle(st Settlement) {
 // cascade; finish takes it back to sleep.
 func (b *builder) metabolize(result, target string, evidence ...codec.Ref) {
 	delta := b.learn(result, evidence)
-	dRef := b.record(evLearning, "ldelta", delta, nil, result)
+	dRef := b.record(event.LearningMetabolized, "ldelta", delta, nil, result)
 	b.guard.Author(dRef, controller.Promoter)
 	next := dRef
 	if gap, ok := b.gapDemonstrated(); ok && b.coords.AutonomyLevel() >= 4 {
@@ -1211,26 +1211,6 @@ func (b *builder) metabolize(result, target string, evidence ...codec.Ref) {
 	b.move(controller.Cascade, "metabolized", next)
 	ref, used := b.cascade(target)
 	b.restOut, b.restUsed = []codec.Ref{ref}, used
-}
-
-// EvaluationSchema names an evaluation.
-const EvaluationSchema = "acr.evaluation/v0.1"
-
-// Evaluation compares the expected effect of an action with what the
-// observer read back, by the FitnessContract fixed before the action. It
-// is the evaluator's artifact, separate from the executor's outcome.
-type Evaluation struct {
-	Schema      string    `json:"schema"`
-	ActionRef   codec.Ref `json:"action_ref"`
-	OutcomeRef  codec.Ref `json:"outcome_ref"`
-	ReadbackRef codec.Ref `json:"readback_ref,omitempty"`
-	FitnessRef  codec.Ref `json:"fitness_ref"`
-	Expected    string    `json:"expected"`
-	Observed    string    `json:"observed"`
-	// Result: accepted | partially_accepted | rejected | inconclusive |
-	// rollback_required | operator_review_required.
-	Result string `json:"result"`
-	Actor  string `json:"actor"`
 }
 
 func (b *builder) expected(a world.Action) string {
@@ -1271,12 +1251,12 @@ func (b *builder) finish() {
 		} else {
 			nb, comp, err := memory.Compact(b.s.Context, b.cycle, trigger, mp)
 			if err != nil {
-				b.emit("context.compaction.failed", nil, nil, err.Error())
+				b.emit(event.CompactionFailed, nil, nil, err.Error())
 				b.conclude(state.Faulted, []string{"compaction_failed"})
 			} else {
 				b.s.Context = nb
 				rs.Budget.Compactions++
-				b.rec.ContextCompressionRef = b.record("context.compaction.completed", "ccomp", comp, nil, trigger)
+				b.rec.ContextCompressionRef = b.record(event.CompactionCompleted, "ccomp", comp, nil, trigger)
 				b.sum.Compacted = true
 			}
 		}
@@ -1325,8 +1305,8 @@ func (b *builder) finish() {
 		chk.LastWorldCommitRef = b.rec.WorldOutcomeRef
 	}
 	b.s.Checkpoint = chk
-	chkRef := b.record("persistent.checkpoint.created", kindCheckpoint, chk, map[string]codec.Ref{"cycle": cycRef})
-	b.record("persistent.cycle.completed", kindCycle, b.rec, map[string]codec.Ref{"checkpoint": chkRef}, rs.LoopDisposition.String())
+	chkRef := b.record(event.CheckpointCreated, kindCheckpoint, chk, map[string]codec.Ref{"cycle": cycRef})
+	b.record(event.CycleCompleted, kindCycle, b.rec, map[string]codec.Ref{"checkpoint": chkRef}, rs.LoopDisposition.String())
 
 	b.sum.CycleRef = cycRef
 	b.sum.LoopDisposition = d
@@ -1337,17 +1317,17 @@ func (b *builder) finish() {
 func (b *builder) emitDisposition(d state.Disposition) {
 	switch d {
 	case state.Idle:
-		b.emit("persistent.loop.idled", nil, nil, b.reasons...)
+		b.emit(event.LoopIdled, nil, nil, b.reasons...)
 	case state.Sleep:
-		b.emit("persistent.loop.slept", nil, nil, b.reasons...)
+		b.emit(event.LoopSlept, nil, nil, b.reasons...)
 	case state.Deferred:
-		b.emit("persistent.loop.deferred", nil, nil, b.reasons...)
+		b.emit(event.LoopDeferred, nil, nil, b.reasons...)
 	case state.WaitApproval:
-		b.emit("persistent.loop.waiting_approval", nil, nil, b.reasons...)
+		b.emit(event.LoopWaitingApproval, nil, nil, b.reasons...)
 	case state.Stopped:
-		b.emit("persistent.run.stopped", nil, nil, b.reasons...)
+		b.emit(event.RunStopped, nil, nil, b.reasons...)
 	case state.Faulted:
-		b.emit("persistent.run.faulted", nil, nil, b.reasons...)
+		b.emit(event.RunFaulted, nil, nil, b.reasons...)
 	}
 }
 
@@ -1357,7 +1337,7 @@ func (b *builder) protected() []memory.Protected {
 	ps := []memory.Protected{
 		{Kind: "goal", Ref: string(codec.MustRefOf(kindGoal, b.s.Goal))},
 		{Kind: "contract", Ref: string(codec.MustRefOf(kindContract, b.s.Contract))},
-		{Kind: "authority", Ref: string(AuthorityRef(b.s.Contract))},
+		{Kind: "authority", Ref: string(b.s.Contract.AuthorityRef())},
 	}
 	for _, c := range b.s.Commitments.Commitments {
 		ps = append(ps, memory.Protected{Kind: "commitment", Ref: fmt.Sprintf("%s@v%d", c.ID, c.Version)})

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
@@ -29,8 +29,8 @@ type Store interface {
 // Ledger is the append-only history.
 type Ledger interface {
 	Frontier() state.Frontier
-	Append([]ledger.Event) ([]ledger.Record, error)
-	ReadRange(from state.Frontier, to int64) ([]ledger.Record, error)
+	Append([]event.Event) ([]event.Record, error)
+	ReadRange(from state.Frontier, to int64) ([]event.Record, error)
 	CheckFrontier(state.Frontier) error
 	Torn() *ledger.Torn
 	RepairTail() (*ledger.Torn, []byte, error)
@@ -244,7 +244,7 @@ func (d *Driver) Open() error {
 		return err
 	}
 	rec.LedgerEventsBeyondCP = len(recs)
-	needed := torn != nil || slices.ContainsFunc(recs, func(r ledger.Record) bool { return !outOfBand(r.Event.Type) })
+	needed := torn != nil || slices.ContainsFunc(recs, func(r event.Record) bool { return !r.Event.Type.OutOfBand() })
 	if needed || len(recs) > 0 {
 		if err := d.complete(); err != nil {
 			return err
@@ -258,13 +258,13 @@ func (d *Driver) Open() error {
 		if len(recs) > 0 {
 			reasons = append(reasons, "ledger_ahead_of_checkpoint")
 		}
-		if err := d.appendOOB("persistent.recovery.started", nil, reasons); err != nil {
+		if err := d.appendOOB(event.RecoveryStarted, nil, reasons); err != nil {
 			return err
 		}
 	}
 	if torn != nil {
-		obj, _ := ledger.NewObject("torn", map[string]any{"offset": torn.Offset, "length": torn.Length, "sha256": codec.FingerprintOf(tornBytes)})
-		if err := d.appendOOB("ledger.tail.repaired", obj, []string{"torn_last_line_truncated"}); err != nil {
+		obj, _ := event.NewObject("torn", map[string]any{"offset": torn.Offset, "length": torn.Length, "sha256": codec.FingerprintOf(tornBytes)})
+		if err := d.appendOOB(event.TailRepaired, obj, []string{"torn_last_line_truncated"}); err != nil {
 			return err
 		}
 	}
@@ -280,33 +280,19 @@ func (d *Driver) Open() error {
 		rec.Classification = "torn_tail_repaired"
 	}
 	d.recovery = rec
-	obj, err := ledger.NewObject("recovery", rec)
+	obj, err := event.NewObject("recovery", rec)
 	if err != nil {
 		return err
 	}
-	if err := d.appendOOB("persistent.recovery.completed", obj, []string{rec.Classification}); err != nil {
+	if err := d.appendOOB(event.RecoveryCompleted, obj, []string{rec.Classification}); err != nil {
 		return err
 	}
 	return d.commit()
 }
 
-// evIntent records an effect's intent, appended with the decision.
-const evIntent = "sandbox.action.intent"
-
-// OutOfBand reports events that are not produced by a cycle step: they
-// record what the driver did or learned from a provider (repairs,
-// recoveries, provider failures, an effect's intent), and replay skips
-// them when it re-derives cycles.
-func OutOfBand(typ string) bool {
-	return strings.HasPrefix(typ, "persistent.recovery.") || strings.HasPrefix(typ, "persistent.provider.") ||
-		strings.HasPrefix(typ, "ledger.") || typ == "inbox.item.quarantined" || typ == evIntent || typ == evBlocked
-}
-
-func outOfBand(typ string) bool { return OutOfBand(typ) }
-
 // rollForward replays the ledger records beyond the checkpoint.
-func (d *Driver) rollForward(recs []ledger.Record, rec *Recovery) error {
-	var group []ledger.Record
+func (d *Driver) rollForward(recs []event.Record, rec *Recovery) error {
+	var group []event.Record
 	flush := func(last bool) error {
 		if len(group) == 0 {
 			return nil
@@ -316,8 +302,8 @@ func (d *Driver) rollForward(recs []ledger.Record, rec *Recovery) error {
 		return d.replayCycle(g, last, rec)
 	}
 	for i, r := range recs {
-		if outOfBand(r.Event.Type) {
-			if r.Event.Type == "persistent.provider.failed" {
+		if r.Event.Type.OutOfBand() {
+			if r.Event.Type == event.ProviderFailed {
 				d.failures++
 			}
 			if len(group) > 0 {
@@ -327,7 +313,7 @@ func (d *Driver) rollForward(recs []ledger.Record, rec *Recovery) error {
 			}
 			continue
 		}
-		if r.Event.Type == "persistent.run.faulted" && r.Event.CycleSeq == d.state.Run.CycleSeq {
+		if r.Event.Type == event.RunFaulted && r.Event.CycleSeq == d.state.Run.CycleSeq {
 			// A fault recorded outside a cycle (Fault) whose checkpoint was
 			// not written: apply it again.
 			st, _, err := Fault(d.state, parseAt(r.Event.At), r.Event.Reasons)
@@ -338,16 +324,16 @@ func (d *Driver) rollForward(recs []ledger.Record, rec *Recovery) error {
 			rec.Recovered = true
 			continue
 		}
-		if r.Event.Type == "persistent.checkpoint.created" && r.Event.CycleSeq == d.state.Run.CycleSeq && len(group) == 0 {
+		if r.Event.Type == event.CheckpointCreated && r.Event.CycleSeq == d.state.Run.CycleSeq && len(group) == 0 {
 			continue // the fault's checkpoint record
 		}
-		if r.Event.Type == evStarted && len(group) > 0 {
+		if r.Event.Type == event.CycleStarted && len(group) > 0 {
 			if err := flush(false); err != nil {
 				return err
 			}
 		}
 		group = append(group, r)
-		if r.Event.Type == "persistent.cycle.completed" {
+		if r.Event.Type == event.CycleCompleted {
 			if err := flush(i == len(recs)-1); err != nil {
 				return err
 			}
@@ -367,10 +353,10 @@ func parseAt(s string) time.Time {
 // cycle just advances the state; an interrupted one is finished: missing
 // events are appended, and the effect is looked up by its idempotency key
 // (reused if it committed, applied if it never ran).
-func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) error {
-	var evs []ledger.Record
+func (d *Driver) replayCycle(recs []event.Record, last bool, rec *Recovery) error {
+	var evs []event.Record
 	for _, r := range recs {
-		if !outOfBand(r.Event.Type) {
+		if !r.Event.Type.OutOfBand() {
 			evs = append(evs, r)
 		}
 	}
@@ -385,7 +371,7 @@ func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) err
 		// cycle derives afresh.
 		rec.CycleAbandoned = true
 		rec.Classification = "interrupted_before_inputs_durable"
-		return d.appendOOB("persistent.recovery.cycle_abandoned", nil, []string{"first_batch_incomplete"})
+		return d.appendOOB(event.CycleAbandoned, nil, []string{"first_batch_incomplete"})
 	}
 	p, err := Begin(d.state, in)
 	if err != nil {
@@ -403,7 +389,7 @@ func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) err
 		// decision: abandon the cycle, the next one asks afresh.
 		rec.CycleAbandoned = true
 		rec.Classification = "interrupted_before_proposal_durable"
-		return d.appendOOB("persistent.recovery.cycle_abandoned", nil, []string{"proposal_not_durable"})
+		return d.appendOOB(event.CycleAbandoned, nil, []string{"proposal_not_durable"})
 	}
 	n, err := matchPrefix(evs, p.Events)
 	if err != nil {
@@ -489,7 +475,7 @@ func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) err
 // the crash came before it was (so the effect cannot have run), the
 // controls are checked again and a fresh intent, or the missing control,
 // is recorded now.
-func (d *Driver) recoveredIntent(recs []ledger.Record, p *Pending, rec *Recovery) (*world.Intent, string, error) {
+func (d *Driver) recoveredIntent(recs []event.Record, p *Pending, rec *Recovery) (*world.Intent, string, error) {
 	if in, ok := recordedIntent(recs, p.Effect.Key); ok {
 		return &in, "", nil
 	}
@@ -504,7 +490,7 @@ func (d *Driver) recoveredIntent(recs []ledger.Record, p *Pending, rec *Recovery
 	if err != nil {
 		return nil, "", err
 	}
-	if _, err := d.appendRecovered([]ledger.Event{ev}, rec); err != nil {
+	if _, err := d.appendRecovered([]event.Event{ev}, rec); err != nil {
 		return nil, "", err
 	}
 	return &in, blocked, nil
@@ -550,13 +536,13 @@ func (d *Driver) prepare(p *Pending) (world.Intent, *world.Outcome, string, erro
 // effectEvent checks the controls for an effect and returns the event to
 // append with the cycle's first batch: the intent when every control is in
 // place, else the missing control (or the refusal the world gave).
-func (d *Driver) effectEvent(p *Pending, in world.Intent, refused string) (ledger.Event, string, error) {
+func (d *Driver) effectEvent(p *Pending, in world.Intent, refused string) (event.Event, string, error) {
 	why := refused
 	if why == "" {
 		why = Controls(p, &in, true, d.Clock.Now())
 	}
 	if why != "" {
-		ev := ledger.Event{Type: evBlocked, RunID: d.state.Run.RunID, CycleSeq: p.b.cycle, At: p.b.at,
+		ev := event.Event{Type: event.ActionBlocked, RunID: d.state.Run.RunID, CycleSeq: p.b.cycle, At: p.b.at,
 			Refs: map[string]codec.Ref{"action": p.Effect.ActionRef}, Reasons: []string{why}}
 		return ev, why, nil
 	}
@@ -567,13 +553,13 @@ func (d *Driver) effectEvent(p *Pending, in world.Intent, refused string) (ledge
 // recordedSettlement reads back what a recorded cycle learned about its
 // effect: the missing control or the intent's bundle from the out-of-band
 // records, the outcome and readback from the cycle's own events.
-func recordedSettlement(all, rest []ledger.Record, p *Pending) Settlement {
+func recordedSettlement(all, rest []event.Record, p *Pending) Settlement {
 	var st Settlement
 	if p.Effect == nil {
 		return st
 	}
 	for _, r := range all {
-		if r.Event.Type == evBlocked && len(r.Event.Reasons) > 0 {
+		if r.Event.Type == event.ActionBlocked && len(r.Event.Reasons) > 0 {
 			st.Blocked = r.Event.Reasons[0]
 		}
 	}
@@ -584,7 +570,7 @@ func recordedSettlement(all, rest []ledger.Record, p *Pending) Settlement {
 		st.Outcome = &o
 	}
 	for _, r := range rest {
-		if r.Event.Type == evReadback && r.Event.Object != nil {
+		if r.Event.Type == event.ReadbackRecorded && r.Event.Object != nil {
 			var rb world.Readback
 			if r.Event.Object.Decode(&rb) == nil {
 				st.Readback = &rb
@@ -596,7 +582,7 @@ func recordedSettlement(all, rest []ledger.Record, p *Pending) Settlement {
 
 // matchPrefix checks that the recorded events equal the derived ones for
 // as long as both last, and returns how many matched.
-func matchPrefix(recorded []ledger.Record, derived []ledger.Event) (int, error) {
+func matchPrefix(recorded []event.Record, derived []event.Event) (int, error) {
 	n := min(len(recorded), len(derived))
 	for i := range n {
 		ref, err := derived[i].Ref()
@@ -611,9 +597,9 @@ func matchPrefix(recorded []ledger.Record, derived []ledger.Event) (int, error) 
 	return n, nil
 }
 
-func recordedOutcome(recs []ledger.Record) (world.Outcome, bool) {
+func recordedOutcome(recs []event.Record) (world.Outcome, bool) {
 	for _, r := range recs {
-		if (r.Event.Type == "sandbox.action.committed" || r.Event.Type == "sandbox.action.not_applied") && r.Event.Object != nil {
+		if (r.Event.Type == event.ActionCommitted || r.Event.Type == event.ActionNotApplied) && r.Event.Object != nil {
 			var o world.Outcome
 			if r.Event.Object.Decode(&o) == nil {
 				return o, true
@@ -624,7 +610,7 @@ func recordedOutcome(recs []ledger.Record) (world.Outcome, bool) {
 }
 
 // appendRecovered appends the missing events of an interrupted cycle.
-func (d *Driver) appendRecovered(evs []ledger.Event, rec *Recovery) ([]ledger.Record, error) {
+func (d *Driver) appendRecovered(evs []event.Event, rec *Recovery) ([]event.Record, error) {
 	recs, err := d.Ledger.Append(evs)
 	if err != nil {
 		return nil, err
@@ -635,12 +621,12 @@ func (d *Driver) appendRecovered(evs []ledger.Event, rec *Recovery) ([]ledger.Re
 
 // appendOOB appends an out-of-band event: one that records what the driver
 // did (recovery, repair, a provider failure), not what a cycle did.
-func (d *Driver) appendOOB(typ string, obj *ledger.Object, reasons []string) error {
+func (d *Driver) appendOOB(typ event.Kind, obj *event.Object, reasons []string) error {
 	at := ""
 	if d.Clock != nil {
 		at = state.FormatTime(d.Clock.Now())
 	}
-	_, err := d.Ledger.Append([]ledger.Event{{Type: typ, RunID: d.state.Run.RunID, CycleSeq: d.state.Run.CycleSeq, At: at, Object: obj, Reasons: reasons}})
+	_, err := d.Ledger.Append([]event.Event{{Type: typ, RunID: d.state.Run.RunID, CycleSeq: d.state.Run.CycleSeq, At: at, Object: obj, Reasons: reasons}})
 	return err
 }
 
@@ -696,8 +682,8 @@ func (d *Driver) gather() (Inputs, error) {
 			if err := d.Inbox.Quarantine(r.Name); err != nil {
 				return Inputs{}, err
 			}
-			obj, _ := ledger.NewObject("quarantine", map[string]string{"name": r.Name, "reason": r.Reason})
-			if _, err := d.Ledger.Append([]ledger.Event{{Type: "inbox.item.quarantined", RunID: d.state.Run.RunID,
+			obj, _ := event.NewObject("quarantine", map[string]string{"name": r.Name, "reason": r.Reason})
+			if _, err := d.Ledger.Append([]event.Event{{Type: event.InboxQuarantined, RunID: d.state.Run.RunID,
 				CycleSeq: d.state.Run.CycleSeq, At: state.FormatTime(now), Object: obj, Reasons: []string{"undecodable_inbox_file"}}}); err != nil {
 				return Inputs{}, err
 			}
@@ -895,19 +881,19 @@ func (d *Driver) advance(res *Result, in Inputs) (Summary, error) {
 }
 
 // intentEvent records an effect's intent in the ledger.
-func (d *Driver) intentEvent(cycle int64, at string, in world.Intent) (ledger.Event, error) {
-	obj, err := ledger.NewObject("intent", in)
+func (d *Driver) intentEvent(cycle int64, at string, in world.Intent) (event.Event, error) {
+	obj, err := event.NewObject("intent", in)
 	if err != nil {
-		return ledger.Event{}, err
+		return event.Event{}, err
 	}
-	return ledger.Event{Type: evIntent, RunID: d.state.Run.RunID, CycleSeq: cycle, At: at, Object: obj,
+	return event.Event{Type: event.ActionIntent, RunID: d.state.Run.RunID, CycleSeq: cycle, At: at, Object: obj,
 		Reasons: []string{"intent_before_effect"}}, nil
 }
 
 // recordedIntent finds the intent a cycle recorded for its effect.
-func recordedIntent(recs []ledger.Record, key string) (world.Intent, bool) {
+func recordedIntent(recs []event.Record, key string) (world.Intent, bool) {
 	for _, r := range recs {
-		if r.Event.Type == evIntent && r.Event.Object != nil {
+		if r.Event.Type == event.ActionIntent && r.Event.Object != nil {
 			var in world.Intent
 			if r.Event.Object.Decode(&in) == nil && in.Key == key {
 				return in, true
@@ -918,7 +904,7 @@ func recordedIntent(recs []ledger.Record, key string) (world.Intent, bool) {
 }
 
 // indexCycle tells the cycle index where a completed cycle's events are.
-func (d *Driver) indexCycle(started, completed ledger.Record) {
+func (d *Driver) indexCycle(started, completed event.Record) {
 	if d.Index != nil {
 		_ = d.Index.Add(ledger.IndexEntry{Cycle: started.Event.CycleSeq, Start: started.Offset,
 			End: completed.Offset + completed.Length, FirstSeq: started.Seq})
@@ -938,9 +924,9 @@ func (d *Driver) providerFailed(cause error) error {
 	if errors.As(cause, &pf) {
 		body["fault"] = pf
 	}
-	obj, _ := ledger.NewObject("pfail", body)
+	obj, _ := event.NewObject("pfail", body)
 	now := state.FormatTime(d.Clock.Now())
-	if _, err := d.Ledger.Append([]ledger.Event{{Type: "persistent.provider.failed", RunID: d.state.Run.RunID,
+	if _, err := d.Ledger.Append([]event.Event{{Type: event.ProviderFailed, RunID: d.state.Run.RunID,
 		CycleSeq: d.state.Run.CycleSeq, At: now, Object: obj, Reasons: []string{"provider_failure"}}}); err != nil {
 		return errors.Join(cause, err)
 	}

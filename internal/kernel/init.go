@@ -6,9 +6,9 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/intent"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/memory"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
@@ -36,7 +36,7 @@ func DefaultRunID(g intent.Goal, c governance.Contract, sp world.Spec, now time.
 // start: the pinned goal, contract and environment (bodies, so the ledger
 // alone can answer what was in force), the first observation, and
 // persistent.run.started.
-func Init(bs Bootstrap) (State, []ledger.Event, error) {
+func Init(bs Bootstrap) (State, []event.Event, error) {
 	if bs.RunID == "" {
 		return State{}, nil, fmt.Errorf("init: run id is required")
 	}
@@ -53,12 +53,12 @@ func Init(bs Bootstrap) (State, []ledger.Event, error) {
 		},
 	}
 	b := &builder{s: s, at: at}
-	goalRef := b.record("intent.goal.pinned", kindGoal, s.Goal, nil)
-	contractRef := b.record("governance.contract.pinned", kindContract, s.Contract, nil)
-	specRef := b.record("environment.spec.pinned", kindSpec, s.Spec, nil)
-	obsRef := b.record(evObserved, kindObservation, s.Environment, nil)
-	b.emit("persistent.run.started", nil, map[string]codec.Ref{
-		"goal": goalRef, "contract": contractRef, "authority": AuthorityRef(s.Contract), "environment_spec": specRef, "observation": obsRef,
+	goalRef := b.record(event.GoalPinned, kindGoal, s.Goal, nil)
+	contractRef := b.record(event.ContractPinned, kindContract, s.Contract, nil)
+	specRef := b.record(event.SpecPinned, kindSpec, s.Spec, nil)
+	obsRef := b.record(event.Observed, kindObservation, s.Environment, nil)
+	b.emit(event.RunStarted, nil, map[string]codec.Ref{
+		"goal": goalRef, "contract": contractRef, "authority": s.Contract.AuthorityRef(), "environment_spec": specRef, "observation": obsRef,
 	}, "single_input_bootstrap")
 	b.s.seal()
 	chk := state.Checkpoint{
@@ -67,7 +67,7 @@ func Init(bs Bootstrap) (State, []ledger.Event, error) {
 		LedgerFrontierRefs: []codec.Ref{b.last}, BudgetSnapshot: b.s.Run.Budget,
 	}
 	b.s.Checkpoint = chk
-	b.record("persistent.checkpoint.created", kindCheckpoint, chk, nil)
+	b.record(event.CheckpointCreated, kindCheckpoint, chk, nil)
 	if b.err != nil {
 		return State{}, nil, b.err
 	}
@@ -76,7 +76,7 @@ func Init(bs Bootstrap) (State, []ledger.Event, error) {
 
 // Fault moves the run to FAULTED outside any cycle (for example after
 // repeated provider failures), with the reason recorded.
-func Fault(s State, now time.Time, reasons []string) (State, []ledger.Event, error) {
+func Fault(s State, now time.Time, reasons []string) (State, []event.Event, error) {
 	b := &builder{s: s.clone(), cycle: s.Run.CycleSeq, now: now, at: state.FormatTime(now)}
 	b.s.Run.Status = state.RunFaulted
 	b.s.Run.LoopDisposition = state.Faulted
@@ -85,11 +85,11 @@ func Fault(s State, now time.Time, reasons []string) (State, []ledger.Event, err
 	b.s.Run.NextWake = nil
 	b.s.Run.UpdatedAt = b.at
 	b.s.seal()
-	b.emit("persistent.run.faulted", nil, nil, reasons...)
+	b.emit(event.RunFaulted, nil, nil, reasons...)
 	chk := b.s.Checkpoint
 	chk.RunStateRef = runStateRef(b.s.Run)
 	b.s.Checkpoint = chk
-	b.record("persistent.checkpoint.created", kindCheckpoint, chk, nil)
+	b.record(event.CheckpointCreated, kindCheckpoint, chk, nil)
 	if b.err != nil {
 		return State{}, nil, b.err
 	}

@@ -9,10 +9,10 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/intent"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -62,7 +62,7 @@ func newState(t *testing.T, spec world.Spec, c governance.Contract, obs world.Ob
 	return s
 }
 
-func encodeAll(t *testing.T, evs []ledger.Event) [][]byte {
+func encodeAll(t *testing.T, evs []event.Event) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for _, ev := range evs {
@@ -167,7 +167,7 @@ func TestVerdictToDisposition(t *testing.T) {
 			// The recorded decision is the verdict itself, unaltered.
 			var found bool
 			for _, ev := range slicesConcat(p.Events, r.Events) {
-				if ev.Type == "governance.decision.recorded" {
+				if ev.Type == event.DecisionRecorded {
 					var d governance.Decision
 					require.NoError(t, ev.Object.Decode(&d))
 					assert.Equal(t, c.wantVerdict, d.Verdict.String())
@@ -179,8 +179,8 @@ func TestVerdictToDisposition(t *testing.T) {
 	}
 }
 
-func slicesConcat(a, b []ledger.Event) []ledger.Event {
-	return append(append([]ledger.Event{}, a...), b...)
+func slicesConcat(a, b []event.Event) []event.Event {
+	return append(append([]event.Event{}, a...), b...)
 }
 
 func TestEligibility(t *testing.T) {

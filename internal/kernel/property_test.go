@@ -13,10 +13,10 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/intent"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -105,7 +105,7 @@ func randomRun(seed uint64, seen map[controller.State]int) error {
 		if err != nil {
 			return fmt.Errorf("cycle %d finish: %w", cycle, err)
 		}
-		if err := checkPath(append(append([]ledger.Event{}, p.Events...), r.Events...), ct, seen); err != nil {
+		if err := checkPath(append(append([]event.Event{}, p.Events...), r.Events...), ct, seen); err != nil {
 			return fmt.Errorf("cycle %d: %w", cycle, err)
 		}
 		s = r.State
@@ -187,10 +187,10 @@ func randomSettlement(rng *rand.Rand, p *Pending) Settlement {
 }
 
 // checkPath checks one cycle's controller transitions.
-func checkPath(evs []ledger.Event, ct governance.Contract, seen map[controller.State]int) error {
+func checkPath(evs []event.Event, ct governance.Contract, seen map[controller.State]int) error {
 	var path []controller.Transition
 	for _, ev := range evs {
-		if ev.Type != evTransition {
+		if ev.Type != event.Transition {
 			continue
 		}
 		var tr controller.Transition
@@ -242,7 +242,7 @@ func TestFailedCompactionEndsInFailed(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, state.Faulted, r.Summary.LoopDisposition)
 	seen := map[controller.State]int{}
-	require.NoError(t, checkPath(append(append([]ledger.Event{}, p.Events...), r.Events...), ct, seen))
+	require.NoError(t, checkPath(append(append([]event.Event{}, p.Events...), r.Events...), ct, seen))
 	require.Equal(t, 1, seen[controller.Failed])
 	require.Equal(t, "failed", r.Summary.Controller)
 }

@@ -5,20 +5,18 @@ import (
 	"slices"
 
 	"github.com/acr-project/acr/internal/codec"
-	"github.com/acr-project/acr/internal/governance"
-	"github.com/acr-project/acr/internal/intent"
-	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/event"
 )
 
 // Divergence is the first place where the current code derives something
 // other than what the ledger recorded.
 type Divergence struct {
-	Cycle    int64  `json:"cycle"`
-	Seq      int64  `json:"seq"`
-	Event    string `json:"event_type"`
-	Field    string `json:"field"`
-	Recorded string `json:"recorded"`
-	Derived  string `json:"derived"`
+	Cycle    int64      `json:"cycle"`
+	Seq      int64      `json:"seq"`
+	Event    event.Kind `json:"event_type"`
+	Field    string     `json:"field"`
+	Recorded string     `json:"recorded"`
+	Derived  string     `json:"derived"`
 }
 
 // ReplayReport says how far a replay got.
@@ -40,9 +38,9 @@ type ReplayReport struct {
 // ledger and never touches the world or the checkpoint: Replay is not
 // re-execution. Cycles before from are replayed to rebuild the state but
 // not reported.
-func Replay(recs []ledger.Record, from int64) (ReplayReport, error) {
+func Replay(recs []event.Record, from int64) (ReplayReport, error) {
 	rep := ReplayReport{OK: true, FromCycle: from}
-	i := slices.IndexFunc(recs, func(r ledger.Record) bool { return r.Event.Type == evStarted })
+	i := slices.IndexFunc(recs, func(r event.Record) bool { return r.Event.Type == event.CycleStarted })
 	if i < 0 {
 		i = len(recs)
 	}
@@ -53,10 +51,10 @@ func Replay(recs []ledger.Record, from int64) (ReplayReport, error) {
 	rest := recs[i:]
 	for len(rest) > 0 {
 		// One cycle: from its cycle.started to its cycle.completed.
-		j := slices.IndexFunc(rest, func(r ledger.Record) bool { return r.Event.Type == "persistent.cycle.completed" })
-		var group, oob []ledger.Record
+		j := slices.IndexFunc(rest, func(r event.Record) bool { return r.Event.Type == event.CycleCompleted })
+		var group, oob []event.Record
 		for _, r := range rest[:max(j+1, 0)] {
-			if !outOfBand(r.Event.Type) {
+			if !r.Event.Type.OutOfBand() {
 				group = append(group, r)
 			} else {
 				oob = append(oob, r)
@@ -64,7 +62,7 @@ func Replay(recs []ledger.Record, from int64) (ReplayReport, error) {
 		}
 		if j < 0 {
 			for _, r := range rest {
-				if !outOfBand(r.Event.Type) {
+				if !r.Event.Type.OutOfBand() {
 					rep.Incomplete = r.Event.CycleSeq
 					break
 				}
@@ -75,7 +73,7 @@ func Replay(recs []ledger.Record, from int64) (ReplayReport, error) {
 		// Events before the cycle's (last) cycle.started: a fault recorded
 		// outside any cycle is applied; the partial events of a cycle that
 		// recovery abandoned (and derived again) are skipped.
-		k := lastIndex(group, evStarted)
+		k := lastIndex(group, event.CycleStarted)
 		if k < 0 {
 			return rep, fmt.Errorf("cycle %d completes without starting", group[len(group)-1].Event.CycleSeq)
 		}
@@ -105,7 +103,7 @@ func Replay(recs []ledger.Record, from int64) (ReplayReport, error) {
 	return rep, nil
 }
 
-func lastIndex(recs []ledger.Record, typ string) int {
+func lastIndex(recs []event.Record, typ event.Kind) int {
 	for i := len(recs) - 1; i >= 0; i-- {
 		if recs[i].Event.Type == typ {
 			return i
@@ -115,9 +113,9 @@ func lastIndex(recs []ledger.Record, typ string) int {
 }
 
 // replayFault applies a fault recorded outside any cycle.
-func replayFault(s State, group []ledger.Record) (State, bool, error) {
+func replayFault(s State, group []event.Record) (State, bool, error) {
 	for _, r := range group {
-		if r.Event.Type == "persistent.run.faulted" {
+		if r.Event.Type == event.RunFaulted {
 			st, _, err := Fault(s, parseAt(r.Event.At), r.Event.Reasons)
 			return st, true, err
 		}
@@ -127,22 +125,22 @@ func replayFault(s State, group []ledger.Record) (State, bool, error) {
 
 // replayInit rebuilds the initial state from the pinned documents and the
 // first observation, and checks that Init derives the recorded events.
-func replayInit(recs []ledger.Record) (State, error) {
+func replayInit(recs []event.Record) (State, error) {
 	var bs Bootstrap
 	var found int
 	for _, r := range recs {
 		o := r.Event.Object
 		var err error
 		switch r.Event.Type {
-		case "intent.goal.pinned":
+		case event.GoalPinned:
 			err, found = o.Decode(&bs.Goal), found+1
-		case "governance.contract.pinned":
+		case event.ContractPinned:
 			err, found = o.Decode(&bs.Contract), found+1
-		case "environment.spec.pinned":
+		case event.SpecPinned:
 			err, found = o.Decode(&bs.Spec), found+1
-		case evObserved:
+		case event.Observed:
 			err, found = o.Decode(&bs.Observation), found+1
-		case "persistent.run.started":
+		case event.RunStarted:
 			bs.RunID, bs.Now, found = r.Event.RunID, parseAt(r.Event.At), found+1
 		}
 		if err != nil {
@@ -156,9 +154,9 @@ func replayInit(recs []ledger.Record) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	var ours []ledger.Record
+	var ours []event.Record
 	for _, r := range recs {
-		if !outOfBand(r.Event.Type) {
+		if !r.Event.Type.OutOfBand() {
 			ours = append(ours, r)
 		}
 	}
@@ -170,7 +168,7 @@ func replayInit(recs []ledger.Record) (State, error) {
 
 // replayCycle derives one recorded cycle and compares. oob holds the
 // cycle's out-of-band records: an effect's intent or missing control.
-func replayCycle(s State, recs, oob []ledger.Record) (State, *Divergence, error) {
+func replayCycle(s State, recs, oob []event.Record) (State, *Divergence, error) {
 	in, _, err := inputsFromRecords(&s, recs)
 	if err != nil {
 		return s, nil, fmt.Errorf("replay cycle %d: %w", recs[0].Event.CycleSeq, err)
@@ -210,7 +208,7 @@ func replayCycle(s State, recs, oob []ledger.Record) (State, *Divergence, error)
 
 // compare finds the first recorded event that differs from the derived
 // one, and the first differing field in it.
-func compare(recorded []ledger.Record, derived []ledger.Event) *Divergence {
+func compare(recorded []event.Record, derived []event.Event) *Divergence {
 	for i := range min(len(recorded), len(derived)) {
 		b, ref, err := derived[i].Encode()
 		if err != nil || ref == recorded[i].Ref {
@@ -308,24 +306,4 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// PinnedDocuments returns the goal and contract a run started with, from
-// its first ledger events.
-func PinnedDocuments(recs []ledger.Record) (intent.Goal, governance.Contract, error) {
-	var g intent.Goal
-	var c governance.Contract
-	var ng, nc bool
-	for _, r := range recs {
-		switch r.Event.Type {
-		case "intent.goal.pinned":
-			ng = r.Event.Object.Decode(&g) == nil
-		case "governance.contract.pinned":
-			nc = r.Event.Object.Decode(&c) == nil
-		}
-	}
-	if !ng || !nc {
-		return g, c, fmt.Errorf("the ledger does not hold the pinned goal and contract")
-	}
-	return g, c, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/state"
@@ -307,10 +308,10 @@ func (b *builder) replenish(w state.WakeSignal, refs map[string]codec.Ref) {
 		done = append(done, "budget_"+n)
 	}
 	if len(done) == 0 {
-		b.emit("budget.replenish.ignored", nil, refs, "no_soft_budget_named")
+		b.emit(event.BudgetReplenishIgnored, nil, refs, "no_soft_budget_named")
 		return
 	}
-	b.emit("budget.replenished", nil, refs, done...)
+	b.emit(event.BudgetReplenished, nil, refs, done...)
 }
 
 // softPause rests a run that is not stopping DEFERRED at the end of a cycle
@@ -342,7 +343,7 @@ func (b *builder) softReached(names, known []string) {
 			rs.Budget.SoftWarned = append(rs.Budget.SoftWarned, n)
 			slices.Sort(rs.Budget.SoftWarned)
 		}
-		b.emit("budget.soft_limit.reached", nil, nil, "budget_"+n)
+		b.emit(event.BudgetSoftLimitReached, nil, nil, "budget_"+n)
 	}
 }
 

@@ -36,7 +36,6 @@ const (
 	kindCycle       = "pcyc"
 	kindGoal        = "goal"
 	kindContract    = "contract"
-	kindAuthority   = "authority"
 	kindSpec        = "envspec"
 	kindObservation = "obs"
 	kindCommitments = "cstore"
@@ -211,11 +210,6 @@ func (s *State) refs() map[string]codec.Ref {
 	}
 }
 
-// AuthorityRef is the ref of the contract's authority grant.
-func AuthorityRef(c governance.Contract) codec.Ref {
-	return codec.MustRefOf(kindAuthority, c.Authority)
-}
-
 // runFingerprint is the SHA-256 of the run state with id and fingerprint
 // blank, so the state can carry its own fingerprint.
 func runFingerprint(r state.RunState) codec.Fingerprint {
@@ -232,7 +226,7 @@ func (s *State) seal() {
 	if len(s.Run.GoalRefs) == 0 || s.Run.ContractRef == "" || s.Run.EnvironmentSpecRef == "" || s.Run.AuthorityRef == "" {
 		s.Run.GoalRefs = []codec.Ref{codec.MustRefOf(kindGoal, s.Goal)}
 		s.Run.ContractRef = codec.MustRefOf(kindContract, s.Contract)
-		s.Run.AuthorityRef = AuthorityRef(s.Contract)
+		s.Run.AuthorityRef = s.Contract.AuthorityRef()
 		s.Run.EnvironmentSpecRef = codec.MustRefOf(kindSpec, s.Spec)
 	}
 	s.Run.EnvironmentRef = s.Environment.Ref()

@@ -10,12 +10,13 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 )
 
 func TestEventChecker(t *testing.T) {
-	obj, err := NewObject("note", map[string]any{"a": 1})
+	obj, err := event.NewObject("note", map[string]any{"a": 1})
 	require.NoError(t, err)
-	good, _, err := (&Event{Type: "t", RunID: "r", CycleSeq: 3, Parents: []codec.Ref{obj.Ref}, Refs: map[string]codec.Ref{"x": obj.Ref},
+	good, _, err := (&event.Event{Type: "t", RunID: "r", CycleSeq: 3, Parents: []codec.Ref{obj.Ref}, Refs: map[string]codec.Ref{"x": obj.Ref},
 		Reasons: []string{"why"}, Object: obj}).Encode()
 	require.NoError(t, err)
 	body := `{"body":{"a":1},"ref":"` + string(obj.Ref) + `"}`
@@ -80,7 +81,7 @@ func FuzzEventChecker(f *testing.F) {
 		if c.check(data) != nil {
 			return
 		}
-		var e Event
+		var e event.Event
 		if err := codec.UnmarshalCanonical(data, &e); err != nil {
 			t.Fatalf("checker accepted %q, decoding says %v", data, err)
 		}
@@ -99,7 +100,7 @@ func TestVerifyChunkBoundaries(t *testing.T) {
 	fsys := disk.NewMem()
 	l, err := Create(fsys)
 	require.NoError(t, err)
-	var recs []Record
+	var recs []event.Record
 	for c := range int64(6) {
 		r, err := l.Append(testEvents(3, c+1))
 		require.NoError(t, err)
@@ -131,7 +132,7 @@ func TestVerifyChunkBoundaries(t *testing.T) {
 					assert.Equal(t, tc.events, rep.Events)
 					if tc.damage == 0 {
 						assert.True(t, rep.OK)
-						assert.Equal(t, recs[tc.events-1].frontier(), rep.Frontier)
+						assert.Equal(t, frontierOf(recs[tc.events-1]), rep.Frontier)
 					} else {
 						require.False(t, rep.OK)
 						assert.Equal(t, tc.damage, rep.Damage.Line, rep.Damage.Msg)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -204,7 +205,7 @@ func (r *Reader) retry(err error) bool {
 
 // Cycle returns the records of one completed cycle, checked against the
 // ledger (framing, hashes, chain, and that they are that cycle).
-func (r *Reader) Cycle(cycle int64) ([]Record, error) {
+func (r *Reader) Cycle(cycle int64) ([]event.Record, error) {
 	e, ok, err := r.entry(cycle)
 	if err != nil {
 		return nil, err
@@ -221,13 +222,13 @@ func (r *Reader) Cycle(cycle int64) ([]Record, error) {
 
 // CycleCompleted returns only the persistent.cycle.completed record of a
 // cycle (its cycle record), reading one line.
-func (r *Reader) CycleCompleted(cycle int64) (Record, error) {
+func (r *Reader) CycleCompleted(cycle int64) (event.Record, error) {
 	e, ok, err := r.entry(cycle)
 	if err != nil {
-		return Record{}, err
+		return event.Record{}, err
 	}
 	if !ok {
-		return Record{}, fmt.Errorf("cycle %d: %w", cycle, ErrNoCycle)
+		return event.Record{}, fmt.Errorf("cycle %d: %w", cycle, ErrNoCycle)
 	}
 	rec, err := readCompleted(r.fsys, e)
 	if err != nil && r.retry(err) {
@@ -238,11 +239,11 @@ func (r *Reader) CycleCompleted(cycle int64) (Record, error) {
 
 // Cycle returns the records of one completed cycle (see Reader.Cycle).
 // It never writes; reading many cycles, use one Reader.
-func Cycle(fsys disk.FS, cycle int64) ([]Record, error) { return NewReader(fsys).Cycle(cycle) }
+func Cycle(fsys disk.FS, cycle int64) ([]event.Record, error) { return NewReader(fsys).Cycle(cycle) }
 
 // CycleCompleted returns a cycle's cycle record (see
 // Reader.CycleCompleted). It never writes.
-func CycleCompleted(fsys disk.FS, cycle int64) (Record, error) {
+func CycleCompleted(fsys disk.FS, cycle int64) (event.Record, error) {
 	return NewReader(fsys).CycleCompleted(cycle)
 }
 
@@ -266,13 +267,13 @@ func lookup(fsys disk.FS, cycle int64) (IndexEntry, bool, error) {
 		return IndexEntry{}, false, nil
 	}
 	first, err := ReadAt(fsys, e.Start)
-	if err != nil || first.Event.Type != "persistent.cycle.started" || first.Event.CycleSeq != cycle || first.Seq != e.FirstSeq {
+	if err != nil || first.Event.Type != event.CycleStarted || first.Event.CycleSeq != cycle || first.Seq != e.FirstSeq {
 		return IndexEntry{}, false, nil
 	}
 	return e, true, nil
 }
 
-func readCycle(fsys disk.FS, e IndexEntry) ([]Record, error) {
+func readCycle(fsys disk.FS, e IndexEntry) ([]event.Record, error) {
 	f, err := fsys.Open(FileName)
 	if err != nil {
 		return nil, err
@@ -286,28 +287,28 @@ func readCycle(fsys disk.FS, e IndexEntry) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(recs) == 0 || recs[len(recs)-1].Event.Type != "persistent.cycle.completed" || recs[len(recs)-1].Event.CycleSeq != e.Cycle {
+	if len(recs) == 0 || recs[len(recs)-1].Event.Type != event.CycleCompleted || recs[len(recs)-1].Event.CycleSeq != e.Cycle {
 		return nil, &DamageError{Offset: e.Start, Msg: fmt.Sprintf("cycle %d does not end where the index says", e.Cycle)}
 	}
 	return recs, nil
 }
 
-func readCompleted(fsys disk.FS, e IndexEntry) (Record, error) {
+func readCompleted(fsys disk.FS, e IndexEntry) (event.Record, error) {
 	f, err := fsys.Open(FileName)
 	if err != nil {
-		return Record{}, err
+		return event.Record{}, err
 	}
 	defer f.Close()
 	start, err := lineStart(f, e.End-1)
 	if err != nil {
-		return Record{}, err
+		return event.Record{}, err
 	}
 	r, err := readRecord(f, start, e.End)
 	if err != nil {
-		return Record{}, err
+		return event.Record{}, err
 	}
-	if r.Event.Type != "persistent.cycle.completed" || r.Event.CycleSeq != e.Cycle {
-		return Record{}, &DamageError{Offset: start, Msg: fmt.Sprintf("cycle %d does not end where the index says", e.Cycle)}
+	if r.Event.Type != event.CycleCompleted || r.Event.CycleSeq != e.Cycle {
+		return event.Record{}, &DamageError{Offset: start, Msg: fmt.Sprintf("cycle %d does not end where the index says", e.Cycle)}
 	}
 	return r, nil
 }
@@ -315,13 +316,13 @@ func readCompleted(fsys disk.FS, e IndexEntry) (Record, error) {
 // buildIndex computes the cycle index from the ledger (one full read).
 func buildIndex(fsys disk.FS) ([]IndexEntry, error) {
 	var out []IndexEntry
-	starts := map[int64]Record{}
+	starts := map[int64]event.Record{}
 	next := int64(1)
-	err := Scan(fsys, func(r Record) error {
+	err := Scan(fsys, func(r event.Record) error {
 		switch r.Event.Type {
-		case "persistent.cycle.started":
+		case event.CycleStarted:
 			starts[r.Event.CycleSeq] = r
-		case "persistent.cycle.completed":
+		case event.CycleCompleted:
 			s, ok := starts[r.Event.CycleSeq]
 			if !ok || r.Event.CycleSeq != next {
 				return &DamageError{Offset: r.Offset, Msg: fmt.Sprintf("cycle %d completes out of order", r.Event.CycleSeq)}
@@ -350,7 +351,7 @@ func writeIndex(fsys disk.FS, entries []IndexEntry) error {
 
 // Prologue returns the records before the first cycle: the run's start,
 // with its pinned goal, contract and environment.
-func Prologue(fsys disk.FS) ([]Record, error) {
+func Prologue(fsys disk.FS) ([]event.Record, error) {
 	end := int64(-1)
 	if e, ok, err := lookup(fsys, 1); err == nil && ok {
 		end = e.Start
@@ -371,7 +372,7 @@ func Prologue(fsys disk.FS) ([]Record, error) {
 			return nil, err
 		}
 		for i, r := range recs {
-			if r.Event.Type == "persistent.cycle.started" {
+			if r.Event.Type == event.CycleStarted {
 				return recs[:i], nil
 			}
 		}
@@ -380,7 +381,7 @@ func Prologue(fsys disk.FS) ([]Record, error) {
 	return readRange(f, state.GenesisFrontier(), end)
 }
 
-func readWhole(f disk.File, size int64) ([]Record, error) {
+func readWhole(f disk.File, size int64) ([]event.Record, error) {
 	buf := make([]byte, size)
 	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/event"
 )
 
 const (
@@ -132,14 +133,14 @@ func parseRawLine(b []byte, h hash.Hash) (rawLine, error) {
 // decodeEvent strictly decodes canonical event bytes. The checker runs
 // first, so nothing Verify would reject decodes, and any object an event
 // carries has been checked against its ref.
-func decodeEvent(b []byte) (Event, error) {
+func decodeEvent(b []byte) (event.Event, error) {
 	var c eventChecker
 	if err := c.check(b); err != nil {
-		return Event{}, err
+		return event.Event{}, err
 	}
-	var e Event
+	var e event.Event
 	if err := codec.UnmarshalCanonical(b, &e); err != nil {
-		return Event{}, err
+		return event.Event{}, err
 	}
 	return e, nil
 }

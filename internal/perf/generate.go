@@ -20,6 +20,7 @@ import (
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/intent"
 	"github.com/acr-project/acr/internal/kernel"
@@ -105,7 +106,7 @@ func Generate(dir string, events, cycles int64) (Generated, error) {
 
 	g := Generated{Dir: dir}
 	now := start
-	var batch []ledger.Event
+	var batch []event.Event
 	var starts []int // index in batch of each cycle's first event
 	flush := func() error {
 		recs, err := led.Append(batch)

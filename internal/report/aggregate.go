@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -265,7 +266,7 @@ type bar struct {
 	halts       int
 	budget      *state.BudgetUsage // at the bar's last cycle
 	cycle       *Cycle             // the cycle, while bars are one cycle wide
-	incidentTyp []string           // a few incident types, for the tooltip
+	incidentTyp []event.Kind       // a few incident types, for the tooltip
 	decisions   [numDec]int64
 	// fromAt and toAt are the clock readings (Unix seconds) of the bar's
 	// first and last cycle, if timed says they could be read.
@@ -316,7 +317,7 @@ func (b *bar) at(t int64) {
 	b.toAt, b.timed = max(b.toAt, t), true
 }
 
-func (b *bar) addIncident(t string) {
+func (b *bar) addIncident(t event.Kind) {
 	if !slices.Contains(b.incidentTyp, t) && len(b.incidentTyp) < 3 {
 		b.incidentTyp = append(b.incidentTyp, t)
 	}
@@ -539,7 +540,7 @@ func (a *aggregator) observe(seq int64, failing, passing []string) {
 }
 
 func (a *aggregator) incident(in Incident) {
-	in.At, in.Type, in.Detail, in.Reasons = clip(in.At), clip(in.Type), clip(in.Detail), clipList(in.Reasons)
+	in.At, in.Type, in.Detail, in.Reasons = clip(in.At), event.Kind(clip(string(in.Type))), clip(in.Detail), clipList(in.Reasons)
 	a.incidentN++
 	a.incidents.push(in)
 	b := a.barFor(in.Cycle)
@@ -1007,7 +1008,7 @@ func (b *bar) extras() string {
 	add(b.commitments, "commitment change", "commitment changes")
 	add(b.halts, "FAULTED/STOPPED cycle", "FAULTED/STOPPED cycles")
 	if b.incidents > 0 {
-		parts = append(parts, fmt.Sprintf("%d incident(s): %s", b.incidents, strings.Join(b.incidentTyp, ", ")))
+		parts = append(parts, fmt.Sprintf("%d incident(s): %s", b.incidents, joinKinds(b.incidentTyp)))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -1171,4 +1172,12 @@ func (a *aggregator) budgets(l layout) []BudgetView {
 
 func yOf(v, top int64) string {
 	return fmt.Sprintf("%.1f", 100-float64(v)*100/float64(top))
+}
+
+func joinKinds(ks []event.Kind) string {
+	ss := make([]string, len(ks))
+	for i, k := range ks {
+		ss[i] = string(k)
+	}
+	return strings.Join(ss, ", ")
 }

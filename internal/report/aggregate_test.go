@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -253,8 +254,8 @@ func TestAggregate(t *testing.T) {
 		name: "incidents between cycles",
 		entries: []Entry{
 			cyc(1, state.Continue),
-			{Incident: &Incident{Cycle: 1, Type: "persistent.provider.failed", Reasons: []string{"provider_failure"}, Detail: "observe failed"}},
-			{Incident: &Incident{Cycle: 1, Type: "persistent.run.faulted", Reasons: []string{"provider_failures_exceeded"}}},
+			{Incident: &Incident{Cycle: 1, Type: event.ProviderFailed, Reasons: []string{"provider_failure"}, Detail: "observe failed"}},
+			{Incident: &Incident{Cycle: 1, Type: event.RunFaulted, Reasons: []string{"provider_failures_exceeded"}}},
 			cyc(2, state.Faulted),
 		},
 		check: func(t *testing.T, v *View) {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/state"
@@ -91,7 +92,7 @@ type Incident struct {
 	// one being recovered).
 	Cycle   int64
 	At      string
-	Type    string
+	Type    event.Kind
 	Reasons []string
 	Detail  string
 }

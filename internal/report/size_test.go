@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -82,7 +83,7 @@ func worstHistory(n int64, timed bool) func(yield func(Entry) bool) {
 			if !yield(e) {
 				return
 			}
-			in := Incident{Cycle: i, At: worstText, Type: worstText, Reasons: worstLists, Detail: worstText}
+			in := Incident{Cycle: i, At: worstText, Type: event.Kind(worstText), Reasons: worstLists, Detail: worstText}
 			if !yield(Entry{Incident: &in}) {
 				return
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/intent"
@@ -163,8 +164,8 @@ var errNotReached = errors.New("failpoint not reached")
 
 func summarise(t *testing.T, mem *disk.Mem, root string) (outcome, error) {
 	h := sha256.New()
-	err := ledger.Scan(mem, func(r ledger.Record) error {
-		if r.Event.Type == "persistent.cycle.completed" {
+	err := ledger.Scan(mem, func(r event.Record) error {
+		if r.Event.Type == event.CycleCompleted {
 			h.Write([]byte(r.Event.Object.Ref + "\n"))
 		}
 		return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
@@ -238,13 +239,13 @@ func (r recordedSet) find(body []byte) (state.Frontier, bool) {
 func recordedCheckpoints(fsys disk.FS) (recordedSet, error) {
 	var out recordedSet
 	open := false
-	err := ledger.Scan(fsys, func(r ledger.Record) error {
+	err := ledger.Scan(fsys, func(r event.Record) error {
 		end := state.Frontier{Seq: r.Seq, Hash: r.Hash, Offset: r.Offset + r.Length}
-		if open && r.Event.Type == "persistent.cycle.completed" && r.Event.CycleSeq == out[len(out)-1].cycle {
+		if open && r.Event.Type == event.CycleCompleted && r.Event.CycleSeq == out[len(out)-1].cycle {
 			out[len(out)-1].at = end
 		}
 		open = false
-		if r.Event.Type == "persistent.checkpoint.created" && r.Event.Object != nil {
+		if r.Event.Type == event.CheckpointCreated && r.Event.Object != nil {
 			out = append(out, checkpointRecord{body: bytes.Clone(r.Event.Object.Body), cycle: r.Event.CycleSeq, at: end})
 			open = true
 		}

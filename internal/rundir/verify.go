@@ -6,6 +6,7 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
@@ -77,7 +78,7 @@ func (g *guardedLedger) before() error {
 }
 
 // Append implements kernel.Ledger.
-func (g *guardedLedger) Append(evs []ledger.Event) ([]ledger.Record, error) {
+func (g *guardedLedger) Append(evs []event.Event) ([]event.Record, error) {
 	if err := g.before(); err != nil {
 		return nil, err
 	}

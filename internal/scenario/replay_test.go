@@ -9,11 +9,12 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 )
 
-func scenarioRecords(t *testing.T, name string) []ledger.Record {
+func scenarioRecords(t *testing.T, name string) []event.Record {
 	t.Helper()
 	sc, err := Load(filepath.Join("..", "..", "scenarios", name))
 	require.NoError(t, err)
@@ -41,16 +42,16 @@ func TestReplayNamesTheAlteredCycle(t *testing.T) {
 	altered := false
 	for _, r := range recs {
 		ev := r.Event
-		if ev.Type == "persistent.cycle.started" && ev.CycleSeq == 2 {
-			var m kernel.Manifest
+		if ev.Type == event.CycleStarted && ev.CycleSeq == 2 {
+			var m event.Inputs
 			require.NoError(t, ev.Object.Decode(&m))
 			m.At = "2026-06-01T00:00:00Z"
-			obj, err := ledger.NewObject(ev.Object.Ref.Kind(), m)
+			obj, err := event.NewObject(ev.Object.Ref.Kind(), m)
 			require.NoError(t, err)
 			ev.Object = obj
 			altered = true
 		}
-		_, err := l.Append([]ledger.Event{ev})
+		_, err := l.Append([]event.Event{ev})
 		require.NoError(t, err)
 	}
 	require.True(t, altered)

@@ -11,6 +11,7 @@ import (
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 )
@@ -52,6 +53,11 @@ func TestReferenceScenarios(t *testing.T) {
 					t.Logf("%s: %d cycles, final %s, sequence %v", res.Name, res.Cycles, res.FinalDisposition, res.DispositionSequence)
 					assert.True(t, res.Passed)
 				})
+				t.Run("catalog", func(t *testing.T) {
+					for _, r := range recs {
+						assert.True(t, r.Event.Type.Valid(), "event kind %q is not in the catalog (internal/event)", r.Event.Type)
+					}
+				})
 				t.Run("promotion", func(t *testing.T) {
 					created.Add(int64(promotionsNeverSilent(t, sc.Script.Name, recs)))
 				})
@@ -72,13 +78,13 @@ func TestReferenceScenarios(t *testing.T) {
 // promotionsNeverSilent checks that each commitment.created event among
 // recs follows an agenda.promotion.recorded event of the same cycle naming
 // that commitment, and returns how many commitments it checked.
-func promotionsNeverSilent(t *testing.T, name string, recs []ledger.Record) int {
+func promotionsNeverSilent(t *testing.T, name string, recs []event.Record) int {
 	t.Helper()
 	created := 0
 	promoted := map[string]int64{}
 	for _, r := range recs {
 		switch r.Event.Type {
-		case "agenda.promotion.recorded":
+		case event.PromotionRecorded:
 			v, err := codec.ParseCanonical(r.Event.Object.Body)
 			require.NoError(t, err)
 			for _, m := range v.Obj {
@@ -86,7 +92,7 @@ func promotionsNeverSilent(t *testing.T, name string, recs []ledger.Record) int 
 					promoted[m.Val.Str] = r.Event.CycleSeq
 				}
 			}
-		case "commitment.created":
+		case event.CommitmentCreated:
 			var c commitment.Commitment
 			require.NoError(t, r.Event.Object.Decode(&c))
 			cyc, ok := promoted[c.ID]

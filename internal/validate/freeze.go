@@ -15,10 +15,9 @@ import (
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/intent"
-	"github.com/acr-project/acr/internal/kernel"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/memory"
 	"github.com/acr-project/acr/internal/semantic"
 	"github.com/acr-project/acr/internal/state"
@@ -35,7 +34,7 @@ func frozenTypes() map[string]reflect.Type {
 		"state.RunState": reflect.TypeFor[state.RunState](), "state.CycleRecord": reflect.TypeFor[state.CycleRecord](),
 		"state.Checkpoint": reflect.TypeFor[state.Checkpoint](), "state.WakeSignal": reflect.TypeFor[state.WakeSignal](),
 		"state.Approval": reflect.TypeFor[state.Approval](), "state.StopRequest": reflect.TypeFor[state.StopRequest](),
-		"storage.Manifest": reflect.TypeFor[storage.Manifest](), "ledger.Event": reflect.TypeFor[ledger.Event](),
+		"storage.Manifest": reflect.TypeFor[storage.Manifest](), "event.Event": reflect.TypeFor[event.Event](),
 		"agenda.Resolution": reflect.TypeFor[agenda.Resolution](), "cognition.Program": reflect.TypeFor[cognition.Program](),
 		"cognition.Dialogue": reflect.TypeFor[cognition.Dialogue](), "governance.Decision": reflect.TypeFor[governance.Decision](),
 		"governance.Receipt": reflect.TypeFor[governance.Receipt](), "governance.Contract": reflect.TypeFor[governance.Contract](),
@@ -47,7 +46,7 @@ func frozenTypes() map[string]reflect.Type {
 		"semantic.Self": reflect.TypeFor[semantic.Self](), "world.Spec": reflect.TypeFor[world.Spec](),
 		"world.Observation": reflect.TypeFor[world.Observation](), "world.Action": reflect.TypeFor[world.Action](),
 		"world.Outcome": reflect.TypeFor[world.Outcome](), "intent.Goal": reflect.TypeFor[intent.Goal](),
-		"kernel.Manifest": reflect.TypeFor[kernel.Manifest](), "kernel.Evaluation": reflect.TypeFor[kernel.Evaluation](),
+		"event.Inputs": reflect.TypeFor[event.Inputs](), "event.Evaluation": reflect.TypeFor[event.Evaluation](),
 		"world.Intent": reflect.TypeFor[world.Intent](), "world.Readback": reflect.TypeFor[world.Readback](),
 		"controller.Transition": reflect.TypeFor[controller.Transition](), "controller.Declaration": reflect.TypeFor[controller.Declaration](),
 		"controller.TensionReport": reflect.TypeFor[controller.TensionReport](), "controller.FitnessContract": reflect.TypeFor[controller.FitnessContract](),

@@ -11,9 +11,9 @@ import (
 	"github.com/acr-project/acr/internal/audit"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/kernel"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/memory"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
@@ -49,25 +49,23 @@ func Gates() []GateDef {
 // cycle is one completed cycle's events (recovery bookkeeping excluded).
 type cycle struct {
 	seq    int64
-	events []ledger.Record
+	events []event.Record
 	record state.CycleRecord
 }
-
-func outOfBand(t string) bool { return kernel.OutOfBand(t) }
 
 // cycles groups a run's records into completed cycles.
 func (r *Run) cycles() []cycle {
 	var out []cycle
-	var cur []ledger.Record
+	var cur []event.Record
 	for _, rec := range r.Records {
-		if outOfBand(rec.Event.Type) {
+		if rec.Event.Type.OutOfBand() {
 			continue
 		}
-		if rec.Event.Type == "persistent.cycle.started" {
+		if rec.Event.Type == event.CycleStarted {
 			cur = nil
 		}
 		cur = append(cur, rec)
-		if rec.Event.Type == "persistent.cycle.completed" {
+		if rec.Event.Type == event.CycleCompleted {
 			c := cycle{seq: rec.Event.CycleSeq, events: cur}
 			_ = rec.Event.Object.Decode(&c.record)
 			out = append(out, c)
@@ -77,22 +75,22 @@ func (r *Run) cycles() []cycle {
 	return out
 }
 
-func (c cycle) has(typ string) bool {
-	return slices.ContainsFunc(c.events, func(r ledger.Record) bool { return r.Event.Type == typ })
+func (c cycle) has(typ event.Kind) bool {
+	return slices.ContainsFunc(c.events, func(r event.Record) bool { return r.Event.Type == typ })
 }
 
-func (c cycle) find(typ string) (ledger.Record, bool) {
+func (c cycle) find(typ event.Kind) (event.Record, bool) {
 	for _, r := range c.events {
 		if r.Event.Type == typ {
 			return r, true
 		}
 	}
-	return ledger.Record{}, false
+	return event.Record{}, false
 }
 
-func (c cycle) manifest() kernel.Manifest {
-	var m kernel.Manifest
-	if r, ok := c.find("persistent.cycle.started"); ok {
+func (c cycle) manifest() event.Inputs {
+	var m event.Inputs
+	if r, ok := c.find(event.CycleStarted); ok {
 		_ = r.Event.Object.Decode(&m)
 	}
 	return m
@@ -125,7 +123,7 @@ func gateB(ev *Evidence) Gate {
 	for _, name := range sortedNames(ev) {
 		cs := ev.Runs[name].cycles()
 		for i, c := range cs {
-			if c.has("agenda.resolution.empty") && c.record.LoopDisposition == state.Continue {
+			if c.has(event.AgendaEmpty) && c.record.LoopDisposition == state.Continue {
 				bad = append(bad, fmt.Sprintf("%s cycle %d: no agenda, yet CONTINUE", name, c.seq))
 			}
 			if i == 0 {
@@ -133,7 +131,7 @@ func gateB(ev *Evidence) Gate {
 			}
 			if prev := cs[i-1].record.LoopDisposition; prev != state.Continue {
 				resting++
-				w, ok := c.find("persistent.loop.woke")
+				w, ok := c.find(event.LoopWoke)
 				if !ok || len(w.Event.Reasons) == 0 {
 					bad = append(bad, fmt.Sprintf("%s cycle %d ran after %s without a recorded wake reason", name, c.seq, prev))
 				} else {
@@ -177,7 +175,7 @@ func gateC(ev *Evidence) Gate {
 				_ = decodeView(o, &in.observation)
 			}
 			for _, r := range c.events {
-				if r.Event.Type != "inbox.item.consumed" || r.Event.Object == nil {
+				if r.Event.Type != event.InboxConsumed || r.Event.Object == nil {
 					continue
 				}
 				switch r.Event.Object.Ref.Kind() {
@@ -187,7 +185,7 @@ func gateC(ev *Evidence) Gate {
 						continue
 					}
 					fault := signalFault(w, in.at, seen)
-					accepted := c.wakeOutcome(r.Event.Object.Ref) == "persistent.wake.accepted"
+					accepted := c.wakeOutcome(r.Event.Object.Ref) == event.WakeAccepted
 					switch {
 					case fault != "" && accepted:
 						bad = append(bad, fmt.Sprintf("%s cycle %d: accepted a wake signal it must refuse (%s)", name, c.seq, fault))
@@ -207,14 +205,14 @@ func gateC(ev *Evidence) Gate {
 			}
 			resumed := false
 			for _, r := range c.events {
-				if !strings.HasPrefix(r.Event.Type, "commitment.") || r.Event.Object == nil || r.Event.Type == "commitment.conditions.evaluated" {
+				if _, ok := r.Event.Type.CommitmentVerb(); !ok || r.Event.Object == nil {
 					continue
 				}
 				var cm commitmentView
 				if decodeView(r.Event.Object, &cm) != nil {
 					continue
 				}
-				if r.Event.Type == "commitment.resumed" {
+				if r.Event.Type == event.CommitmentResumed {
 					resumed = true
 					resumes++
 					before, ok := last[cm.ID]
@@ -229,7 +227,7 @@ func gateC(ev *Evidence) Gate {
 				}
 				last[cm.ID] = cm
 			}
-			if !resumed && c.has("persistent.loop.woke") {
+			if !resumed && c.has(event.LoopWoke) {
 				for _, cm := range last {
 					if cm.Status == "suspended" {
 						held++
@@ -266,12 +264,12 @@ func gateD(ev *Evidence) Gate {
 		status := map[string]string{}
 		for _, r := range run.Records {
 			switch {
-			case strings.HasPrefix(r.Event.Type, "commitment.") && r.Event.Object != nil && r.Event.Type != "commitment.conditions.evaluated":
+			case isCommitmentChange(r.Event.Type) && r.Event.Object != nil:
 				var cm commitmentView
 				if decodeView(r.Event.Object, &cm) == nil {
 					status[cm.ID] = cm.Status
 				}
-			case r.Event.Type == "context.compaction.completed":
+			case r.Event.Type == event.CompactionCompleted:
 				var comp struct {
 					Protected []protectedView `json:"protected"`
 				}
@@ -328,12 +326,12 @@ func gateE(ev *Evidence) Gate {
 	selected, direct, reviewed := 0, 0, 0
 	for _, name := range sortedNames(ev) {
 		for _, c := range ev.Runs[name].cycles() {
-			if c.has("strategy.review.requested") {
+			if c.has(event.ReviewRequested) {
 				reviewed++
 			}
-			if c.has("agenda.resolution.selected") {
+			if c.has(event.AgendaSelected) {
 				selected++
-				if !c.has("strategy.review.requested") {
+				if !c.has(event.ReviewRequested) {
 					direct++
 				}
 			}
@@ -360,7 +358,7 @@ func gateF(ev *Evidence) Gate {
 		var pending []codec.Ref
 		for _, r := range run.Records {
 			switch r.Event.Type {
-			case "strategy.routing.overlaid":
+			case event.RoutingOverlaid:
 				var ov strategy.Overlay
 				if r.Event.Object.Decode(&ov) != nil {
 					continue
@@ -372,7 +370,7 @@ func gateF(ev *Evidence) Gate {
 					}
 				}
 				pending = append(pending, ov.Ref())
-			case "cognition.program.compiled":
+			case event.ProgramCompiled:
 				var p cognition.Program
 				if r.Event.Object.Decode(&p) != nil || !slices.Contains(pending, p.Routing) {
 					continue
@@ -412,7 +410,7 @@ func gateG(ev *Evidence) Gate {
 	for _, name := range sortedNames(ev) {
 		run := ev.Runs[name]
 		pinned := run.Final.Run.ContractRef
-		if run.Final.Run.AuthorityRef != kernel.AuthorityRef(run.Final.Contract) {
+		if run.Final.Run.AuthorityRef != run.Final.Contract.AuthorityRef() {
 			bad = append(bad, name+": authority ref changed")
 		}
 		contract, spec, err := run.pinned()
@@ -430,7 +428,7 @@ func gateG(ev *Evidence) Gate {
 			var execute map[codec.Ref]bool
 			for _, r := range c.events {
 				switch r.Event.Type {
-				case "governance.decision.recorded":
+				case event.DecisionRecorded:
 					var d governance.Decision
 					if r.Event.Object.Decode(&d) != nil {
 						bad = append(bad, fmt.Sprintf("%s cycle %d: undecodable decision", name, c.seq))
@@ -445,7 +443,7 @@ func gateG(ev *Evidence) Gate {
 					if d.Verdict == governance.Execute {
 						execute = map[codec.Ref]bool{d.ActionRef: true}
 					}
-				case "sandbox.action.committed", "sandbox.action.not_applied":
+				case event.ActionCommitted, event.ActionNotApplied:
 					effects++
 					ref := r.Event.Refs["action"]
 					if !execute[ref] {
@@ -459,10 +457,10 @@ func gateG(ev *Evidence) Gate {
 					if why := judgeAction(contract, spec, a, ref, ac); why != "" {
 						bad = append(bad, fmt.Sprintf("%s cycle %d: %s", name, c.seq, why))
 					}
-					if r.Event.Type == "sandbox.action.committed" {
+					if r.Event.Type == event.ActionCommitted {
 						ac.changed[a.changed()] = true
 					}
-				case "inbox.item.consumed":
+				case event.InboxConsumed:
 					switch r.Event.Object.Ref.Kind() {
 					case "apr":
 						var a approvalView
@@ -476,7 +474,7 @@ func gateG(ev *Evidence) Gate {
 						}
 						if claim := authorityClaim(w.Payload); claim != "" {
 							claims++
-							if c.wakeOutcome(r.Event.Object.Ref) != "persistent.wake.rejected" {
+							if c.wakeOutcome(r.Event.Object.Ref) != event.WakeRejected {
 								bad = append(bad, fmt.Sprintf("%s cycle %d: a wake signal claiming authority (%s) was not rejected", name, c.seq, claim))
 							}
 						}
@@ -494,9 +492,9 @@ func gateG(ev *Evidence) Gate {
 
 // wakeOutcome is what the cycle did with a consumed wake signal: the type
 // of the persistent.wake.* event that names it, or "".
-func (c cycle) wakeOutcome(ref codec.Ref) string {
+func (c cycle) wakeOutcome(ref codec.Ref) event.Kind {
 	for _, r := range c.events {
-		if strings.HasPrefix(r.Event.Type, "persistent.wake.") && r.Event.Refs["item"] == ref {
+		if r.Event.Type.In("persistent.wake") && r.Event.Refs["item"] == ref {
 			return r.Event.Type
 		}
 	}
@@ -510,7 +508,7 @@ func gateH(ev *Evidence) Gate {
 		run := ev.Runs[name]
 		keys := map[string]int{}
 		for _, r := range run.Records {
-			if r.Event.Type == "sandbox.action.committed" {
+			if r.Event.Type == event.ActionCommitted {
 				var o world.Outcome
 				if r.Event.Object.Decode(&o) == nil {
 					keys[o.Key]++
@@ -584,7 +582,7 @@ func gateK(ev *Evidence) Gate {
 				}
 			}
 			prevCycle = c.record.PriorCycleRef
-			if rec, ok := c.find("persistent.cycle.completed"); ok {
+			if rec, ok := c.find(event.CycleCompleted); ok {
 				prevCycle = rec.Event.Object.Ref
 			}
 		}
@@ -607,7 +605,7 @@ func gateL(ev *Evidence) Gate {
 	}
 	var summarised []int64
 	for _, r := range run.Records {
-		if r.Event.Type == "context.compaction.completed" {
+		if r.Event.Type == event.CompactionCompleted {
 			var comp memory.Compression
 			if r.Event.Object.Decode(&comp) == nil {
 				for _, u := range comp.Summarised {
@@ -673,7 +671,7 @@ func traceBudgets(run *Run, bad *[]string) budgetTrace {
 	}
 	var started time.Time
 	for _, r := range run.Records {
-		if r.Event.Type == "persistent.run.started" {
+		if r.Event.Type == event.RunStarted {
 			started, _ = time.Parse(time.RFC3339, r.Event.At)
 		}
 	}
@@ -693,9 +691,9 @@ func traceBudgets(run *Run, bad *[]string) budgetTrace {
 	for _, c := range run.cycles() {
 		at, _ := time.Parse(time.RFC3339, c.manifest().At)
 		wall := int64(at.Sub(started) / time.Second)
-		observed := c.has("semantic.state.encoded")
+		observed := c.has(event.SemanticEncoded)
 		for _, r := range c.events {
-			if r.Event.Type != "inbox.item.consumed" || r.Event.Object.Ref.Kind() != "sig" || c.wakeOutcome(r.Event.Object.Ref) != "persistent.wake.accepted" {
+			if r.Event.Type != event.InboxConsumed || r.Event.Object.Ref.Kind() != "sig" || c.wakeOutcome(r.Event.Object.Ref) != event.WakeAccepted {
 				continue
 			}
 			var w signalView
@@ -726,11 +724,11 @@ func traceBudgets(run *Run, bad *[]string) budgetTrace {
 		}
 		for _, r := range c.events {
 			switch r.Event.Type {
-			case "sandbox.action.committed", "sandbox.action.not_applied":
+			case event.ActionCommitted, event.ActionNotApplied:
 				t.used["actions"]++
-			case "context.compaction.completed":
+			case event.CompactionCompleted:
 				t.used["compactions"]++
-			case "cognition.run.completed":
+			case event.DialogueCompleted:
 				var d struct {
 					Turns []json.RawMessage `json:"turns"`
 				}
@@ -830,10 +828,10 @@ func gateN(ev *Evidence) Gate {
 	}
 	stopAt := int64(-1)
 	for _, r := range run.Records {
-		if r.Event.Type == "persistent.run.stopped" {
+		if r.Event.Type == event.RunStopped {
 			stopAt = r.Event.CycleSeq
 		}
-		if r.Event.Type == "persistent.cycle.completed" && stopAt >= 0 && r.Event.CycleSeq > stopAt {
+		if r.Event.Type == event.CycleCompleted && stopAt >= 0 && r.Event.CycleSeq > stopAt {
 			return fail(fmt.Sprintf("cycle %d ran after the stop", r.Event.CycleSeq))
 		}
 	}
@@ -852,14 +850,14 @@ func gateO(ev *Evidence) Gate {
 	lastCycle := int64(0)
 	for _, r := range run.Records {
 		switch r.Event.Type {
-		case "persistent.cycle.completed":
+		case event.CycleCompleted:
 			lastCycle = r.Event.CycleSeq
-		case "persistent.provider.failed":
+		case event.ProviderFailed:
 			failures++
 			if r.Event.CycleSeq != lastCycle {
 				return fail(fmt.Sprintf("a provider failure at seq %d advanced the run to cycle %d", r.Seq, r.Event.CycleSeq))
 			}
-		case "persistent.run.faulted":
+		case event.RunFaulted:
 			faulted = true
 		}
 	}
@@ -1010,4 +1008,9 @@ func gateT(ev *Evidence) Gate {
 		return fail(bad...)
 	}
 	return pass(fmt.Sprintf("all %d scenarios ran twice with identical history, world and run-state fingerprints", len(ev.Runs)))
+}
+
+func isCommitmentChange(k event.Kind) bool {
+	_, ok := k.CommitmentVerb()
+	return ok
 }

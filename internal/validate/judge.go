@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/acr-project/acr/internal/codec"
-	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/event"
 )
 
 // This file is the validator's own reading of the rules the gates judge
@@ -162,7 +162,7 @@ type protectedView struct {
 	Ref  string `json:"ref"`
 }
 
-func decodeView(o *ledger.Object, v any) error {
+func decodeView(o *event.Object, v any) error {
 	if o == nil {
 		return fmt.Errorf("no object")
 	}
@@ -514,8 +514,8 @@ func conditionHolds(w conditionView, in wakeInputs) (bool, string) {
 }
 
 // objects indexes every object a run's ledger carries by its ref.
-func (r *Run) objects() map[codec.Ref]*ledger.Object {
-	out := map[codec.Ref]*ledger.Object{}
+func (r *Run) objects() map[codec.Ref]*event.Object {
+	out := map[codec.Ref]*event.Object{}
 	for _, rec := range r.Records {
 		if o := rec.Event.Object; o != nil {
 			if _, ok := out[o.Ref]; !ok {
@@ -532,12 +532,12 @@ func (r *Run) objects() map[codec.Ref]*ledger.Object {
 func (r *Run) pinned() (pinnedContract, pinnedSpec, error) {
 	var c pinnedContract
 	var sp pinnedSpec
-	var contract, spec *ledger.Object
+	var contract, spec *event.Object
 	for _, rec := range r.Records {
 		switch rec.Event.Type {
-		case "governance.contract.pinned":
+		case event.ContractPinned:
 			contract = rec.Event.Object
-		case "environment.spec.pinned":
+		case event.SpecPinned:
 			spec = rec.Event.Object
 		}
 	}

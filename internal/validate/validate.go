@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/rundir"
@@ -45,7 +46,7 @@ type Run struct {
 	Name    string
 	Script  scenario.Script
 	Result  *scenario.Result
-	Records []ledger.Record
+	Records []event.Record
 	Final   kernel.State
 	// FS is the state directory, kept for gates that audit it.
 	FS disk.FS

@@ -1,4 +1,4 @@
-package ledger
+package event
 
 import (
 	"fmt"
@@ -11,8 +11,8 @@ import (
 // produced are carried once, in the event that creates them (Object), and
 // every other event links to them by ref.
 type Event struct {
-	// Type names what happened, e.g. "persistent.cycle.started".
-	Type string `json:"type"`
+	// Type names what happened (see the catalog in kinds.go).
+	Type Kind `json:"type"`
 	// RunID is the run the event belongs to.
 	RunID string `json:"run_id"`
 	// CycleSeq is the cycle the event belongs to (0 for run-level events
@@ -80,4 +80,17 @@ func (e *Event) Encode() ([]byte, codec.Ref, error) {
 func (e *Event) Ref() (codec.Ref, error) {
 	_, r, err := e.Encode()
 	return r, err
+}
+
+// Record is an event as the ledger holds it: its place in the hash chain
+// and its own content ref. Offset and Length locate its line in a ledger
+// file; a backend that is not a file leaves them as positions of its own.
+type Record struct {
+	Seq    int64
+	Chain  string    // hash of the previous line
+	Hash   string    // hash of this line
+	Offset int64     // byte offset of the line's first byte
+	Length int64     // bytes including the newline
+	Ref    codec.Ref // the event's own content ref
+	Event  Event
 }
