@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -89,7 +90,7 @@ func runRun(a *app, o runOptions) error {
 		p.begin()
 		each = func(s kernel.Summary) { p.cycle(s, cycleLine(s)) }
 	}
-	rep, err := r.Driver.Run(o.maxCycles, each)
+	rep, err := r.Driver.Run(context.Background(), o.maxCycles, each)
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}
@@ -113,7 +114,7 @@ func runRun(a *app, o runOptions) error {
 func runRunJSON(a *app, r *rundir.Run, o runOptions) error {
 	a.printf(`{"cycles":[`)
 	n := 0
-	rep, err := r.Driver.Run(o.maxCycles, func(s kernel.Summary) {
+	rep, err := r.Driver.Run(context.Background(), o.maxCycles, func(s kernel.Summary) {
 		b, merr := json.Marshal(s)
 		if merr != nil {
 			b = []byte("null")

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -962,10 +963,18 @@ type RunReport struct {
 // anywhere but CONTINUE and nothing else is already eligible (a matching
 // wake that is already pending lets it go on). It always leaves a
 // checkpoint of the final state behind.
-func (d *Driver) Run(maxCycles int, each func(Summary)) (RunReport, error) {
+//
+// Cancelling ctx (SIGINT or SIGTERM in the CLI) lets the cycle in progress
+// finish and be checkpointed, then ends the run with the reason
+// "interrupted": a cycle is never cut in half by a signal.
+func (d *Driver) Run(ctx context.Context, maxCycles int, each func(Summary)) (RunReport, error) {
 	rep := RunReport{DispositionCounts: map[string]int{}}
 	var err error
 	for rep.CyclesExecuted < maxCycles {
+		if ctx.Err() != nil {
+			rep.ReasonCodes = []string{"interrupted"}
+			break
+		}
 		var sum Summary
 		sum, err = d.Step()
 		if err != nil || !sum.Executed {

@@ -1,6 +1,7 @@
 package rundir
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -30,7 +31,7 @@ func quickRun(t *testing.T, cycles int) string {
 	if cycles > 0 {
 		r, err := Open(dir, testOptions())
 		require.NoError(t, err)
-		_, err = r.Driver.Run(cycles, nil)
+		_, err = r.Driver.Run(context.Background(), cycles, nil)
 		require.NoError(t, err)
 		require.NoError(t, r.Close())
 	}
@@ -160,7 +161,7 @@ func TestMissingManifestIsADamagedRun(t *testing.T) {
 	r, err := Open(dir, testOptions())
 	require.NoError(t, err)
 	assert.False(t, r.Driver.Recovery().Recovered, "the rebuilt checkpoint is exactly where the ledger says")
-	_, err = r.Driver.Run(20, nil)
+	_, err = r.Driver.Run(context.Background(), 20, nil)
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
 

@@ -2,6 +2,7 @@ package rundir
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -135,7 +136,7 @@ func runTrial(t *testing.T, tr trial, record *[]string) (outcome, error) {
 		if err != nil {
 			return 0, err
 		}
-		rep, err := r.Driver.Run(100, nil)
+		rep, err := r.Driver.Run(context.Background(), 100, nil)
 		if cerr := r.Close(); err == nil {
 			err = cerr
 		}

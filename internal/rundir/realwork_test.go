@@ -1,6 +1,7 @@
 package rundir_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -95,7 +96,7 @@ func (p *project) run(opt Options, n int) (kernel.RunReport, error) {
 	if err != nil {
 		return kernel.RunReport{}, err
 	}
-	rep, err := r.Driver.Run(n, logEach(p.t))
+	rep, err := r.Driver.Run(context.Background(), n, logEach(p.t))
 	require.NoError(p.t, r.Close())
 	return rep, err
 }
@@ -375,7 +376,7 @@ func TestUncertainCommandWaitsForAPerson(t *testing.T) {
 		}()
 		r, err := OpenWith(p.stateDir, opt, func(open *Run) { r = open })
 		require.NoError(t, err)
-		_, _ = r.Driver.Run(1, nil)
+		_, _ = r.Driver.Run(context.Background(), 1, nil)
 	}()
 	// The process died with the started marker durable and the command not
 	// yet started; the lock went with it.

@@ -2,6 +2,7 @@ package rundir
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -32,7 +33,7 @@ func oldRun(t *testing.T) (*disk.Mem, string) {
 	require.NoError(t, err)
 	r, err := OpenOn(mem, root, replaceOptions(), nil)
 	require.NoError(t, err)
-	_, err = r.Driver.Run(3, nil)
+	_, err = r.Driver.Run(context.Background(), 3, nil)
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
 	return mem, root

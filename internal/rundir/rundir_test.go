@@ -1,6 +1,7 @@
 package rundir
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -43,7 +44,7 @@ func TestQuickstartFlow(t *testing.T) {
 
 	r, err := Open(dir, opt)
 	require.NoError(t, err)
-	rep, err := r.Driver.Run(20, logCycle(t))
+	rep, err := r.Driver.Run(context.Background(), 20, logCycle(t))
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
 	assert.Equal(t, "WAIT_APPROVAL", rep.FinalDisposition)
@@ -58,7 +59,7 @@ func TestQuickstartFlow(t *testing.T) {
 
 	r, err = Open(dir, opt)
 	require.NoError(t, err)
-	rep, err = r.Driver.Run(20, logCycle(t))
+	rep, err = r.Driver.Run(context.Background(), 20, logCycle(t))
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
 	assert.Equal(t, "IDLE", rep.FinalDisposition)
@@ -71,7 +72,7 @@ func TestQuickstartFlow(t *testing.T) {
 	before := snapshotDir(t, dir)
 	r, err = Open(dir, opt)
 	require.NoError(t, err)
-	rep, err = r.Driver.Run(20, nil)
+	rep, err = r.Driver.Run(context.Background(), 20, nil)
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
 	assert.Equal(t, 0, rep.CyclesExecuted)
@@ -109,7 +110,7 @@ func TestDeterministicLedgerBytes(t *testing.T) {
 		require.NoError(t, err)
 		r, err := Open(dir, opt)
 		require.NoError(t, err)
-		_, err = r.Driver.Run(20, nil)
+		_, err = r.Driver.Run(context.Background(), 20, nil)
 		require.NoError(t, err)
 		require.NoError(t, r.Close())
 		st, _, err := ReadState(dir)
@@ -119,7 +120,7 @@ func TestDeterministicLedgerBytes(t *testing.T) {
 		require.NoError(t, err)
 		r, err = Open(dir, opt)
 		require.NoError(t, err)
-		_, err = r.Driver.Run(20, nil)
+		_, err = r.Driver.Run(context.Background(), 20, nil)
 		require.NoError(t, err)
 		require.NoError(t, r.Close())
 	}

@@ -2,6 +2,7 @@ package rundir
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -115,7 +116,7 @@ func TestIdleInvocationChecksNothing(t *testing.T) {
 	before := treeOf(t, dir)
 	r, err := Open(dir, testOptions())
 	require.NoError(t, err)
-	rep, err := r.Driver.Run(5, nil)
+	rep, err := r.Driver.Run(context.Background(), 5, nil)
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
 	require.Zero(t, rep.CyclesExecuted)

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -217,7 +218,7 @@ func (rn *runner) runCycles(n int) (crashed bool, err error) {
 	}
 	rec := r.Driver.Recovery()
 	rn.noteRecovery(rec)
-	rep, err := r.Driver.Run(n, func(c kernel.Summary) {
+	rep, err := r.Driver.Run(context.Background(), n, func(c kernel.Summary) {
 		d := c.LoopDisposition.String()
 		rn.lastDispositions = append(rn.lastDispositions, d)
 		rn.res.DispositionSequence = append(rn.res.DispositionSequence, d)
