@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/state"
@@ -92,7 +93,7 @@ func runApprove(a *app, o approveOptions) error {
 	if err != nil {
 		return err
 	}
-	items, _, err := inbox.List(fsys)
+	items, _, err := dirstore.Inbox{FS: fsys}.List()
 	if err != nil {
 		return err
 	}
@@ -115,7 +116,7 @@ func runApprove(a *app, o approveOptions) error {
 		// records both and acts on this one.
 		ap.Replaces = prev.ID
 	}
-	id, err := inbox.Write(fsys, ap)
+	id, err := dirstore.Inbox{FS: fsys}.Write(ap)
 	if err != nil {
 		return err
 	}

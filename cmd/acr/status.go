@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
@@ -140,7 +141,7 @@ func (a *app) readInbox(r state.RunState) ([]inbox.Item, []inbox.Rejected, error
 	if err != nil {
 		return nil, nil, fmt.Errorf("open state directory: %w", err)
 	}
-	items, bad, err := inbox.List(fsys)
+	items, bad, err := dirstore.Inbox{FS: fsys}.List()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -47,7 +47,7 @@ func runStop(a *app, reason string, kill bool, by string) error {
 	if err != nil {
 		return err
 	}
-	id, err := inbox.Write(fsys, &state.StopRequest{Schema: state.StopSchema, By: by, Reason: reason, Kill: kill,
+	id, err := dirstore.Inbox{FS: fsys}.Write(&state.StopRequest{Schema: state.StopSchema, By: by, Reason: reason, Kill: kill,
 		CreatedAt: state.FormatTime(a.now().UTC().Truncate(time.Second))})
 	if err != nil {
 		return err

@@ -13,7 +13,6 @@ import (
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/sandbox"
@@ -278,7 +277,7 @@ func build(s store, in Inputs, runID string, opt Options) (kernel.State, error) 
 		}
 	}
 	sub := disk.Sub(s.fsys, stagingDir)
-	if err := sub.MkdirAll(inbox.Dir); err != nil {
+	if err := sub.MkdirAll(dirstore.InboxDir); err != nil {
 		return kernel.State{}, discard(s, fmt.Errorf("init: %w", err))
 	}
 	st, err := initParts(sub, filepath.Join(s.root, stagingDir), s.root, in, runID, opt)
