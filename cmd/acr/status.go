@@ -21,7 +21,7 @@ import (
 
 // rundirState is a checkpoint read without the lock.
 type rundirState struct {
-	State    kernel.State
+	State    kernel.EngineState
 	Manifest storage.Manifest
 }
 
@@ -305,7 +305,7 @@ func failing(cs []world.CheckResult) int {
 // nextCommand suggests the most useful next command for a run that waits,
 // or "" when the run needs nothing from anybody (IDLE). queued is what
 // waits in the inbox: an approval already given is not asked for again.
-func nextCommand(s kernel.State, queued []inbox.Item) string {
+func nextCommand(s kernel.EngineState, queued []inbox.Item) string {
 	r := s.Run
 	for _, p := range r.PendingApprovals {
 		if p.Resolution == nil && queuedVerdict(queued, p) == "" {

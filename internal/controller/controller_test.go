@@ -17,13 +17,13 @@ func TestStateNamesRoundTrip(t *testing.T) {
 	for _, s := range States() {
 		b, err := s.MarshalText()
 		require.NoError(t, err)
-		var back State
+		var back Phase
 		require.NoError(t, back.UnmarshalText(b))
 		assert.Equal(t, s, back)
 	}
 	_, err := StateInvalid.MarshalText()
 	assert.Error(t, err)
-	var s State
+	var s Phase
 	assert.Error(t, s.UnmarshalText([]byte("Sleep")), "names are case-sensitive")
 	for _, r := range Roles() {
 		b, err := r.MarshalText()
@@ -36,7 +36,7 @@ func TestStateNamesRoundTrip(t *testing.T) {
 
 func TestAllowed(t *testing.T) {
 	for _, tc := range []struct {
-		from, to State
+		from, to Phase
 		ok       bool
 	}{
 		{Sleep, Wake, true}, {Sleep, Observe, false}, {Sleep, Blocked, false},
@@ -93,7 +93,7 @@ func TestRandomStepsNeverReachAnIllegalState(t *testing.T) {
 		m := Start("c", "", "t", governance.CycleBudget{})
 		for range int(n) + 1 {
 			from := m.State()
-			to := State(rng.IntN(int(Failed) + 2)) // includes StateInvalid and one past the end
+			to := Phase(rng.IntN(int(Failed) + 2)) // includes StateInvalid and one past the end
 			tr, err := m.Move(Step{To: to, Role: Roles()[rng.IntN(len(Roles()))]})
 			if err != nil {
 				if m.State() != from {
@@ -111,22 +111,22 @@ func TestRandomStepsNeverReachAnIllegalState(t *testing.T) {
 }
 
 func TestWithinNeverRaises(t *testing.T) {
-	granted := Coordinates{Readiness: "L2", Autonomy: "A2", Authority: governance.AuthPropose, CognitiveDepth: "D2"}
+	granted := Coordinates{Coordinates: governance.Coordinates{Readiness: "L2", Autonomy: "A2", CognitiveDepth: "D2"}, Authority: governance.AuthPropose}
 	for _, tc := range []struct {
 		name string
 		req  Coordinates
 		ok   bool
 	}{
 		{"as granted", Coordinates{}, true},
-		{"lower autonomy", Coordinates{Autonomy: "A1"}, true},
+		{"lower autonomy", Coordinates{Coordinates: governance.Coordinates{Autonomy: "A1"}}, true},
 		{"lower authority", Coordinates{Authority: governance.AuthRead}, true},
-		{"higher autonomy", Coordinates{Autonomy: "A3"}, false},
+		{"higher autonomy", Coordinates{Coordinates: governance.Coordinates{Autonomy: "A3"}}, false},
 		{"higher authority", Coordinates{Authority: governance.AuthProjectWrite}, false},
 		{"external action", Coordinates{Authority: governance.AuthExternalAction}, false},
-		{"deeper cognition", Coordinates{CognitiveDepth: "D3"}, false},
-		{"higher readiness", Coordinates{Readiness: "L3"}, false},
+		{"deeper cognition", Coordinates{Coordinates: governance.Coordinates{CognitiveDepth: "D3"}}, false},
+		{"higher readiness", Coordinates{Coordinates: governance.Coordinates{Readiness: "L3"}}, false},
 		{"unknown authority", Coordinates{Authority: "root"}, false},
-		{"malformed autonomy", Coordinates{Autonomy: "A9"}, false},
+		{"malformed autonomy", Coordinates{Coordinates: governance.Coordinates{Autonomy: "A9"}}, false},
 	} {
 		err := Within(granted, tc.req)
 		assert.Equal(t, tc.ok, err == nil, "%s: %v", tc.name, err)
@@ -211,9 +211,9 @@ func TestNonSelfApproval(t *testing.T) {
 	})
 	t.Run("a cycle cannot raise authority", func(t *testing.T) {
 		g := newGuard()
-		granted := Coordinates{Readiness: "L2", Autonomy: "A2", Authority: governance.AuthProjectWrite, CognitiveDepth: "D2"}
+		granted := Coordinates{Coordinates: governance.Coordinates{Readiness: "L2", Autonomy: "A2", CognitiveDepth: "D2"}, Authority: governance.AuthProjectWrite}
 		rule(t, g.Raise(granted, Coordinates{Authority: governance.AuthExternalAction}, Distiller, plan), RuleRaise)
-		assert.NoError(t, g.Raise(granted, Coordinates{Autonomy: "A1"}, Distiller, plan))
+		assert.NoError(t, g.Raise(granted, Coordinates{Coordinates: governance.Coordinates{Autonomy: "A1"}}, Distiller, plan))
 	})
 }
 

@@ -19,7 +19,7 @@ import (
 
 // cycleOnce runs one cycle whose effect (if any) commits and passes. The
 // result's Events are both batches.
-func cycleOnce(t *testing.T, s State, in Inputs) *Result {
+func cycleOnce(t *testing.T, s EngineState, in Inputs) *Result {
 	t.Helper()
 	p, err := Begin(s, in)
 	require.NoError(t, err)

@@ -23,7 +23,7 @@ const ()
 
 // roleOf is the role that works in a controller state, and so the actor of
 // the transition that leaves it.
-func roleOf(s controller.State) controller.Role {
+func roleOf(s controller.Phase) controller.Role {
 	switch s {
 	case controller.Sleep, controller.Wake, controller.Observe, controller.ObserveEffect:
 		return controller.Observer
@@ -73,13 +73,13 @@ func (b *builder) declare(why []string) {
 // move takes the controller to the next state and records the transition.
 // Its inputs are what the state being left was handed; its outputs (out)
 // are what that state produced, and become the next state's inputs.
-func (b *builder) move(to controller.State, reason string, out ...codec.Ref) {
+func (b *builder) move(to controller.Phase, reason string, out ...codec.Ref) {
 	b.moveAs(roleOf(b.ctl.State()), to, reason, controller.Usage{}, out...)
 }
 
 // moveAs is move with an explicit actor (the operator, for a stop) and the
 // budget the left state consumed beyond its events.
-func (b *builder) moveAs(role controller.Role, to controller.State, reason string, used controller.Usage, out ...codec.Ref) {
+func (b *builder) moveAs(role controller.Role, to controller.Phase, reason string, used controller.Usage, out ...codec.Ref) {
 	if b.err != nil || b.ctl == nil {
 		return
 	}
@@ -102,7 +102,7 @@ func (b *builder) moveAs(role controller.Role, to controller.State, reason strin
 
 // authorityUsed is the authority a state exercises: reading the world to
 // observe it, the action's own authority to act, proposing to propose.
-func (b *builder) authorityUsed(s controller.State) governance.AuthorityMode {
+func (b *builder) authorityUsed(s controller.Phase) governance.AuthorityMode {
 	switch s {
 	case controller.Observe, controller.ObserveEffect:
 		return governance.AuthRead

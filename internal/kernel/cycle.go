@@ -53,7 +53,7 @@ type Pending struct {
 type Result struct {
 	// State is the state after the cycle. The driver may checkpoint it
 	// only after Events are durable.
-	State State
+	State EngineState
 	// Events must be appended (one durable batch) before the next cycle
 	// starts or the cycle is reported.
 	Events  []event.Event
@@ -83,7 +83,7 @@ type Summary struct {
 // builder accumulates one cycle's events, linking each to the previous one
 // as its causal parent.
 type builder struct {
-	s      State
+	s      EngineState
 	cycle  int64
 	now    time.Time
 	at     string
@@ -126,7 +126,7 @@ type builder struct {
 	handoff    []codec.Ref // outputs of the last transition
 	nEvents    int64       // events emitted by the cycle, both batches
 	evMark     int64       // nEvents at the last transition
-	via        controller.State
+	via        controller.Phase
 	fitness    controller.FitnessContract
 	fitnessRef codec.Ref
 	areqRef    codec.Ref
@@ -202,7 +202,7 @@ var ErrNotEligible = errors.New("no cycle is eligible")
 // Begin runs a cycle up to the governance boundary. It is a pure function
 // of the state and the inputs: the same arguments always give the same
 // events, byte for byte.
-func Begin(s State, in Inputs) (*Pending, error) {
+func Begin(s EngineState, in Inputs) (*Pending, error) {
 	if ok, _ := Eligible(s, in); !ok {
 		return nil, ErrNotEligible
 	}
@@ -483,7 +483,7 @@ func (b *builder) run() {
 
 // assessTension writes the controller's TensionReport: is anything worth
 // a cycle, and why, with the evidence ref of each claim.
-func (b *builder) assessTension(sem semantic.State) (controller.TensionReport, codec.Ref) {
+func (b *builder) assessTension(sem semantic.Encoded) (controller.TensionReport, codec.Ref) {
 	rs := &b.s.Run
 	obs := b.s.Environment.Ref()
 	blocked := b.blocked()
@@ -684,7 +684,7 @@ func (b *builder) blocked() map[string]string {
 	return out
 }
 
-func (b *builder) resolveAgenda(sem semantic.State) {
+func (b *builder) resolveAgenda(sem semantic.Encoded) {
 	in := agenda.Inputs{CycleSeq: b.cycle, Blocked: b.blocked()}
 	for _, f := range sem.Failing() {
 		summary := f.Subject

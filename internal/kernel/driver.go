@@ -59,9 +59,6 @@ var (
 	// ErrProvider: an input provider failed; the run state did not advance
 	// and a later invocation retries.
 	ErrProvider = errors.New("input provider failed")
-	// ErrUncertainEffect marks the error the world returns when it cannot
-	// tell whether an interrupted effect happened.
-	ErrUncertainEffect = errors.New("cannot tell whether an interrupted effect happened")
 )
 
 // ReplayError reports a ledger whose recorded cycle differs from what the
@@ -113,7 +110,7 @@ type Driver struct {
 	// again (the caller had to read it to open the sandbox).
 	Snapshot *storage.Snapshot
 
-	state       State
+	state       EngineState
 	files       map[string][]byte // checkpoint files not decoded yet (nil once complete)
 	manifest    storage.Manifest
 	pending     int      // cycles since the last directory checkpoint
@@ -144,7 +141,7 @@ type Recovery struct {
 // recovery needed it), only the run state, the checkpoint record, the
 // environment spec and the strategy state are decoded: that is all an idle
 // invocation looks at.
-func (d *Driver) State() State { return d.state }
+func (d *Driver) State() EngineState { return d.state }
 
 // complete decodes the parts of the state that Open left undecoded
 // because an idle invocation does not need them.

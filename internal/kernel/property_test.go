@@ -31,7 +31,7 @@ import (
 // starts and ends in sleep, takes only allowed transitions, and never
 // exercises more authority than the contract grants or acts below A2.
 func TestRandomEventsNeverReachAnIllegalTransition(t *testing.T) {
-	seen := map[controller.State]int{}
+	seen := map[controller.Phase]int{}
 	prop := func(seed uint64) bool {
 		if err := randomRun(seed, seen); err != nil {
 			t.Logf("seed %d: %v", seed, err)
@@ -54,7 +54,7 @@ func TestRandomEventsNeverReachAnIllegalTransition(t *testing.T) {
 	}
 }
 
-func randomRun(seed uint64, seen map[controller.State]int) error {
+func randomRun(seed uint64, seen map[controller.Phase]int) error {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
 	keep := world.Check{ID: "c", Summary: "c", Kind: world.CheckPresentText, Path: "a.txt", Text: "keep", Priority: 1}
@@ -116,7 +116,7 @@ func randomRun(seed uint64, seen map[controller.State]int) error {
 	return nil
 }
 
-func randomItem(rng *rand.Rand, s State, now time.Time, id string) inbox.Item {
+func randomItem(rng *rand.Rand, s EngineState, now time.Time, id string) inbox.Item {
 	at := state.FormatTime(now)
 	switch rng.IntN(6) {
 	case 0, 1, 2:
@@ -187,7 +187,7 @@ func randomSettlement(rng *rand.Rand, p *Pending) Settlement {
 }
 
 // checkPath checks one cycle's controller transitions.
-func checkPath(evs []event.Event, ct governance.Contract, seen map[controller.State]int) error {
+func checkPath(evs []event.Event, ct governance.Contract, seen map[controller.Phase]int) error {
 	var path []controller.Transition
 	for _, ev := range evs {
 		if ev.Type != event.Transition {
@@ -241,7 +241,7 @@ func TestFailedCompactionEndsInFailed(t *testing.T) {
 	r, err := Finish(p, settled(&world.Outcome{Schema: world.OutcomeSchema, Key: "k", Operation: world.OpApplyPatch, Target: "a.txt", Status: world.OutcomeCommitted}, "a"))
 	require.NoError(t, err)
 	require.Equal(t, state.Faulted, r.Summary.LoopDisposition)
-	seen := map[controller.State]int{}
+	seen := map[controller.Phase]int{}
 	require.NoError(t, checkPath(append(append([]event.Event{}, p.Events...), r.Events...), ct, seen))
 	require.Equal(t, 1, seen[controller.Failed])
 	require.Equal(t, "failed", r.Summary.Controller)

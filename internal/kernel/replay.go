@@ -113,7 +113,7 @@ func lastIndex(recs []event.Record, typ event.Kind) int {
 }
 
 // replayFault applies a fault recorded outside any cycle.
-func replayFault(s State, group []event.Record) (State, bool, error) {
+func replayFault(s EngineState, group []event.Record) (EngineState, bool, error) {
 	for _, r := range group {
 		if r.Event.Type == event.RunFaulted {
 			st, _, err := Fault(s, parseAt(r.Event.At), r.Event.Reasons)
@@ -125,7 +125,7 @@ func replayFault(s State, group []event.Record) (State, bool, error) {
 
 // replayInit rebuilds the initial state from the pinned documents and the
 // first observation, and checks that Init derives the recorded events.
-func replayInit(recs []event.Record) (State, error) {
+func replayInit(recs []event.Record) (EngineState, error) {
 	var bs Bootstrap
 	var found int
 	for _, r := range recs {
@@ -144,15 +144,15 @@ func replayInit(recs []event.Record) (State, error) {
 			bs.RunID, bs.Now, found = r.Event.RunID, parseAt(r.Event.At), found+1
 		}
 		if err != nil {
-			return State{}, fmt.Errorf("replay init: %w", err)
+			return EngineState{}, fmt.Errorf("replay init: %w", err)
 		}
 	}
 	if found != 5 {
-		return State{}, fmt.Errorf("replay init: the ledger does not begin with a run's pinned goal, contract, environment and start")
+		return EngineState{}, fmt.Errorf("replay init: the ledger does not begin with a run's pinned goal, contract, environment and start")
 	}
 	s, evs, err := Init(bs)
 	if err != nil {
-		return State{}, err
+		return EngineState{}, err
 	}
 	var ours []event.Record
 	for _, r := range recs {
@@ -161,14 +161,14 @@ func replayInit(recs []event.Record) (State, error) {
 		}
 	}
 	if div := compare(ours, evs); div != nil {
-		return State{}, fmt.Errorf("replay init diverges at seq %d (%s): field %s", div.Seq, div.Event, div.Field)
+		return EngineState{}, fmt.Errorf("replay init diverges at seq %d (%s): field %s", div.Seq, div.Event, div.Field)
 	}
 	return s, nil
 }
 
 // replayCycle derives one recorded cycle and compares. oob holds the
 // cycle's out-of-band records: an effect's intent or missing control.
-func replayCycle(s State, recs, oob []event.Record) (State, *Divergence, error) {
+func replayCycle(s EngineState, recs, oob []event.Record) (EngineState, *Divergence, error) {
 	in, _, err := inputsFromRecords(&s, recs)
 	if err != nil {
 		return s, nil, fmt.Errorf("replay cycle %d: %w", recs[0].Event.CycleSeq, err)

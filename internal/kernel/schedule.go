@@ -23,7 +23,7 @@ import (
 // run resting on a used-up soft budget is eligible only for a
 // budget_replenished signal, a stop or the kill switch. The reasons say why
 // (or, when not eligible, what the run is doing).
-func Eligible(s State, in Inputs) (bool, []string) {
+func Eligible(s EngineState, in Inputs) (bool, []string) {
 	rs := &s.Run
 	if rs.Status == state.RunStopped {
 		return false, []string{"run_stopped"}
@@ -203,7 +203,7 @@ func (b *builder) setWaiting(d state.Disposition) {
 
 // budgetLimit returns the contract's limit and the run's use of a budget at
 // now (the wall clock is the time since the run started).
-func budgetLimit(s *State, name string, now time.Time) (governance.Limit, int64) {
+func budgetLimit(s *EngineState, name string, now time.Time) (governance.Limit, int64) {
 	bu, u := s.Contract.Budgets, s.Run.Budget
 	switch name {
 	case "cycles":
@@ -255,7 +255,7 @@ func (b *builder) hardBudgetAtStart() (string, bool) {
 
 // softExhausted lists the budgets temporarily exhausted at now: their use
 // since the last replenishment has reached their soft level.
-func softExhausted(s *State, now time.Time) []string {
+func softExhausted(s *EngineState, now time.Time) []string {
 	var out []string
 	for _, n := range budgetNames() {
 		if l, used := budgetLimit(s, n, now); l.Soft > 0 && used-s.Run.Budget.SoftBase[n] >= l.Soft {

@@ -127,7 +127,7 @@ type PendingApproval struct {
 }
 
 // HeadOf takes the report's header from a checkpoint.
-func HeadOf(st kernel.State) Head {
+func HeadOf(st kernel.EngineState) Head {
 	r := st.Run
 	h := Head{
 		RunID: r.RunID, Status: string(r.Status), Disposition: r.LoopDisposition, Reasons: r.ReasonCodes,

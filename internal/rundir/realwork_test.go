@@ -120,7 +120,7 @@ func (p *project) events(types ...event.Kind) []event.Record {
 	return out
 }
 
-func (p *project) state() kernel.State {
+func (p *project) state() kernel.EngineState {
 	st, _, err := ReadState(p.stateDir)
 	require.NoError(p.t, err)
 	return st

@@ -397,14 +397,14 @@ func (r *Run) Abandon() {
 
 // ReadState loads the checkpoint without taking the lock, for read-only
 // commands (status, wake, approve) that must work while a run is busy.
-func ReadState(dir string) (kernel.State, storage.Manifest, error) {
+func ReadState(dir string) (kernel.EngineState, storage.Manifest, error) {
 	fsys, err := RequireRun(dir)
 	if err != nil {
-		return kernel.State{}, storage.Manifest{}, err
+		return kernel.EngineState{}, storage.Manifest{}, err
 	}
 	snap, err := dirstore.NewStore(fsys).Load()
 	if err != nil {
-		return kernel.State{}, storage.Manifest{}, err
+		return kernel.EngineState{}, storage.Manifest{}, err
 	}
 	st, err := kernel.Decode(snap.Files)
 	return st, snap.Manifest, err
