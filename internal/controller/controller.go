@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/governance"
 )
@@ -276,7 +277,7 @@ type Transition struct {
 	Timestamp      string                   `json:"timestamp"`
 	Reason         string                   `json:"reason"`
 	AuthorityUsed  governance.AuthorityMode `json:"authority_used"`
-	BudgetConsumed Usage                    `json:"budget_consumed"`
+	BudgetConsumed budget.Usage             `json:"budget_consumed"`
 }
 
 // CycleID names a cycle for transition records.
@@ -305,7 +306,7 @@ type Step struct {
 	Inputs    []codec.Ref
 	Outputs   []codec.Ref
 	Authority governance.AuthorityMode // authority exercised by the step
-	Used      Usage                    // budget consumed by the step
+	Used      budget.Usage             // budget consumed by the step
 }
 
 // Machine is the controller state machine of one cycle. It starts in
@@ -315,12 +316,12 @@ type Machine struct {
 	at                string
 	cur               Phase
 	seq               int
-	used              Usage
-	budget            governance.CycleBudget
+	used              budget.Usage
+	budget            budget.Cycle
 }
 
 // Start begins a cycle's machine in sleep.
-func Start(cycleID, parentID, at string, budget governance.CycleBudget) *Machine {
+func Start(cycleID, parentID, at string, budget budget.Cycle) *Machine {
 	return &Machine{cycleID: cycleID, parentID: parentID, at: at, cur: Sleep, budget: budget.Defaults()}
 }
 
@@ -328,10 +329,10 @@ func Start(cycleID, parentID, at string, budget governance.CycleBudget) *Machine
 func (m *Machine) State() Phase { return m.cur }
 
 // Used is the budget consumed so far in this cycle.
-func (m *Machine) Used() Usage { return m.used }
+func (m *Machine) Used() budget.Usage { return m.used }
 
 // Budget is the cycle budget in force.
-func (m *Machine) Budget() governance.CycleBudget { return m.budget }
+func (m *Machine) Budget() budget.Cycle { return m.budget }
 
 // Move takes one transition and returns its record, or an
 // *IllegalTransitionError without moving.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/governance"
 )
@@ -56,7 +57,7 @@ func TestAllowed(t *testing.T) {
 }
 
 func TestMachineRecordsEveryTransition(t *testing.T) {
-	m := Start("run:x/cycle/2", "run:x/cycle/1", "2026-01-01T00:00:00Z", governance.CycleBudget{})
+	m := Start("run:x/cycle/2", "run:x/cycle/1", "2026-01-01T00:00:00Z", budget.Cycle{})
 	path := []Step{
 		{To: Wake, Role: Observer, Reason: "environment_changed"},
 		{To: Observe, Role: Observer, Outputs: []codec.Ref{"sem:sha256:" + hex64}, Authority: governance.AuthRead},
@@ -90,7 +91,7 @@ const hex64 = "0000000000000000000000000000000000000000000000000000000000000000"
 func TestRandomStepsNeverReachAnIllegalState(t *testing.T) {
 	prop := func(seed uint64, n uint8) bool {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		m := Start("c", "", "t", governance.CycleBudget{})
+		m := Start("c", "", "t", budget.Cycle{})
 		for range int(n) + 1 {
 			from := m.State()
 			to := Phase(rng.IntN(int(Failed) + 2)) // includes StateInvalid and one past the end
@@ -137,16 +138,16 @@ func TestWithinNeverRaises(t *testing.T) {
 }
 
 func TestBudgetOver(t *testing.T) {
-	b := governance.CycleBudget{MaxToolActions: 1, MaxFilesTouched: 2}
-	assert.Equal(t, "", Over(Usage{ToolActions: 1, FilesTouched: 2}, b))
-	assert.Equal(t, "max_tool_actions", Over(Usage{ToolActions: 2}, b))
-	assert.Equal(t, "max_files_touched", Over(Usage{FilesTouched: 3}, b))
-	assert.Equal(t, "max_recursive_depth", Over(Usage{RecursiveDepth: 4}, b), "defaults apply to unset limits")
+	b := budget.Cycle{MaxToolActions: 1, MaxFilesTouched: 2}
+	assert.Equal(t, "", budget.Over(budget.Usage{ToolActions: 1, FilesTouched: 2}, b))
+	assert.Equal(t, "max_tool_actions", budget.Over(budget.Usage{ToolActions: 2}, b))
+	assert.Equal(t, "max_files_touched", budget.Over(budget.Usage{FilesTouched: 3}, b))
+	assert.Equal(t, "max_recursive_depth", budget.Over(budget.Usage{RecursiveDepth: 4}, b), "defaults apply to unset limits")
 	m := Start("c", "", "t", b)
-	_, err := m.Move(Step{To: Wake, Role: Observer, Used: Usage{Events: 3, RecursiveDepth: 2}})
+	_, err := m.Move(Step{To: Wake, Role: Observer, Used: budget.Usage{Events: 3, RecursiveDepth: 2}})
 	require.NoError(t, err)
-	assert.Equal(t, "", m.Exceeds(Usage{ToolActions: 1, RecursiveDepth: 1}))
-	assert.Equal(t, "max_tool_actions", m.Exceeds(Usage{ToolActions: 2}))
+	assert.Equal(t, "", m.Exceeds(budget.Usage{ToolActions: 1, RecursiveDepth: 1}))
+	assert.Equal(t, "max_tool_actions", m.Exceeds(budget.Usage{ToolActions: 2}))
 	assert.Equal(t, int64(2), m.Used().RecursiveDepth, "depth is a high-water mark")
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acr-project/acr/internal/agenda"
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/commitment"
@@ -133,7 +134,7 @@ type builder struct {
 	carried    *codec.Value // the fitness contract an approved plan keeps
 	woken      []string     // commitments whose condition or deadline came
 	restOut    []codec.Ref
-	restUsed   controller.Usage
+	restUsed   budget.Usage
 
 	// budgets (schedule.go): the limit the deadline comes from, and the
 	// stop or rest decided at the cycle's start
@@ -473,7 +474,7 @@ func (b *builder) run() {
 		b.conclude(b.resting(), b.restingReasons())
 		return
 	}
-	if over := b.overBudget(controller.Usage{Branches: int64(b.candidates)}); over != "" {
+	if over := b.overBudget(budget.Usage{Branches: int64(b.candidates)}); over != "" {
 		b.block(controller.Distiller, "budget_"+over, b.resRef)
 		b.conclude(b.resting(), []string{"cycle_budget", "budget_" + over})
 		return
@@ -795,7 +796,7 @@ func (b *builder) decide() {
 	if b.sum.StrategicReview {
 		depth = 2
 	}
-	used := controller.Usage{Branches: int64(b.candidates), Cost: int64(dlg.Operations), RecursiveDepth: depth}
+	used := budget.Usage{Branches: int64(b.candidates), Cost: int64(dlg.Operations), RecursiveDepth: depth}
 	if action == nil {
 		// The distiller produced no Resultant: the controller does not
 		// force one. A proposer that found nothing (or only actions the
@@ -974,7 +975,7 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 		if action.Operation.Writes() {
 			files = 1
 		}
-		if over := b.overBudget(controller.Usage{ToolActions: 1, FilesTouched: files}); over != "" {
+		if over := b.overBudget(budget.Usage{ToolActions: 1, FilesTouched: files}); over != "" {
 			b.block(controller.IntentCustodian, "budget_"+over, decRef)
 			b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "cycle_budget_" + over, Since: b.at, EvidenceRef: b.evidence})
 			b.conclude(b.orResting(more), []string{"cycle_budget", "budget_" + over})
@@ -1090,7 +1091,7 @@ func (b *builder) settle(st Settlement) {
 			ItemID: b.item, Reason: "uncertain_effect", RequestedAt: b.at, CycleSeq: b.cycle, Action: mustValue(e.Action),
 		})
 		b.emit(event.ApprovalRequested, nil, map[string]codec.Ref{"action": e.ActionRef}, "recovery_uncertain_effect")
-		b.moveAs(controller.Executor, controller.ObserveEffect, "effect_uncertain", controller.Usage{ToolActions: 1})
+		b.moveAs(controller.Executor, controller.ObserveEffect, "effect_uncertain", budget.Usage{ToolActions: 1})
 		b.move(controller.Evaluate, "no_readback")
 		ev := event.Evaluation{Schema: event.EvaluationSchema, ActionRef: e.ActionRef, FitnessRef: b.fitnessRef, Expected: b.expected(e.Action),
 			Observed: "unknown: recovery could not tell whether the effect happened", Result: "operator_review_required", Actor: "evaluator"}
@@ -1118,7 +1119,7 @@ func (b *builder) settle(st Settlement) {
 	case out.AfterSHA256 != out.BeforeSHA256:
 		files = 1
 	}
-	b.moveAs(controller.Executor, controller.ObserveEffect, string(out.Status), controller.Usage{ToolActions: 1, FilesTouched: files}, outRef)
+	b.moveAs(controller.Executor, controller.ObserveEffect, string(out.Status), budget.Usage{ToolActions: 1, FilesTouched: files}, outRef)
 
 	var rbRef codec.Ref
 	if st.Readback != nil {
@@ -1236,7 +1237,7 @@ func (b *builder) finish() {
 	if !b.stoppedAtStart {
 		rs.Budget.Cycles++
 	}
-	rs.Budget.WallClockSeconds = wallClock(rs, b.now)
+	rs.Budget.WallClockSeconds = budget.WallClock(rs, b.now)
 
 	// Working memory: record this cycle, then compact if the cadence says so.
 	// The unit lists the cycle's events except its controller transitions:

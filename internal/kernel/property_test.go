@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/event"
@@ -67,7 +68,7 @@ func randomRun(seed uint64, seen map[controller.Phase]int) error {
 	ct.Coordinates.Autonomy = pick("A0", "A1", "A2", "A2", "A3", "A4", "A4")
 	ct.Coordinates.CognitiveDepth = pick("D0", "D1", "D2", "D2", "D3")
 	if rng.IntN(5) == 0 {
-		ct.CycleBudget = &governance.CycleBudget{MaxCost: int64(2 + rng.IntN(8)), MaxEvents: int64(30 + rng.IntN(60)), MaxCascadeFanout: 1}
+		ct.CycleBudget = &budget.Cycle{MaxCost: int64(2 + rng.IntN(8)), MaxEvents: int64(30 + rng.IntN(60)), MaxCascadeFanout: 1}
 	}
 	failing := map[string]bool{"a": rng.IntN(2) == 0, "b": rng.IntN(2) == 0}
 	g := spec

@@ -1,9 +1,9 @@
 package report
 
 import (
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/event"
-	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
@@ -113,7 +113,7 @@ type Head struct {
 	// or the sandbox copy.
 	World   string
 	Budget  state.BudgetUsage
-	Limits  governance.Budgets
+	Limits  budget.Run
 	Pending []PendingApproval
 }
 
