@@ -327,40 +327,25 @@ func (d *Driver) replayCycle(recs []event.Record, last bool, rec *Recovery) erro
 		}
 	}
 	rec.Recovered = true
-	in, _, err := inputsFromRecords(&d.state, evs)
-	if err != nil {
+	r, err := rederive(d.state, evs, recs)
+	var div *Divergence
+	switch {
+	case errors.Is(err, errUnrecorded):
 		if !last {
 			return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: "an interrupted cycle is followed by more history: " + err.Error()}
 		}
-		// The cycle's first batch never became durable: no decision was
-		// made durable, so no effect can have run. Abandon it; the next
-		// cycle derives afresh.
+		// The cycle's first batch never became durable (its inputs, or the
+		// proposer's reply): no decision was, so no effect can have run.
+		// Abandon it; the next cycle derives afresh.
 		rec.CycleAbandoned = true
 		rec.Classification = "interrupted_before_inputs_durable"
 		return d.appendOOB(event.CycleAbandoned, nil, []string{"first_batch_incomplete"})
-	}
-	p, err := Begin(d.state, in)
-	if err != nil {
+	case errors.As(err, &div):
+		return &ReplayError{Seq: div.Seq, CycleSeq: div.Cycle, Msg: div.Error()}
+	case err != nil:
 		return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: err.Error()}
 	}
-	p, answered, err := answerRecorded(p, evs)
-	if err != nil {
-		return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: err.Error()}
-	}
-	if !answered {
-		if !last {
-			return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: "a cycle that asked the proposer has no recorded reply and more history follows"}
-		}
-		// The proposer's reply never became durable, and with it no
-		// decision: abandon the cycle, the next one asks afresh.
-		rec.CycleAbandoned = true
-		rec.Classification = "interrupted_before_proposal_durable"
-		return d.appendOOB(event.CycleAbandoned, nil, []string{"proposal_not_durable"})
-	}
-	n, err := matchPrefix(evs, p.Events)
-	if err != nil {
-		return err
-	}
+	in, p, n := r.in, r.p, r.matched
 	if n < len(p.Events) {
 		// Part of the first batch is missing: it was never fsynced, so the
 		// effect did not run. Finish the batch from the recorded inputs.
@@ -369,8 +354,7 @@ func (d *Driver) replayCycle(recs []event.Record, last bool, rec *Recovery) erro
 		}
 		rec.Classification = "interrupted_in_first_batch"
 	}
-	rest := evs[n:]
-	st := recordedSettlement(recs, rest, p)
+	rest, st := r.rest, r.st
 	if p.Effect != nil && st.Blocked == "" && st.Outcome == nil {
 		in, blocked, err := d.recoveredIntent(recs, p, rec)
 		if err != nil {
@@ -410,10 +394,10 @@ func (d *Driver) replayCycle(recs []event.Record, last bool, rec *Recovery) erro
 	if err != nil {
 		return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: err.Error()}
 	}
-	m, err := matchPrefix(rest, res.Events)
-	if err != nil {
-		return err
+	if div := compare(rest, res.Events); div != nil {
+		return &ReplayError{Seq: div.Seq, CycleSeq: div.Cycle, Msg: div.Error()}
 	}
+	m := min(len(rest), len(res.Events))
 	if m < len(rest) {
 		return &ReplayError{Seq: rest[m].Seq, CycleSeq: rest[m].Event.CycleSeq, Msg: "ledger has events the replay does not produce"}
 	}
@@ -540,23 +524,6 @@ func recordedSettlement(all, rest []event.Record, p *Pending) Settlement {
 		}
 	}
 	return st
-}
-
-// matchPrefix checks that the recorded events equal the derived ones for
-// as long as both last, and returns how many matched.
-func matchPrefix(recorded []event.Record, derived []event.Event) (int, error) {
-	n := min(len(recorded), len(derived))
-	for i := range n {
-		ref, err := derived[i].Ref()
-		if err != nil {
-			return 0, err
-		}
-		if ref != recorded[i].Ref {
-			return 0, &ReplayError{Seq: recorded[i].Seq, CycleSeq: recorded[i].Event.CycleSeq, Msg: fmt.Sprintf(
-				"recorded %s (%s), replay derives %s (%s)", recorded[i].Event.Type, recorded[i].Ref, derived[i].Type, ref)}
-		}
-	}
-	return n, nil
 }
 
 func recordedOutcome(recs []event.Record) (world.Outcome, bool) {
