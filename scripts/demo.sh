@@ -34,3 +34,6 @@ say acr ledger verify
 
 printf '\nThe sandbox world after the run (%s/sandbox/world):\n' "$dir"
 for f in README.md config/app.ini vendor/lib.js; do printf -- '--- %s\n' "$f"; cat "$dir/sandbox/world/$f"; done
+
+printf '\ndemo: the binary is %s and the run is in %s.\n' "$acr" "$dir"
+printf 'Put acr on your PATH with make install (or go install ./cmd/acr), then: acr --state-dir %s status\n' "$dir"

@@ -186,7 +186,7 @@ func run(out, work string, quick bool) error {
 			"their refs, and every event is checked for canonical syntax and its envelope's fields, in %d worker(s); "+
 			"plain SHA-256 hashes once on one core. The syntax check is the larger part: per byte the canonical walk costs "+
 			"about 2.5 SHA-256 passes (`go test -bench 'WalkCanonical|VerifySHA256' ./internal/state ./internal/ledger`: "+
-			"about 500 vs 1300 MB/s, and a CPU profile of BenchmarkVerify puts half its time in state.WalkCanonical), so with "+
+			"about 500 vs 1300 MB/s, and a CPU profile of BenchmarkVerify puts half its time in codec.WalkCanonical), so with "+
 			"the second hash of object bodies a byte costs about 4.3 SHA-256 passes of work shared by two cores: a ceiling "+
 			"near 0.47×, and a busy machine starves the workers first. Skipping the walk would let through events that "+
 			"decoding rejects; the ledger's format is frozen with the release.", runtime.GOMAXPROCS(0)))

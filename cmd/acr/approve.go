@@ -1,11 +1,14 @@
 package main
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/state"
@@ -18,14 +21,23 @@ type approveOptions struct {
 func newApproveCommand(a *app, verb string) *cobra.Command {
 	short := "Approve a pending action request"
 	long := `Approve the pending action request REF (the ref acr status prints). The
-approval binds to that exact action: the next cycle re-runs governance with
-the approval as evidence and executes the recorded action, not a new one.
-It never takes the run lock.`
+approval binds to that exact action and to the cycle that asked: the next
+cycle re-runs governance with the approval as evidence and executes the
+recorded action, not a new one. It never takes the run lock.`
 	if verb == "deny" {
 		short = "Deny a pending action request"
 		long = `Deny the pending action request REF. The next cycle records the refusal and
 does not propose that action again. It never takes the run lock.`
 	}
+	long += `
+
+Until a cycle consumes it, an answer can be replaced: acr deny REF after
+acr approve REF (or the other way round) queues the new answer in place of
+the old one; the cycle records both and acts on the last. Once consumed,
+an answer is final, and it is consumed once for the life of the run. An
+answer that would change nothing (the request is not pending, the same
+answer is already queued, the run is stopped) is not queued: acr says why
+and exits 69.`
 	cmd := &cobra.Command{
 		Use:     verb + " REF",
 		Short:   short,
@@ -46,56 +58,77 @@ func runApprove(a *app, o approveOptions) error {
 	if err != nil {
 		return err
 	}
-	var match []state.PendingApproval
+	run := rs.State.Run
+	var match, answered []state.PendingApproval
 	var known []string
-	for _, p := range rs.State.Run.PendingApprovals {
-		known = append(known, string(p.Ref))
-		if string(p.Ref) == o.ref || (len(o.ref) >= 16 && strings.HasPrefix(string(p.Ref), o.ref)) {
-			match = append(match, p)
+	for _, p := range run.PendingApprovals {
+		if string(p.Ref) != o.ref && (len(o.ref) < 16 || !strings.HasPrefix(string(p.Ref), o.ref)) {
+			if p.Resolution == nil {
+				known = append(known, string(p.Ref))
+			}
+			continue
 		}
+		if p.Resolution != nil {
+			answered = append(answered, p)
+			continue
+		}
+		match = append(match, p)
 	}
 	switch {
-	case len(match) == 0 && len(known) == 0:
-		return dataf("no pending approval with ref %s: the run is not waiting for any approval", o.ref)
-	case len(match) == 0:
-		return dataf("no pending approval with ref %s; pending: %s", o.ref, strings.Join(known, ", "))
+	case run.Status == state.RunStopped:
+		return noEffectf("the run is stopped: no cycle will consume an answer to %s; nothing queued", o.ref)
 	case len(match) > 1:
 		return dataf("ref prefix %s matches %d pending approvals; give the full ref", o.ref, len(match))
-	case match[0].Resolution != nil:
-		return dataf("approval %s was already resolved (%s)", match[0].Ref, match[0].Resolution.Verdict)
+	case len(match) == 0 && len(answered) > 0:
+		r := answered[0].Resolution
+		return noEffectf("approval %s was already answered (%s by %s) and that answer was consumed; an answer cannot be taken back once a cycle has read it",
+			answered[0].Ref, r.Verdict, r.By)
+	case len(match) == 0 && len(known) == 0:
+		return noEffectf("no pending approval with ref %s: the run is not waiting for any approval (acr status shows what it waits for); nothing queued", o.ref)
+	case len(match) == 0:
+		return noEffectf("no pending approval with ref %s; pending: %s; nothing queued", o.ref, strings.Join(known, ", "))
 	}
 	p := match[0]
 	fsys, err := disk.OpenOSDir(a.cfg.StateDir)
 	if err != nil {
 		return err
 	}
-	items, _, err := inbox.List(fsys)
+	items, _, err := dirstore.Inbox{FS: fsys}.List()
 	if err != nil {
 		return err
 	}
-	for _, it := range items {
-		if it.Kind == inbox.KindApproval && it.Approval.ActionRef == p.Ref {
-			a.report(map[string]any{"queued": false, "already_queued": it.ID, "verdict": it.Approval.Verdict},
-				"a resolution for %s is already queued (%s: %s)\n", p.Ref, it.ID, it.Approval.Verdict)
-			a.next("acr run   (the next cycle consumes it)")
-			return nil
-		}
-	}
+	queued := slices.DeleteFunc(items, func(it inbox.Item) bool {
+		return slices.Contains(run.InboxSeen, it.ID) || slices.Contains(run.AnswersConsumed, it.ID)
+	})
 	by := o.by
 	if by == "" {
 		by = osUser()
 	}
-	ap := &state.Approval{Schema: state.ApprovalSchema, ActionRef: p.Ref, Verdict: o.verdict, By: by, Reason: o.reason,
+	ap := &state.Approval{Schema: state.ApprovalSchema, ActionRef: p.Ref, RequestCycle: p.CycleSeq, Verdict: o.verdict, By: by, Reason: o.reason,
 		CreatedAt: state.FormatTime(a.now().UTC().Truncate(time.Second))}
-	if o.verdict == "approve" {
-		ap.Verdict = "approve"
+	prev := inbox.Answer(queued, p.Ref, p.CycleSeq)
+	if prev != nil {
+		q := prev.Approval
+		if q.Verdict == ap.Verdict && q.By == ap.By && q.Reason == ap.Reason {
+			return noEffectf("the same answer (%s by %s) to %s is already queued as %s; nothing queued", q.Verdict, q.By, p.Ref, prev.ID)
+		}
+		// The answer not yet consumed is replaced, not deleted: the cycle
+		// records both and acts on this one.
+		ap.Replaces = prev.ID
 	}
-	id, err := inbox.Write(fsys, ap)
+	id, err := dirstore.Inbox{FS: fsys}.Write(ap)
 	if err != nil {
 		return err
 	}
-	a.report(map[string]any{"queued": true, "id": id, "ref": p.Ref, "verdict": ap.Verdict, "operation": p.Operation, "target": p.Target},
-		"queued %s of %s %s (%s)\n", ap.Verdict, p.Operation, p.Target, p.Ref)
+	out := map[string]any{"queued": true, "id": id, "ref": p.Ref, "request_cycle": p.CycleSeq, "verdict": ap.Verdict,
+		"operation": p.Operation, "target": p.Target}
+	text := fmt.Sprintf("queued %s of %s %s (%s, requested in cycle %d)\n", ap.Verdict, p.Operation, p.Target, p.Ref, p.CycleSeq)
+	if prev != nil {
+		out["replaces"] = prev.ID
+		text = fmt.Sprintf("replaced the queued %s (%s) with %s of %s %s (%s, requested in cycle %d)\n",
+			prev.Approval.Verdict, prev.ID, ap.Verdict, p.Operation, p.Target, p.Ref, p.CycleSeq)
+	}
+	a.report(out, "%s", text)
 	if ap.Verdict == "approve" {
 		a.next("acr run   (the next cycle executes exactly this action; a scheduled run does too)")
 	} else {

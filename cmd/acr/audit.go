@@ -9,9 +9,12 @@ import (
 
 	"github.com/acr-project/acr/internal/agenda"
 	"github.com/acr-project/acr/internal/audit"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/rundir"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -49,18 +52,13 @@ compaction and across restarts. Read-only; no lock.
 	return cmd
 }
 
+// ledgerFS opens the state directory for reading its ledger, which is
+// read whether or not the rest of the run is intact.
 func (a *app) ledgerFS() (*disk.OSDir, error) {
 	if a.cfg.NoLoadState {
-		return nil, state.ErrNoRun
+		return nil, noLoadState(a)
 	}
-	fsys, err := disk.OpenOSDir(a.cfg.StateDir)
-	if err != nil {
-		return nil, state.ErrNoRun
-	}
-	if _, err := fsys.Stat(ledger.FileName); err != nil {
-		return nil, state.ErrNoRun
-	}
-	return fsys, nil
+	return rundir.RequireLedger(a.cfg.StateDir)
 }
 
 func runAudit(a *app, cycle int64, format string) error {
@@ -133,8 +131,9 @@ func runLog(a *app, since, until int64, typ string) error {
 		since = 1
 	}
 	var lines []logLine
+	lr := ledger.NewReader(fsys)
 	for c := since; until == 0 || c <= until; c++ {
-		recs, err := ledger.Cycle(fsys, c)
+		recs, err := lr.Cycle(c)
 		if errors.Is(err, ledger.ErrNoCycle) {
 			break
 		}
@@ -160,34 +159,34 @@ func runLog(a *app, since, until int64, typ string) error {
 	return nil
 }
 
-func hasType(recs []ledger.Record, prefix string) bool {
+func hasType(recs []event.Record, prefix string) bool {
 	for _, r := range recs {
-		if strings.HasPrefix(r.Event.Type, prefix) {
+		if strings.HasPrefix(string(r.Event.Type), prefix) {
 			return true
 		}
 	}
 	return false
 }
 
-func summarise(recs []ledger.Record) logLine {
+func summarise(recs []event.Record) logLine {
 	l := logLine{Decision: "NONE", Reasons: []string{}}
 	for _, r := range recs {
 		ev := r.Event
 		switch ev.Type {
-		case "persistent.cycle.started":
+		case event.CycleStarted:
 			l.Cycle, l.At = ev.CycleSeq, ev.At
-		case "agenda.resolution.selected":
+		case event.AgendaSelected:
 			var res agenda.Resolution
 			if ev.Object.Decode(&res) == nil && res.Selected != nil {
 				l.Agenda = res.Selected.ItemID
 			}
-		case "action.request.proposed":
+		case event.ActionProposed:
 			l.Action = field(ev, "operation") + " " + field(ev, "target")
-		case "governance.decision.recorded":
+		case event.DecisionRecorded:
 			l.Decision = field(ev, "verdict")
-		case "sandbox.action.committed", "sandbox.action.not_applied":
+		case event.ActionCommitted, event.ActionNotApplied:
 			l.Outcome = field(ev, "status")
-		case "persistent.cycle.completed":
+		case event.CycleCompleted:
 			var cr state.CycleRecord
 			if ev.Object.Decode(&cr) == nil {
 				l.Disposition, l.Reasons = cr.LoopDisposition.String(), cr.ReasonCodes
@@ -198,16 +197,16 @@ func summarise(recs []ledger.Record) logLine {
 }
 
 // field reads one top-level string field of an event's object.
-func field(ev ledger.Event, key string) string {
+func field(ev event.Event, key string) string {
 	if ev.Object == nil {
 		return ""
 	}
-	v, err := state.ParseCanonical(ev.Object.Body)
+	v, err := codec.ParseCanonical(ev.Object.Body)
 	if err != nil {
 		return ""
 	}
 	for _, m := range v.Obj {
-		if m.Key == key && m.Val.Kind == state.KindString {
+		if m.Key == key && m.Val.Kind == codec.KindString {
 			return m.Val.Str
 		}
 	}

@@ -93,6 +93,7 @@ func addCompletions(a *app, root *cobra.Command) error {
 		"acr init":         {"goal": files("json"), "contract": files("json"), "env": files("json")},
 		"acr wake":         {"payload": files("json"), "signal": fixed(state.WakeSources()...)},
 		"acr audit":        {"format": fixed("text", "json", "dot")},
+		"acr report":       {"axis": fixed("cycle", "time")},
 		"acr validate":     {"out": dirs, "scenarios": dirs},
 		"acr scenario run": {"scenarios": dirs},
 		"acr man":          {"dir": dirs},

@@ -32,7 +32,7 @@ func settingSpecs(root *cobra.Command) map[string]*settingSpec {
 	})
 	walkCommands(root, func(c *cobra.Command) {
 		c.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
-			if f.Name == "help" {
+			if f.Name == "help" || f.Name == "version" {
 				return
 			}
 			s := specs[f.Name]
@@ -62,7 +62,8 @@ func knownKeys(root *cobra.Command) []string {
 // viper consults them.
 func envNames(key string) []string {
 	if key == "state-dir" {
-		return []string{"ACR_STATE_DIR", "ACR_ENGINE_STATE_DIR"}
+		// CORE_ENGINE_STATE_DIR is the name ADR-0146 gives the variable.
+		return []string{"ACR_STATE_DIR", "ACR_ENGINE_STATE_DIR", "CORE_ENGINE_STATE_DIR"}
 	}
 	return []string{"ACR_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))}
 }

@@ -3,14 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 // commandItems is how many command fixes one episode runs.
@@ -25,21 +22,9 @@ const commandItems = 4
 // still fails waits for a person (uncertain_effect), whom the harness
 // plays: it approves, and the command runs again, once.
 func TestCommandCrashHarness(t *testing.T) {
-	kills := *crashKills
-	if testing.Short() {
-		kills = min(kills, 10)
-	}
-	seed := *crashSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("command crash harness: %d kills, seed %d (rerun with -crash.seed=%d)", kills, seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 0xc0de))
-	bin := filepath.Join(t.TempDir(), "acr")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build acr: %v\n%s", err, out)
-	}
-	h := &harness{t: t, bin: bin, rng: rng}
+	t.Parallel()
+	h, kills := newHarness(t, "command crash harness", 0xc0de)
+	rng := h.rng
 	stats := map[string]int{}
 	approvals, episodes := 0, 0
 	for total := 0; total < kills; episodes++ {

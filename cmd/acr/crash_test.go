@@ -32,27 +32,14 @@ var (
 // the world and history fingerprints must equal those of an uninterrupted
 // run.
 func TestCrashHarness(t *testing.T) {
-	kills := *crashKills
-	if testing.Short() {
-		kills = min(kills, 10)
-	}
-	seed := *crashSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("crash harness: %d kills, seed %d (rerun with -crash.seed=%d)", kills, seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-
-	bin := filepath.Join(t.TempDir(), "acr")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build acr: %v\n%s", err, out)
-	}
+	t.Parallel()
+	h, kills := newHarness(t, "crash harness", 0x5eed)
 	world, err := filepath.Abs(filepath.Join("..", "..", "scenarios", "crash-harness"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, bin: bin, world: world, rng: rng}
+	h.world = world
+	rng := h.rng
 
 	ref := h.fresh("reference")
 	h.runToEnd(ref, nil)
@@ -88,6 +75,26 @@ func TestCrashHarness(t *testing.T) {
 		h.invariants(dir, "end")
 	}
 	t.Logf("crash harness: %d kills over %d episodes: %v; 0 duplicate effects, 0 unloadable states, 0 fingerprint mismatches", kills, episodes, stats)
+}
+
+// newHarness builds acr, seeds the random source (from -crash.seed, or
+// the time, printed so that a failure can be replayed) and says how many
+// kills to deliver.
+func newHarness(t *testing.T, name string, salt uint64) (*harness, int) {
+	kills := *crashKills
+	if testing.Short() {
+		kills = min(kills, 10)
+	}
+	seed := *crashSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("%s: %d kills, seed %d (rerun with -crash.seed=%d)", name, kills, seed, seed)
+	bin := filepath.Join(t.TempDir(), "acr")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build acr: %v\n%s", err, out)
+	}
+	return &harness{t: t, bin: bin, rng: rand.New(rand.NewPCG(seed, salt))}, kills
 }
 
 type harness struct {

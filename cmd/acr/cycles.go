@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -13,7 +14,7 @@ import (
 )
 
 func newStepCommand(a *app) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "step",
 		Short: "Run at most one cycle",
 		Long: `Recover the run if needed, then run one cycle if one is eligible (CONTINUE,
@@ -25,6 +26,8 @@ disposition (executed: false).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runStep(a) },
 	}
+	addSlateFlags(cmd)
+	return cmd
 }
 
 func runStep(a *app) error {
@@ -70,6 +73,7 @@ STOPPED or FAULTED. An idle run costs nothing: no cycle, no write.`,
 		},
 	}
 	cmd.Flags().Int("max-cycles", 10, "most cycles to run in this invocation")
+	addSlateFlags(cmd)
 	return cmd
 }
 
@@ -86,7 +90,7 @@ func runRun(a *app, o runOptions) error {
 		p.begin()
 		each = func(s kernel.Summary) { p.cycle(s, cycleLine(s)) }
 	}
-	rep, err := r.Driver.Run(o.maxCycles, each)
+	rep, err := r.Driver.Run(context.Background(), o.maxCycles, each)
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}
@@ -110,7 +114,7 @@ func runRun(a *app, o runOptions) error {
 func runRunJSON(a *app, r *rundir.Run, o runOptions) error {
 	a.printf(`{"cycles":[`)
 	n := 0
-	rep, err := r.Driver.Run(o.maxCycles, func(s kernel.Summary) {
+	rep, err := r.Driver.Run(context.Background(), o.maxCycles, func(s kernel.Summary) {
 		b, merr := json.Marshal(s)
 		if merr != nil {
 			b = []byte("null")
@@ -173,7 +177,11 @@ func cycleLine(s kernel.Summary) string {
 	return line
 }
 
-func (a *app) printHint(s kernel.State) {
+func (a *app) printHint(s kernel.EngineState) {
+	if a.cfg.NoLoadState {
+		a.printf("clean slate: the run is discarded; nothing was written (--no-load-state)\n")
+		return
+	}
 	if s.Run.LoopDisposition == state.Continue || s.Run.RunID == "" {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -139,6 +140,31 @@ func TestDocExamplesCallRealCommands(t *testing.T) {
 
 // TestOperationsQuotesTheCrontab keeps the crontab line shown in
 // docs/operations.md identical to the file an operator installs.
+// TestSystemdUnits: the example units do what their comments say. The
+// service runs as an unprivileged user; a timer asks for Persistent= only
+// with an OnCalendar= trigger, the only kind it applies to.
+func TestSystemdUnits(t *testing.T) {
+	keys := func(name string) map[string]string {
+		b, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", name))
+		require.NoError(t, err)
+		out := map[string]string{}
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && !strings.HasPrefix(k, "#") {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	svc := keys("acr-loop.service")
+	assert.NotEmpty(t, svc["User"], "the service names the user it runs as")
+	assert.NotEqual(t, "root", svc["User"])
+	timer := keys("acr-loop.timer")
+	if p, ok := timer["Persistent"]; ok && p == "true" {
+		assert.NotEmpty(t, timer["OnCalendar"], "Persistent=true applies only to OnCalendar= timers")
+	}
+	assert.NotEmpty(t, timer["OnUnitInactiveSec"]+timer["OnCalendar"], "the timer repeats")
+}
+
 func TestOperationsQuotesTheCrontab(t *testing.T) {
 	cron, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", "crontab"))
 	require.NoError(t, err)
@@ -246,4 +272,34 @@ func cmdExample(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	_, err = ts.Stdout().Write([]byte(strings.Join(script, "\n") + "\n"))
 	ts.Check(err)
+}
+
+// TestMakeInstall: the README's install step works: make install with a
+// PREFIX (into a DESTDIR here) puts an acr that runs and its man pages in
+// place, and without one it is go install ./cmd/acr.
+func TestMakeInstall(t *testing.T) {
+	mk, err := exec.LookPath("make")
+	if err != nil || testing.Short() {
+		t.Skip("needs make, and builds acr once more")
+	}
+	t.Parallel()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(readme), "make install")
+	assert.Contains(t, string(readme), "go install ./cmd/acr")
+
+	dry, err := exec.Command(mk, "-s", "-n", "-C", filepath.Join("..", ".."), "install").Output()
+	require.NoError(t, err)
+	assert.Contains(t, string(dry), "go install ./cmd/acr")
+
+	dest := t.TempDir()
+	cmd := exec.Command(mk, "-s", "-C", filepath.Join("..", ".."), "install", "PREFIX=/usr/local", "DESTDIR="+dest, "BIN="+filepath.Join(dest, "build", "acr"))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	bin := filepath.Join(dest, "usr", "local", "bin", "acr")
+	got, err := exec.Command(bin, "--version").Output()
+	require.NoError(t, err)
+	assert.Contains(t, string(got), "acr "+version)
+	_, err = os.Stat(filepath.Join(dest, "usr", "local", "share", "man", "man1", "acr-run.1"))
+	assert.NoError(t, err)
 }

@@ -6,11 +6,13 @@ import (
 	"io/fs"
 	"syscall"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/rundir"
 	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 )
 
 // Exit codes follow sysexits(3) so scripts and cron can branch on them.
@@ -19,6 +21,7 @@ const (
 	exitUsage    = 64 // EX_USAGE: bad flags or arguments
 	exitData     = 65 // EX_DATAERR: bad input data or an integrity failure
 	exitNoInput  = 66 // EX_NOINPUT: no run in the state directory
+	exitNoEffect = 69 // EX_UNAVAILABLE: the command would change nothing; nothing was written
 	exitInternal = 70 // EX_SOFTWARE: internal error or FAULTED
 	exitIO       = 74 // EX_IOERR: I/O error
 	exitBusy     = 75 // EX_TEMPFAIL: another invocation holds the run
@@ -31,6 +34,7 @@ EXIT STATUS
   64  usage error (bad flags or arguments)
   65  bad input data (goal/contract/environment/signal) or integrity failure of ledger or checkpoint
   66  no run in the state directory
+  69  no effect: nothing written, as nothing would come of it (stopped run, request not pending, already queued)
   70  internal error, provider failure or FAULTED run
   74  I/O error (disk full, read-only state directory, fsync failure)
   75  busy: another invocation holds the run; retry later`
@@ -52,30 +56,48 @@ func (e *dataError) Unwrap() error { return e.err }
 
 func dataf(format string, args ...any) error { return &dataError{fmt.Errorf(format, args...)} }
 
+// noEffectError marks a command that would change nothing: a wake signal
+// for a stopped run, an answer to a request that is not pending or that is
+// already queued. The command writes nothing and says why.
+type noEffectError struct{ err error }
+
+func (e *noEffectError) Error() string { return e.err.Error() }
+func (e *noEffectError) Unwrap() error { return e.err }
+
+func noEffectf(format string, args ...any) error { return &noEffectError{fmt.Errorf(format, args...)} }
+
 // errorKind classifies an error for exit codes and --json output. It is the
 // one place where errors become exit codes.
 func errorKind(err error) (int, string) {
 	var (
 		ue *usageError
 		de *dataError
+		ne *noEffectError
 		ve *rundir.ValidationError
 		ie *state.IntegrityError
 		re *kernel.ReplayError
 		pe *fs.PathError
-		se *state.SyntaxError
-		fe *state.FieldError
+		se *codec.SyntaxError
+		fe *codec.FieldError
+		nd *rundir.NotDirError
+		dm *rundir.DamagedError
+		ii *rundir.InterruptedInitError
 	)
 	switch {
 	case err == nil:
 		return exitOK, ""
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &nd):
 		return exitUsage, "usage"
-	case errors.Is(err, state.ErrBusy):
+	case errors.Is(err, storage.ErrBusy):
 		return exitBusy, "busy"
-	case errors.Is(err, state.ErrNoRun):
+	case errors.Is(err, storage.ErrNoRun):
 		return exitNoInput, "no_run"
+	case errors.As(err, &ne):
+		return exitNoEffect, "no_effect"
 	case errors.As(err, &ve), errors.As(err, &de), errors.As(err, &se), errors.As(err, &fe):
 		return exitData, "bad_input"
+	case errors.As(err, &dm), errors.As(err, &ii):
+		return exitData, "integrity"
 	case errors.As(err, &ie), errors.Is(err, ledger.ErrCorrupt), errors.Is(err, ledger.ErrBehind), errors.As(err, &re),
 		errors.Is(err, sandbox.ErrKeyConflict):
 		return exitData, "integrity"
@@ -87,8 +109,11 @@ func errorKind(err error) (int, string) {
 		return exitInternal, "faulted"
 	case errors.Is(err, kernel.ErrProvider):
 		return exitInternal, "provider_failure"
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EACCES),
-		errors.Is(err, syscall.EIO), errors.Is(err, syscall.EDQUOT), errors.As(err, &pe):
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return exitIO, "no_space"
+	case errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		return exitIO, "not_writable"
+	case errors.Is(err, syscall.EIO), errors.As(err, &pe):
 		return exitIO, "io"
 	}
 	return exitInternal, "internal"

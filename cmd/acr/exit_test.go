@@ -13,6 +13,7 @@ import (
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/rundir"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 )
 
 // TestExitCodes pins the one mapping from errors to exit codes.
@@ -25,15 +26,22 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{"nil", nil, exitOK},
 		{"usage", usagef("bad flag"), exitUsage},
-		{"busy", wrap(state.ErrBusy), exitBusy},
-		{"no run", wrap(state.ErrNoRun), exitNoInput},
+		{"busy", wrap(storage.ErrBusy), exitBusy},
+		{"no run", wrap(storage.ErrNoRun), exitNoInput},
 		{"validation", &rundir.ValidationError{File: "goal.json", Field: "schema", Err: errors.New("x")}, exitData},
 		{"data", dataf("expired"), exitData},
+		{"no effect", fmt.Errorf("wake: %w", noEffectf("the run is stopped")), exitNoEffect},
 		{"integrity", wrap(&state.IntegrityError{File: "manifest.json", Msg: "x"}), exitData},
 		{"ledger damage", wrap(&ledger.DamageError{Line: 3, Msg: "x"}), exitData},
 		{"ledger behind", wrap(ledger.ErrBehind), exitData},
 		{"replay divergence", wrap(&kernel.ReplayError{Seq: 4, Msg: "x"}), exitData},
 		{"run exists", rundir.ErrRunExists, exitData},
+		{"damaged run exists", &rundir.RunExistsError{Dir: "d", Damaged: []string{"ledger"}}, exitData},
+		{"state dir is a file", wrap(&rundir.NotDirError{Path: "f"}), exitUsage},
+		{"no run, named", wrap(&rundir.NoRunError{Dir: "d"}), exitNoInput},
+		{"manifest missing", wrap(&rundir.DamagedError{Dir: "d", Found: []string{"ledger"}}), exitData},
+		{"interrupted init", wrap(&rundir.InterruptedInitError{Dir: "d"}), exitData},
+		{"permission denied", wrap(&fs.PathError{Op: "open", Path: "x", Err: syscall.EACCES}), exitIO},
 		{"faulted", wrap(kernel.ErrFaulted), exitInternal},
 		{"provider", wrap(kernel.ErrProvider), exitInternal},
 		{"disk full", wrap(&fs.PathError{Op: "write", Path: "manifest.json", Err: syscall.ENOSPC}), exitIO},
@@ -46,5 +54,55 @@ func TestExitCodes(t *testing.T) {
 			code, _ := errorKind(c.err)
 			assert.Equal(t, c.code, code)
 		})
+	}
+}
+
+// TestJSONRequested: --json is found on a command line that did not parse,
+// so that a usage error still prints one JSON object.
+func TestJSONRequested(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "ACR_JSON" {
+				return v
+			}
+			return ""
+		}
+	}
+	cases := []struct {
+		name string
+		args []string
+		env  string
+		want bool
+	}{
+		{"absent", []string{"run", "--max-cycles", "ten"}, "", false},
+		{"before the command", []string{"--json", "stauts"}, "", true},
+		{"after the command", []string{"run", "--max-cycles", "ten", "--json"}, "", true},
+		{"with a value", []string{"run", "--json=true"}, "", true},
+		{"turned off", []string{"run", "--json=false"}, "1", false},
+		{"after --", []string{"run", "--", "--json"}, "", false},
+		{"from the environment", []string{"stauts"}, "true", true},
+		{"a bad environment value", []string{"stauts"}, "yes please", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, jsonRequested(c.args, env(c.env)))
+		})
+	}
+}
+
+// TestIOHints: only a full disk is told to check free space; a read-only
+// state directory is told what it is.
+func TestIOHints(t *testing.T) {
+	for errno, want := range map[syscall.Errno]string{
+		syscall.ENOSPC: "disk is full", syscall.EDQUOT: "disk is full",
+		syscall.EROFS: "read-only", syscall.EACCES: "read-only", syscall.EPERM: "read-only",
+		syscall.EIO: "I/O error",
+	} {
+		_, kind := errorKind(&fs.PathError{Op: "write", Path: "x", Err: errno})
+		hint := nextStepFor(kind)
+		assert.Contains(t, hint, want, errno.Error())
+		if errno != syscall.ENOSPC && errno != syscall.EDQUOT {
+			assert.NotContains(t, hint, "free", errno.Error())
+		}
 	}
 }

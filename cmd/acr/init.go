@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -23,15 +24,22 @@ func newInitCommand(a *app) *cobra.Command {
 (docs/formats.md and the JSON Schemas in docs/schemas/); the goal and the
 contract are pinned by ref for the lifetime of the run, the sandbox world is
 created from the environment, and the first checkpoint is written.
-An existing run is never overwritten unless --force is given. Invalid input
-leaves the state directory exactly as it was.`,
+The new run is built complete beside the old one and swapped in only
+at the end, so a failed init leaves the state directory exactly as it was
+(and removes it again if init created it). An existing run, or what is left
+of a damaged one, is never replaced unless --force is given on the command
+line (never from ACR_FORCE or acr.yaml); then the old run is moved, whole,
+to archive/<time>/ inside the state directory, and init says where.`,
 		Example: `  acr init --goal scenarios/quickstart/goal.json \
            --contract scenarios/quickstart/contract.json \
            --env scenarios/quickstart/environment.json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o := initOptions{goal: a.v.GetString("goal"), contract: a.v.GetString("contract"), env: a.v.GetString("env"),
-				runID: a.v.GetString("run-id"), force: a.v.GetBool("force")}
+				runID: a.v.GetString("run-id"), force: cmd.Flags().Changed("force") && a.v.GetBool("force")}
+			if a.v.GetBool("force") && !cmd.Flags().Changed("force") {
+				return usagef("--force must be given on the command line: replacing a run is never taken from ACR_FORCE or a configuration file")
+			}
 			return runInit(a, o)
 		},
 	}
@@ -40,7 +48,7 @@ leaves the state directory exactly as it was.`,
 	f.String("contract", "", "contract document (acr.contract/v0.1)")
 	f.String("env", "", "initial environment document (acr.environment/v0.1)")
 	f.String("run-id", "", "run id (default derived from the inputs and the start time)")
-	f.Bool("force", false, "replace an existing run in the state directory")
+	f.Bool("force", false, "replace an existing run, archiving it under archive/ in the state directory (command line only)")
 	return cmd
 }
 
@@ -50,6 +58,9 @@ func runInit(a *app, o initOptions) error {
 			return usagef("init needs %s FILE (see acr init --help)", f.name)
 		}
 	}
+	if a.cfg.NoLoadState {
+		return runInitSlate(a, o)
+	}
 	in, err := rundir.ReadInputs(o.goal, o.contract, o.env)
 	if err != nil {
 		return err
@@ -58,16 +69,33 @@ func runInit(a *app, o initOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := rundir.Init(a.cfg.StateDir, in, o.runID, o.force, opt)
+	c, err := rundir.Init(a.cfg.StateDir, in, o.runID, o.force, opt)
 	if err != nil {
 		return err
 	}
+	st := c.State
+	archive := ""
+	if c.Archive != "" {
+		archive = filepath.Join(a.cfg.StateDir, filepath.FromSlash(c.Archive))
+		a.log.Info().Str("archive", archive).Msg("previous run archived")
+	}
 	a.log.Info().Str("run_id", st.Run.RunID).Str("state_dir", a.cfg.StateDir).Msg("run initialised")
 	if a.cfg.JSON {
-		a.printJSON(map[string]any{"run_id": st.Run.RunID, "state_dir": a.cfg.StateDir, "world": worldDir(a.cfg.StateDir, in.Spec), "goal_ref": st.Run.GoalRefs[0],
+		out := map[string]any{"run_id": st.Run.RunID, "state_dir": a.cfg.StateDir, "world": worldDir(a.cfg.StateDir, in.Spec), "goal_ref": st.Run.GoalRefs[0],
 			"contract_ref": st.Run.ContractRef, "authority_ref": st.Run.AuthorityRef, "environment_ref": st.Run.EnvironmentRef,
-			"loop_disposition": st.Run.LoopDisposition})
+			"loop_disposition": st.Run.LoopDisposition}
+		if archive != "" {
+			out["archived_previous_run"] = archive
+		}
+		a.printJSON(out)
 		return nil
+	}
+	if archive != "" {
+		what := "ledger, checkpoint, world"
+		if _, err := os.Stat(filepath.Join(archive, filepath.FromSlash(sandbox.WorldDir))); err != nil {
+			what = "ledger, checkpoint; the directory it looked after stays where it is"
+		}
+		a.printf("archived the previous run (%s) in %s\n  read it with: acr --state-dir %s log\n", what, archive, archive)
 	}
 	a.printf("initialised run %s in %s\n  goal      %s (%s)\n  contract  %s (%s)\n  world     %s\n  checks    %d, failing now: %d\nnext: acr run --max-cycles 20\n",
 		st.Run.RunID, a.cfg.StateDir, in.Goal.ID, st.Run.GoalRefs[0].Short(), in.Contract.ID, st.Run.ContractRef.Short(),

@@ -5,9 +5,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/rundir"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 )
 
 func newLedgerCommand(a *app) *cobra.Command {
@@ -40,14 +42,14 @@ reported but is not damage: the next run repairs it. Read-only; no lock.`,
 
 func runLedgerVerify(a *app) error {
 	if a.cfg.NoLoadState {
-		return state.ErrNoRun
+		return noLoadState(a)
 	}
-	fsys, err := disk.OpenOSDir(a.cfg.StateDir)
+	fsys, err := rundir.RequireLedger(a.cfg.StateDir)
 	if err != nil {
-		return state.ErrNoRun
+		return err
 	}
-	m, merr := state.NewStore(fsys).ReadManifest()
-	if merr != nil && !errors.Is(merr, state.ErrNoRun) {
+	m, merr := dirstore.NewStore(fsys).ReadManifest()
+	if merr != nil && !errors.Is(merr, storage.ErrNoRun) {
 		return merr
 	}
 	var expect *state.Frontier
@@ -55,9 +57,6 @@ func runLedgerVerify(a *app) error {
 		expect = &m.LedgerFrontier
 	}
 	rep, err := ledger.Verify(fsys, expect)
-	if ledger.IsNotExist(err) {
-		return state.ErrNoRun
-	}
 	if err != nil {
 		return err
 	}

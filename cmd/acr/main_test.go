@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/acr-project/acr/internal/rundir"
 )
 
 func TestMain(m *testing.M) {
@@ -33,6 +35,7 @@ var updateScripts = flag.Bool("update", false, "rewrite the golden files inside 
 // gets $SCENARIOS and $DOCS pointing at the repository's scenarios/ and
 // docs/ folders.
 func TestScripts(t *testing.T) {
+	t.Parallel() // the scripts, and the crash harnesses beside them
 	scenarios, err := filepath.Abs(filepath.Join("..", "..", "scenarios"))
 	if err != nil {
 		t.Fatal(err)
@@ -55,12 +58,20 @@ func TestScripts(t *testing.T) {
 			e.Setenv("NO_COLOR", "1")
 			return nil
 		},
+		// [root]: the tests run as root, whom file modes do not stop.
+		Condition: func(cond string) (bool, error) {
+			if cond == "root" {
+				return os.Geteuid() == 0, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"example":  cmdExample,
 			"exit":     cmdExit,
 			"treehash": cmdTreehash,
 			"flipbyte": cmdFlipByte,
 			"waitfile": cmdWaitFile,
+			"pending":  cmdPending,
 		},
 	})
 }
@@ -99,6 +110,27 @@ func cmdExit(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%v exited %d, want %d", args[1:], got, want)
 	}
+}
+
+// cmdPending sets an environment variable to the ref of the first open
+// approval request of the run in a state directory, so that a script can
+// answer it:
+//
+//	pending engine_state REF
+//	exec acr approve $REF
+func cmdPending(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: pending STATE_DIR VAR")
+	}
+	s, _, err := rundir.ReadState(ts.MkAbs(args[0]))
+	ts.Check(err)
+	for _, p := range s.Run.PendingApprovals {
+		if p.Resolution == nil {
+			ts.Setenv(args[1], string(p.Ref))
+			return
+		}
+	}
+	ts.Fatalf("pending: no open approval request in %s", args[0])
 }
 
 // cmdWaitFile waits (up to a minute) until a file exists: the handshake

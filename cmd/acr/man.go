@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
+	"github.com/spf13/pflag"
 )
 
 func newManCommand(a *app) *cobra.Command {
@@ -17,8 +19,8 @@ func newManCommand(a *app) *cobra.Command {
 		Short: "Write a man page for every command into DIR",
 		Long: `Write one man page (section 1) per command into DIR, generated from the same
 command tree as --help: acr.1, acr-run.1, acr-ledger-verify.1 and so on,
-each with its description, options, examples, exit status and related
-pages. make man writes them into man/. Set SOURCE_DATE_EPOCH for a
+each with its description, options, exit status, the environment
+variables and files it reads, examples and related pages. make man writes them into man/. Set SOURCE_DATE_EPOCH for a
 reproducible date in the page footers.`,
 		Example: `  acr man --dir man && man -l man/acr-run.1
   sudo acr man --dir /usr/local/share/man/man1 && man acr-status`,
@@ -44,7 +46,8 @@ reproducible date in the page footers.`,
 // puts the long description under DESCRIPTION as markdown, where the exit
 // status table would be run together into one paragraph; so the table is
 // cut from the description and written as its own EXIT STATUS section,
-// before the examples, where man-pages(7) puts it.
+// followed by ENVIRONMENT and FILES, before the examples, in the order of
+// man-pages(7).
 func writeManPages(root *cobra.Command, dir string) (int, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, fmt.Errorf("create man page directory: %w", err)
@@ -81,7 +84,7 @@ func writeManPage(c *cobra.Command, dir string) error {
 	if at < 0 {
 		at = len(page) - 1
 	}
-	page = page[:at+1] + manExitStatus() + page[at+1:]
+	page = page[:at+1] + manExitStatus() + manEnvironment(c) + manFiles() + page[at+1:]
 	name := strings.ReplaceAll(c.CommandPath(), " ", "-") + ".1"
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(page), 0o644); err != nil {
 		return fmt.Errorf("write man page: %w", err)
@@ -98,5 +101,74 @@ func manExitStatus() string {
 		code, text, _ := strings.Cut(strings.TrimSpace(line), " ")
 		fmt.Fprintf(&b, ".TP\n\\fB%s\\fR\n%s\n", code, strings.ReplaceAll(strings.TrimSpace(text), `\`, `\e`))
 	}
+	return b.String()
+}
+
+// roffText escapes a line of text for roff: backslashes, and a leading dot
+// or quote that would read as a request.
+func roffText(s string) string {
+	s = strings.ReplaceAll(s, `\`, `\e`)
+	if strings.HasPrefix(s, ".") || strings.HasPrefix(s, "'") {
+		s = `\&` + s
+	}
+	return s
+}
+
+// manEnvironment lists the environment variables a command reads: one
+// ACR_<NAME> per flag it takes (the same setting as the flag), then those
+// every command reads.
+func manEnvironment(c *cobra.Command) string {
+	var b strings.Builder
+	b.WriteString(".SH ENVIRONMENT\n")
+	b.WriteString("Every flag can be set as ACR_<NAME>, the flag's name in capitals with dashes as underscores; " +
+		"a flag on the command line wins over the environment, which wins over the configuration file.\n")
+	var names []string
+	seen := map[string]bool{}
+	for _, fs := range []*pflag.FlagSet{c.NonInheritedFlags(), c.InheritedFlags()} {
+		fs.VisitAll(func(f *pflag.Flag) {
+			if f.Name == "help" || f.Name == "version" || seen[f.Name] {
+				return
+			}
+			seen[f.Name] = true
+			names = append(names, f.Name)
+		})
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		f := c.Flag(n)
+		fmt.Fprintf(&b, ".TP\n\\fB%s\\fR\n%s\n", strings.Join(envNames(n), "\\fR, \\fB"), roffText("--"+n+": "+f.Usage))
+	}
+	for _, e := range []struct{ name, text string }{
+		{"ACR_CLOCK", "an RFC 3339 time: freeze the clock at it (reproducible tests and scenario output)"},
+		{"ACR_FAILPOINT", "name[:n[:hang]]: kill the process (or park it) the n-th time it reaches a named substage, for crash tests (docs/cli.md lists the names)"},
+		{"ACR_FAILPOINT_READY", "a file created when a hanging failpoint is reached"},
+		{"ACR_CPUPROFILE", "write a CPU profile of the invocation to this file"},
+		{"NO_COLOR", "set to anything non-empty: no colour on the terminal"},
+		{"TERM", "dumb: no progress line and no colour"},
+		{"SOURCE_DATE_EPOCH", "the date in the footer of the pages acr man writes"},
+	} {
+		fmt.Fprintf(&b, ".TP\n\\fB%s\\fR\n%s\n", e.name, roffText(e.text))
+	}
+	return b.String()
+}
+
+// manFiles lists the files acr reads and writes.
+func manFiles() string {
+	var b strings.Builder
+	b.WriteString(".SH FILES\n")
+	for _, f := range []struct{ name, text string }{
+		{"./engine_state/", "the default state directory (--state-dir, ACR_STATE_DIR, ACR_ENGINE_STATE_DIR or CORE_ENGINE_STATE_DIR name another); one run per directory"},
+		{"engine_state/manifest.json", "the commit point: names every checkpoint file and its hash"},
+		{"engine_state/checkpoint/", "the checkpoint files: run state, goal, contract, environment, commitments, context"},
+		{"engine_state/ledger/events.jsonl", "the hash-chained ledger of everything every cycle did; ledger/cycles.idx indexes it by cycle"},
+		{"engine_state/sandbox/world/", "the world the loop observes and changes; sandbox/keys/ remembers every action executed"},
+		{"engine_state/inbox/", "wake signals, answers to approval requests and stop requests waiting for the next cycle; inbox/rejected/ keeps files that did not decode"},
+		{"engine_state/KILL", "the kill switch: while it exists, the next invocation stops the run before it observes or acts"},
+		{"engine_state/lock", "the single-writer lock"},
+		{"./acr.yaml", "the configuration file, if present (--config or ACR_CONFIG name another)"},
+	} {
+		fmt.Fprintf(&b, ".TP\n\\fB%s\\fR\n%s\n", f.name, roffText(f.text))
+	}
+	b.WriteString("docs/on-disk-format.md in the source describes every file.\n")
 	return b.String()
 }

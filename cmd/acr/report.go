@@ -18,10 +18,16 @@ func newReportCommand(a *app) *cobra.Command {
 		Short: "Write the run's history as one self-contained HTML page",
 		Long: `Write a picture of the run as one HTML file that needs nothing else (inline CSS
 and SVG, no network, no external files): a timeline of cycles coloured by the
-loop disposition they ended in, with each cycle's agenda, governance decision,
-action and outcome on hover or click; lanes for commitments' lifecycles;
-compaction points; approvals requested and resolved; incidents such as
-recoveries; and budget use against the contract's limits.
+loop disposition they ended in and, under it, by the governance decision they
+reached, with each cycle's agenda, decision, action and outcome on hover or
+click; the number of failing checks over the run and a table of every check;
+lanes for commitments' lifecycles; compaction points; approvals requested and
+resolved; incidents such as recoveries; and budget use against the
+contract's limits.
+
+--axis time lays the timeline on the wall clock instead of one bar per cycle:
+a bar starts when its cycle ran and lasts until the next one, so a night the
+run slept through is wide and a burst of cycles thin.
 
 The page stays small and quick whatever the length of the run: up to 2,000
 cycles get one bar each; beyond that, consecutive cycles share a bar that shows
@@ -36,18 +42,23 @@ report reads the checkpoint and streams the ledger once; it takes no lock and
 never writes into the state directory, so it is safe while a run is going on.
 With --json (which needs --out) it prints what it wrote.`,
 		Example: `  acr report --out report.html
+  acr report --axis time --out report.html
   acr report > report.html
   acr report --state-dir /var/lib/acr/site --out /srv/www/acr.html --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runReport(a, a.v.GetString("out"))
+			return runReport(a, a.v.GetString("out"), a.v.GetString("axis"))
 		},
 	}
 	cmd.Flags().String("out", "-", "file to write the page to, atomically; - for stdout")
+	cmd.Flags().String("axis", "cycle", "timeline axis: cycle (one bar per cycle) or time (the wall clock)")
 	return cmd
 }
 
-func runReport(a *app, out string) error {
+func runReport(a *app, out, axis string) error {
+	if axis != "cycle" && axis != "time" {
+		return usagef("--axis %q: want cycle or time (see acr report --help)", axis)
+	}
 	toStdout := out == "" || out == "-"
 	if toStdout && a.cfg.JSON {
 		return usagef("--json prints a summary on stdout, so the page needs --out FILE")
@@ -68,7 +79,7 @@ func runReport(a *app, out string) error {
 	if err != nil {
 		return err
 	}
-	v, err := report.Read(fsys, report.HeadOf(rs.State), report.Options{Generator: "acr " + version})
+	v, err := report.Read(fsys, report.HeadOf(rs.State), report.Options{Generator: "acr " + version, TimeAxis: axis == "time"})
 	if err != nil {
 		return err
 	}
@@ -93,12 +104,18 @@ func runReport(a *app, out string) error {
 	}
 	if a.cfg.JSON {
 		a.printJSON(map[string]any{"out": out, "bytes": page.Len(), "run_id": v.Head.RunID, "cycles": v.Cycles,
-			"bucket_width": v.BucketWidth, "cycles_in_detail": len(v.Details)})
+			"bucket_width": v.BucketWidth, "cycles_in_detail": len(v.Details), "axis": map[bool]string{true: "time", false: "cycle"}[v.TimeAxis]})
 		return nil
 	}
 	a.printf("wrote %s (%d bytes): %d cycles", out, page.Len(), v.Cycles)
 	if v.BucketWidth > 1 {
 		a.printf(", %d per bar", v.BucketWidth)
+	}
+	switch {
+	case v.TimeAxis:
+		a.printf(", on the wall clock from %s to %s", v.FirstAt, v.LastAt)
+	case axis == "time":
+		a.printf(", one bar per cycle: they all ran at one instant, so a wall-clock axis would show nothing")
 	}
 	a.printf("\n")
 	return nil

@@ -34,6 +34,9 @@ type app struct {
 	term   terminal
 	wall   func() time.Time
 	getenv func(string) string
+	// discard undoes what a clean slate (--no-load-state) set up outside
+	// the state directory; execute calls it when the command is done.
+	discard []func()
 }
 
 // config is the typed, validated configuration shared by all commands.
@@ -64,7 +67,35 @@ func (a *app) execute(args []string) int {
 	root := newRootCommand(a)
 	root.SetArgs(args)
 	err := root.Execute()
+	for _, f := range a.discard {
+		f()
+	}
+	if err != nil && !a.cfg.JSON {
+		// An error before the configuration was read (a flag that does
+		// not parse, an unknown command) still owes --json its object.
+		a.cfg.JSON = jsonRequested(args, a.getenv)
+	}
 	return a.finish(err)
+}
+
+// jsonRequested reports whether the command line or ACR_JSON asks for JSON
+// output, without the help of the flag parser: it is asked only when
+// parsing failed. Arguments after "--" are not flags.
+func jsonRequested(args []string, getenv func(string) string) bool {
+	for _, arg := range args {
+		if arg == "--" {
+			break
+		}
+		if name, val, ok := strings.Cut(arg, "="); ok && name == "--json" {
+			b, err := strconv.ParseBool(val)
+			return err == nil && b
+		}
+		if arg == "--json" {
+			return true
+		}
+	}
+	b, err := strconv.ParseBool(getenv("ACR_JSON"))
+	return err == nil && b
 }
 
 // finish reports an error (as text on stderr, and as one JSON object on
@@ -100,8 +131,12 @@ func nextStepFor(kind string) string {
 		return "hint: acr status shows the run; use another --state-dir, or acr init --force to replace it"
 	case "faulted", "provider_failure":
 		return "hint: acr status and acr log show the failures; fix the cause, then acr wake --signal manual_resume"
+	case "no_space":
+		return "hint: the disk is full (or the quota used up): free some space, then retry; acr never leaves a half-written checkpoint"
+	case "not_writable":
+		return "hint: this command writes to the state directory, which is read-only here (a read-only mount, a backup copy, or another user's files); status, log, audit, report and ledger verify work on it as it is"
 	case "io":
-		return "hint: check free space and permissions, then retry; acr never leaves a half-written checkpoint"
+		return "hint: an I/O error on the named file: check the disk and the path, then retry; acr never leaves a half-written checkpoint"
 	}
 	return ""
 }
@@ -124,7 +159,14 @@ underscores); acr config show prints what is in effect and why.
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          groupArgs,
-		RunE:          func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// Read from the flag itself: --version is not a setting, so
+			// neither ACR_VERSION nor acr.yaml can turn it on.
+			if v, _ := cmd.Flags().GetBool("version"); v {
+				return runVersion(a)
+			}
+			return cmd.Help()
+		},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			return a.configure(cmd)
 		},
@@ -133,12 +175,13 @@ underscores); acr config show prints what is in effect and why.
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(flagError)
 	pf := root.PersistentFlags()
-	pf.String("state-dir", "", "state directory (default ./engine_state; env ACR_STATE_DIR or ACR_ENGINE_STATE_DIR)")
+	pf.String("state-dir", "", "state directory (default ./engine_state; env ACR_STATE_DIR, ACR_ENGINE_STATE_DIR or CORE_ENGINE_STATE_DIR)")
 	pf.Bool("json", false, "print one JSON object on stdout")
 	pf.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	pf.String("config", "", "configuration file (default ./acr.yaml if present)")
-	pf.Bool("no-load-state", false, "do not read the state directory: behave as if it held no run (debugging)")
+	pf.Bool("no-load-state", false, "start from a clean slate in memory: the state directory is neither read nor written (debugging, testing)")
 	pf.Int("checkpoint-every", 16, "cycles between directory checkpoints within one invocation (each cycle is durable in the ledger regardless)")
+	root.Flags().Bool("version", false, "print acr's version (the same as acr version)")
 
 	for _, c := range []*cobra.Command{
 		newInitCommand(a), newStatusCommand(a), newStepCommand(a), newRunCommand(a), newWakeCommand(a),
@@ -196,7 +239,7 @@ func (a *app) configure(cmd *cobra.Command) error {
 	v.SetEnvPrefix("ACR")
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
 	v.AutomaticEnv()
-	if err := v.BindEnv("state-dir", "ACR_STATE_DIR", "ACR_ENGINE_STATE_DIR"); err != nil {
+	if err := v.BindEnv(append([]string{"state-dir"}, envNames("state-dir")...)...); err != nil {
 		return err
 	}
 	if err := v.BindPFlags(cmd.Root().PersistentFlags()); err != nil {
@@ -328,10 +371,11 @@ func failpoint(spec string) func(string) {
 	}
 }
 
-// openRun opens the configured state directory, honouring --no-load-state.
+// openRun opens the configured state directory, or with --no-load-state a
+// clean slate in memory.
 func (a *app) openRun() (*rundir.Run, error) {
 	if a.cfg.NoLoadState {
-		return nil, fmt.Errorf("--no-load-state: %w", state.ErrNoRun)
+		return a.cleanSlate()
 	}
 	opt, err := a.clock()
 	if err != nil {
@@ -350,10 +394,16 @@ func (a *app) openRun() (*rundir.Run, error) {
 	return r, nil
 }
 
+// noLoadState is the "no run" of --no-load-state: the directory is not
+// read, and the message says so.
+func noLoadState(a *app) error {
+	return fmt.Errorf("--no-load-state: %w", &rundir.NoRunError{Dir: a.cfg.StateDir + " (not read)"})
+}
+
 // readState loads the checkpoint without the lock (for read-only commands).
 func (a *app) readState() (rundirState, error) {
 	if a.cfg.NoLoadState {
-		return rundirState{}, fmt.Errorf("--no-load-state: %w", state.ErrNoRun)
+		return rundirState{}, noLoadState(a)
 	}
 	st, m, err := rundir.ReadState(a.cfg.StateDir)
 	return rundirState{State: st, Manifest: m}, err

@@ -8,18 +8,21 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acr-project/acr/internal/budget"
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 	"github.com/acr-project/acr/internal/world"
 )
 
 // rundirState is a checkpoint read without the lock.
 type rundirState struct {
-	State    kernel.State
-	Manifest state.Manifest
+	State    kernel.EngineState
+	Manifest storage.Manifest
 }
 
 func newStatusCommand(a *app) *cobra.Command {
@@ -37,6 +40,9 @@ With --json it prints the run-state object (acr.persistent-run-state/v0.1).`,
 }
 
 func runStatus(a *app) error {
+	if a.cfg.NoLoadState {
+		return runStatusSlate(a)
+	}
 	rs, err := a.readState()
 	if err != nil {
 		return err
@@ -83,8 +89,9 @@ func runStatus(a *app) error {
 			check = " (check " + p.CheckID + ")"
 		}
 		a.printf("  %s%s, requested in cycle %d, %s: %s\n", pendingAction(p), check, p.CycleSeq, when(p.RequestedAt, now), p.Reason)
-		if v := queuedVerdict(queued, p.Ref); v != "" {
-			a.printf("    answered: %s is queued; the next acr run applies it\n", v)
+		if v := queuedVerdict(queued, p); v != "" {
+			other := map[string]string{"approve": "deny", "deny": "approve"}[v]
+			a.printf("    answered: %s is queued; the next acr run applies it (until then, acr %s %s replaces it)\n", v, other, p.Ref)
 			continue
 		}
 		a.printf("    approve: acr approve %s\n    deny:    acr deny %s\n", p.Ref, p.Ref)
@@ -134,25 +141,24 @@ func (a *app) readInbox(r state.RunState) ([]inbox.Item, []inbox.Rejected, error
 	if err != nil {
 		return nil, nil, fmt.Errorf("open state directory: %w", err)
 	}
-	items, bad, err := inbox.List(fsys)
+	items, bad, err := dirstore.Inbox{FS: fsys}.List()
 	if err != nil {
 		return nil, nil, err
 	}
 	var queued []inbox.Item
 	for _, it := range items {
-		if !slices.Contains(r.InboxSeen, it.ID) {
+		if !slices.Contains(r.InboxSeen, it.ID) && !slices.Contains(r.AnswersConsumed, it.ID) {
 			queued = append(queued, it)
 		}
 	}
 	return queued, bad, nil
 }
 
-// queuedVerdict is the verdict of a queued approval or denial of ref, or "".
-func queuedVerdict(queued []inbox.Item, ref state.Ref) string {
-	for _, it := range queued {
-		if it.Kind == inbox.KindApproval && it.Approval.ActionRef == ref {
-			return it.Approval.Verdict
-		}
+// queuedVerdict is the verdict of the queued answer that the next cycle
+// resolves request p with, or "".
+func queuedVerdict(queued []inbox.Item, p state.PendingApproval) string {
+	if it := inbox.Answer(queued, p.Ref, p.CycleSeq); it != nil {
+		return it.Approval.Verdict
 	}
 	return ""
 }
@@ -170,7 +176,11 @@ func (a *app) printInbox(queued []inbox.Item, bad []inbox.Rejected, err error) {
 	for _, it := range queued {
 		switch it.Kind {
 		case inbox.KindApproval:
-			a.printf("  %s %s (by %s)\n", it.Approval.Verdict, it.Approval.ActionRef, it.Approval.By)
+			replaces := ""
+			if it.Approval.Replaces != "" {
+				replaces = ", replaces " + it.Approval.Replaces
+			}
+			a.printf("  %s %s (by %s%s)\n", it.Approval.Verdict, it.Approval.ActionRef, it.Approval.By, replaces)
 		case inbox.KindWake:
 			line := "  wake " + it.Wake.Source
 			if it.Wake.Ref != "" {
@@ -243,8 +253,8 @@ func nextWake(r state.RunState, now time.Time) string {
 
 // budgetLine renders each budget as used/limit. A limit whose soft level
 // was passed says so, because that is the operator's early warning.
-func budgetLine(b state.BudgetUsage, l governance.Budgets) string {
-	soft := func(name string, lim governance.Limit) string {
+func budgetLine(b state.BudgetUsage, l budget.Run) string {
+	soft := func(name string, lim budget.Limit) string {
 		if lim.Soft > 0 && slices.Contains(b.SoftWarned, name) {
 			return fmt.Sprintf(" (past soft %d)", lim.Soft)
 		}
@@ -260,14 +270,14 @@ func budgetLine(b state.BudgetUsage, l governance.Budgets) string {
 	return strings.Join(parts, ", ")
 }
 
-func usage(used int64, l governance.Limit) string {
+func usage(used int64, l budget.Limit) string {
 	if l.Hard > 0 {
 		return fmt.Sprintf("%d/%d", used, l.Hard)
 	}
 	return fmt.Sprintf("%d/unlimited", used)
 }
 
-func secondsUsage(used int64, l governance.Limit) string {
+func secondsUsage(used int64, l budget.Limit) string {
 	u := humanDuration(time.Duration(used) * time.Second)
 	if l.Hard > 0 {
 		return u + "/" + humanDuration(time.Duration(l.Hard)*time.Second)
@@ -295,10 +305,10 @@ func failing(cs []world.CheckResult) int {
 // nextCommand suggests the most useful next command for a run that waits,
 // or "" when the run needs nothing from anybody (IDLE). queued is what
 // waits in the inbox: an approval already given is not asked for again.
-func nextCommand(s kernel.State, queued []inbox.Item) string {
+func nextCommand(s kernel.EngineState, queued []inbox.Item) string {
 	r := s.Run
 	for _, p := range r.PendingApprovals {
-		if p.Resolution == nil && queuedVerdict(queued, p.Ref) == "" {
+		if p.Resolution == nil && queuedVerdict(queued, p) == "" {
 			return "acr approve " + string(p.Ref) + "   (or acr deny ...)"
 		}
 	}
@@ -309,6 +319,9 @@ func nextCommand(s kernel.State, queued []inbox.Item) string {
 	case state.Sleep:
 		return "acr run (it resumes by itself when a wake condition holds; acr wake --signal manual_resume to look now)"
 	case state.Deferred:
+		if slices.Contains(r.ReasonCodes, "budget_soft_limit") {
+			return "acr wake --signal budget_replenished   (a soft budget is used up; the signal starts a new allowance)"
+		}
 		return "acr wake --signal new_environment_observation   (once the missing evidence is in place)"
 	case state.Faulted:
 		return "acr wake --signal manual_resume   (after fixing the cause; see acr log)"
@@ -376,7 +389,7 @@ func trimZero(s string) string {
 // pendingAction says what a pending approval would do, in a few words.
 func pendingAction(p state.PendingApproval) string {
 	var a world.Action
-	if err := state.DecodeValue(p.Action, &a); err != nil {
+	if err := codec.DecodeValue(p.Action, &a); err != nil {
 		return p.Operation + " " + p.Target
 	}
 	return a.Describe()

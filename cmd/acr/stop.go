@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -17,7 +17,8 @@ func newStopCommand(a *app) *cobra.Command {
 		Long: `Queue a stop request. The next invocation records persistent.run.stopped and a
 terminal checkpoint; after that every invocation reports STOPPED and does
 nothing. --kill marks the request as the operator kill switch. It never
-takes the run lock, so it works while another invocation is running.`,
+takes the run lock, so it works while another invocation is running.
+Stopping a run that is already stopped changes nothing and exits 69.`,
 		Example: `  acr stop --reason "maintenance window"
   acr stop --kill`,
 		Args: noArgs,
@@ -37,8 +38,7 @@ func runStop(a *app, reason string, kill bool, by string) error {
 		return err
 	}
 	if rs.State.Run.Status == state.RunStopped {
-		a.report(map[string]any{"queued": false, "status": rs.State.Run.Status}, "the run is already stopped\n")
-		return nil
+		return noEffectf("the run is already stopped; nothing queued")
 	}
 	if by == "" {
 		by = osUser()
@@ -47,7 +47,7 @@ func runStop(a *app, reason string, kill bool, by string) error {
 	if err != nil {
 		return err
 	}
-	id, err := inbox.Write(fsys, &state.StopRequest{Schema: state.StopSchema, By: by, Reason: reason, Kill: kill,
+	id, err := dirstore.Inbox{FS: fsys}.Write(&state.StopRequest{Schema: state.StopSchema, By: by, Reason: reason, Kill: kill,
 		CreatedAt: state.FormatTime(a.now().UTC().Truncate(time.Second))})
 	if err != nil {
 		return err

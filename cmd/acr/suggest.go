@@ -65,6 +65,16 @@ func editDistance(a, b string) int {
 // the command that has a flag of that exact name.
 func flagError(c *cobra.Command, err error) error {
 	path := c.CommandPath()
+	var iv *pflag.InvalidValueError
+	if errors.As(err, &iv) {
+		// pflag's own text ends in strconv's ("strconv.ParseInt: parsing
+		// "ten": invalid syntax"); say what the flag wants instead.
+		want := "want a " + iv.GetFlag().Value.Type()
+		if _, terr := typed(iv.GetFlag(), iv.GetValue()); terr != nil {
+			want = terr.Error()
+		}
+		return usagef("--%s %q: %s (see %s --help)", iv.GetFlag().Name, iv.GetValue(), want, path)
+	}
 	var ne *pflag.NotExistError
 	if errors.As(err, &ne) && ne.GetSpecifiedShortnames() == "" && len(ne.GetSpecifiedName()) > 1 {
 		name := ne.GetSpecifiedName()

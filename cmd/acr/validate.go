@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,7 +31,8 @@ Gate P compares the schemas, the format-defining sources and the shapes of
 the recorded objects with the frozen hashes in --out/release-manifest.json;
 --freeze (make release-manifest) records the current ones on purpose and
 freezes every scenario's fingerprints into its scenario.json.
-Exit status 0 only if no gate FAILs.`,
+Exit status 0 only if no gate FAILs and every scenario meets its own
+expectations (a scenario that fails them makes the verdict FAIL).`,
 		Example: `  acr validate
   acr validate --json | jq .gates
   acr validate --freeze        # after an intended change: make release-manifest`,
@@ -45,7 +47,25 @@ Exit status 0 only if no gate FAILs.`,
 	return cmd
 }
 
+// scenarioFolder refuses a --scenarios that is not a folder, as the usage
+// error it is, before anything is run or written.
+func scenarioFolder(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usagef("--scenarios %s: no such folder (give the folder that holds the scenario folders, e.g. --scenarios scenarios)", dir)
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return usagef("--scenarios %s: not a folder", dir)
+	}
+	return nil
+}
+
 func runValidate(a *app, scenarios, out string, freeze bool) error {
+	if err := scenarioFolder(scenarios); err != nil {
+		return err
+	}
 	manifestPath := filepath.Join(out, "release-manifest.json")
 	opts := validate.Options{Scenarios: scenarios, Root: ".", Manifest: manifestPath}
 	if freeze {
@@ -87,18 +107,28 @@ func runValidate(a *app, scenarios, out string, freeze bool) error {
 		for _, g := range rep.Details {
 			a.printf("%s  %-36s %-12s %s\n", g.ID, g.Name, g.Verdict, firstOr(g.Evidence))
 		}
+		for _, name := range rep.FailedScenarios {
+			a.printf("scenario %s failed: %s\n", name, firstOr(rep.Scenarios[name].Failures))
+		}
 		a.printf("verdict %s; wrote %s and %s\n", rep.Verdict, filepath.Join(out, "PHASE12_VALIDATION.md"), manifestPath)
 	}
+	if rep.Verdict != validate.Fail {
+		return nil
+	}
+	var why []string
 	for _, g := range rep.Details {
 		if g.Verdict == validate.Fail {
-			err := fmt.Errorf("%w: gate %s (%s): %s", errValidation, g.ID, g.Name, strings.Join(g.Evidence, "; "))
-			if a.cfg.JSON {
-				return &silentError{err}
-			}
-			return err
+			why = append(why, fmt.Sprintf("gate %s (%s): %s", g.ID, g.Name, strings.Join(g.Evidence, "; ")))
 		}
 	}
-	return nil
+	for _, name := range rep.FailedScenarios {
+		why = append(why, fmt.Sprintf("scenario %s: %s", name, strings.Join(rep.Scenarios[name].Failures, "; ")))
+	}
+	err = fmt.Errorf("%w: %s", errValidation, strings.Join(why, "; "))
+	if a.cfg.JSON {
+		return &silentError{err}
+	}
+	return err
 }
 
 func firstOr(xs []string) string {
@@ -114,7 +144,7 @@ func newScenarioCommand(a *app) *cobra.Command {
 		Short: "Run reference scenarios",
 		Long: `Commands on the reference scenarios: folders with a goal, a contract, an
 environment and a scenario.json of steps and expectations (docs/scenarios.md).`,
-		Example: `  acr scenario run quickstart
+		Example: `  acr scenario run p01-bootstrap
   acr scenario run p05-approval-escalation --keep`,
 		Args: groupArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
@@ -144,10 +174,16 @@ behind so that acr status, log and audit can look at it.`,
 func runScenario(a *app, nameOrDir, root string, keep bool) error {
 	dir := nameOrDir
 	if _, err := os.Stat(filepath.Join(dir, "scenario.json")); err != nil {
+		if err := scenarioFolder(root); err != nil {
+			var ue *usageError
+			if errors.As(err, &ue) {
+				return usagef("no scenario %q: %v", nameOrDir, err)
+			}
+			return err
+		}
 		dir = filepath.Join(root, nameOrDir)
 		if _, err := os.Stat(filepath.Join(dir, "scenario.json")); err != nil {
-			names, _ := scenarioNames(root)
-			return usagef("no scenario %q (known under %s: %s)", nameOrDir, root, strings.Join(names, ", "))
+			return usagef("no scenario %q %s", nameOrDir, whereScenarios(root))
 		}
 	}
 	sc, err := scenario.Load(dir)
@@ -178,6 +214,20 @@ func runScenario(a *app, nameOrDir, root string, keep bool) error {
 		return err
 	}
 	return nil
+}
+
+// whereScenarios says what the scenarios folder (which exists) holds, for
+// the message about a scenario name that is not there: the names it knows,
+// or that it is empty and how to point at another.
+func whereScenarios(root string) string {
+	names, err := scenarioNames(root)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("(%v)", err)
+	case len(names) == 0:
+		return fmt.Sprintf("(the scenarios folder %q holds no scenario: a scenario is a folder with a scenario.json; give --scenarios DIR or the scenario's own DIR)", root)
+	}
+	return fmt.Sprintf("(known under %s: %s)", root, strings.Join(names, ", "))
 }
 
 // scenarioNames lists the scenario folders under root, sorted.

@@ -4,9 +4,8 @@ import (
 	"runtime"
 	"runtime/debug"
 
+	"github.com/acr-project/acr/internal/storage"
 	"github.com/spf13/cobra"
-
-	"github.com/acr-project/acr/internal/state"
 )
 
 // version is acr's release version; release builds may override it with
@@ -35,15 +34,18 @@ func newVersionCommand(a *app) *cobra.Command {
 		Example: `  acr version
   acr version --json | jq -r .revision`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			info := map[string]any{"version": version, "revision": revision(), "schema_version": state.SchemaVersion, "go": runtime.Version(),
-				"profile": "ACR-MVP-v0.1-Phase12"}
-			if a.cfg.JSON {
-				a.printJSON(info)
-				return nil
-			}
-			a.printf("%s\nschema version %d, %s, profile %s\n", revision(), state.SchemaVersion, runtime.Version(), info["profile"])
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runVersion(a) },
 	}
+}
+
+// runVersion prints the version, for acr version and acr --version.
+func runVersion(a *app) error {
+	info := map[string]any{"version": version, "revision": revision(), "schema_version": storage.SchemaVersion, "go": runtime.Version(),
+		"profile": "ACR-MVP-v0.1-Phase12"}
+	if a.cfg.JSON {
+		a.printJSON(info)
+		return nil
+	}
+	a.printf("%s\nschema version %d, %s, profile %s\n", revision(), storage.SchemaVersion, runtime.Version(), info["profile"])
+	return nil
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/rundir"
@@ -33,7 +35,9 @@ carry authority, contract or budget changes is refused.
 
 Sources: ` + strings.Join(state.WakeSources(), ", ") + `.
 A signal whose dedup key matches a pending or recently consumed one is
-coalesced (reported, not queued twice). An expired signal is refused.`,
+coalesced: reported, not queued twice, exit 69. So is any signal for a
+stopped run, which no cycle will ever consume. An expired signal is
+refused (65).`,
 		Example: `  acr wake --signal new_environment_observation
   acr wake --signal commitment_wake_condition --ref dataset-v2 --dedup-key dataset-v2
   acr wake --signal external_event --payload event.json --expires 2026-12-01T00:00:00Z`,
@@ -80,6 +84,9 @@ func runWake(a *app, o wakeOptions) error {
 	if err != nil {
 		return err
 	}
+	if rs.State.Run.Status == state.RunStopped {
+		return noEffectf("the run is stopped: no cycle will consume a wake signal; nothing queued (a stopped run stays stopped; acr init --force starts a new one)")
+	}
 	now := a.now().UTC().Truncate(time.Second)
 	sig := &state.WakeSignal{Schema: state.WakeSignalSchema, Source: o.source, Ref: o.ref, EventID: o.id, Priority: o.priority,
 		CausalParent: o.parent, CreatedAt: state.FormatTime(now), By: o.by, Reason: o.reason, DedupKey: o.dedupKey}
@@ -111,12 +118,12 @@ func runWake(a *app, o wakeOptions) error {
 		if err != nil {
 			return &rundir.ValidationError{File: o.payload, Err: err}
 		}
-		var v state.Value
-		if err := state.Unmarshal(b, &v); err != nil {
+		var v codec.Value
+		if err := codec.Unmarshal(b, &v); err != nil {
 			return &rundir.ValidationError{File: o.payload, Err: err}
 		}
 		if err := inbox.CheckPayload(&v); err != nil {
-			fe := err.(*state.FieldError)
+			fe := err.(*codec.FieldError)
 			return &rundir.ValidationError{File: o.payload, Field: fe.Path, Err: fe.Err}
 		}
 		sig.Payload = &v
@@ -132,16 +139,18 @@ func runWake(a *app, o wakeOptions) error {
 		return err
 	}
 	if with := coalescesWith(fsys, rs.State.Run, sig, now); with != "" {
-		a.report(map[string]any{"queued": false, "coalesced_with": with, "dedup_key": sig.DedupKey},
-			"coalesced with %s (same dedup key %q); nothing queued\n", with, sig.DedupKey)
-		return nil
+		return noEffectf("coalesced with %s (same dedup key %q); nothing queued", with, sig.DedupKey)
 	}
-	id, err := inbox.Write(fsys, sig)
+	id, err := dirstore.Inbox{FS: fsys}.Write(sig)
 	if err != nil {
 		return err
 	}
 	a.report(map[string]any{"queued": true, "id": id, "source": sig.Source, "dedup_key": sig.DedupKey, "expires_at": sig.ExpiresAt},
 		"queued wake signal %s (%s)\n", id, sig.Source)
+	if rs.State.Run.Status == state.RunFaulted && sig.Source != "manual_resume" {
+		a.next("acr wake --signal manual_resume   (the run is FAULTED: the signal waits until it is resumed)")
+		return nil
+	}
 	a.next("acr run   (the next cycle consumes the signal; a scheduled run does too)")
 	return nil
 }
@@ -149,7 +158,7 @@ func runWake(a *app, o wakeOptions) error {
 // coalescesWith returns the id of a pending or recently consumed signal
 // with the same dedup key.
 func coalescesWith(fsys disk.FS, r state.RunState, sig *state.WakeSignal, now time.Time) string {
-	items, _, err := inbox.List(fsys)
+	items, _, err := dirstore.Inbox{FS: fsys}.List()
 	if err == nil {
 		for _, it := range items {
 			if it.Kind == inbox.KindWake && it.Wake.DedupKey == sig.DedupKey && !slices.Contains(r.InboxSeen, it.ID) {

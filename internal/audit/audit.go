@@ -20,12 +20,13 @@ import (
 	"strings"
 
 	"github.com/acr-project/acr/internal/agenda"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
-	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/memory"
 	"github.com/acr-project/acr/internal/state"
@@ -37,24 +38,24 @@ import (
 type Report struct {
 	RunID          string               `json:"run_id"`
 	Cycle          int64                `json:"cycle"`
-	CycleRef       state.Ref            `json:"cycle_ref"`
+	CycleRef       codec.Ref            `json:"cycle_ref"`
 	Record         state.CycleRecord    `json:"cycle_record"`
-	Inputs         kernel.Manifest      `json:"inputs"`
+	Inputs         event.Inputs         `json:"inputs"`
 	InboxItems     []InboxItem          `json:"inbox_items"`
 	Chain          []Step               `json:"causal_chain"`
 	Agenda         *agenda.Resolution   `json:"agenda,omitempty"`
 	Program        *cognition.Program   `json:"cognitive_program,omitempty"`
 	Dialogue       *cognition.Dialogue  `json:"self_dialogue,omitempty"`
 	Action         *world.Action        `json:"action_request,omitempty"`
-	ActionRef      state.Ref            `json:"action_ref,omitempty"`
+	ActionRef      codec.Ref            `json:"action_ref,omitempty"`
 	Decision       *governance.Decision `json:"decision,omitempty"`
-	DecisionRef    state.Ref            `json:"decision_ref,omitempty"`
+	DecisionRef    codec.Ref            `json:"decision_ref,omitempty"`
 	Receipt        *governance.Receipt  `json:"decision_receipt,omitempty"`
 	Contract       ContractInForce      `json:"contract_in_force"`
 	IdempotencyKey string               `json:"idempotency_key,omitempty"`
 	Intent         *world.Intent        `json:"intent,omitempty"`
 	Outcome        *world.Outcome       `json:"world_outcome,omitempty"`
-	Evaluation     *kernel.Evaluation   `json:"evaluation,omitempty"`
+	Evaluation     *event.Evaluation    `json:"evaluation,omitempty"`
 	Commitments    []CommitmentChange   `json:"commitments"`
 	Strategy       Strategy             `json:"strategy"`
 	Compaction     *Compaction          `json:"compacted_by,omitempty"`
@@ -70,7 +71,7 @@ type Controller struct {
 	Transitions []controller.Transition     `json:"transitions"`
 	Tension     *controller.TensionReport   `json:"tension,omitempty"`
 	Fitness     *controller.FitnessContract `json:"fitness_contract,omitempty"`
-	FitnessRef  state.Ref                   `json:"fitness_ref,omitempty"`
+	FitnessRef  codec.Ref                   `json:"fitness_ref,omitempty"`
 	Readback    *world.Readback             `json:"readback,omitempty"`
 	Learning    *controller.LearningDelta   `json:"learning_delta,omitempty"`
 	Candidate   *controller.Candidate       `json:"candidate,omitempty"`
@@ -82,37 +83,37 @@ type Controller struct {
 }
 
 // add files one controller record under its kind.
-func (c *Controller) add(ev ledger.Event) error {
+func (c *Controller) add(ev event.Event) error {
 	var err error
 	switch ev.Type {
-	case "controller.transition.recorded":
+	case event.Transition:
 		var t *controller.Transition
 		if t, err = decode[controller.Transition](ev.Object); err == nil {
 			c.Transitions = append(c.Transitions, *t)
 		}
-	case "controller.cycle.declared":
+	case event.CycleDeclared:
 		c.Declaration, err = decode[controller.Declaration](ev.Object)
-	case "controller.tension.assessed":
+	case event.TensionAssessed:
 		c.Tension, err = decode[controller.TensionReport](ev.Object)
-	case "controller.fitness.fixed":
+	case event.FitnessFixed:
 		c.Fitness, err = decode[controller.FitnessContract](ev.Object)
 		c.FitnessRef = ev.Object.Ref
-	case "effect.readback.recorded":
+	case event.ReadbackRecorded:
 		c.Readback, err = decode[world.Readback](ev.Object)
-	case "controller.learning.metabolized":
+	case event.LearningMetabolized:
 		c.Learning, err = decode[controller.LearningDelta](ev.Object)
-	case "controller.candidate.forged":
+	case event.CandidateForged:
 		c.Candidate, err = decode[controller.Candidate](ev.Object)
-	case "controller.cascade.recorded":
+	case event.CascadeRecorded:
 		c.Cascade, err = decode[controller.CascadeRecord](ev.Object)
-	case "controller.violation.refused":
+	case event.ViolationRefused:
 		var v *controller.Violation
 		if v, err = decode[controller.Violation](ev.Object); err == nil {
 			c.Violations = append(c.Violations, *v)
 		}
 	default:
-		var v state.Value
-		if v, err = state.ParseCanonical(ev.Object.Body); err == nil {
+		var v codec.Value
+		if v, err = codec.ParseCanonical(ev.Object.Body); err == nil {
 			c.Other = append(c.Other, v)
 		}
 	}
@@ -120,7 +121,7 @@ func (c *Controller) add(ev ledger.Event) error {
 }
 
 // json is a raw object kept as-is in the report.
-type json = state.Value
+type json = codec.Value
 
 // InboxItem is a consumed inbox item: who sent it and why.
 type InboxItem struct {
@@ -134,21 +135,21 @@ type InboxItem struct {
 // Step is one event of the causal chain.
 type Step struct {
 	Seq       int64                `json:"seq"`
-	Type      string               `json:"type"`
-	Ref       state.Ref            `json:"ref"`
-	Parents   []state.Ref          `json:"parents,omitempty"`
-	Refs      map[string]state.Ref `json:"refs,omitempty"`
+	Type      event.Kind           `json:"type"`
+	Ref       codec.Ref            `json:"ref"`
+	Parents   []codec.Ref          `json:"parents,omitempty"`
+	Refs      map[string]codec.Ref `json:"refs,omitempty"`
 	Reasons   []string             `json:"reason_codes,omitempty"`
-	ObjectRef state.Ref            `json:"object_ref,omitempty"`
+	ObjectRef codec.Ref            `json:"object_ref,omitempty"`
 }
 
 // ContractInForce is the contract and authority pinned for the run.
 type ContractInForce struct {
-	GoalRef      state.Ref              `json:"goal_ref"`
+	GoalRef      codec.Ref              `json:"goal_ref"`
 	GoalID       string                 `json:"goal_id"`
-	Ref          state.Ref              `json:"ref"`
+	Ref          codec.Ref              `json:"ref"`
 	ID           string                 `json:"id"`
-	AuthorityRef state.Ref              `json:"authority_ref"`
+	AuthorityRef codec.Ref              `json:"authority_ref"`
 	Authority    governance.Authority   `json:"authority"`
 	Coordinates  governance.Coordinates `json:"coordinates"`
 	Rule         *governance.Rule       `json:"rule_applied,omitempty"`
@@ -156,7 +157,7 @@ type ContractInForce struct {
 
 // CommitmentChange is a lifecycle event the cycle recorded.
 type CommitmentChange struct {
-	Event      string                `json:"event"`
+	Event      event.Kind            `json:"event"`
 	Reason     string                `json:"reason"`
 	Commitment commitment.Commitment `json:"commitment"`
 }
@@ -175,7 +176,7 @@ type Strategy struct {
 // Compaction names the later compaction that summarised this cycle.
 type Compaction struct {
 	Cycle    int64     `json:"compaction_cycle"`
-	EventRef state.Ref `json:"compaction_ref"`
+	EventRef codec.Ref `json:"compaction_ref"`
 	BlockID  string    `json:"summary_block"`
 	From     int64     `json:"from_cycle"`
 	To       int64     `json:"to_cycle"`
@@ -190,8 +191,11 @@ var ErrUnknownCycle = ledger.ErrNoCycle
 const lookahead = 512
 
 // Explain builds the report for one cycle.
+//
+// It never writes: a missing or stale cycle index is built in memory.
 func Explain(fsys disk.FS, cycle int64) (*Report, error) {
-	recs, err := ledger.Cycle(fsys, cycle)
+	lr := ledger.NewReader(fsys)
+	recs, err := lr.Cycle(cycle)
 	if err != nil {
 		return nil, err
 	}
@@ -206,11 +210,11 @@ func Explain(fsys disk.FS, cycle int64) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, c, err := kernel.PinnedDocuments(pro)
+	g, c, err := event.PinnedDocuments(pro)
 	if err != nil {
 		return nil, err
 	}
-	r.Contract = ContractInForce{GoalRef: state.MustRefOf("goal", g), GoalID: g.ID, Ref: state.MustRefOf("contract", c), ID: c.ID, AuthorityRef: kernel.AuthorityRef(c), Authority: c.Authority, Coordinates: c.Coordinates}
+	r.Contract = ContractInForce{GoalRef: codec.MustRefOf("goal", g), GoalID: g.ID, Ref: codec.MustRefOf("contract", c), ID: c.ID, AuthorityRef: c.AuthorityRef(), Authority: c.Authority, Coordinates: c.Coordinates}
 	if r.Decision != nil {
 		var i int
 		if _, err := fmt.Sscanf(r.Decision.Rule, "rules[%d]", &i); err == nil && i >= 0 && i < len(c.Rules) {
@@ -218,7 +222,7 @@ func Explain(fsys disk.FS, cycle int64) (*Report, error) {
 			r.Contract.Rule = &rule
 		}
 	}
-	comp, err := findCompaction(fsys, cycle)
+	comp, err := findCompaction(lr, cycle)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +230,7 @@ func Explain(fsys disk.FS, cycle int64) (*Report, error) {
 	return r, nil
 }
 
-func decode[T any](o *ledger.Object) (*T, error) {
+func decode[T any](o *event.Object) (*T, error) {
 	if o == nil {
 		return nil, errors.New("event carries no object")
 	}
@@ -238,18 +242,18 @@ func decode[T any](o *ledger.Object) (*T, error) {
 }
 
 // absorb files one event of the cycle into the report.
-func (r *Report) absorb(rec ledger.Record) error {
+func (r *Report) absorb(rec event.Record) error {
 	ev := rec.Event
 	step := Step{Seq: rec.Seq, Type: ev.Type, Ref: rec.Ref, Parents: ev.Parents, Refs: ev.Refs, Reasons: ev.Reasons}
 	if ev.Object != nil {
 		step.ObjectRef = ev.Object.Ref
 	}
-	if ev.Type == "sandbox.action.intent" {
+	if ev.Type == event.ActionIntent {
 		var err error
 		r.Intent, err = decode[world.Intent](ev.Object)
 		return err
 	}
-	if kernel.OutOfBand(ev.Type) {
+	if ev.Type.OutOfBand() {
 		r.Recovery = append(r.Recovery, step)
 		return nil
 	}
@@ -257,58 +261,58 @@ func (r *Report) absorb(rec ledger.Record) error {
 	r.RunID = ev.RunID
 	var err error
 	switch {
-	case ev.Type == "persistent.cycle.started":
-		var m *kernel.Manifest
-		if m, err = decode[kernel.Manifest](ev.Object); err == nil {
+	case ev.Type == event.CycleStarted:
+		var m *event.Inputs
+		if m, err = decode[event.Inputs](ev.Object); err == nil {
 			r.Inputs = *m
 		}
-	case ev.Type == "inbox.item.consumed":
+	case ev.Type == event.InboxConsumed:
 		r.InboxItems = append(r.InboxItems, inboxItem(ev.Object))
-	case ev.Type == "agenda.resolution.selected" || ev.Type == "agenda.resolution.empty":
+	case ev.Type == event.AgendaSelected || ev.Type == event.AgendaEmpty:
 		r.Agenda, err = decode[agenda.Resolution](ev.Object)
-	case ev.Type == "cognition.program.compiled":
+	case ev.Type == event.ProgramCompiled:
 		r.Program, err = decode[cognition.Program](ev.Object)
-	case ev.Type == "cognition.run.completed":
+	case ev.Type == event.DialogueCompleted:
 		r.Dialogue, err = decode[cognition.Dialogue](ev.Object)
-	case ev.Type == "action.request.proposed":
+	case ev.Type == event.ActionProposed:
 		r.Action, err = decode[world.Action](ev.Object)
 		r.ActionRef = ev.Object.Ref
-	case ev.Type == "governance.decision.recorded":
+	case ev.Type == event.DecisionRecorded:
 		r.Decision, err = decode[governance.Decision](ev.Object)
 		r.DecisionRef = ev.Object.Ref
-	case ev.Type == "governance.receipt.recorded":
+	case ev.Type == event.ReceiptRecorded:
 		r.Receipt, err = decode[governance.Receipt](ev.Object)
-	case ev.Type == "sandbox.action.committed" || ev.Type == "sandbox.action.not_applied":
+	case ev.Type == event.ActionCommitted || ev.Type == event.ActionNotApplied:
 		r.Outcome, err = decode[world.Outcome](ev.Object)
 		if err == nil {
 			r.IdempotencyKey = r.Outcome.Key
 		}
-	case ev.Type == "evaluation.recorded":
-		r.Evaluation, err = decode[kernel.Evaluation](ev.Object)
-	case strings.HasPrefix(ev.Type, "commitment.") && ev.Object != nil && ev.Type != "commitment.conditions.evaluated":
+	case ev.Type == event.EvaluationRecorded:
+		r.Evaluation, err = decode[event.Evaluation](ev.Object)
+	case isCommitmentChange(ev.Type) && ev.Object != nil:
 		var c *commitment.Commitment
 		if c, err = decode[commitment.Commitment](ev.Object); err == nil {
 			r.Commitments = append(r.Commitments, CommitmentChange{Event: ev.Type, Reason: strings.Join(ev.Reasons, ","), Commitment: *c})
 		}
-	case ev.Type == "strategy.tension.observed":
+	case ev.Type == event.StrategicTension:
 		r.Strategy.Tension, err = decode[strategy.Tension](ev.Object)
-	case ev.Type == "strategy.review.evaluated":
+	case ev.Type == event.ReviewEvaluated:
 		r.Strategy.Trigger, err = decode[strategy.Trigger](ev.Object)
-	case ev.Type == "strategy.lens.retrieved":
+	case ev.Type == event.LensRetrieved:
 		if r.Strategy.Retrieval, err = decode[strategy.Retrieval](ev.Object); err == nil {
 			for _, c := range r.Strategy.Retrieval.Candidates {
 				r.Strategy.addSource(c.SourceVersion)
 			}
 		}
-	case ev.Type == "strategy.routing.overlaid":
+	case ev.Type == event.RoutingOverlaid:
 		if r.Strategy.Overlay, err = decode[strategy.Overlay](ev.Object); err == nil {
 			for _, sv := range r.Strategy.Overlay.Lenses {
 				r.Strategy.addSource(sv)
 			}
 		}
-	case strings.HasPrefix(ev.Type, "controller.") && ev.Object != nil, ev.Type == "effect.readback.recorded":
+	case ev.Type.In("controller") && ev.Object != nil, ev.Type == event.ReadbackRecorded:
 		err = r.Controller.add(ev)
-	case ev.Type == "persistent.cycle.completed":
+	case ev.Type == event.CycleCompleted:
 		var cr *state.CycleRecord
 		if cr, err = decode[state.CycleRecord](ev.Object); err == nil {
 			r.Record, r.CycleRef = *cr, ev.Object.Ref
@@ -326,7 +330,7 @@ func (s *Strategy) addSource(sv strategy.SourceVersion) {
 	}
 }
 
-func inboxItem(o *ledger.Object) InboxItem {
+func inboxItem(o *event.Object) InboxItem {
 	it := InboxItem{Kind: o.Ref.Kind()}
 	switch it.Kind {
 	case "sig":
@@ -347,9 +351,9 @@ func inboxItem(o *ledger.Object) InboxItem {
 
 // findCompaction looks at the cycle records after cycle for the first
 // compaction whose summary covers it.
-func findCompaction(fsys disk.FS, cycle int64) (*Compaction, error) {
+func findCompaction(lr *ledger.Reader, cycle int64) (*Compaction, error) {
 	for c := cycle; c < cycle+lookahead; c++ {
-		rec, err := ledger.CycleCompleted(fsys, c)
+		rec, err := lr.CycleCompleted(c)
 		if errors.Is(err, ledger.ErrNoCycle) {
 			return nil, nil
 		}
@@ -363,12 +367,12 @@ func findCompaction(fsys disk.FS, cycle int64) (*Compaction, error) {
 		if cr.ContextCompressionRef == "" {
 			continue
 		}
-		recs, err := ledger.Cycle(fsys, c)
+		recs, err := lr.Cycle(c)
 		if err != nil {
 			return nil, err
 		}
 		for _, r := range recs {
-			if r.Event.Type != "context.compaction.completed" {
+			if r.Event.Type != event.CompactionCompleted {
 				continue
 			}
 			var comp memory.Compression
@@ -381,4 +385,9 @@ func findCompaction(fsys disk.FS, cycle int64) (*Compaction, error) {
 		}
 	}
 	return nil, nil
+}
+
+func isCommitmentChange(k event.Kind) bool {
+	_, ok := k.CommitmentVerb()
+	return ok
 }

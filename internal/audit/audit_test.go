@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,10 +12,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/scenario"
-	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
 )
 
@@ -47,7 +49,7 @@ func TestAuditAfterCompaction(t *testing.T) {
 		if r.Strategy.Overlay != nil && reviewed == 0 {
 			reviewed = c
 		}
-		if slices.ContainsFunc(r.Commitments, func(cc CommitmentChange) bool { return cc.Event == "commitment.created" }) && promoted == 0 {
+		if slices.ContainsFunc(r.Commitments, func(cc CommitmentChange) bool { return cc.Event == event.CommitmentCreated }) && promoted == 0 {
 			promoted = c
 		}
 	}
@@ -72,7 +74,7 @@ func TestAuditAfterCompaction(t *testing.T) {
 	require.NotNil(t, p.Compaction)
 	var created *CommitmentChange
 	for i := range p.Commitments {
-		if p.Commitments[i].Event == "commitment.created" {
+		if p.Commitments[i].Event == event.CommitmentCreated {
 			created = &p.Commitments[i]
 		}
 	}
@@ -101,7 +103,7 @@ func TestAuditGolden(t *testing.T) {
 		var text, dot bytes.Buffer
 		require.NoError(t, r.WriteText(&text))
 		require.NoError(t, r.WriteDOT(&dot))
-		js, err := state.Marshal(r)
+		js, err := codec.Marshal(r)
 		require.NoError(t, err)
 		for ext, got := range map[string][]byte{"txt": text.Bytes(), "json": append(js, '\n'), "dot": dot.Bytes()} {
 			golden(t, filepath.Join("testdata", "p05-cycle"+itoa(c)+"."+ext), got)
@@ -124,32 +126,39 @@ func golden(t *testing.T, path string, got []byte) {
 	assert.Equal(t, string(want), string(got), path)
 }
 
-// TestAuditWithoutIndex: a deleted or corrupted cycle index is rebuilt
-// from the ledger, and the audit answers the same.
+// TestAuditWithoutIndex: with a deleted or corrupted cycle index the
+// audit builds the index in memory and answers the same, and it never
+// writes: the index stays as it was (the run's writer rebuilds it).
 func TestAuditWithoutIndex(t *testing.T) {
 	fsys := runScenario(t, "p07-direct-path")
 	want, err := Explain(fsys, 2)
 	require.NoError(t, err)
-	wantJS := state.MustMarshal(want)
+	wantJS := codec.MustMarshal(want)
 
+	b, err := fsys.ReadFile(ledger.IndexFileName)
+	require.NoError(t, err)
 	require.NoError(t, fsys.Remove(ledger.IndexFileName))
 	got, err := Explain(fsys, 2)
 	require.NoError(t, err)
-	assert.Equal(t, wantJS, state.MustMarshal(got), "after deleting the index")
+	assert.Equal(t, wantJS, codec.MustMarshal(got), "after deleting the index")
+	_, err = fsys.Stat(ledger.IndexFileName)
+	require.ErrorIs(t, err, fs.ErrNotExist, "a reader does not write the index")
 
-	b, err := fsys.ReadFile(ledger.IndexFileName)
-	require.NoError(t, err, "the index is rebuilt")
 	// Point cycle 2's entry at cycle 1's bytes (same length, valid syntax).
 	lines := bytes.SplitAfter(b, []byte("\n"))
 	require.GreaterOrEqual(t, len(lines), 2)
 	lines[1] = bytes.Replace(lines[0], []byte(`"cycle":"000000000001"`), []byte(`"cycle":"000000000002"`), 1)
-	require.NoError(t, fsys.WriteFile(ledger.IndexFileName, bytes.Join(lines, nil)))
+	bad := bytes.Join(lines, nil)
+	require.NoError(t, fsys.WriteFile(ledger.IndexFileName, bad))
 	got, err = Explain(fsys, 2)
 	require.NoError(t, err)
-	assert.Equal(t, wantJS, state.MustMarshal(got), "after corrupting the index")
+	assert.Equal(t, wantJS, codec.MustMarshal(got), "after corrupting the index")
+	after, err := fsys.ReadFile(ledger.IndexFileName)
+	require.NoError(t, err)
+	assert.Equal(t, bad, after, "a reader does not repair the index either")
 
 	require.NoError(t, fsys.WriteFile(ledger.IndexFileName, []byte("garbage")))
 	got, err = Explain(fsys, 2)
 	require.NoError(t, err)
-	assert.Equal(t, wantJS, state.MustMarshal(got), "after replacing the index with garbage")
+	assert.Equal(t, wantJS, codec.MustMarshal(got), "after replacing the index with garbage")
 }

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
 )
 
 // WriteText writes the report for a person: every line is a fact from the
@@ -134,7 +134,7 @@ func orDash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return state.Ref(s).Short()
+	return codec.Ref(s).Short()
 }
 
 // WriteDOT writes the cycle's causal graph for Graphviz: events in order,
@@ -142,7 +142,7 @@ func orDash(s string) string {
 func (r *Report) WriteDOT(w io.Writer) error {
 	fmt.Fprintf(w, "digraph cycle_%d {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\", fontsize=10];\n", r.Cycle)
 	fmt.Fprintf(w, "  label=%q;\n", fmt.Sprintf("cycle %d of %s: %s", r.Cycle, r.RunID, r.Record.LoopDisposition))
-	objects := map[state.Ref]bool{}
+	objects := map[codec.Ref]bool{}
 	for _, s := range r.Chain {
 		fmt.Fprintf(w, "  %q [label=%q];\n", s.Ref.Short(), fmt.Sprintf("%d %s", s.Seq, s.Type))
 		for _, par := range s.Parents {

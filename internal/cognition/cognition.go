@@ -14,7 +14,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -58,14 +58,14 @@ type Program struct {
 	Steps       []Op         `json:"steps"`
 	// Routing names the overlay that shaped the program ("" on the
 	// direct path).
-	Routing state.Ref `json:"routing_ref"`
+	Routing codec.Ref `json:"routing_ref"`
 	// Proposer says the program consults the external proposer.
 	Proposer bool `json:"proposer,omitempty"`
 }
 
 // Routing is what a strategy overlay asks of the compiler.
 type Routing struct {
-	Ref state.Ref
+	Ref codec.Ref
 	// CritiqueFirst moves the critique before selection, so that remedies
 	// that failed before are weeded out before one is chosen.
 	CritiqueFirst bool
@@ -125,11 +125,11 @@ type Turn struct {
 // Dialogue is the executed program.
 type Dialogue struct {
 	Schema     string    `json:"schema"`
-	ProgramRef state.Ref `json:"program_ref"`
+	ProgramRef codec.Ref `json:"program_ref"`
 	Turns      []Turn    `json:"turns"`
 	// Result is "action" or "no_action".
 	Result     string    `json:"result"`
-	ActionRef  state.Ref `json:"action_ref,omitempty"`
+	ActionRef  codec.Ref `json:"action_ref,omitempty"`
 	Affordance string    `json:"affordance,omitempty"`
 	Reason     string    `json:"reason,omitempty"`
 	// Operations counts the cognitive operations spent.
@@ -150,7 +150,7 @@ type Situation struct {
 
 // Run executes the program step by step and returns the dialogue and the
 // action request it produced, if any.
-func Run(p Program, programRef state.Ref, sit Situation) (Dialogue, *world.Action) {
+func Run(p Program, programRef codec.Ref, sit Situation) (Dialogue, *world.Action) {
 	d := Dialogue{Schema: DialogueSchema, ProgramRef: programRef, Turns: []Turn{}, Result: "no_action"}
 	avail := slices.Clone(p.Affordances)
 	var chosen *Affordance
@@ -273,5 +273,17 @@ func critique(a *world.Action, sit Situation) string {
 // evidence is recognised as the same remedy.
 func Fingerprint(a world.Action) string {
 	a.ExpectSHA256 = ""
-	return string(state.FingerprintOf(state.MustMarshal(a)))
+	return string(codec.FingerprintOf(codec.MustMarshal(a)))
 }
+
+// Cost is the most cognitive operations Run can spend on p (one per step).
+// It is known before the program runs, so a budget can be checked before
+// it is spent. For a program that consults the proposer it is what the
+// consultation costs with one proposed action; the reply fixes the rest
+// (ReplyCost).
+func Cost(p Program) int { return len(p.Steps) }
+
+// ReplyCost is the most cognitive operations RunProposal can spend on a
+// reply: observing, consulting and finalizing, and one critique for each
+// proposed action. It is known before the reply is weighed.
+func ReplyCost(r Reply) int { return 3 + len(r.Proposal.Actions) }

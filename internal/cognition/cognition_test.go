@@ -7,12 +7,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
-	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
 
-const targetHash = state.Fingerprint("sha256:1111111111111111111111111111111111111111111111111111111111111111")
+const targetHash = codec.Fingerprint("sha256:1111111111111111111111111111111111111111111111111111111111111111")
 
 // twoRemedyCheck has a preferred patch and a fallback artifact.
 func twoRemedyCheck() world.Check {
@@ -71,7 +71,7 @@ func TestRetrieveMarkIssueWithoutNoteUsesSummary(t *testing.T) {
 func TestCompileStepOrder(t *testing.T) {
 	c := twoRemedyCheck()
 	affs := cognition.Retrieve(c, failing())
-	ref := state.MustRefOf("route", "overlay")
+	ref := codec.MustRefOf("route", "overlay")
 	cases := []struct {
 		name    string
 		routing cognition.Routing
@@ -113,7 +113,7 @@ func TestRun(t *testing.T) {
 	patch := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "LICENSE", CheckID: "license", ExpectSHA256: targetHash, Find: "GPL", Replace: "MIT"}
 	artifact := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "LICENSE", CheckID: "license", ExpectSHA256: targetHash, Content: "MIT License\n"}
 	report := world.Action{Schema: world.ActionSchema, Operation: world.OpMarkIssue, Target: world.IssuesFile, CheckID: "license", Note: "please license"}
-	review := cognition.Routing{Ref: state.MustRefOf("route", "r"), CritiqueFirst: true, SkipFailed: true}
+	review := cognition.Routing{Ref: codec.MustRefOf("route", "r"), CritiqueFirst: true, SkipFailed: true}
 
 	directOps := []cognition.Op{cognition.OpObserveTarget, cognition.OpRetrieve, cognition.OpSelect, cognition.OpDraft, cognition.OpCritique, cognition.OpFinalize}
 	directRoles := []string{"observer", "proposer", "proposer", "proposer", "critic", "resolver"}
@@ -153,7 +153,7 @@ func TestRun(t *testing.T) {
 				failed[affs[i].Fingerprint] = true
 			}
 			p := cognition.Compile(3, "check:license", tc.check, affs, tc.routing)
-			progRef := state.MustRefOf("cprog", p)
+			progRef := codec.MustRefOf("cprog", p)
 			spec := tc.spec
 			d, a := cognition.Run(p, progRef, cognition.Situation{Check: tc.check, Result: res, FailedPrint: failed, Spec: &spec, Routing: tc.routing})
 
@@ -273,4 +273,49 @@ func TestRunCritiqueFirstStillRejectsExcludedTarget(t *testing.T) {
 	assert.Equal(t, "critic", d.Turns[2].Role)
 	assert.Equal(t, "no_action", d.Result)
 	assert.Equal(t, "target is excluded from observation", d.Reason)
+}
+
+// TestCostBoundsRun: Cost, known before a program runs, is never less than
+// what Run spends, on every routing and whether a remedy is left or not.
+func TestCostBoundsRun(t *testing.T) {
+	spec := world.Spec{Schema: world.SpecSchema}
+	n := 0
+	for _, routing := range []cognition.Routing{{}, {CritiqueFirst: true}, {CritiqueFirst: true, SkipFailed: true}} {
+		for _, c := range []world.Check{twoRemedyCheck(), {ID: "bare", Kind: world.CheckPresentText, Path: "x", Text: "y"}} {
+			affs := cognition.Retrieve(c, failing())
+			p := cognition.Compile(1, "check:"+c.ID, c, affs, routing)
+			failed := map[string]bool{}
+			for _, a := range affs {
+				failed[a.Fingerprint] = true
+			}
+			d, _ := cognition.Run(p, "", cognition.Situation{Check: c, Result: failing(), FailedPrint: failed, Spec: &spec, Routing: routing})
+			assert.LessOrEqual(t, d.Operations, cognition.Cost(p))
+			assert.Equal(t, len(d.Turns), d.Operations, "each operation is one public turn")
+			n++
+		}
+	}
+	require.Positive(t, n)
+}
+
+// TestReplyCostBoundsRunProposal: ReplyCost, known once the reply is in and
+// before it is weighed, is never less than what RunProposal spends.
+func TestReplyCostBoundsRunProposal(t *testing.T) {
+	spec := world.Spec{Schema: world.SpecSchema}
+	c := twoRemedyCheck()
+	p := cognition.CompileProposal(1, "check:"+c.ID, c, cognition.Retrieve(c, failing()), cognition.Routing{})
+	report := cognition.ReportAction(c, failing())
+	n := 0
+	for _, k := range []int{0, 1, 3, 7} {
+		var acts []cognition.ProposedAction
+		for range k {
+			acts = append(acts, cognition.ProposedAction{Operation: world.OpApplyPatch, Target: "../outside", Find: "a", Replace: "b"})
+		}
+		for _, rep := range []*world.Action{nil, &report} {
+			reply := cognition.Reply{Schema: cognition.ReplySchema, Proposal: cognition.Proposal{Actions: acts}}
+			d, _ := cognition.RunProposal(p, "", cognition.Situation{Check: c, Result: failing(), Spec: &spec}, reply, rep)
+			assert.LessOrEqual(t, d.Operations, cognition.ReplyCost(reply), "%d proposed actions", k)
+			n++
+		}
+	}
+	require.Positive(t, n)
 }

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -72,7 +72,7 @@ type RequestItem struct {
 // size of what was sent); the driver fills it for the program only.
 type FileShown struct {
 	Path      string            `json:"path"`
-	SHA256    state.Fingerprint `json:"sha256"`
+	SHA256    codec.Fingerprint `json:"sha256"`
 	Bytes     int64             `json:"bytes"`
 	Truncated bool              `json:"truncated,omitempty"`
 	Content   string            `json:"content,omitempty"`
@@ -137,7 +137,7 @@ type ProposedAction struct {
 type Reply struct {
 	Schema string `json:"schema"`
 	// Request is the ref of the exact bytes the proposer read.
-	Request state.Ref `json:"request_ref"`
+	Request codec.Ref `json:"request_ref"`
 	// Files are the files shown, without their content.
 	Files []FileShown `json:"files"`
 	// Proposal is the answer, decoded strictly.
@@ -154,7 +154,7 @@ type TargetFact struct {
 	Path string `json:"path"`
 	// SHA256 is the target's hash ("" when it does not exist or could not
 	// be read).
-	SHA256 state.Fingerprint `json:"sha256,omitempty"`
+	SHA256 codec.Fingerprint `json:"sha256,omitempty"`
 	// Finds counts the occurrences of a patch's find text.
 	Finds int `json:"finds"`
 	// Refused is why the target could not be read ("" when it could).
@@ -171,34 +171,34 @@ func ProposalOperations() []world.Operation {
 // a provider; what its actions mean is the critic's to judge.
 func (p Proposal) Validate() error {
 	if p.Schema != ProposalSchema {
-		return &state.FieldError{Path: "schema", Err: fmt.Errorf("want %q, found %q", ProposalSchema, p.Schema)}
+		return &codec.FieldError{Path: "schema", Err: fmt.Errorf("want %q, found %q", ProposalSchema, p.Schema)}
 	}
 	if p.Actions == nil {
-		return &state.FieldError{Path: "actions", Err: fmt.Errorf("required (an empty list with a rationale means nothing to do)")}
+		return &codec.FieldError{Path: "actions", Err: fmt.Errorf("required (an empty list with a rationale means nothing to do)")}
 	}
 	if len(p.Actions) == 0 && len(p.Rationale) == 0 {
-		return &state.FieldError{Path: "rationale", Err: fmt.Errorf("an empty proposal must say why")}
+		return &codec.FieldError{Path: "rationale", Err: fmt.Errorf("an empty proposal must say why")}
 	}
 	for i, a := range p.Actions {
 		at := fmt.Sprintf("actions[%d]", i)
 		switch a.Operation {
 		case world.OpApplyPatch:
 			if a.Target == "" || a.Find == "" {
-				return &state.FieldError{Path: at, Err: fmt.Errorf("apply_local_patch needs target and find")}
+				return &codec.FieldError{Path: at, Err: fmt.Errorf("apply_local_patch needs target and find")}
 			}
 		case world.OpRecordArtifact:
 			if a.Target == "" {
-				return &state.FieldError{Path: at + ".target", Err: fmt.Errorf("record_artifact needs a target")}
+				return &codec.FieldError{Path: at + ".target", Err: fmt.Errorf("record_artifact needs a target")}
 			}
 		case world.OpRunCommand:
 			if a.Fix == "" {
-				return &state.FieldError{Path: at + ".fix", Err: fmt.Errorf("run_command names a declared command fix by id")}
+				return &codec.FieldError{Path: at + ".fix", Err: fmt.Errorf("run_command names a declared command fix by id")}
 			}
 		default:
-			return &state.FieldError{Path: at + ".operation", Err: fmt.Errorf("%q cannot be proposed (want apply_local_patch, record_artifact or run_command)", a.Operation)}
+			return &codec.FieldError{Path: at + ".operation", Err: fmt.Errorf("%q cannot be proposed (want apply_local_patch, record_artifact or run_command)", a.Operation)}
 		}
 		if a.Occurrences < 0 {
-			return &state.FieldError{Path: at + ".occurrences", Err: fmt.Errorf("must be 0 (all) or more")}
+			return &codec.FieldError{Path: at + ".occurrences", Err: fmt.Errorf("must be 0 (all) or more")}
 		}
 	}
 	return nil
@@ -248,7 +248,7 @@ func FilesNamed(c world.Check, r world.CheckResult, obs world.Observation) []Fil
 //
 // When the proposer has nothing acceptable and report is set (an item with
 // no declared fix), the resolver reports the item for a person instead.
-func RunProposal(p Program, programRef state.Ref, sit Situation, reply Reply, report *world.Action) (Dialogue, *world.Action) {
+func RunProposal(p Program, programRef codec.Ref, sit Situation, reply Reply, report *world.Action) (Dialogue, *world.Action) {
 	d := Dialogue{Schema: DialogueSchema, ProgramRef: programRef, Turns: []Turn{}, Result: "no_action"}
 	say := func(role string, op Op, format string, args ...any) {
 		d.Turns = append(d.Turns, Turn{Role: role, Op: op, Claim: fmt.Sprintf(format, args...)})

@@ -24,7 +24,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -177,8 +177,8 @@ func (c *capture) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (c *capture) sum() state.Fingerprint {
-	return state.FingerprintSum(c.h.Sum(nil))
+func (c *capture) sum() codec.Fingerprint {
+	return codec.FingerprintSum(c.h.Sum(nil))
 }
 
 // Environment builds a program's environment from the one acr runs in:

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/command"
-	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -49,7 +49,7 @@ func TestExitCodesAndOutput(t *testing.T) {
 		r := run(t, command.Spec{Argv: []string{"sh", "-c", tc.script}, Timeout: 10 * time.Second})
 		assert.Equal(t, tc.code, r.ExitCode, tc.script)
 		assert.Equal(t, tc.out, r.Stdout, tc.script)
-		assert.Equal(t, state.FingerprintOf([]byte(tc.out)), r.StdoutSHA256)
+		assert.Equal(t, codec.FingerprintOf([]byte(tc.out)), r.StdoutSHA256)
 		assert.True(t, r.Ended())
 	}
 }
@@ -106,7 +106,7 @@ func TestOutputIsBoundedButHashedWhole(t *testing.T) {
 	r := run(t, command.Spec{Argv: []string{"sh", "-c", "head -c 200000 /dev/zero | tr '\\0' a; echo err >&2"}, Timeout: 10 * time.Second, MaxOutput: 1000})
 	assert.Len(t, r.Stdout, 1000)
 	assert.Equal(t, int64(200000), r.StdoutBytes)
-	assert.Equal(t, state.FingerprintOf([]byte(strings.Repeat("a", 200000))), r.StdoutSHA256)
+	assert.Equal(t, codec.FingerprintOf([]byte(strings.Repeat("a", 200000))), r.StdoutSHA256)
 	assert.Equal(t, "err\n", r.Stderr)
 	assert.Equal(t, int64(4), r.StderrBytes)
 	def := run(t, command.Spec{Argv: []string{"sh", "-c", "head -c 100000 /dev/zero"}, Timeout: 10 * time.Second})
@@ -140,7 +140,7 @@ func TestBytesThatAreNotText(t *testing.T) {
 	r := run(t, command.Spec{Argv: []string{"printf", "a\\377b"}, Timeout: 10 * time.Second})
 	assert.Equal(t, "a\uFFFDb", r.Stdout)
 	assert.Equal(t, []byte("a\xffb"), r.StdoutRaw)
-	assert.Equal(t, state.FingerprintOf([]byte("a\xffb")), r.StdoutSHA256)
+	assert.Equal(t, codec.FingerprintOf([]byte("a\xffb")), r.StdoutSHA256)
 }
 
 func TestStartFailure(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -106,8 +107,8 @@ type Commitment struct {
 type Origin struct {
 	Kind          string    `json:"kind"` // PROMOTE_TO_COMMITMENT
 	CycleSeq      int64     `json:"cycle_seq"`
-	ResolutionRef state.Ref `json:"agenda_resolution_ref"`
-	DecisionRef   state.Ref `json:"decision_ref,omitempty"`
+	ResolutionRef codec.Ref `json:"agenda_resolution_ref"`
+	DecisionRef   codec.Ref `json:"decision_ref,omitempty"`
 }
 
 // Store is the set of live commitments.
@@ -325,5 +326,5 @@ func Matched(w Condition, ctx Context) bool {
 // NewID derives a commitment id from the item and the cycle that promoted
 // it, so replay derives the same id.
 func NewID(itemID string, cycleSeq int64) string {
-	return "cmt-" + state.Digest(state.MustMarshal(map[string]any{"item_id": itemID, "cycle_seq": cycleSeq}))[:16]
+	return "cmt-" + codec.Digest(codec.MustMarshal(map[string]any{"item_id": itemID, "cycle_seq": cycleSeq}))[:16]
 }

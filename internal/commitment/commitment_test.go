@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
@@ -368,7 +369,7 @@ func TestMatched(t *testing.T) {
 			{Source: "external_event", Ref: "ticket-7"},
 			{Source: "scheduled_tick"},
 		},
-		Approvals: []state.Approval{{ActionRef: state.Ref(ref), Verdict: "deny"}},
+		Approvals: []state.Approval{{ActionRef: codec.Ref(ref), Verdict: "deny"}},
 	}
 	cases := []struct {
 		name string

@@ -3,8 +3,8 @@ package controller
 import (
 	"slices"
 
-	"github.com/acr-project/acr/internal/governance"
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/budget"
+	"github.com/acr-project/acr/internal/codec"
 )
 
 // Schema names of the controller's artifacts.
@@ -27,8 +27,8 @@ type Declaration struct {
 	Coordinates   Coordinates `json:"coordinates"`
 	// MaxDepth is the cognitive depth the cycle may reach: the lower of
 	// the coordinate and the budget's max_recursive_depth.
-	MaxDepth int64                  `json:"max_depth"`
-	Budget   governance.CycleBudget `json:"budget"`
+	MaxDepth int64        `json:"max_depth"`
+	Budget   budget.Cycle `json:"budget"`
 }
 
 // Tension classes of a TensionReport.
@@ -48,7 +48,7 @@ const (
 type TensionSource struct {
 	Class   string    `json:"class"`
 	Subject string    `json:"subject"`
-	Ref     state.Ref `json:"ref"`
+	Ref     codec.Ref `json:"ref"`
 }
 
 // TensionReport says whether anything calls for a cycle, and why, with a
@@ -64,7 +64,7 @@ type TensionReport struct {
 // TensionInputs are the public signals the tension assessment reads.
 type TensionInputs struct {
 	CycleID     string
-	Observation state.Ref
+	Observation codec.Ref
 	// OperatorSignals are accepted wake signals sent by a person, and
 	// resolved approvals.
 	OperatorSignals []TensionSource
@@ -129,7 +129,7 @@ func Assess(in TensionInputs) TensionReport {
 type FitnessContract struct {
 	Schema    string    `json:"schema"`
 	CycleID   string    `json:"cycle_id"`
-	ActionRef state.Ref `json:"action_ref"`
+	ActionRef codec.Ref `json:"action_ref"`
 	CheckID   string    `json:"check_id,omitempty"`
 	Target    string    `json:"target"`
 	// Criteria, all of which an accepted result meets:
@@ -150,9 +150,9 @@ type LearningDelta struct {
 	Schema             string      `json:"schema"`
 	CycleID            string      `json:"cycle_id"`
 	ResultantStatus    string      `json:"resultant_status"`
-	SupportingEvidence []state.Ref `json:"supporting_evidence"`
+	SupportingEvidence []codec.Ref `json:"supporting_evidence"`
 	Changes            []string    `json:"rule_or_state_delta"`
-	Superseded         []state.Ref `json:"superseded"`
+	Superseded         []codec.Ref `json:"superseded"`
 	RemainingUnknowns  []string    `json:"remaining_unknowns"`
 	NextTrigger        string      `json:"next_trigger"`
 	RevisitConditions  []string    `json:"revisit_conditions"`
@@ -165,7 +165,7 @@ type Candidate struct {
 	Schema   string    `json:"schema"`
 	ID       string    `json:"id"`
 	Gap      string    `json:"gap"`
-	Evidence state.Ref `json:"evidence"`
+	Evidence codec.Ref `json:"evidence"`
 	Kind     string    `json:"kind"` // guard | test
 	Spec     string    `json:"spec"`
 	Tests    []string  `json:"tests"`

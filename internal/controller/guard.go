@@ -3,7 +3,7 @@ package controller
 import (
 	"fmt"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
 )
 
 // The non-self-approval rules, as reason codes.
@@ -22,7 +22,7 @@ const (
 type Violation struct {
 	Rule     string    `json:"rule"`
 	Actor    Role      `json:"actor_role"`
-	Artifact state.Ref `json:"artifact"`
+	Artifact codec.Ref `json:"artifact"`
 	Detail   string    `json:"detail"`
 }
 
@@ -34,35 +34,35 @@ func (v *Violation) Error() string {
 // separation of roles over them. Authorship is what makes the rules
 // checkable: every artifact names the role that produced it.
 type Guard struct {
-	authors       map[state.Ref]Role
-	fitness       state.Ref // the FitnessContract fixed before the action
-	intentAmended state.Ref // an IntentContract amendment made this cycle
+	authors       map[codec.Ref]Role
+	fitness       codec.Ref // the FitnessContract fixed before the action
+	intentAmended codec.Ref // an IntentContract amendment made this cycle
 }
 
 // NewGuard returns an empty guard for one cycle.
-func NewGuard() *Guard { return &Guard{authors: map[state.Ref]Role{}} }
+func NewGuard() *Guard { return &Guard{authors: map[codec.Ref]Role{}} }
 
 // Author records that role produced the artifact ref.
-func (g *Guard) Author(ref state.Ref, role Role) {
+func (g *Guard) Author(ref codec.Ref, role Role) {
 	if ref != "" {
 		g.authors[ref] = role
 	}
 }
 
 // AuthorOf returns the role that produced ref.
-func (g *Guard) AuthorOf(ref state.Ref) (Role, bool) {
+func (g *Guard) AuthorOf(ref codec.Ref) (Role, bool) {
 	r, ok := g.authors[ref]
 	return r, ok
 }
 
-func refuse(rule string, actor Role, artifact state.Ref, format string, args ...any) error {
+func refuse(rule string, actor Role, artifact codec.Ref, format string, args ...any) error {
 	return &Violation{Rule: rule, Actor: actor, Artifact: artifact, Detail: fmt.Sprintf(format, args...)}
 }
 
 // ApprovePlan lets approver approve the plan: only the intent custodian
 // (ruling against the pre-granted Contract) or the operator may, and never
 // the role that wrote the plan.
-func (g *Guard) ApprovePlan(plan state.Ref, approver Role) error {
+func (g *Guard) ApprovePlan(plan codec.Ref, approver Role) error {
 	if author, ok := g.authors[plan]; ok && author == approver {
 		return refuse(RuleOwnPlan, approver, plan, "the plan's author cannot approve it")
 	}
@@ -76,7 +76,7 @@ func (g *Guard) ApprovePlan(plan state.Ref, approver Role) error {
 // executor of the outcome it judges, and at least one piece of evidence it
 // rests on must come from a role other than the executor (an independent
 // readback), so the executor is never the sole evaluator.
-func (g *Guard) AcceptEvaluation(eval, outcome state.Ref, evidence []state.Ref) error {
+func (g *Guard) AcceptEvaluation(eval, outcome codec.Ref, evidence []codec.Ref) error {
 	evaluator := g.authors[eval]
 	executor, ok := g.authors[outcome]
 	if !ok {
@@ -95,7 +95,7 @@ func (g *Guard) AcceptEvaluation(eval, outcome state.Ref, evidence []state.Ref) 
 
 // FixFitness fixes the FitnessContract before the action. It can be fixed
 // once per cycle.
-func (g *Guard) FixFitness(ref state.Ref, by Role) error {
+func (g *Guard) FixFitness(ref codec.Ref, by Role) error {
 	if g.fitness != "" && g.fitness != ref {
 		return refuse(RuleFitnessFixed, by, ref, "the fitness contract %s is already fixed", g.fitness)
 	}
@@ -104,12 +104,12 @@ func (g *Guard) FixFitness(ref state.Ref, by Role) error {
 }
 
 // Fitness is the FitnessContract fixed in this cycle.
-func (g *Guard) Fitness() state.Ref { return g.fitness }
+func (g *Guard) Fitness() codec.Ref { return g.fitness }
 
 // AmendFitness replaces the fixed FitnessContract. Only an amendment the
 // operator approved (approvedBy Operator, in an earlier cycle) may; the
 // evaluator never may, approved or not, since it is judged by the contract.
-func (g *Guard) AmendFitness(ref state.Ref, by Role, approvedBy Role) error {
+func (g *Guard) AmendFitness(ref codec.Ref, by Role, approvedBy Role) error {
 	if by == Evaluator {
 		return refuse(RuleFitnessFixed, by, ref, "the evaluator cannot change the active fitness contract")
 	}
@@ -123,7 +123,7 @@ func (g *Guard) AmendFitness(ref state.Ref, by Role, approvedBy Role) error {
 // Promote lets by load or promote a capability candidate: only the
 // promoter may, never the candidate itself (by names the acting artifact)
 // and never the role that forged it.
-func (g *Guard) Promote(candidate state.Ref, by Role, acting state.Ref) error {
+func (g *Guard) Promote(candidate codec.Ref, by Role, acting codec.Ref) error {
 	if acting == candidate {
 		return refuse(RuleSelfPromotion, by, candidate, "a candidate cannot load or promote itself")
 	}
@@ -137,11 +137,11 @@ func (g *Guard) Promote(candidate state.Ref, by Role, acting state.Ref) error {
 }
 
 // AmendIntent records an IntentContract amendment proposed this cycle.
-func (g *Guard) AmendIntent(ref state.Ref) { g.intentAmended = ref }
+func (g *Guard) AmendIntent(ref codec.Ref) { g.intentAmended = ref }
 
 // AcceptIntent accepts an IntentContract amendment; one made in this same
 // cycle cannot be, so no cycle can rewrite and ratify its own intent.
-func (g *Guard) AcceptIntent(ref state.Ref, by Role) error {
+func (g *Guard) AcceptIntent(ref codec.Ref, by Role) error {
 	if g.intentAmended == ref {
 		return refuse(RuleIntentSameCyle, by, ref, "the amendment was made in this cycle")
 	}
@@ -152,7 +152,7 @@ func (g *Guard) AcceptIntent(ref state.Ref, by Role) error {
 }
 
 // Raise refuses any request to go beyond the granted coordinates.
-func (g *Guard) Raise(granted, requested Coordinates, by Role, source state.Ref) error {
+func (g *Guard) Raise(granted, requested Coordinates, by Role, source codec.Ref) error {
 	if err := Within(granted, requested); err != nil {
 		return refuse(RuleRaise, by, source, "%v", err)
 	}

@@ -37,8 +37,17 @@ type FS interface {
 	// whose content can be rebuilt from durable records, such as the
 	// sandbox's outcome table. Readers treat an undecodable entry as absent.
 	WriteCache(name string, data []byte) error
-	// Remove deletes a file; durable after SyncDir of the parent.
+	// Remove deletes a file or an empty directory; durable after SyncDir
+	// of the parent.
 	Remove(name string) error
+	// RemoveAll deletes a file or a directory tree; a missing name is not
+	// an error. Durable after SyncDir of the parent.
+	RemoveAll(name string) error
+	// Rename moves a file or a directory to a new name in the same FS. It
+	// replaces an existing file but never an existing directory. It is
+	// atomic; durable after SyncDir of the new name's directory (and of the
+	// old one's, when they differ).
+	Rename(oldname, newname string) error
 	// SyncDir fsyncs a directory so that entries created, renamed or removed
 	// in it survive a power loss.
 	SyncDir(name string) error

@@ -289,6 +289,55 @@ func TestConformance(t *testing.T) {
 				assert.Equal(t, want, ok, name)
 			}
 		}},
+		{"Rename a file and a directory", func(t *testing.T, fsys disk.FS) {
+			require.NoError(t, fsys.MkdirAll("a/b"))
+			require.NoError(t, fsys.WriteFile("a/b/f", []byte("1")))
+			require.NoError(t, fsys.WriteFile("g", []byte("2")))
+			require.NoError(t, fsys.MkdirAll("dst"))
+			require.NoError(t, fsys.Rename("a", "dst/a"))
+			got, err := fsys.ReadFile("dst/a/b/f")
+			require.NoError(t, err)
+			assert.Equal(t, "1", string(got))
+			_, err = fsys.Stat("a")
+			assert.ErrorIs(t, err, fs.ErrNotExist)
+			require.NoError(t, fsys.WriteFile("h", []byte("3")))
+			require.NoError(t, fsys.Rename("g", "h"), "a file replaces a file")
+			got, err = fsys.ReadFile("h")
+			require.NoError(t, err)
+			assert.Equal(t, "2", string(got))
+			assert.Error(t, fsys.Rename("h", "dst"), "never onto a directory")
+			assert.Error(t, fsys.Rename("missing", "x"))
+			assert.Error(t, fsys.Rename("h", "nodir/x"))
+		}},
+		{"RemoveAll", func(t *testing.T, fsys disk.FS) {
+			require.NoError(t, fsys.MkdirAll("t/u/v"))
+			require.NoError(t, fsys.WriteFile("t/u/v/f", []byte("x")))
+			require.NoError(t, fsys.WriteFile("t/g", []byte("x")))
+			require.NoError(t, fsys.RemoveAll("t"))
+			_, err := fsys.Stat("t")
+			assert.ErrorIs(t, err, fs.ErrNotExist)
+			assert.NoError(t, fsys.RemoveAll("t"), "a missing name is not an error")
+			assert.NoError(t, fsys.RemoveAll("nodir/x"))
+			require.NoError(t, fsys.WriteFile("file", []byte("x")))
+			require.NoError(t, fsys.RemoveAll("file"))
+			_, err = fsys.Stat("file")
+			assert.ErrorIs(t, err, fs.ErrNotExist)
+		}},
+		{"Sub", func(t *testing.T, fsys disk.FS) {
+			require.NoError(t, fsys.MkdirAll("stage"))
+			sub := disk.Sub(fsys, "stage")
+			require.NoError(t, sub.MkdirAll("d"))
+			require.NoError(t, disk.ReplaceFile(sub, "d/f", []byte("in")))
+			got, err := fsys.ReadFile("stage/d/f")
+			require.NoError(t, err)
+			assert.Equal(t, "in", string(got))
+			es, err := sub.ReadDir(".")
+			require.NoError(t, err)
+			assert.Equal(t, []string{"d"}, names(t, es))
+			_, err = sub.ReadFile("../x")
+			assert.Error(t, err, "a name may not leave the sub tree")
+			assert.Error(t, sub.RemoveAll("."), "the root of a sub tree is not removed through it")
+		}},
 		{"ReplaceFile", func(t *testing.T, fsys disk.FS) {
 			require.NoError(t, fsys.MkdirAll("sub"))
 			require.NoError(t, disk.ReplaceFile(fsys, "sub/f.json", []byte(`{"a":1}`)))
@@ -581,4 +630,77 @@ func TestMemWithoutCrashKeepsEverything(t *testing.T) {
 	es, err := m.ReadDir(".")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a", "b"}, names(t, es))
+}
+
+func TestMemRenameIsAtomicAcrossDirectories(t *testing.T) {
+	for _, sync := range []string{"from", "to"} {
+		t.Run("sync "+sync, func(t *testing.T) {
+			m := disk.NewMem()
+			require.NoError(t, m.MkdirAll("from"))
+			require.NoError(t, m.MkdirAll("to"))
+			require.NoError(t, disk.ReplaceFile(m, "from/f", []byte("x")))
+			require.NoError(t, m.Rename("from/f", "to/g"))
+			m.Crash()
+			_, err := m.ReadFile("from/f")
+			require.NoError(t, err, "an unsynced rename is undone")
+			_, err = m.ReadFile("to/g")
+			assert.ErrorIs(t, err, fs.ErrNotExist)
+
+			require.NoError(t, m.Rename("from/f", "to/g"))
+			require.NoError(t, m.SyncDir(sync))
+			m.Crash()
+			got, err := m.ReadFile("to/g")
+			require.NoError(t, err, "fsync of either directory makes the whole rename durable")
+			assert.Equal(t, "x", string(got))
+			_, err = m.ReadFile("from/f")
+			assert.ErrorIs(t, err, fs.ErrNotExist, "never in both places")
+		})
+	}
+}
+
+func TestMemCrashUndoesDirectoryRenameAndRemoveAll(t *testing.T) {
+	m := disk.NewMem()
+	require.NoError(t, m.MkdirAll("run/ledger"))
+	require.NoError(t, disk.ReplaceFile(m, "run/ledger/events", []byte("history")))
+	require.NoError(t, m.MkdirAll("archive"))
+	require.NoError(t, m.Rename("run/ledger", "archive/ledger"))
+	m.Crash()
+	got, err := m.ReadFile("run/ledger/events")
+	require.NoError(t, err)
+	assert.Equal(t, "history", string(got))
+
+	require.NoError(t, m.Rename("run/ledger", "archive/ledger"))
+	require.NoError(t, m.SyncDir("archive"))
+	m.Crash()
+	got, err = m.ReadFile("archive/ledger/events")
+	require.NoError(t, err)
+	assert.Equal(t, "history", string(got))
+
+	require.NoError(t, m.RemoveAll("archive"))
+	m.Crash()
+	_, err = m.ReadFile("archive/ledger/events")
+	require.NoError(t, err, "a removal without SyncDir is undone")
+	require.NoError(t, m.RemoveAll("archive"))
+	require.NoError(t, m.SyncDir("."))
+	m.Crash()
+	_, err = m.Stat("archive")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+}
+
+func TestMemOnOpSeesEveryMutation(t *testing.T) {
+	m := disk.NewMem()
+	var ops []string
+	m.OnOp(func(op disk.MemOp) { ops = append(ops, op.Op+" "+op.Name) })
+	require.NoError(t, m.MkdirAll("d"))
+	require.NoError(t, disk.ReplaceFile(m, "d/f", []byte("x")))
+	require.NoError(t, m.Rename("d/f", "d/g"))
+	f, err := m.OpenAppend("d/g")
+	require.NoError(t, err)
+	_, err = f.Write([]byte("y"))
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	require.NoError(t, m.RemoveAll("d"))
+	m.OnOp(nil)
+	require.NoError(t, m.MkdirAll("e"))
+	assert.Equal(t, []string{"mkdir d", "write d/f", "syncdir d", "rename d/f", "append d/g", "write d/g", "sync d/g", "removeall d"}, ops)
 }

@@ -17,13 +17,30 @@ import (
 // survives only up to its last Sync, and a directory entry (a create, a
 // rename, a removal) only once its directory was SyncDir'ed. Crash throws
 // away everything else, the way a machine that loses power does. Tests run
-// the store and the ledger on it to prove that every fsync acr needs is
-// actually made.
+// the store, the ledger, the idempotency table and init on it to prove that
+// every fsync acr needs is actually made.
+//
+// The model, precisely:
+//
+//   - Files and directories are nodes in a tree. Each directory has its
+//     current entries and its durable entries; each file has its current
+//     bytes and its durable bytes.
+//   - File.Sync and the fsync inside WriteFile make a file's bytes durable;
+//     SyncDir makes a directory's current entries its durable entries.
+//   - MkdirAll is durable at once, like the OS implementation, which fsyncs
+//     the parent of every directory it creates.
+//   - A rename is atomic, as on a journalling file system: it becomes
+//     durable as a whole (gone from the old directory, present in the new
+//     one) as soon as either directory is fsynced, never half.
+//   - Crash rebuilds the tree from the root along durable entries only, and
+//     gives every file its durable bytes.
 type Mem struct {
-	mu    sync.Mutex
-	dirs  map[string]*memDir
-	locks map[string]*memLock
-	skip  func(SyncOp) bool
+	mu      sync.Mutex
+	root    *node
+	locks   map[string]*memLock
+	skip    func(SyncOp) bool
+	onOp    func(MemOp)
+	renames []pendingRename
 }
 
 // SyncOp describes one fsync, so that tests can switch a single one off.
@@ -32,22 +49,36 @@ type SyncOp struct {
 	Name string // the file or directory name
 }
 
-type memDir struct {
-	entries map[string]*inode
-	durable map[string]*inode
+// MemOp names one mutating operation on a Mem, as seen by the hook set
+// with OnOp: "write", "writecache", "remove", "removeall", "rename",
+// "mkdir", "syncdir", "sync", "append", "truncate".
+type MemOp struct {
+	Op   string
+	Name string
 }
 
-type inode struct {
-	data    []byte
-	durable []byte
+type node struct {
+	dir bool
+	// files
+	data, durable []byte
+	// directories
+	entries, durEntries map[string]*node
+}
+
+func newDir() *node {
+	return &node{dir: true, entries: map[string]*node{}, durEntries: map[string]*node{}}
+}
+
+// pendingRename is a rename not yet durable in either directory.
+type pendingRename struct {
+	from, to         *node
+	fromName, toName string
+	n                *node
 }
 
 // NewMem returns an empty in-memory FS.
 func NewMem() *Mem {
-	return &Mem{
-		dirs:  map[string]*memDir{".": {entries: map[string]*inode{}, durable: map[string]*inode{}}},
-		locks: map[string]*memLock{},
-	}
+	return &Mem{root: newDir(), locks: map[string]*memLock{}}
 }
 
 // SkipSync installs a filter: every fsync for which skip returns true is
@@ -58,22 +89,52 @@ func (m *Mem) SkipSync(skip func(SyncOp) bool) {
 	m.skip = skip
 }
 
+// OnOp installs a hook called before every mutating operation (nil
+// removes it). A test that panics in the hook and then calls Crash models a
+// power loss at exactly that point. The hook must not call back into m.
+func (m *Mem) OnOp(hook func(MemOp)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.onOp = hook
+}
+
+func (m *Mem) op(name, target string) {
+	m.mu.Lock()
+	hook := m.onOp
+	m.mu.Unlock()
+	if hook != nil {
+		hook(MemOp{Op: name, Name: clean(target)})
+	}
+}
+
 // Crash forgets every write that was not made durable and releases all
 // locks, as a power loss would. Open File handles must not be used after.
 func (m *Mem) Crash() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, d := range m.dirs {
-		d.entries = cloneEntries(d.durable)
-		for _, ino := range d.entries {
-			ino.data = bytes.Clone(ino.durable)
+	seen := map[*node]bool{}
+	var restore func(n *node)
+	restore = func(n *node) {
+		if seen[n] {
+			return
+		}
+		seen[n] = true
+		if !n.dir {
+			n.data = bytes.Clone(n.durable)
+			return
+		}
+		n.entries = cloneEntries(n.durEntries)
+		for _, c := range n.entries {
+			restore(c)
 		}
 	}
+	restore(m.root)
+	m.renames = nil
 	m.locks = map[string]*memLock{}
 }
 
-func cloneEntries(in map[string]*inode) map[string]*inode {
-	out := make(map[string]*inode, len(in))
+func cloneEntries(in map[string]*node) map[string]*node {
+	out := make(map[string]*node, len(in))
 	for k, v := range in {
 		out[k] = v
 	}
@@ -87,69 +148,84 @@ func clean(name string) string {
 	return path.Clean(name)
 }
 
-func (m *Mem) lookup(name string) (*memDir, string, error) {
+// walk returns the node a name refers to.
+func (m *Mem) walk(name string) (*node, bool) {
 	name = clean(name)
-	d, ok := m.dirs[path.Dir(name)]
-	if !ok {
-		return nil, "", &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	n := m.root
+	if name == "." {
+		return n, true
+	}
+	for _, part := range strings.Split(name, "/") {
+		if !n.dir {
+			return nil, false
+		}
+		c, ok := n.entries[part]
+		if !ok {
+			return nil, false
+		}
+		n = c
+	}
+	return n, true
+}
+
+// parent returns the directory that holds name and name's last element.
+func (m *Mem) parent(op, name string) (*node, string, error) {
+	name = clean(name)
+	if name == "." || name == "/" || strings.HasPrefix(name, "../") || name == ".." {
+		return nil, "", &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	}
+	d, ok := m.walk(path.Dir(name))
+	if !ok || !d.dir {
+		return nil, "", &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
 	}
 	return d, path.Base(name), nil
+}
+
+// file returns the file node name refers to.
+func (m *Mem) file(op, name string) (*node, error) {
+	n, ok := m.walk(name)
+	if !ok {
+		return nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
+	}
+	if n.dir {
+		return nil, &fs.PathError{Op: op, Path: name, Err: fmt.Errorf("is a directory")}
+	}
+	return n, nil
 }
 
 // ReadFile implements FS.
 func (m *Mem) ReadFile(name string) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	d, base, err := m.lookup(name)
+	n, err := m.file("read", name)
 	if err != nil {
 		return nil, err
 	}
-	ino, ok := d.entries[base]
-	if !ok {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: fs.ErrNotExist}
-	}
-	return bytes.Clone(ino.data), nil
+	return bytes.Clone(n.data), nil
 }
 
 // Stat implements FS.
 func (m *Mem) Stat(name string) (fs.FileInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	name = clean(name)
-	if _, ok := m.dirs[name]; ok {
-		return memInfo{name: path.Base(name), dir: true}, nil
-	}
-	d, base, err := m.lookup(name)
-	if err != nil {
-		return nil, err
-	}
-	ino, ok := d.entries[base]
+	n, ok := m.walk(name)
 	if !ok {
 		return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
 	}
-	return memInfo{name: base, size: int64(len(ino.data))}, nil
+	return memInfo{name: path.Base(clean(name)), size: int64(len(n.data)), dir: n.dir}, nil
 }
 
 // ReadDir implements FS.
 func (m *Mem) ReadDir(name string) ([]fs.DirEntry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	name = clean(name)
-	d, ok := m.dirs[name]
-	if !ok {
+	d, ok := m.walk(name)
+	if !ok || !d.dir {
 		return nil, &fs.PathError{Op: "readdir", Path: name, Err: fs.ErrNotExist}
 	}
-	var out []fs.DirEntry
-	for base, ino := range d.entries {
-		out = append(out, fs.FileInfoToDirEntry(memInfo{name: base, size: int64(len(ino.data))}))
-	}
-	prefix := name + "/"
-	for p := range m.dirs {
-		if name == "." && p != "." && !strings.Contains(p, "/") {
-			out = append(out, fs.FileInfoToDirEntry(memInfo{name: p, dir: true}))
-		} else if strings.HasPrefix(p, prefix) && !strings.Contains(p[len(prefix):], "/") {
-			out = append(out, fs.FileInfoToDirEntry(memInfo{name: p[len(prefix):], dir: true}))
-		}
+	out := make([]fs.DirEntry, 0, len(d.entries))
+	for base, n := range d.entries {
+		out = append(out, fs.FileInfoToDirEntry(memInfo{name: base, size: int64(len(n.data)), dir: n.dir}))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out, nil
@@ -158,19 +234,25 @@ func (m *Mem) ReadDir(name string) ([]fs.DirEntry, error) {
 // MkdirAll implements FS. Directories are durable at once, matching the
 // OS implementation, which fsyncs the parents of what it creates.
 func (m *Mem) MkdirAll(name string) error {
+	m.op("mkdir", name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for p := clean(name); p != "." && p != "/"; p = path.Dir(p) {
-		if d, ok := m.dirs[path.Dir(p)]; ok {
-			if _, isFile := d.entries[path.Base(p)]; isFile {
-				return &fs.PathError{Op: "mkdir", Path: p, Err: fs.ErrExist}
-			}
-		}
+	name = clean(name)
+	if name == "." {
+		return nil
 	}
-	for p := clean(name); p != "." && p != "/"; p = path.Dir(p) {
-		if _, ok := m.dirs[p]; !ok {
-			m.dirs[p] = &memDir{entries: map[string]*inode{}, durable: map[string]*inode{}}
+	d := m.root
+	for _, part := range strings.Split(name, "/") {
+		c, ok := d.entries[part]
+		switch {
+		case ok && !c.dir:
+			return &fs.PathError{Op: "mkdir", Path: name, Err: fs.ErrExist}
+		case !ok:
+			c = newDir()
+			d.entries[part] = c
+			d.durEntries[part] = c
 		}
+		d = c
 	}
 	return nil
 }
@@ -178,59 +260,165 @@ func (m *Mem) MkdirAll(name string) error {
 // WriteFile implements FS: the data is durable (the temp file was fsynced),
 // the name is not until SyncDir.
 func (m *Mem) WriteFile(name string, data []byte) error {
+	m.op("write", name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	d, base, err := m.lookup(name)
+	d, base, err := m.parent("write", name)
 	if err != nil {
 		return err
 	}
-	ino := &inode{data: bytes.Clone(data)}
-	if !m.skipped(SyncOp{Name: clean(name)}) {
-		ino.durable = bytes.Clone(data)
+	if c, ok := d.entries[base]; ok && c.dir {
+		return &fs.PathError{Op: "write", Path: name, Err: fmt.Errorf("is a directory")}
 	}
-	d.entries[base] = ino
+	n := &node{data: bytes.Clone(data)}
+	if !m.skipped(SyncOp{Name: clean(name)}) {
+		n.durable = bytes.Clone(data)
+	}
+	d.entries[base] = n
 	return nil
 }
 
 // WriteCache implements FS: neither the data nor the name is durable.
 func (m *Mem) WriteCache(name string, data []byte) error {
+	m.op("writecache", name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	d, base, err := m.lookup(name)
+	d, base, err := m.parent("write", name)
 	if err != nil {
 		return err
 	}
-	d.entries[base] = &inode{data: bytes.Clone(data)}
+	if c, ok := d.entries[base]; ok && c.dir {
+		return &fs.PathError{Op: "write", Path: name, Err: fmt.Errorf("is a directory")}
+	}
+	d.entries[base] = &node{data: bytes.Clone(data)}
 	return nil
 }
 
 // Remove implements FS.
 func (m *Mem) Remove(name string) error {
+	m.op("remove", name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	d, base, err := m.lookup(name)
+	d, base, err := m.parent("remove", name)
 	if err != nil {
 		return err
 	}
-	if _, ok := d.entries[base]; !ok {
+	c, ok := d.entries[base]
+	if !ok {
 		return &fs.PathError{Op: "remove", Path: name, Err: fs.ErrNotExist}
+	}
+	if c.dir && len(c.entries) > 0 {
+		return &fs.PathError{Op: "remove", Path: name, Err: fmt.Errorf("directory not empty")}
 	}
 	delete(d.entries, base)
 	return nil
 }
 
-// SyncDir implements FS.
-func (m *Mem) SyncDir(name string) error {
+// RemoveAll implements FS: the entry goes from its directory, durable after
+// SyncDir of that directory.
+func (m *Mem) RemoveAll(name string) error {
+	m.op("removeall", name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	name = clean(name)
-	d, ok := m.dirs[name]
+	d, base, err := m.parent("removeall", name)
+	if err != nil {
+		if pe, ok := err.(*fs.PathError); ok && pe.Err == fs.ErrNotExist {
+			return nil
+		}
+		return err
+	}
+	delete(d.entries, base)
+	return nil
+}
+
+// Rename implements FS. The rename is atomic and becomes durable when
+// either directory is fsynced.
+func (m *Mem) Rename(oldname, newname string) error {
+	m.op("rename", oldname)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	from, fromName, err := m.parent("rename", oldname)
+	if err != nil {
+		return err
+	}
+	n, ok := from.entries[fromName]
 	if !ok {
+		return &fs.PathError{Op: "rename", Path: oldname, Err: fs.ErrNotExist}
+	}
+	to, toName, err := m.parent("rename", newname)
+	if err != nil {
+		return err
+	}
+	if c, ok := to.entries[toName]; ok && (c.dir || n.dir) {
+		return &fs.PathError{Op: "rename", Path: newname, Err: fs.ErrExist}
+	}
+	if n.dir {
+		for a := to; ; {
+			if a == n {
+				return &fs.PathError{Op: "rename", Path: newname, Err: fs.ErrInvalid}
+			}
+			p, ok := m.parentNode(a)
+			if !ok {
+				break
+			}
+			a = p
+		}
+	}
+	delete(from.entries, fromName)
+	to.entries[toName] = n
+	if from != to {
+		m.renames = append(m.renames, pendingRename{from: from, to: to, fromName: fromName, toName: toName, n: n})
+	}
+	return nil
+}
+
+// parentNode finds the directory whose current entries hold n.
+func (m *Mem) parentNode(n *node) (*node, bool) {
+	var found *node
+	var visit func(d *node) bool
+	visit = func(d *node) bool {
+		for _, c := range d.entries {
+			if c == n {
+				found = d
+				return true
+			}
+			if c.dir && visit(c) {
+				return true
+			}
+		}
+		return false
+	}
+	visit(m.root)
+	return found, found != nil
+}
+
+// SyncDir implements FS.
+func (m *Mem) SyncDir(name string) error {
+	m.op("syncdir", name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.walk(name)
+	if !ok || !d.dir {
 		return &fs.PathError{Op: "fsync", Path: name, Err: fs.ErrNotExist}
 	}
-	if !m.skipped(SyncOp{Dir: true, Name: name}) {
-		d.durable = cloneEntries(d.entries)
+	if m.skipped(SyncOp{Dir: true, Name: clean(name)}) {
+		return nil
 	}
+	d.durEntries = cloneEntries(d.entries)
+	keep := m.renames[:0]
+	for _, r := range m.renames {
+		switch d {
+		case r.from:
+			r.to.durEntries[r.toName] = r.n
+		case r.to:
+			if r.from.durEntries[r.fromName] == r.n {
+				delete(r.from.durEntries, r.fromName)
+			}
+		default:
+			keep = append(keep, r)
+		}
+	}
+	m.renames = keep
 	return nil
 }
 
@@ -238,33 +426,33 @@ func (m *Mem) skipped(op SyncOp) bool { return m.skip != nil && m.skip(op) }
 
 // OpenAppend implements FS.
 func (m *Mem) OpenAppend(name string) (File, error) {
+	m.op("append", name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	d, base, err := m.lookup(name)
+	d, base, err := m.parent("open", name)
 	if err != nil {
 		return nil, err
 	}
-	ino, ok := d.entries[base]
-	if !ok {
-		ino = &inode{}
-		d.entries[base] = ino
+	n, ok := d.entries[base]
+	switch {
+	case !ok:
+		n = &node{}
+		d.entries[base] = n
+	case n.dir:
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("is a directory")}
 	}
-	return &memFile{m: m, name: clean(name), ino: ino, writable: true}, nil
+	return &memFile{m: m, name: clean(name), n: n, writable: true}, nil
 }
 
 // Open implements FS.
 func (m *Mem) Open(name string) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	d, base, err := m.lookup(name)
+	n, err := m.file("open", name)
 	if err != nil {
 		return nil, err
 	}
-	ino, ok := d.entries[base]
-	if !ok {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
-	}
-	return &memFile{m: m, name: clean(name), ino: ino}, nil
+	return &memFile{m: m, name: clean(name), n: n}, nil
 }
 
 // Lock implements FS.
@@ -300,17 +488,17 @@ func (l *memLock) Unlock() error {
 type memFile struct {
 	m        *Mem
 	name     string
-	ino      *inode
+	n        *node
 	writable bool
 }
 
 func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
-	if off >= int64(len(f.ino.data)) {
+	if off >= int64(len(f.n.data)) {
 		return 0, io.EOF
 	}
-	n := copy(p, f.ino.data[off:])
+	n := copy(p, f.n.data[off:])
 	if n < len(p) {
 		return n, io.EOF
 	}
@@ -321,35 +509,38 @@ func (f *memFile) Write(p []byte) (int, error) {
 	if !f.writable {
 		return 0, fmt.Errorf("write %s: file is read-only", f.name)
 	}
+	f.m.op("write", f.name)
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
-	f.ino.data = append(f.ino.data, p...)
+	f.n.data = append(f.n.data, p...)
 	return len(p), nil
 }
 
 func (f *memFile) Sync() error {
+	f.m.op("sync", f.name)
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
 	if !f.m.skipped(SyncOp{Name: f.name}) {
-		f.ino.durable = bytes.Clone(f.ino.data)
+		f.n.durable = bytes.Clone(f.n.data)
 	}
 	return nil
 }
 
 func (f *memFile) Truncate(size int64) error {
+	f.m.op("truncate", f.name)
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
-	if size < 0 || size > int64(len(f.ino.data)) {
+	if size < 0 || size > int64(len(f.n.data)) {
 		return fmt.Errorf("truncate %s to %d: out of range", f.name, size)
 	}
-	f.ino.data = slices.Clip(f.ino.data[:size])
+	f.n.data = slices.Clip(f.n.data[:size])
 	return nil
 }
 
 func (f *memFile) Size() (int64, error) {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
-	return int64(len(f.ino.data)), nil
+	return int64(len(f.n.data)), nil
 }
 
 func (f *memFile) Close() error { return nil }

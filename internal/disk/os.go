@@ -155,6 +155,35 @@ func (d *OSDir) Remove(name string) error {
 	return os.Remove(p)
 }
 
+// RemoveAll implements FS.
+func (d *OSDir) RemoveAll(name string) error {
+	p, err := d.abs(name)
+	if err != nil {
+		return err
+	}
+	if p == d.base {
+		return fmt.Errorf("disk: refusing to remove the root %s", p)
+	}
+	return os.RemoveAll(p)
+}
+
+// Rename implements FS with rename(2); an existing directory at newname
+// is refused rather than replaced.
+func (d *OSDir) Rename(oldname, newname string) error {
+	from, err := d.abs(oldname)
+	if err != nil {
+		return err
+	}
+	to, err := d.abs(newname)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(to); err == nil && fi.IsDir() {
+		return &fs.PathError{Op: "rename", Path: to, Err: fs.ErrExist}
+	}
+	return os.Rename(from, to)
+}
+
 // SyncDir implements FS.
 func (d *OSDir) SyncDir(name string) error {
 	p, err := d.abs(name)

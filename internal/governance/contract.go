@@ -12,7 +12,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/budget"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -31,12 +32,12 @@ type Contract struct {
 	Coordinates Coordinates `json:"coordinates"`
 	// Rules are matched in order; the first whose operation and path match
 	// decides. No match means forbidden.
-	Rules   []Rule  `json:"rules"`
-	Budgets Budgets `json:"budgets"`
+	Rules   []Rule     `json:"rules"`
+	Budgets budget.Run `json:"budgets"`
 	// CycleBudget bounds each single cycle (the controller's budgets);
 	// Budgets bound the whole run.
-	CycleBudget *CycleBudget `json:"cycle_budget,omitempty"`
-	Policy      Policy       `json:"policy"`
+	CycleBudget *budget.Cycle `json:"cycle_budget,omitempty"`
+	Policy      Policy        `json:"policy"`
 	// Proposer is an external program cognition may ask for a proposal
 	// (docs/providers.md). It proposes; governance still decides.
 	Proposer *Proposer `json:"proposer,omitempty"`
@@ -70,54 +71,16 @@ const DefaultProposerTimeout = 120
 // is left to try.
 func (p *Proposer) Always() bool { return p != nil && p.Mode == ProposerAlways }
 
+// AuthorityRef is the ref of the contract's authority: what the run state
+// and every decision name as the authority they act under.
+func (c *Contract) AuthorityRef() codec.Ref { return codec.MustRefOf("authority", c.Authority) }
+
 // Cycle returns the cycle budget in force, defaults filled in.
-func (c *Contract) Cycle() CycleBudget {
+func (c *Contract) Cycle() budget.Cycle {
 	if c.CycleBudget == nil {
-		return CycleBudget{}.Defaults()
+		return budget.Cycle{}.Defaults()
 	}
 	return c.CycleBudget.Defaults()
-}
-
-// CycleBudget is what one cycle may spend. A zero field takes its default;
-// a cycle that would go over a limit stops in the controller's blocked
-// state with the limit's name as the reason.
-type CycleBudget struct {
-	// MaxWallTimeSeconds bounds the time from the cycle's start to its
-	// effect: past it, the effect is not carried out (the watchdog).
-	MaxWallTimeSeconds int64 `json:"max_wall_time_seconds,omitempty"`
-	// MaxEvents bounds the ledger events one cycle writes.
-	MaxEvents int64 `json:"max_events,omitempty"`
-	// MaxRecursiveDepth bounds the cognitive depth a cycle reaches (D0..D3
-	// as 0..3), whatever the contract's coordinate allows.
-	MaxRecursiveDepth int64 `json:"max_recursive_depth,omitempty"`
-	// MaxBranches bounds the agenda candidates one cycle weighs.
-	MaxBranches int64 `json:"max_branches,omitempty"`
-	// MaxToolActions bounds sandbox actions per cycle.
-	MaxToolActions int64 `json:"max_tool_actions,omitempty"`
-	// MaxFilesTouched bounds the files one cycle's action may change.
-	MaxFilesTouched int64 `json:"max_files_touched,omitempty"`
-	// MaxCost bounds cognitive operations per cycle.
-	MaxCost int64 `json:"max_cost,omitempty"`
-	// MaxCascadeFanout bounds the recipients of a cycle's cascade.
-	MaxCascadeFanout int64 `json:"max_cascade_fanout,omitempty"`
-}
-
-// Defaults returns the budget with zero fields replaced by defaults.
-func (b CycleBudget) Defaults() CycleBudget {
-	def := func(v *int64, d int64) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&b.MaxWallTimeSeconds, 300)
-	def(&b.MaxEvents, 256)
-	def(&b.MaxRecursiveDepth, 3)
-	def(&b.MaxBranches, 64)
-	def(&b.MaxToolActions, 1)
-	def(&b.MaxFilesTouched, 8)
-	def(&b.MaxCost, 64)
-	def(&b.MaxCascadeFanout, 8)
-	return b
 }
 
 // Authority is the authority the run holds, fixed for its lifetime.
@@ -181,21 +144,6 @@ type Rule struct {
 	Reason           string   `json:"reason,omitempty"`
 }
 
-// Budgets bound the run. A zero limit means unbounded.
-type Budgets struct {
-	Cycles              Limit `json:"cycles"`
-	CognitiveOperations Limit `json:"cognitive_operations"`
-	Actions             Limit `json:"actions"`
-	Compactions         Limit `json:"compactions"`
-	WallClockSeconds    Limit `json:"wall_clock_seconds"`
-}
-
-// Limit is a soft level (warn once) and a hard level (stop the run).
-type Limit struct {
-	Soft int64 `json:"soft,omitempty"`
-	Hard int64 `json:"hard,omitempty"`
-}
-
 // Policy tunes the loop within the contract. Zero values take defaults.
 type Policy struct {
 	// MaxProviderFailures: consecutive failed cycle starts before FAULTED.
@@ -247,58 +195,58 @@ func (p Policy) Defaults() Policy {
 	return p
 }
 
-// Validate checks the contract. Errors are *state.FieldError.
+// Validate checks the contract. Errors are *codec.FieldError.
 func (c *Contract) Validate() error {
 	if c.Schema != ContractSchema {
-		return &state.FieldError{Path: "schema", Err: fmt.Errorf("want %q, found %q", ContractSchema, c.Schema)}
+		return &codec.FieldError{Path: "schema", Err: fmt.Errorf("want %q, found %q", ContractSchema, c.Schema)}
 	}
 	if !world.ValidID(c.ID) {
-		return &state.FieldError{Path: "id", Err: fmt.Errorf("%q is not a valid id", c.ID)}
+		return &codec.FieldError{Path: "id", Err: fmt.Errorf("%q is not a valid id", c.ID)}
 	}
 	if !world.ValidID(c.Authority.ID) {
-		return &state.FieldError{Path: "authority.id", Err: fmt.Errorf("%q is not a valid id", c.Authority.ID)}
+		return &codec.FieldError{Path: "authority.id", Err: fmt.Errorf("%q is not a valid id", c.Authority.ID)}
 	}
 	if c.Authority.Mode.Rank() < 0 {
-		return &state.FieldError{Path: "authority.mode", Err: fmt.Errorf("unknown mode %q (want none, read, propose, project_write or external_action)", c.Authority.Mode)}
+		return &codec.FieldError{Path: "authority.mode", Err: fmt.Errorf("unknown mode %q (want none, read, propose, project_write or external_action)", c.Authority.Mode)}
 	}
 	if Level(c.Coordinates.Readiness, 'L') < 0 || Level(c.Coordinates.Readiness, 'L') > 3 {
-		return &state.FieldError{Path: "coordinates.readiness", Err: fmt.Errorf("want L0..L3, found %q", c.Coordinates.Readiness)}
+		return &codec.FieldError{Path: "coordinates.readiness", Err: fmt.Errorf("want L0..L3, found %q", c.Coordinates.Readiness)}
 	}
 	if Level(c.Coordinates.Autonomy, 'A') < 0 {
-		return &state.FieldError{Path: "coordinates.autonomy", Err: fmt.Errorf("want A0..A4, found %q", c.Coordinates.Autonomy)}
+		return &codec.FieldError{Path: "coordinates.autonomy", Err: fmt.Errorf("want A0..A4, found %q", c.Coordinates.Autonomy)}
 	}
 	if Level(c.Coordinates.CognitiveDepth, 'D') < 0 || Level(c.Coordinates.CognitiveDepth, 'D') > 3 {
-		return &state.FieldError{Path: "coordinates.cognitive_depth", Err: fmt.Errorf("want D0..D3, found %q", c.Coordinates.CognitiveDepth)}
+		return &codec.FieldError{Path: "coordinates.cognitive_depth", Err: fmt.Errorf("want D0..D3, found %q", c.Coordinates.CognitiveDepth)}
 	}
 	for i, r := range c.Rules {
 		at := fmt.Sprintf("rules[%d]", i)
 		if r.Operation != "*" && !slices.Contains(world.Operations(), world.Operation(r.Operation)) {
-			return &state.FieldError{Path: at + ".operation", Err: fmt.Errorf("unknown operation %q", r.Operation)}
+			return &codec.FieldError{Path: at + ".operation", Err: fmt.Errorf("unknown operation %q", r.Operation)}
 		}
 		if len(r.Paths) == 0 {
-			return &state.FieldError{Path: at + ".paths", Err: fmt.Errorf("required (use [\"**\"] for every path)")}
+			return &codec.FieldError{Path: at + ".paths", Err: fmt.Errorf("required (use [\"**\"] for every path)")}
 		}
 		for j, pat := range r.Paths {
 			if err := world.ValidPattern(pat); err != nil {
-				return &state.FieldError{Path: fmt.Sprintf("%s.paths[%d]", at, j), Err: err}
+				return &codec.FieldError{Path: fmt.Sprintf("%s.paths[%d]", at, j), Err: err}
 			}
 		}
 		switch r.Effect {
 		case Allow, Approve, Forbid:
 		default:
-			return &state.FieldError{Path: at + ".effect", Err: fmt.Errorf("unknown effect %q (want allow, approve or forbid)", r.Effect)}
+			return &codec.FieldError{Path: at + ".effect", Err: fmt.Errorf("unknown effect %q (want allow, approve or forbid)", r.Effect)}
 		}
 	}
 	for _, l := range []struct {
 		name string
-		l    Limit
+		l    budget.Limit
 	}{{"cycles", c.Budgets.Cycles}, {"cognitive_operations", c.Budgets.CognitiveOperations}, {"actions", c.Budgets.Actions},
 		{"compactions", c.Budgets.Compactions}, {"wall_clock_seconds", c.Budgets.WallClockSeconds}} {
 		if l.l.Soft < 0 || l.l.Hard < 0 || (l.l.Hard > 0 && l.l.Soft > l.l.Hard) {
-			return &state.FieldError{Path: "budgets." + l.name, Err: fmt.Errorf("soft and hard must be >= 0 and soft <= hard")}
+			return &codec.FieldError{Path: "budgets." + l.name, Err: fmt.Errorf("soft and hard must be >= 0 and soft <= hard")}
 		}
 	}
-	cb := CycleBudget{}
+	cb := budget.Cycle{}
 	if c.CycleBudget != nil {
 		cb = *c.CycleBudget
 	}
@@ -310,34 +258,34 @@ func (c *Contract) Validate() error {
 		{"max_tool_actions", cb.MaxToolActions}, {"max_files_touched", cb.MaxFilesTouched},
 		{"max_cost", cb.MaxCost}, {"max_cascade_fanout", cb.MaxCascadeFanout}} {
 		if v.n < 0 {
-			return &state.FieldError{Path: "cycle_budget." + v.name, Err: fmt.Errorf("must be >= 0 (0 takes the default)")}
+			return &codec.FieldError{Path: "cycle_budget." + v.name, Err: fmt.Errorf("must be >= 0 (0 takes the default)")}
 		}
 	}
 	if cb.MaxRecursiveDepth > 3 {
-		return &state.FieldError{Path: "cycle_budget.max_recursive_depth", Err: fmt.Errorf("must be at most 3 (D3)")}
+		return &codec.FieldError{Path: "cycle_budget.max_recursive_depth", Err: fmt.Errorf("must be at most 3 (D3)")}
 	}
 	if p := c.Proposer; p != nil {
 		if len(p.Argv) == 0 || p.Argv[0] == "" {
-			return &state.FieldError{Path: "proposer.argv", Err: fmt.Errorf("required: the program that proposes, e.g. [\"examples/proposers/openai-compatible/proposer\"]")}
+			return &codec.FieldError{Path: "proposer.argv", Err: fmt.Errorf("required: the program that proposes, e.g. [\"examples/proposers/openai-compatible/proposer\"]")}
 		}
 		if p.TimeoutSeconds < 0 || p.TimeoutSeconds > world.MaxCommandTimeout {
-			return &state.FieldError{Path: "proposer.timeout_seconds", Err: fmt.Errorf("must be between 0 (the default, %d s) and %d", DefaultProposerTimeout, world.MaxCommandTimeout)}
+			return &codec.FieldError{Path: "proposer.timeout_seconds", Err: fmt.Errorf("must be between 0 (the default, %d s) and %d", DefaultProposerTimeout, world.MaxCommandTimeout)}
 		}
 		switch p.Mode {
 		case "", ProposerFallback, ProposerAlways:
 		default:
-			return &state.FieldError{Path: "proposer.mode", Err: fmt.Errorf("want fallback or always, found %q", p.Mode)}
+			return &codec.FieldError{Path: "proposer.mode", Err: fmt.Errorf("want fallback or always, found %q", p.Mode)}
 		}
 		for i, name := range p.PassEnv {
 			if err := world.ValidEnvName(name); err != nil {
-				return &state.FieldError{Path: fmt.Sprintf("proposer.pass_env[%d]", i), Err: err}
+				return &codec.FieldError{Path: fmt.Sprintf("proposer.pass_env[%d]", i), Err: err}
 			}
 		}
 	}
 	switch c.Policy.DeferTo {
 	case "", "sleep", "defer":
 	default:
-		return &state.FieldError{Path: "policy.defer_to", Err: fmt.Errorf("want sleep or defer, found %q", c.Policy.DeferTo)}
+		return &codec.FieldError{Path: "policy.defer_to", Err: fmt.Errorf("want sleep or defer, found %q", c.Policy.DeferTo)}
 	}
 	for _, v := range []struct {
 		name string
@@ -348,7 +296,7 @@ func (c *Contract) Validate() error {
 		{"commitment_deadline_seconds", c.Policy.CommitmentDeadlineSeconds}, {"idle_sleep_seconds", c.Policy.IdleSleepSeconds},
 		{"signal_ttl_seconds", c.Policy.SignalTTLSeconds}} {
 		if v.n < 0 {
-			return &state.FieldError{Path: "policy." + v.name, Err: fmt.Errorf("must be >= 0")}
+			return &codec.FieldError{Path: "policy." + v.name, Err: fmt.Errorf("must be >= 0")}
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -68,15 +69,15 @@ func (v *Verdict) UnmarshalText(b []byte) error {
 // observed; nothing in it comes from the loop's own say-so.
 type Request struct {
 	Action      world.Action
-	ActionRef   state.Ref
-	ContractRef state.Ref
+	ActionRef   codec.Ref
+	ContractRef codec.Ref
 	CycleSeq    int64
 	Now         string
 	// EvidencePresent maps evidence ids to whether they were observed.
 	EvidencePresent map[string]bool
 	// RequiredEvidence is evidence the addressed check itself requires.
 	RequiredEvidence []string
-	ObservationRef   state.Ref
+	ObservationRef   codec.Ref
 	// StillNeeded is false when the addressed check already passes.
 	StillNeeded bool
 	// Approval is a person's resolution bound to this exact action.
@@ -88,8 +89,8 @@ type Decision struct {
 	Schema          string        `json:"schema"`
 	CycleSeq        int64         `json:"cycle_seq"`
 	Verdict         Verdict       `json:"verdict"`
-	ActionRef       state.Ref     `json:"action_ref"`
-	ContractRef     state.Ref     `json:"contract_ref"`
+	ActionRef       codec.Ref     `json:"action_ref"`
+	ContractRef     codec.Ref     `json:"contract_ref"`
 	AuthorityID     string        `json:"authority_id"`
 	AuthorityMode   AuthorityMode `json:"authority_mode"`
 	Autonomy        string        `json:"autonomy"`
@@ -107,9 +108,9 @@ type Decision struct {
 // audit needs to see why the decision was made, without any prose.
 type Receipt struct {
 	Schema       string    `json:"schema"`
-	DecisionRef  state.Ref `json:"decision_ref"`
-	ActionRef    state.Ref `json:"action_ref"`
-	ContractRef  state.Ref `json:"contract_ref"`
+	DecisionRef  codec.Ref `json:"decision_ref"`
+	ActionRef    codec.Ref `json:"action_ref"`
+	ContractRef  codec.Ref `json:"contract_ref"`
 	AuthorityID  string    `json:"authority_id"`
 	Verdict      Verdict   `json:"verdict"`
 	EvidenceRefs []string  `json:"evidence_refs"`
@@ -231,7 +232,7 @@ func Decide(c *Contract, spec *world.Spec, req Request) Decision {
 }
 
 // NewReceipt builds the receipt for a decision.
-func NewReceipt(d Decision, decisionRef state.Ref, req Request) Receipt {
+func NewReceipt(d Decision, decisionRef codec.Ref, req Request) Receipt {
 	ev := []string{string(req.ObservationRef)}
 	if d.ApprovalID != "" {
 		ev = append(ev, d.ApprovalID)

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/budget"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
@@ -25,7 +27,7 @@ func quickstartContract() governance.Contract {
 			{Operation: "apply_local_patch", Paths: []string{"config/**"}, Effect: governance.Approve, Reason: "configuration changes need a person"},
 			{Operation: "*", Paths: []string{"**"}, Effect: governance.Allow},
 		},
-		Budgets: governance.Budgets{Cycles: governance.Limit{Soft: 80, Hard: 100}, Actions: governance.Limit{Hard: 20}},
+		Budgets: budget.Run{Cycles: budget.Limit{Soft: 80, Hard: 100}, Actions: budget.Limit{Hard: 20}},
 	}
 }
 
@@ -57,10 +59,10 @@ func TestContractValidateNamesTheField(t *testing.T) {
 		{"rule operation empty", func(c *governance.Contract) { c.Rules[0].Operation = "" }, "rules[0].operation"},
 		{"rule paths", func(c *governance.Contract) { c.Rules[2].Paths = nil }, "rules[2].paths"},
 		{"rule effect", func(c *governance.Contract) { c.Rules[0].Effect = "maybe" }, "rules[0].effect"},
-		{"budget soft > hard", func(c *governance.Contract) { c.Budgets.Cycles = governance.Limit{Soft: 101, Hard: 100} }, "budgets.cycles"},
+		{"budget soft > hard", func(c *governance.Contract) { c.Budgets.Cycles = budget.Limit{Soft: 101, Hard: 100} }, "budgets.cycles"},
 		{"budget negative soft", func(c *governance.Contract) { c.Budgets.CognitiveOperations.Soft = -1 }, "budgets.cognitive_operations"},
 		{"budget negative hard", func(c *governance.Contract) { c.Budgets.Actions.Hard = -1 }, "budgets.actions"},
-		{"budget compactions", func(c *governance.Contract) { c.Budgets.Compactions = governance.Limit{Soft: 5, Hard: 4} }, "budgets.compactions"},
+		{"budget compactions", func(c *governance.Contract) { c.Budgets.Compactions = budget.Limit{Soft: 5, Hard: 4} }, "budgets.compactions"},
 		{"budget wall clock", func(c *governance.Contract) { c.Budgets.WallClockSeconds.Hard = -5 }, "budgets.wall_clock_seconds"},
 		{"defer_to", func(c *governance.Contract) { c.Policy.DeferTo = "wait" }, "policy.defer_to"},
 		{"max_provider_failures", func(c *governance.Contract) { c.Policy.MaxProviderFailures = -1 }, "policy.max_provider_failures"},
@@ -80,8 +82,8 @@ func TestContractValidateNamesTheField(t *testing.T) {
 			tc.mutate(&c)
 			err := c.Validate()
 			require.Error(t, err)
-			var fe *state.FieldError
-			require.True(t, errors.As(err, &fe), "want *state.FieldError, got %T: %v", err, err)
+			var fe *codec.FieldError
+			require.True(t, errors.As(err, &fe), "want *codec.FieldError, got %T: %v", err, err)
 			assert.Equal(t, tc.path, fe.Path)
 		})
 	}
@@ -93,8 +95,8 @@ func TestContractValidateAcceptsBoundaries(t *testing.T) {
 		mutate func(c *governance.Contract)
 	}{
 		{"no rules", func(c *governance.Contract) { c.Rules = nil }},
-		{"soft without hard", func(c *governance.Contract) { c.Budgets.Cycles = governance.Limit{Soft: 500} }},
-		{"soft equals hard", func(c *governance.Contract) { c.Budgets.Cycles = governance.Limit{Soft: 5, Hard: 5} }},
+		{"soft without hard", func(c *governance.Contract) { c.Budgets.Cycles = budget.Limit{Soft: 500} }},
+		{"soft equals hard", func(c *governance.Contract) { c.Budgets.Cycles = budget.Limit{Soft: 5, Hard: 5} }},
 		{"readiness L0 and L3", func(c *governance.Contract) { c.Coordinates.Readiness = "L3" }},
 		{"autonomy A0", func(c *governance.Contract) { c.Coordinates.Autonomy = "A0" }},
 		{"autonomy A4", func(c *governance.Contract) { c.Coordinates.Autonomy = "A4" }},
@@ -244,9 +246,9 @@ func newFixture() decideFixture {
 		contract: quickstartContract(),
 		spec:     world.Spec{Schema: world.SpecSchema},
 		req: governance.Request{
-			Action: a, ActionRef: a.Ref(), ContractRef: state.MustRefOf("contract", "c"), CycleSeq: 4,
+			Action: a, ActionRef: a.Ref(), ContractRef: codec.MustRefOf("contract", "c"), CycleSeq: 4,
 			Now: "2026-01-02T03:04:05Z", EvidencePresent: map[string]bool{}, StillNeeded: true,
-			ObservationRef: state.MustRefOf("obs", "o"),
+			ObservationRef: codec.MustRefOf("obs", "o"),
 		},
 	}
 }
@@ -256,7 +258,7 @@ func setAction(f *decideFixture, op world.Operation, target string) {
 	f.req.ActionRef = f.req.Action.Ref()
 }
 
-func approval(ref state.Ref, verdict string) *state.Approval {
+func approval(ref codec.Ref, verdict string) *state.Approval {
 	return &state.Approval{Schema: state.ApprovalSchema, ID: "approval-1", ActionRef: ref, Verdict: verdict, By: "op", CreatedAt: "2026-01-02T00:00:00Z"}
 }
 
@@ -416,7 +418,7 @@ func TestNewReceipt(t *testing.T) {
 	f.req.Approval = approval(f.req.ActionRef, "approve")
 	d := governance.Decide(&f.contract, &f.spec, f.req)
 	require.Equal(t, governance.Execute, d.Verdict)
-	decRef := state.MustRefOf("gdec", d)
+	decRef := codec.MustRefOf("gdec", d)
 	r := governance.NewReceipt(d, decRef, f.req)
 	assert.Equal(t, governance.Receipt{
 		Schema: governance.ReceiptSchema, DecisionRef: decRef, ActionRef: f.req.ActionRef, ContractRef: f.req.ContractRef,
@@ -437,7 +439,7 @@ func TestContractValidateRejectsMalformedRulePattern(t *testing.T) {
 	c := quickstartContract()
 	c.Rules[0].Paths = []string{"vendor/[lib"}
 	assert.Equal(t, 2, c.Match(world.OpApplyPatch, "vendor/[lib"), "the malformed forbid rule is skipped")
-	var fe *state.FieldError
+	var fe *codec.FieldError
 	require.ErrorAs(t, c.Validate(), &fe)
 	assert.Equal(t, "rules[0].paths[0]", fe.Path)
 }

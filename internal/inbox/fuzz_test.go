@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -13,12 +14,12 @@ import (
 func FuzzDecode(f *testing.F) {
 	w := &state.WakeSignal{Schema: state.WakeSignalSchema, ID: "wake-1", Source: "external_event", DedupKey: "k", CausalParent: "c",
 		CreatedAt: "2026-01-01T00:00:00Z", ExpiresAt: "2026-01-02T00:00:00Z", By: "op"}
-	a := &state.Approval{Schema: state.ApprovalSchema, ID: "approval-1", ActionRef: state.Ref("areq:sha256:" + state.Digest([]byte("x"))), Verdict: "approve", By: "op", CreatedAt: "2026-01-01T00:00:00Z"}
+	a := &state.Approval{Schema: state.ApprovalSchema, ID: "approval-1", ActionRef: codec.Ref("areq:sha256:" + codec.Digest([]byte("x"))), Verdict: "approve", By: "op", CreatedAt: "2026-01-01T00:00:00Z"}
 	s := &state.StopRequest{Schema: state.StopSchema, ID: "stop-1", By: "op", CreatedAt: "2026-01-01T00:00:00Z"}
 	for _, v := range []any{w, a, s} {
-		f.Add("wake-1", state.MustMarshal(v))
-		f.Add("approval-1", state.MustMarshal(v))
-		f.Add("stop-1", state.MustMarshal(v))
+		f.Add("wake-1", codec.MustMarshal(v))
+		f.Add("approval-1", codec.MustMarshal(v))
+		f.Add("stop-1", codec.MustMarshal(v))
 	}
 	f.Fuzz(func(t *testing.T, id string, b []byte) {
 		it, err := Decode(id, b)
@@ -36,7 +37,7 @@ func FuzzDecode(f *testing.F) {
 		default:
 			t.Fatalf("accepted unknown kind %q", it.Kind)
 		}
-		if enc := state.MustMarshal(v); !bytes.Equal(enc, b) {
+		if enc := codec.MustMarshal(v); !bytes.Equal(enc, b) {
 			t.Fatalf("accepted %q, which re-encodes to %q", b, enc)
 		}
 	})

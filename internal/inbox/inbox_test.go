@@ -3,7 +3,6 @@ package inbox_test
 import (
 	"bytes"
 	"errors"
-	"io/fs"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,14 +10,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/state"
 )
 
-func mustParse(t *testing.T, s string) *state.Value {
+func mustParse(t *testing.T, s string) *codec.Value {
 	t.Helper()
-	v, err := state.Parse([]byte(s))
+	v, err := codec.Parse([]byte(s))
 	require.NoError(t, err)
 	return &v
 }
@@ -32,7 +31,7 @@ func wake(t *testing.T, created string) *state.WakeSignal {
 }
 
 func approvalItem(created, verdict string) *state.Approval {
-	return &state.Approval{Schema: state.ApprovalSchema, ActionRef: state.MustRefOf("areq", "x"), Verdict: verdict, By: "bob", CreatedAt: created}
+	return &state.Approval{Schema: state.ApprovalSchema, ActionRef: codec.MustRefOf("areq", "x"), Verdict: verdict, By: "bob", CreatedAt: created}
 }
 
 func stopItem(created string) *state.StopRequest {
@@ -59,7 +58,7 @@ func TestSealDecodeRoundTrip(t *testing.T) {
 			assert.Regexp(t, idPattern, id)
 			assert.True(t, strings.HasPrefix(id, string(tc.kind)+"-"), id)
 			assert.Contains(t, string(body), `"id":"`+id+`"`, "the sealed body carries its id")
-			canon, err := state.Marshal(tc.v)
+			canon, err := codec.Marshal(tc.v)
 			require.NoError(t, err)
 			assert.Equal(t, canon, body, "the body is the canonical encoding")
 
@@ -90,7 +89,7 @@ func TestSealDecodeRoundTrip(t *testing.T) {
 				decoded = it.Stop
 				assert.True(t, it.Stop.Kill)
 			}
-			re, err := state.Marshal(decoded)
+			re, err := codec.Marshal(decoded)
 			require.NoError(t, err)
 			assert.Equal(t, body, re, "decoding and re-encoding gives the same bytes")
 		})
@@ -172,121 +171,6 @@ func TestDecodeRejects(t *testing.T) {
 	}
 }
 
-func TestWriteListRemove(t *testing.T) {
-	m := disk.NewMem()
-	items, bad, err := inbox.List(m)
-	require.NoError(t, err)
-	assert.Nil(t, items, "no inbox directory means no items")
-	assert.Nil(t, bad)
-
-	late := stopItem("2026-01-03T00:00:00Z")
-	early := approvalItem("2026-01-01T00:00:00Z", "approve")
-	mid1 := wake(t, "2026-01-02T00:00:00Z")
-	mid2 := approvalItem("2026-01-02T00:00:00Z", "deny")
-	var ids []string
-	for _, v := range []any{late, early, mid1, mid2} {
-		id, err := inbox.Write(m, v)
-		require.NoError(t, err)
-		ids = append(ids, id)
-	}
-	// Writing the same item again is harmless.
-	again, err := inbox.Write(m, early)
-	require.NoError(t, err)
-	assert.Equal(t, ids[1], again)
-
-	// Files that are not items.
-	require.NoError(t, m.WriteFile("inbox/notes.txt", []byte("ignore me")))
-	require.NoError(t, m.WriteFile("inbox/.wake-tmp.json", []byte("partial")))
-	require.NoError(t, m.MkdirAll("inbox/rejected"))
-	require.NoError(t, m.WriteFile("inbox/rejected/wake-old.json", []byte("old")))
-	// Files that claim to be items but are not.
-	require.NoError(t, m.WriteFile("inbox/wake-bogus.json", []byte("{}")))
-	require.NoError(t, m.WriteFile("inbox/junk.json", []byte("not json")))
-
-	namesBefore := dirNames(t, m, "inbox")
-	items, bad, err = inbox.List(m)
-	require.NoError(t, err)
-	assert.Equal(t, namesBefore, dirNames(t, m, "inbox"), "List never changes the directory")
-
-	// Ordered by creation time, then id.
-	midIDs := []string{ids[2], ids[3]}
-	if midIDs[1] < midIDs[0] {
-		midIDs[0], midIDs[1] = midIDs[1], midIDs[0]
-	}
-	var got []string
-	for _, it := range items {
-		got = append(got, it.ID)
-	}
-	assert.Equal(t, []string{ids[1], midIDs[0], midIDs[1], ids[0]}, got)
-
-	require.Len(t, bad, 2)
-	assert.Equal(t, "junk.json", bad[0].Name)
-	assert.Contains(t, bad[0].Reason, "malformed name")
-	assert.Equal(t, "wake-bogus.json", bad[1].Name)
-	assert.NotEmpty(t, bad[1].Reason)
-
-	// Items survive a crash: Write makes the entry durable.
-	m.Crash()
-	items, _, err = inbox.List(m)
-	require.NoError(t, err)
-	assert.Len(t, items, 4)
-
-	// Remove is idempotent and ignores ids that are not there.
-	require.NoError(t, inbox.Remove(m, []string{ids[0], ids[1]}))
-	require.NoError(t, inbox.Remove(m, []string{ids[0], ids[1], "stop-doesnotexist"}))
-	require.NoError(t, inbox.Remove(m, nil))
-	items, _, err = inbox.List(m)
-	require.NoError(t, err)
-	got = nil
-	for _, it := range items {
-		got = append(got, it.ID)
-	}
-	assert.ElementsMatch(t, []string{ids[2], ids[3]}, got)
-	ok, err := disk.Exists(m, "inbox/"+ids[0]+".json")
-	require.NoError(t, err)
-	assert.False(t, ok)
-}
-
-func dirNames(t *testing.T, fsys disk.FS, dir string) []string {
-	t.Helper()
-	es, err := fsys.ReadDir(dir)
-	require.NoError(t, err)
-	var out []string
-	for _, e := range es {
-		out = append(out, e.Name())
-	}
-	return out
-}
-
-func TestQuarantine(t *testing.T) {
-	m := disk.NewMem()
-	require.NoError(t, m.MkdirAll(inbox.Dir))
-	require.NoError(t, disk.ReplaceFile(m, "inbox/wake-bad.json", []byte("garbage")))
-
-	require.NoError(t, inbox.Quarantine(m, "wake-bad.json"))
-	check := func() {
-		t.Helper()
-		got, err := m.ReadFile("inbox/rejected/wake-bad.json")
-		require.NoError(t, err)
-		assert.Equal(t, "garbage", string(got))
-		_, err = m.Stat("inbox/wake-bad.json")
-		assert.ErrorIs(t, err, fs.ErrNotExist)
-	}
-	check()
-	// The move is durable.
-	m.Crash()
-	check()
-
-	// The quarantined file is no longer listed or rejected again.
-	items, bad, err := inbox.List(m)
-	require.NoError(t, err)
-	assert.Empty(t, items)
-	assert.Empty(t, bad)
-
-	// Quarantining a file that is not there is an error.
-	assert.Error(t, inbox.Quarantine(m, "wake-bad.json"))
-}
-
 func TestCheckPayload(t *testing.T) {
 	require.NoError(t, inbox.CheckPayload(nil))
 	cases := []struct {
@@ -317,8 +201,8 @@ func TestCheckPayload(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			var fe *state.FieldError
-			require.True(t, errors.As(err, &fe), "want *state.FieldError, got %T: %v", err, err)
+			var fe *codec.FieldError
+			require.True(t, errors.As(err, &fe), "want *codec.FieldError, got %T: %v", err, err)
 			assert.Equal(t, tc.path, fe.Path)
 		})
 	}
@@ -333,4 +217,48 @@ func TestValidSource(t *testing.T) {
 	for _, s := range []string{"", "bogus", "External_Event", "manual_resume ", "approval"} {
 		assert.False(t, inbox.ValidSource(s), s)
 	}
+}
+
+// TestAnswer: the queued answer that counts for a request is the last one
+// to that exact request (ref and asking cycle) that no other replaces.
+func TestAnswer(t *testing.T) {
+	ref, other := codec.MustRefOf("areq", "x"), codec.MustRefOf("areq", "y")
+	item := func(ref codec.Ref, cycle int64, verdict, replaces string) inbox.Item {
+		a := &state.Approval{Schema: state.ApprovalSchema, ActionRef: ref, RequestCycle: cycle, Verdict: verdict, By: "bob",
+			Replaces: replaces, CreatedAt: "2026-01-01T00:00:00Z"}
+		id, body, err := inbox.Seal(a)
+		require.NoError(t, err)
+		return inbox.Item{ID: id, Kind: inbox.KindApproval, Approval: a, Body: body}
+	}
+	a := item(ref, 3, "approve", "")
+	b := item(ref, 3, "deny", a.ID)
+	cases := []struct {
+		name     string
+		items    []inbox.Item
+		want     string // id of the answer that counts, "" for none
+		replaced map[string]string
+	}{
+		{"none queued", nil, "", map[string]string{}},
+		{"one", []inbox.Item{a}, a.ID, map[string]string{}},
+		{"replaced", []inbox.Item{a, b}, b.ID, map[string]string{a.ID: b.ID}},
+		{"replaced, the replacing one listed first", []inbox.Item{b, a}, b.ID, map[string]string{a.ID: b.ID}},
+		{"two unlinked: the last in inbox order", []inbox.Item{a, item(ref, 3, "deny", "")}, item(ref, 3, "deny", "").ID, map[string]string{}},
+		{"an answer to an earlier asking", []inbox.Item{item(ref, 2, "approve", "")}, "", map[string]string{}},
+		{"a replacement across requests does not count", []inbox.Item{a, item(other, 3, "deny", a.ID)}, a.ID, map[string]string{}},
+		{"nothing replaces itself", []inbox.Item{item(ref, 3, "approve", "approval-000000000000000000000000")}, item(ref, 3, "approve", "approval-000000000000000000000000").ID, map[string]string{}},
+		{"a wake signal is no answer", []inbox.Item{{ID: "wake-1", Kind: inbox.KindWake, Wake: wake(t, "2026-01-01T00:00:00Z")}}, "", map[string]string{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := inbox.Answer(c.items, ref, 3)
+			if c.want == "" {
+				assert.Nil(t, got)
+			} else if assert.NotNil(t, got) {
+				assert.Equal(t, c.want, got.ID)
+			}
+			assert.Equal(t, c.replaced, inbox.Replaced(c.items, nil))
+		})
+	}
+	// The kernel lets only a person's answer replace another.
+	assert.Empty(t, inbox.Replaced([]inbox.Item{a, b}, func(*state.Approval) bool { return false }))
 }

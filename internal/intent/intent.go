@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
 	"github.com/acr-project/acr/internal/world"
@@ -45,35 +46,35 @@ type Success struct {
 }
 
 // Validate checks the goal on its own and against the environment it will
-// run in. Errors are *state.FieldError naming the field.
+// run in. Errors are *codec.FieldError naming the field.
 func (g *Goal) Validate(spec *world.Spec) error {
 	if g.Schema != Schema {
-		return &state.FieldError{Path: "schema", Err: fmt.Errorf("want %q, found %q", Schema, g.Schema)}
+		return &codec.FieldError{Path: "schema", Err: fmt.Errorf("want %q, found %q", Schema, g.Schema)}
 	}
 	if !world.ValidID(g.ID) {
-		return &state.FieldError{Path: "id", Err: fmt.Errorf("%q is not a valid id (lower-case letters, digits, . _ -)", g.ID)}
+		return &codec.FieldError{Path: "id", Err: fmt.Errorf("%q is not a valid id (lower-case letters, digits, . _ -)", g.ID)}
 	}
 	if g.Mission == "" {
-		return &state.FieldError{Path: "mission", Err: fmt.Errorf("required")}
+		return &codec.FieldError{Path: "mission", Err: fmt.Errorf("required")}
 	}
 	if !g.Success.AllChecksPass && len(g.Success.Checks) == 0 {
-		return &state.FieldError{Path: "success", Err: fmt.Errorf("say when the goal holds: all_checks_pass or a list of checks")}
+		return &codec.FieldError{Path: "success", Err: fmt.Errorf("say when the goal holds: all_checks_pass or a list of checks")}
 	}
 	for i, c := range g.Success.Checks {
 		if spec != nil && !slices.ContainsFunc(spec.Checks, func(k world.Check) bool { return k.ID == c }) {
-			return &state.FieldError{Path: fmt.Sprintf("success.checks[%d]", i), Err: fmt.Errorf("no check %q in the environment", c)}
+			return &codec.FieldError{Path: fmt.Sprintf("success.checks[%d]", i), Err: fmt.Errorf("no check %q in the environment", c)}
 		}
 	}
 	if g.ExpiresAt != "" {
 		if _, err := state.ParseTime(g.ExpiresAt); err != nil {
-			return &state.FieldError{Path: "expires_at", Err: err}
+			return &codec.FieldError{Path: "expires_at", Err: err}
 		}
 	}
 	if err := strategy.ValidateLenses(g.Lenses, "lenses"); err != nil {
 		return err
 	}
 	if c := g.contradiction(); c != "" {
-		return &state.FieldError{Path: "non_goals", Err: fmt.Errorf("%q is both an objective and a non-goal", c)}
+		return &codec.FieldError{Path: "non_goals", Err: fmt.Errorf("%q is both an objective and a non-goal", c)}
 	}
 	return nil
 }

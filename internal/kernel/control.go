@@ -6,7 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acr-project/acr/internal/budget"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
@@ -17,23 +20,11 @@ import (
 // acts in it, and the records that make every transition auditable.
 
 // Event types of the controller.
-const (
-	evTransition = "controller.transition.recorded"
-	evDeclared   = "controller.cycle.declared"
-	evTension    = "controller.tension.assessed"
-	evFitness    = "controller.fitness.fixed"
-	evViolation  = "controller.violation.refused"
-	evReadback   = "effect.readback.recorded"
-	evBlocked    = "sandbox.action.blocked"
-	evLearning   = "controller.learning.metabolized"
-	evCandidate  = "controller.candidate.forged"
-	evCascade    = "controller.cascade.recorded"
-	evRollback   = "controller.rollback.requested"
-)
+const ()
 
 // roleOf is the role that works in a controller state, and so the actor of
 // the transition that leaves it.
-func roleOf(s controller.State) controller.Role {
+func roleOf(s controller.Phase) controller.Role {
 	switch s {
 	case controller.Sleep, controller.Wake, controller.Observe, controller.ObserveEffect:
 		return controller.Observer
@@ -60,9 +51,18 @@ func (b *builder) declare(why []string) {
 	b.ctl = controller.Start(b.cycleID, controller.CycleID(b.s.Run.RunID, b.cycle-1), b.at, cb)
 	b.guard = controller.NewGuard()
 	b.deadline = b.now.Add(time.Duration(cb.MaxWallTimeSeconds) * time.Second)
+	b.deadlineWhy = "watchdog_max_wall_time"
+	if l := c.Budgets.WallClockSeconds; l.Hard > 0 {
+		// No effect runs past the run's wall-clock budget either.
+		if started, err := state.ParseTime(b.s.Run.StartedAt); err == nil {
+			if end := started.Add(time.Duration(l.Hard) * time.Second); end.Before(b.deadline) {
+				b.deadline, b.deadlineWhy = end, "budget_wall_clock_seconds"
+			}
+		}
+	}
 	decl := controller.Declaration{Schema: controller.DeclarationSchema, CycleID: b.cycleID,
 		ParentCycleID: controller.CycleID(b.s.Run.RunID, b.cycle-1), Coordinates: b.coords, MaxDepth: b.maxDepth, Budget: cb}
-	ref := b.record(evDeclared, "cdecl", decl, nil)
+	ref := b.record(event.CycleDeclared, "cdecl", decl, nil)
 	reason := "continue"
 	if len(why) > 0 {
 		reason = strings.Join(why, ",")
@@ -74,13 +74,13 @@ func (b *builder) declare(why []string) {
 // move takes the controller to the next state and records the transition.
 // Its inputs are what the state being left was handed; its outputs (out)
 // are what that state produced, and become the next state's inputs.
-func (b *builder) move(to controller.State, reason string, out ...state.Ref) {
-	b.moveAs(roleOf(b.ctl.State()), to, reason, controller.Usage{}, out...)
+func (b *builder) move(to controller.Phase, reason string, out ...codec.Ref) {
+	b.moveAs(roleOf(b.ctl.State()), to, reason, budget.Usage{}, out...)
 }
 
 // moveAs is move with an explicit actor (the operator, for a stop) and the
 // budget the left state consumed beyond its events.
-func (b *builder) moveAs(role controller.Role, to controller.State, reason string, used controller.Usage, out ...state.Ref) {
+func (b *builder) moveAs(role controller.Role, to controller.Phase, reason string, used budget.Usage, out ...codec.Ref) {
 	if b.err != nil || b.ctl == nil {
 		return
 	}
@@ -92,7 +92,7 @@ func (b *builder) moveAs(role controller.Role, to controller.State, reason strin
 		b.fail(err)
 		return
 	}
-	ref := b.record(evTransition, "ctrans", t, nil, reason)
+	ref := b.record(event.Transition, "ctrans", t, nil, reason)
 	b.rec.ControllerTransitionRef = append(b.rec.ControllerTransitionRef, ref)
 	b.evMark = b.nEvents
 	b.handoff = slices.Clone(t.OutputHashes)
@@ -103,7 +103,7 @@ func (b *builder) moveAs(role controller.Role, to controller.State, reason strin
 
 // authorityUsed is the authority a state exercises: reading the world to
 // observe it, the action's own authority to act, proposing to propose.
-func (b *builder) authorityUsed(s controller.State) governance.AuthorityMode {
+func (b *builder) authorityUsed(s controller.Phase) governance.AuthorityMode {
 	switch s {
 	case controller.Observe, controller.ObserveEffect:
 		return governance.AuthRead
@@ -119,8 +119,8 @@ func (b *builder) authorityUsed(s controller.State) governance.AuthorityMode {
 }
 
 // block ends the cycle's controller path in blocked, with reason.
-func (b *builder) block(role controller.Role, reason string, out ...state.Ref) {
-	b.moveAs(role, controller.Blocked, reason, controller.Usage{}, out...)
+func (b *builder) block(role controller.Role, reason string, out ...codec.Ref) {
+	b.moveAs(role, controller.Blocked, reason, budget.Usage{}, out...)
 }
 
 // refused records a violation the guard refused. The act does not happen.
@@ -130,19 +130,19 @@ func (b *builder) refused(err error) bool {
 		b.fail(err)
 		return true
 	}
-	b.record(evViolation, "cviol", v, nil, v.Rule)
+	b.record(event.ViolationRefused, "cviol", v, nil, v.Rule)
 	return true
 }
 
 // overBudget checks a cost against the cycle budget before it is spent.
-func (b *builder) overBudget(more controller.Usage) string {
+func (b *builder) overBudget(more budget.Usage) string {
 	more.Events = b.nEvents - b.evMark
 	return b.ctl.Exceeds(more)
 }
 
 // fitnessFor writes the FitnessContract of an action: how its result will
 // be judged, fixed before the action.
-func (b *builder) fitnessFor(a world.Action, actionRef state.Ref) controller.FitnessContract {
+func (b *builder) fitnessFor(a world.Action, actionRef codec.Ref) controller.FitnessContract {
 	f := controller.FitnessContract{Schema: controller.FitnessSchema, CycleID: b.cycleID, ActionRef: actionRef, CheckID: a.CheckID,
 		Target: a.Target, Criteria: append([]string{"readback_agrees"}, a.Criteria()...), PassingBefore: []string{}, ProposedBy: controller.Distiller}
 	for _, c := range b.s.Spec.Checks {
@@ -161,15 +161,15 @@ func (b *builder) fitnessFor(a world.Action, actionRef state.Ref) controller.Fit
 
 // plan fixes the plan's FitnessContract and goes to preflight. A plan an
 // operator approved keeps the contract fixed when it was proposed.
-func (b *builder) plan(action world.Action, actionRef, requestRef state.Ref) state.Ref {
-	var ref state.Ref
+func (b *builder) plan(action world.Action, actionRef, requestRef codec.Ref) codec.Ref {
+	var ref codec.Ref
 	var f controller.FitnessContract
-	if b.carried != nil && state.DecodeValue(*b.carried, &f) == nil {
-		ref = state.NewRef("fit", state.MustMarshal(f))
-		b.emit("controller.fitness.carried", nil, map[string]state.Ref{"fitness": ref, "action": actionRef}, "fixed_when_proposed")
+	if b.carried != nil && codec.DecodeValue(*b.carried, &f) == nil {
+		ref = codec.NewRef("fit", codec.MustMarshal(f))
+		b.emit(event.FitnessCarried, nil, map[string]codec.Ref{"fitness": ref, "action": actionRef}, "fixed_when_proposed")
 	} else {
 		f = b.fitnessFor(action, actionRef)
-		ref = b.record(evFitness, "fit", f, map[string]state.Ref{"action": actionRef})
+		ref = b.record(event.FitnessFixed, "fit", f, map[string]codec.Ref{"action": actionRef})
 	}
 	b.guard.Author(requestRef, controller.Distiller)
 	b.guard.Author(ref, controller.Distiller)
@@ -217,7 +217,7 @@ func Controls(p *Pending, in *world.Intent, lockHeld bool, now time.Time) string
 	case in.Changes && in.Rollback == nil:
 		return "rollback_bundle_unavailable"
 	case now.After(p.b.deadline):
-		return "watchdog_max_wall_time"
+		return p.b.deadlineWhy
 	}
 	return ""
 }
@@ -279,9 +279,9 @@ func evaluateEffect(a world.Action, out world.Outcome, rb *world.Readback, f con
 }
 
 // learn writes the LearningDelta: only accepted durable changes.
-func (b *builder) learn(result string, evidence []state.Ref) controller.LearningDelta {
+func (b *builder) learn(result string, evidence []codec.Ref) controller.LearningDelta {
 	d := controller.LearningDelta{Schema: controller.LearningSchema, CycleID: b.cycleID, ResultantStatus: result,
-		SupportingEvidence: nonNil(evidence), Changes: []string{}, Superseded: []state.Ref{}, RemainingUnknowns: []string{},
+		SupportingEvidence: nonNil(evidence), Changes: []string{}, Superseded: []codec.Ref{}, RemainingUnknowns: []string{},
 		RevisitConditions: []string{}, MemoryClass: "residue"}
 	switch result {
 	case "accepted":
@@ -320,12 +320,12 @@ func (b *builder) gapDemonstrated() (string, bool) {
 
 // forge produces a disabled guard/test candidate for a demonstrated gap.
 // Only at A4; the candidate can never load or promote itself.
-func (b *builder) forge(gap string, evidence state.Ref) state.Ref {
+func (b *builder) forge(gap string, evidence codec.Ref) codec.Ref {
 	c := controller.Candidate{Schema: controller.CandidateSchema, ID: "guard-" + b.item, Gap: gap, Evidence: evidence, Kind: "guard",
 		Spec:    "keep check " + b.check.ID + " (" + b.check.Summary + ") passing on " + b.check.Path,
 		Tests:   []string{"check " + b.check.ID + " passes after every change to " + b.check.Path},
 		Enabled: false, AuthorBy: controller.Distiller}
-	ref := b.record(evCandidate, "cand", c, map[string]state.Ref{"evidence": evidence}, "candidate_disabled", gap)
+	ref := b.record(event.CandidateForged, "cand", c, map[string]codec.Ref{"evidence": evidence}, "candidate_disabled", gap)
 	b.guard.Author(ref, controller.Distiller)
 	// The candidate asks to promote itself: refused and recorded.
 	if err := b.guard.Promote(ref, controller.Distiller, ref); err != nil {
@@ -336,7 +336,7 @@ func (b *builder) forge(gap string, evidence state.Ref) state.Ref {
 
 // cascade records the impacted surfaces and who should hear of them,
 // capped at the cycle's fan-out budget.
-func (b *builder) cascade(target string) (state.Ref, controller.Usage) {
+func (b *builder) cascade(target string) (codec.Ref, budget.Usage) {
 	cr := controller.CascadeRecord{Schema: controller.CascadeSchema, CycleID: b.cycleID, Surfaces: []string{}, Recipients: []string{}, Impact: "none"}
 	if target != "" {
 		cr.Surfaces = append(cr.Surfaces, target)
@@ -355,8 +355,8 @@ func (b *builder) cascade(target string) (state.Ref, controller.Usage) {
 		cr.Recipients = cr.Recipients[:most]
 		cr.Impact += ",fanout_capped"
 	}
-	ref := b.record(evCascade, "casc", cr, nil)
-	return ref, controller.Usage{CascadeFanout: int64(len(cr.Recipients))}
+	ref := b.record(event.CascadeRecorded, "casc", cr, nil)
+	return ref, budget.Usage{CascadeFanout: int64(len(cr.Recipients))}
 }
 
 // noteFixed remembers that the current item was fixed, for drift.

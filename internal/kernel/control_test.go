@@ -9,20 +9,22 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/budget"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
 
 // transitions returns a cycle's controller path as "from>to:reason".
-func transitions(t *testing.T, evs ...[]ledger.Event) []string {
+func transitions(t *testing.T, evs ...[]event.Event) []string {
 	t.Helper()
 	var out []string
 	for _, ev := range slices.Concat(evs...) {
-		if ev.Type == evTransition {
+		if ev.Type == event.Transition {
 			var tr controller.Transition
 			require.NoError(t, ev.Object.Decode(&tr))
 			out = append(out, tr.PreviousState.String()+">"+tr.NextState.String()+":"+tr.Reason)
@@ -31,7 +33,7 @@ func transitions(t *testing.T, evs ...[]ledger.Event) []string {
 	return out
 }
 
-func reasonsOf(evs []ledger.Event, typ string) []string {
+func reasonsOf(evs []event.Event, typ event.Kind) []string {
 	var out []string
 	for _, ev := range evs {
 		if ev.Type == typ {
@@ -60,7 +62,7 @@ func TestStopRules(t *testing.T) {
 			"preflight>blocked:governance_refused_authority_insufficient", false},
 		{"D0 thinks about nothing", func(c *governance.Contract) { c.Coordinates.CognitiveDepth = "D0" }, nil, false, "distill>no_cycle:cognitive_depth_D0", false},
 		{"A1 only proposes", func(c *governance.Contract) { c.Coordinates.Autonomy = "A1" }, nil, false, "preflight>propose:autonomy_A1_proposal_only", false},
-		{"cognition over max_cost", func(c *governance.Contract) { c.CycleBudget = &governance.CycleBudget{MaxCost: 1} }, nil, false, "distill>blocked:budget_max_cost", false},
+		{"cognition over max_cost", func(c *governance.Contract) { c.CycleBudget = &budget.Cycle{MaxCost: 1} }, nil, false, "distill>blocked:budget_max_cost", false},
 		{"kill switch", nil, nil, true, "wake>blocked:operator_kill_switch", false},
 		{"stop request", nil, []inbox.Item{stopItem()}, false, "wake>blocked:explicit_stop", false},
 	}
@@ -98,7 +100,7 @@ func controllerEnd(path []string) string {
 
 func stopItem() inbox.Item {
 	st := &state.StopRequest{Schema: state.StopSchema, ID: "stop-1", By: "op", CreatedAt: "2026-01-01T00:00:00Z"}
-	return inbox.Item{ID: st.ID, Kind: inbox.KindStop, Stop: st, Body: state.MustMarshal(st)}
+	return inbox.Item{ID: st.ID, Kind: inbox.KindStop, Stop: st, Body: codec.MustMarshal(st)}
 }
 
 // TestWakeHygiene: only whitelisted, live, parented signals that carry no
@@ -111,11 +113,11 @@ func TestWakeHygiene(t *testing.T) {
 		w := &state.WakeSignal{Schema: state.WakeSignalSchema, ID: id, Source: source, DedupKey: key, CausalParent: parent,
 			CreatedAt: "2026-01-01T00:00:00Z", ExpiresAt: expires, By: "op"}
 		if payload != "" {
-			v, err := state.Parse([]byte(payload))
+			v, err := codec.Parse([]byte(payload))
 			require.NoError(t, err)
 			w.Payload = &v
 		}
-		return inbox.Item{ID: id, Kind: inbox.KindWake, Wake: w, Body: state.MustMarshal(w)}
+		return inbox.Item{ID: id, Kind: inbox.KindWake, Wake: w, Body: codec.MustMarshal(w)}
 	}
 	live, dead := "2026-01-02T00:00:00Z", "2026-01-01T00:00:30Z"
 	items := []inbox.Item{
@@ -128,10 +130,10 @@ func TestWakeHygiene(t *testing.T) {
 	}
 	p, err := Begin(s, Inputs{Now: t0.Add(time.Minute), Observation: obs, Inbox: items})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"source_external_event"}, reasonsOf(p.Events, "persistent.wake.accepted"))
-	assert.Equal(t, []string{"duplicate_dedup_key"}, reasonsOf(p.Events, "persistent.wake.coalesced"))
-	assert.Equal(t, []string{"unknown_source", "expired", "no_causal_parent", "carries_authority"}, reasonsOf(p.Events, "persistent.wake.rejected"))
-	assert.Equal(t, []string{controller.RuleRaise}, reasonsOf(p.Events, evViolation), "the raise is refused and recorded")
+	assert.Equal(t, []string{"source_external_event"}, reasonsOf(p.Events, event.WakeAccepted))
+	assert.Equal(t, []string{"duplicate_dedup_key"}, reasonsOf(p.Events, event.WakeCoalesced))
+	assert.Equal(t, []string{"unknown_source", "expired", "no_causal_parent", "carries_authority"}, reasonsOf(p.Events, event.WakeRejected))
+	assert.Equal(t, []string{controller.RuleRaise}, reasonsOf(p.Events, event.ViolationRefused), "the raise is refused and recorded")
 }
 
 // TestControls: the action is blocked if any required control is absent.
@@ -164,5 +166,5 @@ func TestControls(t *testing.T) {
 	r, err := Finish(p, Settlement{Blocked: "rollback_bundle_unavailable"})
 	require.NoError(t, err)
 	assert.Contains(t, transitions(t, r.Events), "checkpoint>blocked:rollback_bundle_unavailable")
-	assert.Empty(t, reasonsOf(r.Events, "sandbox.action.committed"), "nothing was done")
+	assert.Empty(t, reasonsOf(r.Events, event.ActionCommitted), "nothing was done")
 }

@@ -1,38 +1,25 @@
 package kernel
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
-	"github.com/acr-project/acr/internal/inbox"
-	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 	"github.com/acr-project/acr/internal/strategy"
 	"github.com/acr-project/acr/internal/world"
 )
 
-// The driver's dependencies, declared here by the consumer and kept small
-// so that another backend (for example a replicated log) can stand in.
-
-// Store holds checkpoints.
-type Store interface {
-	Load() (state.Snapshot, error)
-	Commit(state.Commit) (state.Manifest, error)
-}
-
-// Ledger is the append-only history.
-type Ledger interface {
-	Frontier() state.Frontier
-	Append([]ledger.Event) ([]ledger.Record, error)
-	ReadRange(from state.Frontier, to int64) ([]ledger.Record, error)
-	CheckFrontier(state.Frontier) error
-	Torn() *ledger.Torn
-	RepairTail() (*ledger.Torn, []byte, error)
-}
+// The driver's dependencies. Storage (checkpoints, ledger, inbox) is the
+// storage seam's (package storage), so that every backend implements one
+// set of interfaces; the world and the other providers are declared here by
+// their one consumer.
 
 // World is the sandbox adapter. Prepare computes an action's intent (or
 // returns the outcome already recorded for its key); the driver makes the
@@ -44,13 +31,6 @@ type World interface {
 	// Readback is the observer's own reading, after an effect, of what
 	// the action changed (its target, or the files a command touches).
 	Readback(a world.Action, out world.Outcome) (world.Readback, error)
-}
-
-// Inbox is where wake signals, approvals and stop requests arrive.
-type Inbox interface {
-	List() ([]inbox.Item, []inbox.Rejected, error)
-	Remove(ids []string) error
-	Quarantine(name string) error
 }
 
 // Clock tells the time. Cycles never read the wall clock themselves.
@@ -72,12 +52,6 @@ type KnowledgeSource interface {
 	Poll(now time.Time) ([]strategy.KnowledgeUpdate, error)
 }
 
-// CycleIndex is told where each completed cycle's events are. It is a
-// rebuildable cache: the driver ignores its errors.
-type CycleIndex interface {
-	Add(ledger.IndexEntry) error
-}
-
 // Errors the CLI maps to exit codes.
 var (
 	// ErrFaulted: the run is FAULTED.
@@ -85,9 +59,6 @@ var (
 	// ErrProvider: an input provider failed; the run state did not advance
 	// and a later invocation retries.
 	ErrProvider = errors.New("input provider failed")
-	// ErrUncertainEffect marks the error the world returns when it cannot
-	// tell whether an interrupted effect happened.
-	ErrUncertainEffect = errors.New("cannot tell whether an interrupted effect happened")
 )
 
 // ReplayError reports a ledger whose recorded cycle differs from what the
@@ -106,11 +77,10 @@ func (e *ReplayError) Error() string {
 // gathers inputs, appends events, executes effects and commits
 // checkpoints, in the order the Pending and Result types prescribe.
 type Driver struct {
-	Store     Store
-	Ledger    Ledger
+	Store     storage.Checkpoints
+	Ledger    storage.Ledger
 	World     World
-	Inbox     Inbox
-	Index     CycleIndex
+	Inbox     storage.Inbox
 	Clock     Clock
 	Knowledge KnowledgeSource
 	// Proposer is asked when a cycle needs a proposal; nil when the
@@ -138,11 +108,11 @@ type Driver struct {
 
 	// Snapshot, when set, is the checkpoint Open uses instead of loading it
 	// again (the caller had to read it to open the sandbox).
-	Snapshot *state.Snapshot
+	Snapshot *storage.Snapshot
 
-	state       State
+	state       EngineState
 	files       map[string][]byte // checkpoint files not decoded yet (nil once complete)
-	manifest    state.Manifest
+	manifest    storage.Manifest
 	pending     int      // cycles since the last directory checkpoint
 	consumed    []string // inbox ids to remove after the next checkpoint
 	failures    int      // consecutive provider failures since the last cycle
@@ -171,7 +141,7 @@ type Recovery struct {
 // recovery needed it), only the run state, the checkpoint record, the
 // environment spec and the strategy state are decoded: that is all an idle
 // invocation looks at.
-func (d *Driver) State() State { return d.state }
+func (d *Driver) State() EngineState { return d.state }
 
 // complete decodes the parts of the state that Open left undecoded
 // because an idle invocation does not need them.
@@ -187,7 +157,7 @@ func (d *Driver) complete() error {
 }
 
 // Manifest returns the manifest of the last checkpoint loaded or written.
-func (d *Driver) Manifest() state.Manifest { return d.manifest }
+func (d *Driver) Manifest() storage.Manifest { return d.manifest }
 
 // Recovery returns what Open found.
 func (d *Driver) Recovery() Recovery { return d.recovery }
@@ -228,21 +198,19 @@ func (d *Driver) Open() error {
 		return err
 	}
 	// Then repair a torn tail: nothing can be appended after it.
-	var torn *ledger.Torn
-	var tornBytes []byte
-	if d.Ledger.Torn() != nil {
-		torn, tornBytes, err = d.Ledger.RepairTail()
-		if err != nil {
-			return err
-		}
+	torn, err := d.Ledger.Repair()
+	if err != nil {
+		return err
+	}
+	if torn != nil {
 		rec.LedgerRepaired, rec.Recovered = true, true
 	}
-	recs, err := d.Ledger.ReadRange(snap.Manifest.LedgerFrontier, d.Ledger.Frontier().Offset)
+	recs, err := d.Ledger.After(snap.Manifest.LedgerFrontier)
 	if err != nil {
 		return err
 	}
 	rec.LedgerEventsBeyondCP = len(recs)
-	needed := torn != nil || slices.ContainsFunc(recs, func(r ledger.Record) bool { return !outOfBand(r.Event.Type) })
+	needed := torn != nil || slices.ContainsFunc(recs, func(r event.Record) bool { return !r.Event.Type.OutOfBand() })
 	if needed || len(recs) > 0 {
 		if err := d.complete(); err != nil {
 			return err
@@ -256,13 +224,13 @@ func (d *Driver) Open() error {
 		if len(recs) > 0 {
 			reasons = append(reasons, "ledger_ahead_of_checkpoint")
 		}
-		if err := d.appendOOB("persistent.recovery.started", nil, reasons); err != nil {
+		if err := d.appendOOB(event.RecoveryStarted, nil, reasons); err != nil {
 			return err
 		}
 	}
 	if torn != nil {
-		obj, _ := ledger.NewObject("torn", map[string]any{"offset": torn.Offset, "length": torn.Length, "sha256": state.FingerprintOf(tornBytes)})
-		if err := d.appendOOB("ledger.tail.repaired", obj, []string{"torn_last_line_truncated"}); err != nil {
+		obj, _ := event.NewObject("torn", torn)
+		if err := d.appendOOB(event.TailRepaired, obj, []string{"torn_last_line_truncated"}); err != nil {
 			return err
 		}
 	}
@@ -278,33 +246,19 @@ func (d *Driver) Open() error {
 		rec.Classification = "torn_tail_repaired"
 	}
 	d.recovery = rec
-	obj, err := ledger.NewObject("recovery", rec)
+	obj, err := event.NewObject("recovery", rec)
 	if err != nil {
 		return err
 	}
-	if err := d.appendOOB("persistent.recovery.completed", obj, []string{rec.Classification}); err != nil {
+	if err := d.appendOOB(event.RecoveryCompleted, obj, []string{rec.Classification}); err != nil {
 		return err
 	}
 	return d.commit()
 }
 
-// evIntent records an effect's intent, appended with the decision.
-const evIntent = "sandbox.action.intent"
-
-// OutOfBand reports events that are not produced by a cycle step: they
-// record what the driver did or learned from a provider (repairs,
-// recoveries, provider failures, an effect's intent), and replay skips
-// them when it re-derives cycles.
-func OutOfBand(typ string) bool {
-	return strings.HasPrefix(typ, "persistent.recovery.") || strings.HasPrefix(typ, "persistent.provider.") ||
-		strings.HasPrefix(typ, "ledger.") || typ == "inbox.item.quarantined" || typ == evIntent || typ == evBlocked
-}
-
-func outOfBand(typ string) bool { return OutOfBand(typ) }
-
 // rollForward replays the ledger records beyond the checkpoint.
-func (d *Driver) rollForward(recs []ledger.Record, rec *Recovery) error {
-	var group []ledger.Record
+func (d *Driver) rollForward(recs []event.Record, rec *Recovery) error {
+	var group []event.Record
 	flush := func(last bool) error {
 		if len(group) == 0 {
 			return nil
@@ -314,8 +268,8 @@ func (d *Driver) rollForward(recs []ledger.Record, rec *Recovery) error {
 		return d.replayCycle(g, last, rec)
 	}
 	for i, r := range recs {
-		if outOfBand(r.Event.Type) {
-			if r.Event.Type == "persistent.provider.failed" {
+		if r.Event.Type.OutOfBand() {
+			if r.Event.Type == event.ProviderFailed {
 				d.failures++
 			}
 			if len(group) > 0 {
@@ -325,7 +279,7 @@ func (d *Driver) rollForward(recs []ledger.Record, rec *Recovery) error {
 			}
 			continue
 		}
-		if r.Event.Type == "persistent.run.faulted" && r.Event.CycleSeq == d.state.Run.CycleSeq {
+		if r.Event.Type == event.RunFaulted && r.Event.CycleSeq == d.state.Run.CycleSeq {
 			// A fault recorded outside a cycle (Fault) whose checkpoint was
 			// not written: apply it again.
 			st, _, err := Fault(d.state, parseAt(r.Event.At), r.Event.Reasons)
@@ -336,16 +290,16 @@ func (d *Driver) rollForward(recs []ledger.Record, rec *Recovery) error {
 			rec.Recovered = true
 			continue
 		}
-		if r.Event.Type == "persistent.checkpoint.created" && r.Event.CycleSeq == d.state.Run.CycleSeq && len(group) == 0 {
+		if r.Event.Type == event.CheckpointCreated && r.Event.CycleSeq == d.state.Run.CycleSeq && len(group) == 0 {
 			continue // the fault's checkpoint record
 		}
-		if r.Event.Type == evStarted && len(group) > 0 {
+		if r.Event.Type == event.CycleStarted && len(group) > 0 {
 			if err := flush(false); err != nil {
 				return err
 			}
 		}
 		group = append(group, r)
-		if r.Event.Type == "persistent.cycle.completed" {
+		if r.Event.Type == event.CycleCompleted {
 			if err := flush(i == len(recs)-1); err != nil {
 				return err
 			}
@@ -365,48 +319,33 @@ func parseAt(s string) time.Time {
 // cycle just advances the state; an interrupted one is finished: missing
 // events are appended, and the effect is looked up by its idempotency key
 // (reused if it committed, applied if it never ran).
-func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) error {
-	var evs []ledger.Record
+func (d *Driver) replayCycle(recs []event.Record, last bool, rec *Recovery) error {
+	var evs []event.Record
 	for _, r := range recs {
-		if !outOfBand(r.Event.Type) {
+		if !r.Event.Type.OutOfBand() {
 			evs = append(evs, r)
 		}
 	}
 	rec.Recovered = true
-	in, _, err := inputsFromRecords(&d.state, evs)
-	if err != nil {
+	r, err := rederive(d.state, evs, recs)
+	var div *Divergence
+	switch {
+	case errors.Is(err, errUnrecorded):
 		if !last {
 			return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: "an interrupted cycle is followed by more history: " + err.Error()}
 		}
-		// The cycle's first batch never became durable: no decision was
-		// made durable, so no effect can have run. Abandon it; the next
-		// cycle derives afresh.
+		// The cycle's first batch never became durable (its inputs, or the
+		// proposer's reply): no decision was, so no effect can have run.
+		// Abandon it; the next cycle derives afresh.
 		rec.CycleAbandoned = true
 		rec.Classification = "interrupted_before_inputs_durable"
-		return d.appendOOB("persistent.recovery.cycle_abandoned", nil, []string{"first_batch_incomplete"})
-	}
-	p, err := Begin(d.state, in)
-	if err != nil {
+		return d.appendOOB(event.CycleAbandoned, nil, []string{"first_batch_incomplete"})
+	case errors.As(err, &div):
+		return &ReplayError{Seq: div.Seq, CycleSeq: div.Cycle, Msg: div.Error()}
+	case err != nil:
 		return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: err.Error()}
 	}
-	p, answered, err := answerRecorded(p, evs)
-	if err != nil {
-		return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: err.Error()}
-	}
-	if !answered {
-		if !last {
-			return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: "a cycle that asked the proposer has no recorded reply and more history follows"}
-		}
-		// The proposer's reply never became durable, and with it no
-		// decision: abandon the cycle, the next one asks afresh.
-		rec.CycleAbandoned = true
-		rec.Classification = "interrupted_before_proposal_durable"
-		return d.appendOOB("persistent.recovery.cycle_abandoned", nil, []string{"proposal_not_durable"})
-	}
-	n, err := matchPrefix(evs, p.Events)
-	if err != nil {
-		return err
-	}
+	in, p, n := r.in, r.p, r.matched
 	if n < len(p.Events) {
 		// Part of the first batch is missing: it was never fsynced, so the
 		// effect did not run. Finish the batch from the recorded inputs.
@@ -415,8 +354,7 @@ func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) err
 		}
 		rec.Classification = "interrupted_in_first_batch"
 	}
-	rest := evs[n:]
-	st := recordedSettlement(recs, rest, p)
+	rest, st := r.rest, r.st
 	if p.Effect != nil && st.Blocked == "" && st.Outcome == nil {
 		in, blocked, err := d.recoveredIntent(recs, p, rec)
 		if err != nil {
@@ -456,20 +394,17 @@ func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) err
 	if err != nil {
 		return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: err.Error()}
 	}
-	m, err := matchPrefix(rest, res.Events)
-	if err != nil {
-		return err
+	if div := compare(rest, res.Events); div != nil {
+		return &ReplayError{Seq: div.Seq, CycleSeq: div.Cycle, Msg: div.Error()}
 	}
+	m := min(len(rest), len(res.Events))
 	if m < len(rest) {
 		return &ReplayError{Seq: rest[m].Seq, CycleSeq: rest[m].Event.CycleSeq, Msg: "ledger has events the replay does not produce"}
 	}
-	lastRec := evs[len(evs)-1]
 	if m < len(res.Events) {
-		added, err := d.appendRecovered(res.Events[m:], rec)
-		if err != nil {
+		if _, err := d.appendRecovered(res.Events[m:], rec); err != nil {
 			return err
 		}
-		lastRec = added[len(added)-1]
 		if rec.Classification == "clean" || rec.Classification == "" {
 			rec.Classification = "interrupted_after_first_batch"
 		}
@@ -477,7 +412,6 @@ func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) err
 		rec.Classification = "ledger_ahead_rolled_forward"
 	}
 	rec.CyclesRolledForward++
-	d.indexCycle(evs[0], lastRec)
 	d.state = res.State
 	d.noteConsumed(in)
 	return nil
@@ -487,7 +421,7 @@ func (d *Driver) replayCycle(recs []ledger.Record, last bool, rec *Recovery) err
 // the crash came before it was (so the effect cannot have run), the
 // controls are checked again and a fresh intent, or the missing control,
 // is recorded now.
-func (d *Driver) recoveredIntent(recs []ledger.Record, p *Pending, rec *Recovery) (*world.Intent, string, error) {
+func (d *Driver) recoveredIntent(recs []event.Record, p *Pending, rec *Recovery) (*world.Intent, string, error) {
 	if in, ok := recordedIntent(recs, p.Effect.Key); ok {
 		return &in, "", nil
 	}
@@ -502,7 +436,7 @@ func (d *Driver) recoveredIntent(recs []ledger.Record, p *Pending, rec *Recovery
 	if err != nil {
 		return nil, "", err
 	}
-	if _, err := d.appendRecovered([]ledger.Event{ev}, rec); err != nil {
+	if _, err := d.appendRecovered([]event.Event{ev}, rec); err != nil {
 		return nil, "", err
 	}
 	return &in, blocked, nil
@@ -548,14 +482,14 @@ func (d *Driver) prepare(p *Pending) (world.Intent, *world.Outcome, string, erro
 // effectEvent checks the controls for an effect and returns the event to
 // append with the cycle's first batch: the intent when every control is in
 // place, else the missing control (or the refusal the world gave).
-func (d *Driver) effectEvent(p *Pending, in world.Intent, refused string) (ledger.Event, string, error) {
+func (d *Driver) effectEvent(p *Pending, in world.Intent, refused string) (event.Event, string, error) {
 	why := refused
 	if why == "" {
 		why = Controls(p, &in, true, d.Clock.Now())
 	}
 	if why != "" {
-		ev := ledger.Event{Type: evBlocked, RunID: d.state.Run.RunID, CycleSeq: p.b.cycle, At: p.b.at,
-			Refs: map[string]state.Ref{"action": p.Effect.ActionRef}, Reasons: []string{why}}
+		ev := event.Event{Type: event.ActionBlocked, RunID: d.state.Run.RunID, CycleSeq: p.b.cycle, At: p.b.at,
+			Refs: map[string]codec.Ref{"action": p.Effect.ActionRef}, Reasons: []string{why}}
 		return ev, why, nil
 	}
 	ev, err := d.intentEvent(p.b.cycle, p.b.at, in)
@@ -565,13 +499,13 @@ func (d *Driver) effectEvent(p *Pending, in world.Intent, refused string) (ledge
 // recordedSettlement reads back what a recorded cycle learned about its
 // effect: the missing control or the intent's bundle from the out-of-band
 // records, the outcome and readback from the cycle's own events.
-func recordedSettlement(all, rest []ledger.Record, p *Pending) Settlement {
+func recordedSettlement(all, rest []event.Record, p *Pending) Settlement {
 	var st Settlement
 	if p.Effect == nil {
 		return st
 	}
 	for _, r := range all {
-		if r.Event.Type == evBlocked && len(r.Event.Reasons) > 0 {
+		if r.Event.Type == event.ActionBlocked && len(r.Event.Reasons) > 0 {
 			st.Blocked = r.Event.Reasons[0]
 		}
 	}
@@ -582,7 +516,7 @@ func recordedSettlement(all, rest []ledger.Record, p *Pending) Settlement {
 		st.Outcome = &o
 	}
 	for _, r := range rest {
-		if r.Event.Type == evReadback && r.Event.Object != nil {
+		if r.Event.Type == event.ReadbackRecorded && r.Event.Object != nil {
 			var rb world.Readback
 			if r.Event.Object.Decode(&rb) == nil {
 				st.Readback = &rb
@@ -592,26 +526,9 @@ func recordedSettlement(all, rest []ledger.Record, p *Pending) Settlement {
 	return st
 }
 
-// matchPrefix checks that the recorded events equal the derived ones for
-// as long as both last, and returns how many matched.
-func matchPrefix(recorded []ledger.Record, derived []ledger.Event) (int, error) {
-	n := min(len(recorded), len(derived))
-	for i := range n {
-		ref, err := derived[i].Ref()
-		if err != nil {
-			return 0, err
-		}
-		if ref != recorded[i].Ref {
-			return 0, &ReplayError{Seq: recorded[i].Seq, CycleSeq: recorded[i].Event.CycleSeq, Msg: fmt.Sprintf(
-				"recorded %s (%s), replay derives %s (%s)", recorded[i].Event.Type, recorded[i].Ref, derived[i].Type, ref)}
-		}
-	}
-	return n, nil
-}
-
-func recordedOutcome(recs []ledger.Record) (world.Outcome, bool) {
+func recordedOutcome(recs []event.Record) (world.Outcome, bool) {
 	for _, r := range recs {
-		if (r.Event.Type == "sandbox.action.committed" || r.Event.Type == "sandbox.action.not_applied") && r.Event.Object != nil {
+		if (r.Event.Type == event.ActionCommitted || r.Event.Type == event.ActionNotApplied) && r.Event.Object != nil {
 			var o world.Outcome
 			if r.Event.Object.Decode(&o) == nil {
 				return o, true
@@ -622,7 +539,7 @@ func recordedOutcome(recs []ledger.Record) (world.Outcome, bool) {
 }
 
 // appendRecovered appends the missing events of an interrupted cycle.
-func (d *Driver) appendRecovered(evs []ledger.Event, rec *Recovery) ([]ledger.Record, error) {
+func (d *Driver) appendRecovered(evs []event.Event, rec *Recovery) ([]event.Record, error) {
 	recs, err := d.Ledger.Append(evs)
 	if err != nil {
 		return nil, err
@@ -633,12 +550,12 @@ func (d *Driver) appendRecovered(evs []ledger.Event, rec *Recovery) ([]ledger.Re
 
 // appendOOB appends an out-of-band event: one that records what the driver
 // did (recovery, repair, a provider failure), not what a cycle did.
-func (d *Driver) appendOOB(typ string, obj *ledger.Object, reasons []string) error {
+func (d *Driver) appendOOB(typ event.Kind, obj *event.Object, reasons []string) error {
 	at := ""
 	if d.Clock != nil {
 		at = state.FormatTime(d.Clock.Now())
 	}
-	_, err := d.Ledger.Append([]ledger.Event{{Type: typ, RunID: d.state.Run.RunID, CycleSeq: d.state.Run.CycleSeq, At: at, Object: obj, Reasons: reasons}})
+	_, err := d.Ledger.Append([]event.Event{{Type: typ, RunID: d.state.Run.RunID, CycleSeq: d.state.Run.CycleSeq, At: at, Object: obj, Reasons: reasons}})
 	return err
 }
 
@@ -651,7 +568,7 @@ func (d *Driver) commit() error {
 	if err != nil {
 		return err
 	}
-	m, err := d.Store.Commit(state.Commit{RunID: d.state.Run.RunID, CycleSeq: d.state.Run.CycleSeq, Revision: d.Revision,
+	m, err := d.Store.Commit(storage.Commit{Expect: d.manifest.Generation, RunID: d.state.Run.RunID, CycleSeq: d.state.Run.CycleSeq, Revision: d.Revision,
 		Frontier: d.Ledger.Frontier(), Files: files})
 	if err != nil {
 		return err
@@ -659,7 +576,7 @@ func (d *Driver) commit() error {
 	d.manifest, d.pending = m, 0
 	d.failpoint("after-checkpoint")
 	if d.Inbox != nil && len(d.consumed) > 0 {
-		if err := d.Inbox.Remove(d.consumed); err != nil {
+		if err := d.Inbox.Consumed(d.consumed); err != nil {
 			return err
 		}
 		d.consumed = nil
@@ -694,8 +611,8 @@ func (d *Driver) gather() (Inputs, error) {
 			if err := d.Inbox.Quarantine(r.Name); err != nil {
 				return Inputs{}, err
 			}
-			obj, _ := ledger.NewObject("quarantine", map[string]string{"name": r.Name, "reason": r.Reason})
-			if _, err := d.Ledger.Append([]ledger.Event{{Type: "inbox.item.quarantined", RunID: d.state.Run.RunID,
+			obj, _ := event.NewObject("quarantine", map[string]string{"name": r.Name, "reason": r.Reason})
+			if _, err := d.Ledger.Append([]event.Event{{Type: event.InboxQuarantined, RunID: d.state.Run.RunID,
 				CycleSeq: d.state.Run.CycleSeq, At: state.FormatTime(now), Object: obj, Reasons: []string{"undecodable_inbox_file"}}}); err != nil {
 				return Inputs{}, err
 			}
@@ -819,8 +736,7 @@ func (d *Driver) Step() (Summary, error) {
 		// one fsync.
 		return d.finishQuiet(p, in)
 	}
-	first, err := d.Ledger.Append(batch)
-	if err != nil {
+	if _, err := d.Ledger.Append(batch); err != nil {
 		return Summary{}, err
 	}
 	d.failpoint("after-decision")
@@ -846,11 +762,9 @@ func (d *Driver) Step() (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	last, err := d.Ledger.Append(res.Events)
-	if err != nil {
+	if _, err := d.Ledger.Append(res.Events); err != nil {
 		return Summary{}, err
 	}
-	d.indexCycle(first[0], last[len(last)-1])
 	d.failpoint("after-ledger-append")
 	return d.advance(res, in)
 }
@@ -862,12 +776,10 @@ func (d *Driver) finishQuiet(p *Pending, in Inputs) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	recs, err := d.Ledger.Append(slices.Concat(p.Events, res.Events))
-	if err != nil {
+	if _, err := d.Ledger.Append(slices.Concat(p.Events, res.Events)); err != nil {
 		return Summary{}, err
 	}
 	d.failpoint("after-decision")
-	d.indexCycle(recs[0], recs[len(recs)-1])
 	d.failpoint("after-ledger-append")
 	return d.advance(res, in)
 }
@@ -893,19 +805,19 @@ func (d *Driver) advance(res *Result, in Inputs) (Summary, error) {
 }
 
 // intentEvent records an effect's intent in the ledger.
-func (d *Driver) intentEvent(cycle int64, at string, in world.Intent) (ledger.Event, error) {
-	obj, err := ledger.NewObject("intent", in)
+func (d *Driver) intentEvent(cycle int64, at string, in world.Intent) (event.Event, error) {
+	obj, err := event.NewObject("intent", in)
 	if err != nil {
-		return ledger.Event{}, err
+		return event.Event{}, err
 	}
-	return ledger.Event{Type: evIntent, RunID: d.state.Run.RunID, CycleSeq: cycle, At: at, Object: obj,
+	return event.Event{Type: event.ActionIntent, RunID: d.state.Run.RunID, CycleSeq: cycle, At: at, Object: obj,
 		Reasons: []string{"intent_before_effect"}}, nil
 }
 
 // recordedIntent finds the intent a cycle recorded for its effect.
-func recordedIntent(recs []ledger.Record, key string) (world.Intent, bool) {
+func recordedIntent(recs []event.Record, key string) (world.Intent, bool) {
 	for _, r := range recs {
-		if r.Event.Type == evIntent && r.Event.Object != nil {
+		if r.Event.Type == event.ActionIntent && r.Event.Object != nil {
 			var in world.Intent
 			if r.Event.Object.Decode(&in) == nil && in.Key == key {
 				return in, true
@@ -913,14 +825,6 @@ func recordedIntent(recs []ledger.Record, key string) (world.Intent, bool) {
 		}
 	}
 	return world.Intent{}, false
-}
-
-// indexCycle tells the cycle index where a completed cycle's events are.
-func (d *Driver) indexCycle(started, completed ledger.Record) {
-	if d.Index != nil {
-		_ = d.Index.Add(ledger.IndexEntry{Cycle: started.Event.CycleSeq, Start: started.Offset,
-			End: completed.Offset + completed.Length, FirstSeq: started.Seq})
-	}
 }
 
 // providerFailed records a provider failure outside any cycle, leaves the
@@ -936,9 +840,9 @@ func (d *Driver) providerFailed(cause error) error {
 	if errors.As(cause, &pf) {
 		body["fault"] = pf
 	}
-	obj, _ := ledger.NewObject("pfail", body)
+	obj, _ := event.NewObject("pfail", body)
 	now := state.FormatTime(d.Clock.Now())
-	if _, err := d.Ledger.Append([]ledger.Event{{Type: "persistent.provider.failed", RunID: d.state.Run.RunID,
+	if _, err := d.Ledger.Append([]event.Event{{Type: event.ProviderFailed, RunID: d.state.Run.RunID,
 		CycleSeq: d.state.Run.CycleSeq, At: now, Object: obj, Reasons: []string{"provider_failure"}}}); err != nil {
 		return errors.Join(cause, err)
 	}
@@ -974,10 +878,18 @@ type RunReport struct {
 // anywhere but CONTINUE and nothing else is already eligible (a matching
 // wake that is already pending lets it go on). It always leaves a
 // checkpoint of the final state behind.
-func (d *Driver) Run(maxCycles int, each func(Summary)) (RunReport, error) {
+//
+// Cancelling ctx (SIGINT or SIGTERM in the CLI) lets the cycle in progress
+// finish and be checkpointed, then ends the run with the reason
+// "interrupted": a cycle is never cut in half by a signal.
+func (d *Driver) Run(ctx context.Context, maxCycles int, each func(Summary)) (RunReport, error) {
 	rep := RunReport{DispositionCounts: map[string]int{}}
 	var err error
 	for rep.CyclesExecuted < maxCycles {
+		if ctx.Err() != nil {
+			rep.ReasonCodes = []string{"interrupted"}
+			break
+		}
 		var sum Summary
 		sum, err = d.Step()
 		if err != nil || !sum.Executed {

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/intent"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/memory"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
@@ -26,21 +27,21 @@ type Bootstrap struct {
 
 // DefaultRunID derives a run id from the pinned inputs and the start time.
 func DefaultRunID(g intent.Goal, c governance.Contract, sp world.Spec, now time.Time) string {
-	b := state.MustMarshal(map[string]any{"goal": state.MustRefOf(kindGoal, g), "contract": state.MustRefOf(kindContract, c),
-		"environment": state.MustRefOf(kindSpec, sp), "started_at": state.FormatTime(now)})
-	return "run:persistent:" + state.Digest(b)[:16]
+	b := codec.MustMarshal(map[string]any{"goal": codec.MustRefOf(kindGoal, g), "contract": codec.MustRefOf(kindContract, c),
+		"environment": codec.MustRefOf(kindSpec, sp), "started_at": state.FormatTime(now)})
+	return "run:persistent:" + codec.Digest(b)[:16]
 }
 
 // Init creates the state of a new run and the events that record its
 // start: the pinned goal, contract and environment (bodies, so the ledger
 // alone can answer what was in force), the first observation, and
 // persistent.run.started.
-func Init(bs Bootstrap) (State, []ledger.Event, error) {
+func Init(bs Bootstrap) (EngineState, []event.Event, error) {
 	if bs.RunID == "" {
-		return State{}, nil, fmt.Errorf("init: run id is required")
+		return EngineState{}, nil, fmt.Errorf("init: run id is required")
 	}
 	at := state.FormatTime(bs.Now)
-	s := State{
+	s := EngineState{
 		Goal: bs.Goal, Contract: bs.Contract, Spec: bs.Spec, Environment: bs.Observation,
 		Commitments: commitment.NewStore(), Context: memory.NewBinding(), Strategy: strategy.NewState(bs.Goal.Registry()),
 		Run: state.RunState{
@@ -52,30 +53,30 @@ func Init(bs Bootstrap) (State, []ledger.Event, error) {
 		},
 	}
 	b := &builder{s: s, at: at}
-	goalRef := b.record("intent.goal.pinned", kindGoal, s.Goal, nil)
-	contractRef := b.record("governance.contract.pinned", kindContract, s.Contract, nil)
-	specRef := b.record("environment.spec.pinned", kindSpec, s.Spec, nil)
-	obsRef := b.record(evObserved, kindObservation, s.Environment, nil)
-	b.emit("persistent.run.started", nil, map[string]state.Ref{
-		"goal": goalRef, "contract": contractRef, "authority": AuthorityRef(s.Contract), "environment_spec": specRef, "observation": obsRef,
+	goalRef := b.record(event.GoalPinned, kindGoal, s.Goal, nil)
+	contractRef := b.record(event.ContractPinned, kindContract, s.Contract, nil)
+	specRef := b.record(event.SpecPinned, kindSpec, s.Spec, nil)
+	obsRef := b.record(event.Observed, kindObservation, s.Environment, nil)
+	b.emit(event.RunStarted, nil, map[string]codec.Ref{
+		"goal": goalRef, "contract": contractRef, "authority": s.Contract.AuthorityRef(), "environment_spec": specRef, "observation": obsRef,
 	}, "single_input_bootstrap")
 	b.s.seal()
 	chk := state.Checkpoint{
 		Schema: state.CheckpointSchema, RunID: bs.RunID, RunStateRef: runStateRef(b.s.Run), ContextBindingRef: b.s.Run.ContextBindingRef,
 		CommitmentStoreRef: b.s.Run.CommitmentStoreRef, EnvironmentRef: b.s.Run.EnvironmentRef, StrategyStateRef: b.s.Run.StrategyStateRef,
-		LedgerFrontierRefs: []state.Ref{b.last}, BudgetSnapshot: b.s.Run.Budget,
+		LedgerFrontierRefs: []codec.Ref{b.last}, BudgetSnapshot: b.s.Run.Budget,
 	}
 	b.s.Checkpoint = chk
-	b.record("persistent.checkpoint.created", kindCheckpoint, chk, nil)
+	b.record(event.CheckpointCreated, kindCheckpoint, chk, nil)
 	if b.err != nil {
-		return State{}, nil, b.err
+		return EngineState{}, nil, b.err
 	}
 	return b.s, b.events, nil
 }
 
 // Fault moves the run to FAULTED outside any cycle (for example after
 // repeated provider failures), with the reason recorded.
-func Fault(s State, now time.Time, reasons []string) (State, []ledger.Event, error) {
+func Fault(s EngineState, now time.Time, reasons []string) (EngineState, []event.Event, error) {
 	b := &builder{s: s.clone(), cycle: s.Run.CycleSeq, now: now, at: state.FormatTime(now)}
 	b.s.Run.Status = state.RunFaulted
 	b.s.Run.LoopDisposition = state.Faulted
@@ -84,13 +85,13 @@ func Fault(s State, now time.Time, reasons []string) (State, []ledger.Event, err
 	b.s.Run.NextWake = nil
 	b.s.Run.UpdatedAt = b.at
 	b.s.seal()
-	b.emit("persistent.run.faulted", nil, nil, reasons...)
+	b.emit(event.RunFaulted, nil, nil, reasons...)
 	chk := b.s.Checkpoint
 	chk.RunStateRef = runStateRef(b.s.Run)
 	b.s.Checkpoint = chk
-	b.record("persistent.checkpoint.created", kindCheckpoint, chk, nil)
+	b.record(event.CheckpointCreated, kindCheckpoint, chk, nil)
 	if b.err != nil {
-		return State{}, nil, b.err
+		return EngineState{}, nil, b.err
 	}
 	return b.s, b.events, nil
 }

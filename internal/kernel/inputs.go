@@ -5,8 +5,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/inbox"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
 	"github.com/acr-project/acr/internal/world"
@@ -36,31 +37,8 @@ type Inputs struct {
 	Runs []world.CommandRun
 }
 
-// Manifest is the record of a cycle's inputs, carried by
-// persistent.cycle.started.
-type Manifest struct {
-	Schema         string      `json:"schema"`
-	CycleSeq       int64       `json:"cycle_seq"`
-	At             string      `json:"at"`
-	ObservationRef state.Ref   `json:"observation_ref"`
-	InboxPresent   []string    `json:"inbox_present"`
-	InboxItems     []state.Ref `json:"inbox_items"`
-	Knowledge      []state.Ref `json:"knowledge"`
-	KillSwitch     bool        `json:"kill_switch,omitempty"`
-	// CommandRuns are the durations of the observation's command checks.
-	CommandRuns []world.CommandRun `json:"command_runs,omitempty"`
-}
-
-// ManifestSchema names the cycle input manifest.
-const ManifestSchema = "acr.cycle-inputs/v0.1"
-
 // Event types that carry inputs.
-const (
-	evObserved  = "environment.observed"
-	evConsumed  = "inbox.item.consumed"
-	evKnowledge = "knowledge.update.observed"
-	evStarted   = "persistent.cycle.started"
-)
+const ()
 
 func inboxKind(k inbox.Kind) string {
 	switch k {
@@ -74,35 +52,35 @@ func inboxKind(k inbox.Kind) string {
 }
 
 // inputRecords builds the manifest and the input-carrying events.
-func inputRecords(s *State, cycle int64, in Inputs) (Manifest, []ledger.Event, error) {
+func inputRecords(s *EngineState, cycle int64, in Inputs) (event.Inputs, []event.Event, error) {
 	at := state.FormatTime(in.Now)
-	m := Manifest{Schema: ManifestSchema, CycleSeq: cycle, At: at, ObservationRef: in.Observation.Ref(),
-		InboxPresent: slices.Clone(in.InboxPresent), InboxItems: []state.Ref{}, Knowledge: []state.Ref{}, KillSwitch: in.KillSwitch,
+	m := event.Inputs{Schema: event.InputsSchema, CycleSeq: cycle, At: at, ObservationRef: in.Observation.Ref(),
+		InboxPresent: slices.Clone(in.InboxPresent), InboxItems: []codec.Ref{}, Knowledge: []codec.Ref{}, KillSwitch: in.KillSwitch,
 		CommandRuns: slices.Clone(in.Runs)}
 	if m.InboxPresent == nil {
 		m.InboxPresent = []string{}
 	}
 	slices.Sort(m.InboxPresent)
-	var evs []ledger.Event
+	var evs []event.Event
 	if m.ObservationRef != s.Run.EnvironmentRef {
-		obj, err := ledger.NewObject(kindObservation, in.Observation)
+		obj, err := event.NewObject(kindObservation, in.Observation)
 		if err != nil {
 			return m, nil, err
 		}
-		evs = append(evs, ledger.Event{Type: evObserved, Object: obj})
+		evs = append(evs, event.Event{Type: event.Observed, Object: obj})
 	}
 	for _, it := range in.Inbox {
-		obj := &ledger.Object{Ref: state.NewRef(inboxKind(it.Kind), it.Body), Body: it.Body}
+		obj := &event.Object{Ref: codec.NewRef(inboxKind(it.Kind), it.Body), Body: it.Body}
 		m.InboxItems = append(m.InboxItems, obj.Ref)
-		evs = append(evs, ledger.Event{Type: evConsumed, Object: obj, Refs: map[string]state.Ref{}, Reasons: []string{"inbox_" + string(it.Kind)}})
+		evs = append(evs, event.Event{Type: event.InboxConsumed, Object: obj, Refs: map[string]codec.Ref{}, Reasons: []string{"inbox_" + string(it.Kind)}})
 	}
 	for _, u := range in.Knowledge {
-		obj, err := ledger.NewObject("know", u)
+		obj, err := event.NewObject("know", u)
 		if err != nil {
 			return m, nil, err
 		}
 		m.Knowledge = append(m.Knowledge, obj.Ref)
-		evs = append(evs, ledger.Event{Type: evKnowledge, Object: obj})
+		evs = append(evs, event.Event{Type: event.KnowledgeObserved, Object: obj})
 	}
 	return m, evs, nil
 }
@@ -111,10 +89,10 @@ func inputRecords(s *State, cycle int64, in Inputs) (Manifest, []ledger.Event, e
 // events. The observation is either in the cycle's own events or, when
 // unchanged, the state's environment. It fails when something the manifest
 // names is missing: the cycle's first batch never became durable.
-func inputsFromRecords(s *State, recs []ledger.Record) (Inputs, Manifest, error) {
-	var m Manifest
-	if len(recs) == 0 || recs[0].Event.Type != evStarted || recs[0].Event.Object == nil {
-		return Inputs{}, m, fmt.Errorf("cycle does not begin with %s", evStarted)
+func inputsFromRecords(s *EngineState, recs []event.Record) (Inputs, event.Inputs, error) {
+	var m event.Inputs
+	if len(recs) == 0 || recs[0].Event.Type != event.CycleStarted || recs[0].Event.Object == nil {
+		return Inputs{}, m, fmt.Errorf("cycle does not begin with %s", event.CycleStarted)
 	}
 	if err := recs[0].Event.Object.Decode(&m); err != nil {
 		return Inputs{}, m, err
@@ -124,7 +102,7 @@ func inputsFromRecords(s *State, recs []ledger.Record) (Inputs, Manifest, error)
 		return Inputs{}, m, err
 	}
 	in := Inputs{Now: now, InboxPresent: m.InboxPresent, KillSwitch: m.KillSwitch, Runs: m.CommandRuns}
-	bodies := map[state.Ref]*ledger.Object{}
+	bodies := map[codec.Ref]*event.Object{}
 	for _, r := range recs[1:] {
 		if o := r.Event.Object; o != nil {
 			bodies[o.Ref] = o
@@ -173,12 +151,12 @@ func itemID(kind string, body []byte) (string, error) {
 	var probe struct {
 		ID string `json:"id"`
 	}
-	val, err := state.ParseCanonical(body)
+	val, err := codec.ParseCanonical(body)
 	if err != nil {
 		return "", err
 	}
 	for _, m := range val.Obj {
-		if m.Key == "id" && m.Val.Kind == state.KindString {
+		if m.Key == "id" && m.Val.Kind == codec.KindString {
 			probe.ID = m.Val.Str
 		}
 	}

@@ -7,11 +7,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/intent"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -40,9 +41,9 @@ func testContract(rules ...governance.Rule) governance.Contract {
 func observe(spec world.Spec, failing map[string]bool, evidence bool) world.Observation {
 	o := world.Observation{Schema: world.ObservationSchema, Files: []world.FileFact{}, Checks: []world.CheckResult{}, Evidence: []world.EvidenceFact{}}
 	for _, c := range spec.Checks {
-		r := world.CheckResult{ID: c.ID, Status: world.CheckPass, TargetSHA256: state.FingerprintOf([]byte(c.ID + "ok"))}
+		r := world.CheckResult{ID: c.ID, Status: world.CheckPass, TargetSHA256: codec.FingerprintOf([]byte(c.ID + "ok"))}
 		if failing[c.ID] {
-			r = world.CheckResult{ID: c.ID, Status: world.CheckFail, Detail: "found", TargetSHA256: state.FingerprintOf([]byte(c.ID + "bad"))}
+			r = world.CheckResult{ID: c.ID, Status: world.CheckFail, Detail: "found", TargetSHA256: codec.FingerprintOf([]byte(c.ID + "bad"))}
 		}
 		o.Checks = append(o.Checks, r)
 	}
@@ -52,7 +53,7 @@ func observe(spec world.Spec, failing map[string]bool, evidence bool) world.Obse
 	return o
 }
 
-func newState(t *testing.T, spec world.Spec, c governance.Contract, obs world.Observation) State {
+func newState(t *testing.T, spec world.Spec, c governance.Contract, obs world.Observation) EngineState {
 	t.Helper()
 	g := intent.Goal{Schema: intent.Schema, ID: "g", Mission: "m", Success: intent.Success{AllChecksPass: true}}
 	s, evs, err := Init(Bootstrap{RunID: "run:test", Now: t0, Goal: g, Contract: c, Spec: spec, Observation: obs})
@@ -61,7 +62,7 @@ func newState(t *testing.T, spec world.Spec, c governance.Contract, obs world.Ob
 	return s
 }
 
-func encodeAll(t *testing.T, evs []ledger.Event) [][]byte {
+func encodeAll(t *testing.T, evs []event.Event) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for _, ev := range evs {
@@ -166,7 +167,7 @@ func TestVerdictToDisposition(t *testing.T) {
 			// The recorded decision is the verdict itself, unaltered.
 			var found bool
 			for _, ev := range slicesConcat(p.Events, r.Events) {
-				if ev.Type == "governance.decision.recorded" {
+				if ev.Type == event.DecisionRecorded {
 					var d governance.Decision
 					require.NoError(t, ev.Object.Decode(&d))
 					assert.Equal(t, c.wantVerdict, d.Verdict.String())
@@ -178,8 +179,8 @@ func TestVerdictToDisposition(t *testing.T) {
 	}
 }
 
-func slicesConcat(a, b []ledger.Event) []ledger.Event {
-	return append(append([]ledger.Event{}, a...), b...)
+func slicesConcat(a, b []event.Event) []event.Event {
+	return append(append([]event.Event{}, a...), b...)
 }
 
 func TestEligibility(t *testing.T) {
@@ -201,7 +202,7 @@ func TestEligibility(t *testing.T) {
 
 	cases := []struct {
 		name string
-		s    State
+		s    EngineState
 		in   Inputs
 		want bool
 		why  string
@@ -248,7 +249,7 @@ func TestStateRoundTrip(t *testing.T) {
 		tampered[k] = v
 	}
 	other := testContract(governance.Rule{Operation: "*", Paths: []string{"**"}, Effect: governance.Forbid})
-	tampered[FileContract] = state.MustMarshal(other)
+	tampered[FileContract] = codec.MustMarshal(other)
 	_, err = Decode(tampered)
 	var ie *state.IntegrityError
 	require.ErrorAs(t, err, &ie)
@@ -263,8 +264,8 @@ func TestEvaluation(t *testing.T) {
 	mark := world.Action{Schema: world.ActionSchema, Operation: world.OpMarkIssue, Target: world.IssuesFile, CheckID: "a"}
 	restore := world.Action{Schema: world.ActionSchema, Operation: world.OpRestore, Target: "a.txt", CheckID: "a"}
 	fit := controller.FitnessContract{Criteria: []string{"check_passes", "no_regression", "readback_agrees"}, PassingBefore: []string{"b"}}
-	h1, h2 := state.FingerprintOf([]byte("1")), state.FingerprintOf([]byte("2"))
-	rb := func(sha state.Fingerprint, passing, failing []string) *world.Readback {
+	h1, h2 := codec.FingerprintOf([]byte("1")), codec.FingerprintOf([]byte("2"))
+	rb := func(sha codec.Fingerprint, passing, failing []string) *world.Readback {
 		return &world.Readback{Schema: world.ReadbackSchema, Target: "a.txt", SHA256: sha, Passing: passing, Failing: failing}
 	}
 	committed := world.Outcome{Status: world.OutcomeCommitted, BeforeSHA256: h1, AfterSHA256: h2}

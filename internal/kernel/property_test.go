@@ -11,11 +11,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/budget"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/intent"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -30,7 +32,7 @@ import (
 // starts and ends in sleep, takes only allowed transitions, and never
 // exercises more authority than the contract grants or acts below A2.
 func TestRandomEventsNeverReachAnIllegalTransition(t *testing.T) {
-	seen := map[controller.State]int{}
+	seen := map[controller.Phase]int{}
 	prop := func(seed uint64) bool {
 		if err := randomRun(seed, seen); err != nil {
 			t.Logf("seed %d: %v", seed, err)
@@ -53,7 +55,7 @@ func TestRandomEventsNeverReachAnIllegalTransition(t *testing.T) {
 	}
 }
 
-func randomRun(seed uint64, seen map[controller.State]int) error {
+func randomRun(seed uint64, seen map[controller.Phase]int) error {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
 	keep := world.Check{ID: "c", Summary: "c", Kind: world.CheckPresentText, Path: "a.txt", Text: "keep", Priority: 1}
@@ -66,7 +68,7 @@ func randomRun(seed uint64, seen map[controller.State]int) error {
 	ct.Coordinates.Autonomy = pick("A0", "A1", "A2", "A2", "A3", "A4", "A4")
 	ct.Coordinates.CognitiveDepth = pick("D0", "D1", "D2", "D2", "D3")
 	if rng.IntN(5) == 0 {
-		ct.CycleBudget = &governance.CycleBudget{MaxCost: int64(2 + rng.IntN(8)), MaxEvents: int64(30 + rng.IntN(60)), MaxCascadeFanout: 1}
+		ct.CycleBudget = &budget.Cycle{MaxCost: int64(2 + rng.IntN(8)), MaxEvents: int64(30 + rng.IntN(60)), MaxCascadeFanout: 1}
 	}
 	failing := map[string]bool{"a": rng.IntN(2) == 0, "b": rng.IntN(2) == 0}
 	g := spec
@@ -104,7 +106,7 @@ func randomRun(seed uint64, seen map[controller.State]int) error {
 		if err != nil {
 			return fmt.Errorf("cycle %d finish: %w", cycle, err)
 		}
-		if err := checkPath(append(append([]ledger.Event{}, p.Events...), r.Events...), ct, seen); err != nil {
+		if err := checkPath(append(append([]event.Event{}, p.Events...), r.Events...), ct, seen); err != nil {
 			return fmt.Errorf("cycle %d: %w", cycle, err)
 		}
 		s = r.State
@@ -115,7 +117,7 @@ func randomRun(seed uint64, seen map[controller.State]int) error {
 	return nil
 }
 
-func randomItem(rng *rand.Rand, s State, now time.Time, id string) inbox.Item {
+func randomItem(rng *rand.Rand, s EngineState, now time.Time, id string) inbox.Item {
 	at := state.FormatTime(now)
 	switch rng.IntN(6) {
 	case 0, 1, 2:
@@ -123,28 +125,33 @@ func randomItem(rng *rand.Rand, s State, now time.Time, id string) inbox.Item {
 			DedupKey: []string{"k1", "k2", "k-" + id}[rng.IntN(3)], CausalParent: []string{"cause", ""}[rng.IntN(2)],
 			CreatedAt: at, ExpiresAt: state.FormatTime(now.Add(time.Duration(rng.IntN(3)-1) * time.Hour)), By: "op"}
 		if rng.IntN(4) == 0 {
-			v, _ := state.Parse([]byte(`{"authority":"external_action"}`))
+			v, _ := codec.Parse([]byte(`{"authority":"external_action"}`))
 			w.Payload = &v
 		}
-		return inbox.Item{ID: w.ID, Kind: inbox.KindWake, Wake: w, Body: state.MustMarshal(w)}
+		return inbox.Item{ID: w.ID, Kind: inbox.KindWake, Wake: w, Body: codec.MustMarshal(w)}
 	case 3, 4:
-		ref := state.Ref("areq:sha256:" + state.Digest([]byte(id)))
+		// An answer names the request it answers; one in four of the
+		// chosen ones (by the id's first digit) names another asking.
+		ref, asked := codec.Ref("areq:sha256:"+codec.Digest([]byte(id))), int64(0)
 		for _, p := range s.Run.PendingApprovals {
 			if p.Resolution == nil && rng.IntN(4) > 0 {
-				ref = p.Ref
+				ref, asked = p.Ref, p.CycleSeq
+				if codec.Digest([]byte(id))[0] < '4' {
+					asked--
+				}
 			}
 		}
-		a := &state.Approval{Schema: state.ApprovalSchema, ID: "approval-" + id, ActionRef: ref, Verdict: []string{"approve", "deny"}[rng.IntN(2)],
+		a := &state.Approval{Schema: state.ApprovalSchema, ID: "approval-" + id, ActionRef: ref, RequestCycle: asked, Verdict: []string{"approve", "deny"}[rng.IntN(2)],
 			By: []string{"alice", "distiller", "executor"}[rng.IntN(3)], CreatedAt: at}
-		return inbox.Item{ID: a.ID, Kind: inbox.KindApproval, Approval: a, Body: state.MustMarshal(a)}
+		return inbox.Item{ID: a.ID, Kind: inbox.KindApproval, Approval: a, Body: codec.MustMarshal(a)}
 	default:
 		st := &state.StopRequest{Schema: state.StopSchema, ID: "stop-" + id, By: "op", Kill: rng.IntN(2) == 0, CreatedAt: at}
-		return inbox.Item{ID: st.ID, Kind: inbox.KindStop, Stop: st, Body: state.MustMarshal(st)}
+		return inbox.Item{ID: st.ID, Kind: inbox.KindStop, Stop: st, Body: codec.MustMarshal(st)}
 	}
 }
 
 func randomSettlement(rng *rand.Rand, p *Pending) Settlement {
-	before, after := state.FingerprintOf([]byte("before")), state.FingerprintOf([]byte("after"))
+	before, after := codec.FingerprintOf([]byte("before")), codec.FingerprintOf([]byte("after"))
 	target := p.Effect.Action.Target
 	bundle := &world.RollbackBundle{Target: target, Existed: true, Content: "before", Before: before, After: after}
 	switch rng.IntN(8) {
@@ -161,7 +168,7 @@ func randomSettlement(rng *rand.Rand, p *Pending) Settlement {
 	}
 	rb := &world.Readback{Schema: world.ReadbackSchema, Target: target, SHA256: out.AfterSHA256, Passing: []string{}, Failing: []string{}}
 	if rng.IntN(6) == 0 {
-		rb.SHA256 = state.FingerprintOf([]byte("someone else"))
+		rb.SHA256 = codec.FingerprintOf([]byte("someone else"))
 	}
 	for _, id := range []string{"a", "b", "c"} {
 		if rng.IntN(2) == 0 {
@@ -181,10 +188,10 @@ func randomSettlement(rng *rand.Rand, p *Pending) Settlement {
 }
 
 // checkPath checks one cycle's controller transitions.
-func checkPath(evs []ledger.Event, ct governance.Contract, seen map[controller.State]int) error {
+func checkPath(evs []event.Event, ct governance.Contract, seen map[controller.Phase]int) error {
 	var path []controller.Transition
 	for _, ev := range evs {
-		if ev.Type != evTransition {
+		if ev.Type != event.Transition {
 			continue
 		}
 		var tr controller.Transition
@@ -228,15 +235,15 @@ func TestFailedCompactionEndsInFailed(t *testing.T) {
 	obs := observe(spec, map[string]bool{}, false)
 	s := newState(t, spec, ct, obs)
 	for range 10 {
-		s.Context.Units = append(s.Context.Units, state.Canonical(`{"not":"a unit"`))
+		s.Context.Units = append(s.Context.Units, codec.Canonical(`{"not":"a unit"`))
 	}
 	p, err := Begin(s, Inputs{Now: t0.Add(time.Minute), Observation: observe(spec, map[string]bool{"a": true}, false)})
 	require.NoError(t, err)
 	r, err := Finish(p, settled(&world.Outcome{Schema: world.OutcomeSchema, Key: "k", Operation: world.OpApplyPatch, Target: "a.txt", Status: world.OutcomeCommitted}, "a"))
 	require.NoError(t, err)
 	require.Equal(t, state.Faulted, r.Summary.LoopDisposition)
-	seen := map[controller.State]int{}
-	require.NoError(t, checkPath(append(append([]ledger.Event{}, p.Events...), r.Events...), ct, seen))
+	seen := map[controller.Phase]int{}
+	require.NoError(t, checkPath(append(append([]event.Event{}, p.Events...), r.Events...), ct, seen))
 	require.Equal(t, 1, seen[controller.Failed])
 	require.Equal(t, "failed", r.Summary.Controller)
 }

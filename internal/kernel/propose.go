@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
-	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -18,10 +19,7 @@ import (
 // recorded reply, so a recorded cycle never asks the proposer again.
 
 // Event types of the proposer stage.
-const (
-	evProposalRequested = "cognition.proposal.requested"
-	evProposalReceived  = "cognition.proposal.received"
-)
+const ()
 
 // thinking is cognition's work on the selected item, kept across the
 // proposer's answer.
@@ -33,9 +31,9 @@ type thinking struct {
 	commitmentID string
 	affs         []cognition.Affordance
 	prog         cognition.Program
-	progRef      state.Ref
+	progRef      codec.Ref
 	request      cognition.ProposalRequest
-	requestRef   state.Ref
+	requestRef   codec.Ref
 	reply        *cognition.Reply
 }
 
@@ -51,7 +49,7 @@ func Answer(p *Pending, r cognition.Reply) (*Pending, error) {
 		return nil, fmt.Errorf("proposal reply: schema %q, want %q", r.Schema, cognition.ReplySchema)
 	}
 	b.thought.reply = &r
-	b.record(evProposalReceived, "prop", r, map[string]state.Ref{"request": b.thought.requestRef}, "proposal_recorded_before_governance")
+	b.record(event.ProposalReceived, "prop", r, map[string]codec.Ref{"request": b.thought.requestRef}, "proposal_recorded_before_governance")
 	b.decide()
 	return b.pending()
 }
@@ -228,9 +226,9 @@ func (b *builder) judgeProposed(fp, result string) {
 // answerRecorded hands a replayed cycle that asked the proposer the reply
 // its ledger records. ok is false when the reply is not there: the cycle's
 // first batch never became durable, so nothing was decided on it.
-func answerRecorded(p *Pending, recs []ledger.Record) (*Pending, bool, error) {
+func answerRecorded(p *Pending, recs []event.Record) (*Pending, bool, error) {
 	for p.Ask != nil {
-		i := slices.IndexFunc(recs, func(r ledger.Record) bool { return r.Event.Type == evProposalReceived && r.Event.Object != nil })
+		i := slices.IndexFunc(recs, func(r event.Record) bool { return r.Event.Type == event.ProposalReceived && r.Event.Object != nil })
 		if i < 0 {
 			return p, false, nil
 		}

@@ -1,24 +1,27 @@
 package kernel
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
-	"github.com/acr-project/acr/internal/governance"
-	"github.com/acr-project/acr/internal/intent"
-	"github.com/acr-project/acr/internal/ledger"
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/event"
 )
 
 // Divergence is the first place where the current code derives something
 // other than what the ledger recorded.
 type Divergence struct {
-	Cycle    int64  `json:"cycle"`
-	Seq      int64  `json:"seq"`
-	Event    string `json:"event_type"`
-	Field    string `json:"field"`
-	Recorded string `json:"recorded"`
-	Derived  string `json:"derived"`
+	Cycle    int64      `json:"cycle"`
+	Seq      int64      `json:"seq"`
+	Event    event.Kind `json:"event_type"`
+	Field    string     `json:"field"`
+	Recorded string     `json:"recorded"`
+	Derived  string     `json:"derived"`
+}
+
+func (d *Divergence) Error() string {
+	return fmt.Sprintf("cycle %d, seq %d (%s): field %s recorded %s, derived %s", d.Cycle, d.Seq, d.Event, d.Field, d.Recorded, d.Derived)
 }
 
 // ReplayReport says how far a replay got.
@@ -40,9 +43,9 @@ type ReplayReport struct {
 // ledger and never touches the world or the checkpoint: Replay is not
 // re-execution. Cycles before from are replayed to rebuild the state but
 // not reported.
-func Replay(recs []ledger.Record, from int64) (ReplayReport, error) {
+func Replay(recs []event.Record, from int64) (ReplayReport, error) {
 	rep := ReplayReport{OK: true, FromCycle: from}
-	i := slices.IndexFunc(recs, func(r ledger.Record) bool { return r.Event.Type == evStarted })
+	i := slices.IndexFunc(recs, func(r event.Record) bool { return r.Event.Type == event.CycleStarted })
 	if i < 0 {
 		i = len(recs)
 	}
@@ -53,10 +56,10 @@ func Replay(recs []ledger.Record, from int64) (ReplayReport, error) {
 	rest := recs[i:]
 	for len(rest) > 0 {
 		// One cycle: from its cycle.started to its cycle.completed.
-		j := slices.IndexFunc(rest, func(r ledger.Record) bool { return r.Event.Type == "persistent.cycle.completed" })
-		var group, oob []ledger.Record
+		j := slices.IndexFunc(rest, func(r event.Record) bool { return r.Event.Type == event.CycleCompleted })
+		var group, oob []event.Record
 		for _, r := range rest[:max(j+1, 0)] {
-			if !outOfBand(r.Event.Type) {
+			if !r.Event.Type.OutOfBand() {
 				group = append(group, r)
 			} else {
 				oob = append(oob, r)
@@ -64,7 +67,7 @@ func Replay(recs []ledger.Record, from int64) (ReplayReport, error) {
 		}
 		if j < 0 {
 			for _, r := range rest {
-				if !outOfBand(r.Event.Type) {
+				if !r.Event.Type.OutOfBand() {
 					rep.Incomplete = r.Event.CycleSeq
 					break
 				}
@@ -75,7 +78,7 @@ func Replay(recs []ledger.Record, from int64) (ReplayReport, error) {
 		// Events before the cycle's (last) cycle.started: a fault recorded
 		// outside any cycle is applied; the partial events of a cycle that
 		// recovery abandoned (and derived again) are skipped.
-		k := lastIndex(group, evStarted)
+		k := lastIndex(group, event.CycleStarted)
 		if k < 0 {
 			return rep, fmt.Errorf("cycle %d completes without starting", group[len(group)-1].Event.CycleSeq)
 		}
@@ -105,7 +108,7 @@ func Replay(recs []ledger.Record, from int64) (ReplayReport, error) {
 	return rep, nil
 }
 
-func lastIndex(recs []ledger.Record, typ string) int {
+func lastIndex(recs []event.Record, typ event.Kind) int {
 	for i := len(recs) - 1; i >= 0; i-- {
 		if recs[i].Event.Type == typ {
 			return i
@@ -115,9 +118,9 @@ func lastIndex(recs []ledger.Record, typ string) int {
 }
 
 // replayFault applies a fault recorded outside any cycle.
-func replayFault(s State, group []ledger.Record) (State, bool, error) {
+func replayFault(s EngineState, group []event.Record) (EngineState, bool, error) {
 	for _, r := range group {
-		if r.Event.Type == "persistent.run.faulted" {
+		if r.Event.Type == event.RunFaulted {
 			st, _, err := Fault(s, parseAt(r.Event.At), r.Event.Reasons)
 			return st, true, err
 		}
@@ -127,79 +130,120 @@ func replayFault(s State, group []ledger.Record) (State, bool, error) {
 
 // replayInit rebuilds the initial state from the pinned documents and the
 // first observation, and checks that Init derives the recorded events.
-func replayInit(recs []ledger.Record) (State, error) {
+func replayInit(recs []event.Record) (EngineState, error) {
 	var bs Bootstrap
 	var found int
 	for _, r := range recs {
 		o := r.Event.Object
 		var err error
 		switch r.Event.Type {
-		case "intent.goal.pinned":
+		case event.GoalPinned:
 			err, found = o.Decode(&bs.Goal), found+1
-		case "governance.contract.pinned":
+		case event.ContractPinned:
 			err, found = o.Decode(&bs.Contract), found+1
-		case "environment.spec.pinned":
+		case event.SpecPinned:
 			err, found = o.Decode(&bs.Spec), found+1
-		case evObserved:
+		case event.Observed:
 			err, found = o.Decode(&bs.Observation), found+1
-		case "persistent.run.started":
+		case event.RunStarted:
 			bs.RunID, bs.Now, found = r.Event.RunID, parseAt(r.Event.At), found+1
 		}
 		if err != nil {
-			return State{}, fmt.Errorf("replay init: %w", err)
+			return EngineState{}, fmt.Errorf("replay init: %w", err)
 		}
 	}
 	if found != 5 {
-		return State{}, fmt.Errorf("replay init: the ledger does not begin with a run's pinned goal, contract, environment and start")
+		return EngineState{}, fmt.Errorf("replay init: the ledger does not begin with a run's pinned goal, contract, environment and start")
 	}
 	s, evs, err := Init(bs)
 	if err != nil {
-		return State{}, err
+		return EngineState{}, err
 	}
-	var ours []ledger.Record
+	var ours []event.Record
 	for _, r := range recs {
-		if !outOfBand(r.Event.Type) {
+		if !r.Event.Type.OutOfBand() {
 			ours = append(ours, r)
 		}
 	}
 	if div := compare(ours, evs); div != nil {
-		return State{}, fmt.Errorf("replay init diverges at seq %d (%s): field %s", div.Seq, div.Event, div.Field)
+		return EngineState{}, fmt.Errorf("replay init diverges at seq %d (%s): field %s", div.Seq, div.Event, div.Field)
 	}
 	return s, nil
 }
 
-// replayCycle derives one recorded cycle and compares. oob holds the
-// cycle's out-of-band records: an effect's intent or missing control.
-func replayCycle(s State, recs, oob []ledger.Record) (State, *Divergence, error) {
+// rederived is a recorded cycle derived again from its recorded inputs,
+// up to its governance boundary: the one derivation both replay (which
+// compares) and recovery (which also finishes an interrupted cycle) use.
+type rederived struct {
+	in Inputs
+	p  *Pending
+	// matched is how much of the derived first batch the ledger holds (a
+	// prefix: a crash can only cut the end off).
+	matched int
+	// rest are the cycle's records after its first batch.
+	rest []event.Record
+	// st is what the records say about the effect (an outcome, a
+	// readback, a missing control, the intent's rollback bundle).
+	st Settlement
+}
+
+// errUnrecorded: a cycle's inputs or the proposer's reply are not all in
+// the ledger, so its first batch never became durable (and no decision,
+// let alone an effect, can rest on it).
+var errUnrecorded = errors.New("the cycle's first batch is not all recorded")
+
+// rederive derives a recorded cycle again. recs are the cycle's own records
+// (out of band ones left out), all every record of it; the out-of-band ones
+// carry its intent or missing control. A recorded event that differs from
+// the derived one is a *Divergence.
+func rederive(s EngineState, recs, all []event.Record) (*rederived, error) {
 	in, _, err := inputsFromRecords(&s, recs)
 	if err != nil {
-		return s, nil, fmt.Errorf("replay cycle %d: %w", recs[0].Event.CycleSeq, err)
+		return nil, fmt.Errorf("%w: %w", errUnrecorded, err)
 	}
 	p, err := Begin(s, in)
 	if err != nil {
-		return s, &Divergence{Cycle: recs[0].Event.CycleSeq, Seq: recs[0].Seq, Event: recs[0].Event.Type, Field: "(eligibility)", Derived: err.Error()}, nil
+		return nil, &Divergence{Cycle: recs[0].Event.CycleSeq, Seq: recs[0].Seq, Event: recs[0].Event.Type, Field: "(eligibility)", Derived: err.Error()}
 	}
 	p, answered, err := answerRecorded(p, recs)
 	if err != nil {
-		return s, nil, fmt.Errorf("replay cycle %d: %w", recs[0].Event.CycleSeq, err)
+		return nil, fmt.Errorf("cycle %d: %w", recs[0].Event.CycleSeq, err)
 	}
 	if !answered {
-		return s, &Divergence{Cycle: recs[0].Event.CycleSeq, Seq: recs[0].Seq, Event: recs[0].Event.Type, Field: "(proposal)",
-			Derived: "the cycle asks the proposer, and the ledger records no reply"}, nil
+		return nil, fmt.Errorf("%w: the cycle asked the proposer, and the ledger records no reply", errUnrecorded)
 	}
 	if div := compare(recs, p.Events); div != nil {
-		return s, div, nil
+		return nil, div
 	}
-	rest := recs[min(len(p.Events), len(recs)):]
-	st := recordedSettlement(oob, rest, p)
-	st.Uncertain = p.Effect != nil && st.Outcome == nil && st.Blocked == ""
-	res, err := Finish(p, st)
+	n := min(len(p.Events), len(recs))
+	r := &rederived{in: in, p: p, matched: n, rest: recs[n:]}
+	r.st = recordedSettlement(all, r.rest, p)
+	return r, nil
+}
+
+// replayCycle derives one recorded cycle and compares. oob holds the
+// cycle's out-of-band records: an effect's intent or missing control.
+func replayCycle(s EngineState, recs, oob []event.Record) (EngineState, *Divergence, error) {
+	r, err := rederive(s, recs, oob)
+	var div *Divergence
+	switch {
+	case errors.As(err, &div):
+		return s, div, nil
+	case errors.Is(err, errUnrecorded):
+		return s, &Divergence{Cycle: recs[0].Event.CycleSeq, Seq: recs[0].Seq, Event: recs[0].Event.Type, Field: "(inputs)", Derived: err.Error()}, nil
+	case err != nil:
+		return s, nil, fmt.Errorf("replay cycle %d: %w", recs[0].Event.CycleSeq, err)
+	}
+	st := r.st
+	st.Uncertain = r.p.Effect != nil && st.Outcome == nil && st.Blocked == ""
+	res, err := Finish(r.p, st)
 	if err != nil {
 		return s, nil, err
 	}
-	if div := compare(rest, res.Events); div != nil {
+	if div := compare(r.rest, res.Events); div != nil {
 		return s, div, nil
 	}
+	rest := r.rest
 	if len(rest) != len(res.Events) {
 		r := recs[len(recs)-1]
 		return s, &Divergence{Cycle: r.Event.CycleSeq, Seq: r.Seq, Event: r.Event.Type, Field: "(event count)",
@@ -210,15 +254,15 @@ func replayCycle(s State, recs, oob []ledger.Record) (State, *Divergence, error)
 
 // compare finds the first recorded event that differs from the derived
 // one, and the first differing field in it.
-func compare(recorded []ledger.Record, derived []ledger.Event) *Divergence {
+func compare(recorded []event.Record, derived []event.Event) *Divergence {
 	for i := range min(len(recorded), len(derived)) {
 		b, ref, err := derived[i].Encode()
 		if err != nil || ref == recorded[i].Ref {
 			continue
 		}
 		rb, _, _ := recorded[i].Event.Encode()
-		rv, _ := state.ParseCanonical(rb)
-		dv, _ := state.ParseCanonical(b)
+		rv, _ := codec.ParseCanonical(rb)
+		dv, _ := codec.ParseCanonical(b)
 		path, a, c := firstDifference(rv, dv, "")
 		return &Divergence{Cycle: recorded[i].Event.CycleSeq, Seq: recorded[i].Seq, Event: recorded[i].Event.Type, Field: path, Recorded: a, Derived: c}
 	}
@@ -227,15 +271,15 @@ func compare(recorded []ledger.Record, derived []ledger.Event) *Divergence {
 
 // firstDifference walks two JSON values in key order and returns the path
 // of the first difference with both sides rendered.
-func firstDifference(a, b state.Value, path string) (string, string, string) {
-	if a.Kind != b.Kind || (a.Kind != state.KindObject && a.Kind != state.KindArray) {
+func firstDifference(a, b codec.Value, path string) (string, string, string) {
+	if a.Kind != b.Kind || (a.Kind != codec.KindObject && a.Kind != codec.KindArray) {
 		ae, be := string(a.Encode()), string(b.Encode())
 		if ae != be {
 			return orRoot(path), clip(ae), clip(be)
 		}
 		return "", "", ""
 	}
-	if a.Kind == state.KindArray {
+	if a.Kind == codec.KindArray {
 		for i := range max(len(a.Arr), len(b.Arr)) {
 			p := fmt.Sprintf("%s[%d]", path, i)
 			if i >= len(a.Arr) || i >= len(b.Arr) {
@@ -271,13 +315,13 @@ func firstDifference(a, b state.Value, path string) (string, string, string) {
 	return "", "", ""
 }
 
-func member(v state.Value, k string) (state.Value, bool) {
+func member(v codec.Value, k string) (codec.Value, bool) {
 	for _, m := range v.Obj {
 		if m.Key == k {
 			return m.Val, true
 		}
 	}
-	return state.Value{}, false
+	return codec.Value{}, false
 }
 
 func present(ok bool) string {
@@ -308,24 +352,4 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// PinnedDocuments returns the goal and contract a run started with, from
-// its first ledger events.
-func PinnedDocuments(recs []ledger.Record) (intent.Goal, governance.Contract, error) {
-	var g intent.Goal
-	var c governance.Contract
-	var ng, nc bool
-	for _, r := range recs {
-		switch r.Event.Type {
-		case "intent.goal.pinned":
-			ng = r.Event.Object.Decode(&g) == nil
-		case "governance.contract.pinned":
-			nc = r.Event.Object.Decode(&c) == nil
-		}
-	}
-	if !ng || !nc {
-		return g, c, fmt.Errorf("the ledger does not hold the pinned goal and contract")
-	}
-	return g, c, nil
 }

@@ -1,11 +1,15 @@
 package kernel
 
 import (
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/acr-project/acr/internal/budget"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
-	"github.com/acr-project/acr/internal/governance"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
@@ -15,9 +19,11 @@ import (
 // run at all (DESIGN §4): CONTINUE, a new inbox item (wake signal,
 // approval, stop), a fresh knowledge update, a due wake time, or a changed
 // environment observation. With none of these, the invocation reports the
-// current disposition and writes nothing: no agenda is not a busy loop.
-// The reasons say why (or, when not eligible, what the run is doing).
-func Eligible(s State, in Inputs) (bool, []string) {
+// current disposition and writes nothing: no agenda is not a busy loop. A
+// run resting on a used-up soft budget is eligible only for a
+// budget_replenished signal, a stop or the kill switch. The reasons say why
+// (or, when not eligible, what the run is doing).
+func Eligible(s EngineState, in Inputs) (bool, []string) {
 	rs := &s.Run
 	if rs.Status == state.RunStopped {
 		return false, []string{"run_stopped"}
@@ -29,6 +35,12 @@ func Eligible(s State, in Inputs) (bool, []string) {
 			}
 		}
 		return false, []string{"run_faulted"}
+	}
+	if restsOnBudget(rs) && !in.KillSwitch && !slices.ContainsFunc(in.Inbox, resumesBudget) {
+		// A temporarily exhausted budget spends nothing more, not even a
+		// cycle, until it is replenished or the run is stopped.
+		why := slices.DeleteFunc(slices.Clone(rs.ReasonCodes), func(r string) bool { return !strings.HasPrefix(r, "budget_") })
+		return false, append(why, rs.LoopDisposition.String())
 	}
 	var why []string
 	if in.KillSwitch {
@@ -143,6 +155,9 @@ func (b *builder) setWaiting(d state.Disposition) {
 			wake.Conditions = append(wake.Conditions, di.ItemID+": evidence "+e+" observed")
 		}
 	}
+	for _, n := range softExhausted(&b.s, b.now) {
+		wake.Conditions = append(wake.Conditions, "budget "+n+": budget_replenished signal")
+	}
 	if d == state.Idle || d == state.Sleep {
 		earliest(b.idleSleep())
 	}
@@ -169,56 +184,148 @@ func (b *builder) setWaiting(d state.Disposition) {
 	rs.Waiting = &state.Waiting{Kind: kind, Reason: reason, Since: since, Deadline: deadline}
 }
 
-// budgetLimit returns the contract's limit and the run's use of a budget.
-func (b *builder) budgetLimit(name string) (governance.Limit, int64) {
-	bu, u := b.s.Contract.Budgets, b.s.Run.Budget
-	switch name {
-	case "cycles":
-		return bu.Cycles, u.Cycles
-	case "cognitive_operations":
-		return bu.CognitiveOperations, u.CognitiveOperations
-	case "actions":
-		return bu.Actions, u.Actions
-	case "compactions":
-		return bu.Compactions, u.Compactions
-	default:
-		return bu.WallClockSeconds, u.WallClockSeconds
-	}
+// Budgets (seed §14, docs/formats.md). A hard level is never exceeded: it
+// is checked where the budget is spent, before spending, with the cost of
+// the next step. The next step is a cycle (cost 1: the run stops at the end
+// of the cycle that used the last one), a cognitive program (its operation
+// count, before it runs), an action (1, before the effect), a compaction
+// (1, before compacting) or more wall-clock time (at the start of a cycle;
+// the watchdog also keeps an effect from running past the run's deadline).
+// When the next step does not fit, the run stops without spending it:
+// STOPPED, reasons budget_limit and budget_<name>.
+//
+// A soft level is an allowance between replenishments. Once a budget's use
+// since its last replenishment reaches its soft level, the budget is
+// temporarily exhausted: the run rests DEFERRED, spends nothing, and waits
+// for a budget_replenished wake signal, which starts a new allowance of the
+// size the contract fixed (the signal carries no amount, and no cycle can
+// send itself one). A stop request is still honoured while it waits.
+
+// exhausts reports whether spending cost more of a budget would take it
+// past its hard level.
+func (b *builder) exhausts(name string, cost int64) bool {
+	l, used := budget.Of(b.s.Contract.Budgets, &b.s.Run, name, b.now)
+	return l.Hard > 0 && used+cost > l.Hard
 }
 
-func budgetNames() []string {
-	return []string{"cycles", "cognitive_operations", "actions", "compactions", "wall_clock_seconds"}
-}
-
-// hardBudget reports whether a budget's hard level is used up.
-func (b *builder) hardBudget(name string) (string, bool) {
-	l, used := b.budgetLimit(name)
-	return name, l.Hard > 0 && used >= l.Hard
-}
-
-// hardBudgetAtStart checks the budgets that stop a run before any work:
-// the wall clock, and anything already used up.
+// hardBudgetAtStart checks, before a cycle does anything, the budgets the
+// cycle itself would spend: the wall clock (the run's deadline reached) and
+// the cycles (used up, which a run only finds when it resumes from FAULTED
+// after its last allowed cycle). A cycle stopped here spends nothing.
 func (b *builder) hardBudgetAtStart() (string, bool) {
-	if started, err := state.ParseTime(b.s.Run.StartedAt); err == nil {
-		b.s.Run.Budget.WallClockSeconds = int64(b.now.Sub(started) / time.Second)
-	}
-	for _, n := range budgetNames() {
-		if name, ok := b.hardBudget(n); ok {
-			return name, true
+	b.s.Run.Budget.WallClockSeconds = budget.WallClock(&b.s.Run, b.now)
+	for _, n := range []string{"wall_clock_seconds", "cycles"} {
+		if l, used := budget.Of(b.s.Contract.Budgets, &b.s.Run, n, b.now); l.Hard > 0 && used >= l.Hard {
+			return n, true
 		}
 	}
 	return "", false
 }
 
-// softBudgets records, once per budget, that its soft level was reached.
-func (b *builder) softBudgets() {
-	rs := &b.s.Run
-	for _, n := range budgetNames() {
-		l, used := b.budgetLimit(n)
-		if l.Soft > 0 && used >= l.Soft && !slices.Contains(rs.Budget.SoftWarned, n) {
-			rs.Budget.SoftWarned = append(rs.Budget.SoftWarned, n)
-			slices.Sort(rs.Budget.SoftWarned)
-			b.emit("budget.soft_limit.reached", nil, nil, "budget_"+n)
+// softExhausted lists the budgets temporarily exhausted at now: their use
+// since the last replenishment has reached their soft level.
+func softExhausted(s *EngineState, now time.Time) []string {
+	var out []string
+	for _, n := range budget.Names() {
+		if l, used := budget.Of(s.Contract.Budgets, &s.Run, n, now); l.Soft > 0 && used-s.Run.Budget.SoftBase[n] >= l.Soft {
+			out = append(out, n)
 		}
 	}
+	return out
+}
+
+// budgetReasons are the reason codes of a rest on exhausted soft budgets.
+func budgetReasons(names []string) []string {
+	out := []string{"budget_soft_limit"}
+	for _, n := range names {
+		out = append(out, "budget_"+n)
+	}
+	return out
+}
+
+// restsOnBudget reports whether the last cycle left the run resting on a
+// temporarily exhausted budget. (Eligibility is decided on the run state
+// alone, before the contract is decoded; a soft level the wall clock
+// reaches while the run waits is found by the next cycle at its start.)
+func restsOnBudget(rs *state.RunState) bool {
+	return rs.LoopDisposition == state.Deferred && slices.Contains(rs.ReasonCodes, "budget_soft_limit")
+}
+
+// resumesBudget reports whether an inbox item may start a cycle while a
+// soft budget is exhausted: a replenishment, or a stop.
+func resumesBudget(it inbox.Item) bool {
+	return it.Kind == inbox.KindStop || (it.Kind == inbox.KindWake && it.Wake.Source == "budget_replenished")
+}
+
+// replenish starts a new soft allowance for the budgets an accepted
+// budget_replenished signal names: the one its ref names, or, without a
+// ref, every budget with a soft level.
+func (b *builder) replenish(w state.WakeSignal, refs map[string]codec.Ref) {
+	rs := &b.s.Run
+	var done []string
+	for _, n := range budget.Names() {
+		l, used := budget.Of(b.s.Contract.Budgets, &b.s.Run, n, b.now)
+		if l.Soft == 0 || (w.Ref != "" && w.Ref != n) {
+			continue
+		}
+		base := maps.Clone(rs.Budget.SoftBase)
+		if base == nil {
+			base = map[string]int64{}
+		}
+		base[n] = used
+		rs.Budget.SoftBase = base
+		done = append(done, "budget_"+n)
+	}
+	if len(done) == 0 {
+		b.emit(event.BudgetReplenishIgnored, nil, refs, "no_soft_budget_named")
+		return
+	}
+	b.emit(event.BudgetReplenished, nil, refs, done...)
+}
+
+// softPause rests a run that is not stopping DEFERRED at the end of a cycle
+// when a budget is temporarily exhausted.
+func (b *builder) softPause() {
+	names := softExhausted(&b.s, b.now)
+	if len(names) == 0 || b.s.Run.LoopDisposition.Terminal() {
+		return
+	}
+	b.softReached(names, b.pausedAtStart)
+	reasons := slices.Clone(b.reasons)
+	for _, r := range budgetReasons(names) {
+		if !slices.Contains(reasons, r) {
+			reasons = append(reasons, r)
+		}
+	}
+	b.conclude(state.Deferred, reasons)
+}
+
+// softReached records that the soft level of each named budget was
+// reached, except for those already known exhausted.
+func (b *builder) softReached(names, known []string) {
+	rs := &b.s.Run
+	for _, n := range names {
+		if slices.Contains(known, n) {
+			continue
+		}
+		if !slices.Contains(rs.Budget.SoftWarned, n) {
+			rs.Budget.SoftWarned = append(rs.Budget.SoftWarned, n)
+			slices.Sort(rs.Budget.SoftWarned)
+		}
+		b.emit(event.BudgetSoftLimitReached, nil, nil, "budget_"+n)
+	}
+}
+
+// restingOn lists the budgets the run was already resting on when the
+// cycle began.
+func restingOn(rs *state.RunState) []string {
+	var out []string
+	if restsOnBudget(rs) {
+		for _, r := range rs.ReasonCodes {
+			if n, ok := strings.CutPrefix(r, "budget_"); ok && n != "soft_limit" {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/intent"
@@ -35,7 +36,6 @@ const (
 	kindCycle       = "pcyc"
 	kindGoal        = "goal"
 	kindContract    = "contract"
-	kindAuthority   = "authority"
 	kindSpec        = "envspec"
 	kindObservation = "obs"
 	kindCommitments = "cstore"
@@ -43,9 +43,10 @@ const (
 	kindStrategy    = "strat"
 )
 
-// State is the hot state of a run: exactly what the checkpoint holds. It is
-// the present, not history; the ledger is history.
-type State struct {
+// EngineState is the hot state of a run (the ADR's engine-state): exactly
+// what the checkpoint holds. It is the present, not history; the ledger is
+// history.
+type EngineState struct {
 	Run         state.RunState
 	Checkpoint  state.Checkpoint
 	Goal        intent.Goal
@@ -54,11 +55,11 @@ type State struct {
 	Environment world.Observation
 	Commitments commitment.Store
 	Context     memory.Binding
-	Strategy    strategy.State
+	Strategy    strategy.Memory
 }
 
 // parts maps each checkpoint file to the value it holds.
-func (s *State) parts() map[string]any {
+func (s *EngineState) parts() map[string]any {
 	return map[string]any{
 		FileRunState: &s.Run, FileCheckpoint: &s.Checkpoint, FileGoal: &s.Goal, FileContract: &s.Contract,
 		FileSpec: &s.Spec, FileEnvironment: &s.Environment, FileCommitments: &s.Commitments,
@@ -67,10 +68,10 @@ func (s *State) parts() map[string]any {
 }
 
 // Encode returns the canonical bytes of every checkpoint file.
-func (s *State) Encode() (map[string][]byte, error) {
+func (s *EngineState) Encode() (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for name, v := range s.parts() {
-		b, err := state.Marshal(v)
+		b, err := codec.Marshal(v)
 		if err != nil {
 			return nil, fmt.Errorf("encode %s: %w", name, err)
 		}
@@ -83,7 +84,7 @@ func (s *State) Encode() (map[string][]byte, error) {
 // must be present, canonical and of the right shape, and the refs the run
 // state records must match the files' content. A mismatch is an
 // integrity error naming the file.
-func Decode(files map[string][]byte) (State, error) {
+func Decode(files map[string][]byte) (EngineState, error) {
 	return decodeFiles(files, nil)
 }
 
@@ -93,18 +94,18 @@ func Decode(files map[string][]byte) (State, error) {
 // decoding those. An idle invocation, which is most of them, then costs
 // O(run state), not O(checkpoint); DecodeRest completes the state when a
 // cycle is going to run.
-func DecodeLight(files map[string][]byte) (State, error) {
+func DecodeLight(files map[string][]byte) (EngineState, error) {
 	return decodeFiles(files, lightFiles())
 }
 
 // DecodeRest decodes the files DecodeLight left out into s.
-func DecodeRest(s *State, files map[string][]byte) error {
+func DecodeRest(s *EngineState, files map[string][]byte) error {
 	parts := s.parts()
 	for _, name := range slices.Sorted(maps.Keys(parts)) {
 		if slices.Contains(lightFiles(), name) {
 			continue
 		}
-		if err := state.UnmarshalExact(files[name], parts[name]); err != nil {
+		if err := codec.UnmarshalExact(files[name], parts[name]); err != nil {
 			return &state.IntegrityError{File: name, Msg: err.Error()}
 		}
 	}
@@ -117,31 +118,31 @@ func lightFiles() []string { return []string{FileRunState, FileCheckpoint, FileS
 // every file's ref against the run state from its bytes: the bytes of a
 // decoded file are its canonical encoding, and an undecoded file's bytes
 // are what its ref was computed over when it was written.
-func decodeFiles(files map[string][]byte, only []string) (State, error) {
-	var s State
+func decodeFiles(files map[string][]byte, only []string) (EngineState, error) {
+	var s EngineState
 	parts := s.parts()
-	known := map[string]state.Ref{}
+	known := map[string]codec.Ref{}
 	for _, name := range slices.Sorted(maps.Keys(parts)) {
 		b, ok := files[name]
 		if !ok {
-			return State{}, &state.IntegrityError{File: name, Msg: "checkpoint file missing from the manifest"}
+			return EngineState{}, &state.IntegrityError{File: name, Msg: "checkpoint file missing from the manifest"}
 		}
 		if only == nil || slices.Contains(only, name) {
-			if err := state.UnmarshalExact(b, parts[name]); err != nil {
-				return State{}, &state.IntegrityError{File: name, Msg: err.Error()}
+			if err := codec.UnmarshalExact(b, parts[name]); err != nil {
+				return EngineState{}, &state.IntegrityError{File: name, Msg: err.Error()}
 			}
 		}
 		if kind, ok := fileKinds()[name]; ok {
-			known[name] = state.NewRef(kind, b)
+			known[name] = codec.NewRef(kind, b)
 		}
 	}
 	for name := range files {
 		if _, ok := parts[name]; !ok {
-			return State{}, &state.IntegrityError{File: name, Msg: "unknown checkpoint file"}
+			return EngineState{}, &state.IntegrityError{File: name, Msg: "unknown checkpoint file"}
 		}
 	}
 	if err := s.checkRefsWith(known); err != nil {
-		return State{}, err
+		return EngineState{}, err
 	}
 	return s, nil
 }
@@ -150,7 +151,7 @@ func decodeFiles(files map[string][]byte, only []string) (State, error) {
 // opening the sandbox before the run itself is opened.
 func DecodeSpec(files map[string][]byte) (world.Spec, error) {
 	var spec world.Spec
-	if err := state.UnmarshalExact(files[FileSpec], &spec); err != nil {
+	if err := codec.UnmarshalExact(files[FileSpec], &spec); err != nil {
 		return spec, &state.IntegrityError{File: FileSpec, Msg: err.Error()}
 	}
 	return spec, nil
@@ -161,7 +162,7 @@ func DecodeSpec(files map[string][]byte) (world.Spec, error) {
 // opened. The contract is decoded again, and checked, when a cycle runs.
 func DecodeProposer(files map[string][]byte) (*governance.Proposer, error) {
 	var c governance.Contract
-	if err := state.UnmarshalExact(files[FileContract], &c); err != nil {
+	if err := codec.UnmarshalExact(files[FileContract], &c); err != nil {
 		return nil, &state.IntegrityError{File: FileContract, Msg: err.Error()}
 	}
 	return c.Proposer, nil
@@ -175,8 +176,8 @@ func fileKinds() map[string]string {
 
 // checkRefsWith verifies that the run state points at exactly the objects
 // whose refs are given.
-func (s *State) checkRefsWith(want map[string]state.Ref) error {
-	got := map[string]state.Ref{
+func (s *EngineState) checkRefsWith(want map[string]codec.Ref) error {
+	got := map[string]codec.Ref{
 		FileContract: s.Run.ContractRef, FileSpec: s.Run.EnvironmentSpecRef, FileEnvironment: s.Run.EnvironmentRef,
 		FileCommitments: s.Run.CommitmentStoreRef, FileContext: s.Run.ContextBindingRef, FileStrategy: s.Run.StrategyStateRef,
 	}
@@ -198,55 +199,50 @@ func (s *State) checkRefsWith(want map[string]state.Ref) error {
 }
 
 // refs computes the content ref of every object in the state.
-func (s *State) refs() map[string]state.Ref {
-	return map[string]state.Ref{
-		FileGoal:        state.MustRefOf(kindGoal, s.Goal),
-		FileContract:    state.MustRefOf(kindContract, s.Contract),
-		FileSpec:        state.MustRefOf(kindSpec, s.Spec),
+func (s *EngineState) refs() map[string]codec.Ref {
+	return map[string]codec.Ref{
+		FileGoal:        codec.MustRefOf(kindGoal, s.Goal),
+		FileContract:    codec.MustRefOf(kindContract, s.Contract),
+		FileSpec:        codec.MustRefOf(kindSpec, s.Spec),
 		FileEnvironment: s.Environment.Ref(),
-		FileCommitments: state.MustRefOf(kindCommitments, s.Commitments),
+		FileCommitments: codec.MustRefOf(kindCommitments, s.Commitments),
 		FileContext:     s.Context.Ref(),
-		FileStrategy:    state.MustRefOf(kindStrategy, s.Strategy),
+		FileStrategy:    codec.MustRefOf(kindStrategy, s.Strategy),
 	}
-}
-
-// AuthorityRef is the ref of the contract's authority grant.
-func AuthorityRef(c governance.Contract) state.Ref {
-	return state.MustRefOf(kindAuthority, c.Authority)
 }
 
 // runFingerprint is the SHA-256 of the run state with id and fingerprint
 // blank, so the state can carry its own fingerprint.
-func runFingerprint(r state.RunState) state.Fingerprint {
+func runFingerprint(r state.RunState) codec.Fingerprint {
 	r.ID, r.Fingerprint = "", ""
-	return state.FingerprintOf(state.MustMarshal(r))
+	return codec.FingerprintOf(codec.MustMarshal(r))
 }
 
-func runStateRef(r state.RunState) state.Ref { return state.MustRefOf(kindRunState, r) }
+func runStateRef(r state.RunState) codec.Ref { return codec.MustRefOf(kindRunState, r) }
 
 // seal refreshes the run state's refs, version, id and fingerprint after a
 // change. The goal, contract and environment spec never change after
 // init, so their refs are computed only when missing.
-func (s *State) seal() {
+func (s *EngineState) seal() {
 	if len(s.Run.GoalRefs) == 0 || s.Run.ContractRef == "" || s.Run.EnvironmentSpecRef == "" || s.Run.AuthorityRef == "" {
-		s.Run.GoalRefs = []state.Ref{state.MustRefOf(kindGoal, s.Goal)}
-		s.Run.ContractRef = state.MustRefOf(kindContract, s.Contract)
-		s.Run.AuthorityRef = AuthorityRef(s.Contract)
-		s.Run.EnvironmentSpecRef = state.MustRefOf(kindSpec, s.Spec)
+		s.Run.GoalRefs = []codec.Ref{codec.MustRefOf(kindGoal, s.Goal)}
+		s.Run.ContractRef = codec.MustRefOf(kindContract, s.Contract)
+		s.Run.AuthorityRef = s.Contract.AuthorityRef()
+		s.Run.EnvironmentSpecRef = codec.MustRefOf(kindSpec, s.Spec)
 	}
 	s.Run.EnvironmentRef = s.Environment.Ref()
-	s.Run.CommitmentStoreRef = state.MustRefOf(kindCommitments, s.Commitments)
+	s.Run.CommitmentStoreRef = codec.MustRefOf(kindCommitments, s.Commitments)
 	s.Run.ContextBindingRef = s.Context.Ref()
-	s.Run.StrategyStateRef = state.MustRefOf(kindStrategy, s.Strategy)
+	s.Run.StrategyStateRef = codec.MustRefOf(kindStrategy, s.Strategy)
 	s.Run.Version++
 	fp := runFingerprint(s.Run)
 	s.Run.Fingerprint = fp
-	s.Run.ID = state.Ref(kindRunState + ":" + string(fp))
+	s.Run.ID = codec.Ref(kindRunState + ":" + string(fp))
 }
 
 // clone returns a deep copy, so that a step never mutates its input state.
-func (s State) clone() State {
-	var out State
+func (s EngineState) clone() EngineState {
+	var out EngineState
 	deepCopy(reflect.ValueOf(&out).Elem(), reflect.ValueOf(s))
 	return out
 }

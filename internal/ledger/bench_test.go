@@ -8,8 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/event"
 )
 
 // benchLedger writes a ledger of about the given size whose events look
@@ -26,12 +27,12 @@ func benchLedger(b *testing.B, size int64) (disk.FS, string) {
 	}
 	defer l.Close()
 	for c := int64(1); l.Frontier().Offset < size; c++ {
-		var evs []Event
+		var evs []event.Event
 		for i := range 15 {
-			obj, _ := NewObject("fact", map[string]any{"cycle": c, "facts": []string{"README.md has a typo", fmt.Sprintf("check %d passed", i)},
-				"target": "docs/guide/é.md", "sha256": state.Digest([]byte{byte(i)})})
-			evs = append(evs, Event{Type: "persistent.cycle.step", RunID: "run:bench", CycleSeq: c, At: "2026-01-01T00:00:00Z",
-				Parents: []state.Ref{obj.Ref}, Refs: map[string]state.Ref{"observation": obj.Ref, "decision": obj.Ref},
+			obj, _ := event.NewObject("fact", map[string]any{"cycle": c, "facts": []string{"README.md has a typo", fmt.Sprintf("check %d passed", i)},
+				"target": "docs/guide/é.md", "sha256": codec.Digest([]byte{byte(i)})})
+			evs = append(evs, event.Event{Type: "persistent.cycle.step", RunID: "run:bench", CycleSeq: c, At: "2026-01-01T00:00:00Z",
+				Parents: []codec.Ref{obj.Ref}, Refs: map[string]codec.Ref{"observation": obj.Ref, "decision": obj.Ref},
 				Reasons: []string{"agenda_selected", "direct_path"}, Object: obj})
 		}
 		if _, err := l.Append(evs); err != nil {

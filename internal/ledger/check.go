@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
 )
 
 // eventChecker checks the bytes of one event without decoding them into an
-// Event: canonical syntax (state.WalkCanonical), the envelope's member
+// Event: canonical syntax (codec.WalkCanonical), the envelope's member
 // names and JSON types, and that a carried object's ref is the hash of its
 // body. It accepts nothing that decodeEvent would reject (decodeEvent runs
 // it first, and a fuzz test holds the two together), and it allocates
@@ -31,11 +31,11 @@ func (c *eventChecker) check(b []byte) error {
 		return fmt.Errorf("event is not a JSON object")
 	}
 	c.kids, c.err = c.kids[:0], nil
-	if err := state.WalkCanonical(b, 2, c.visit); err != nil {
+	if err := codec.WalkCanonical(b, 2, c.visit); err != nil {
 		if c.err != nil {
 			return c.err
 		}
-		return fmt.Errorf("%w: %w", state.ErrNotCanonical, err)
+		return fmt.Errorf("%w: %w", codec.ErrNotCanonical, err)
 	}
 	return nil
 }
@@ -58,13 +58,10 @@ func (c *eventChecker) visit(depth int, key, val []byte) error {
 	isNull := string(val) == "null"
 	switch string(key) {
 	case "type", "run_id", "at":
-		if val[0] != '"' && !isNull {
+		if val[0] != '"' {
 			return c.fail("event field %s: expected a string", key)
 		}
 	case "cycle_seq":
-		if isNull {
-			return nil
-		}
 		if val[0] != '-' && (val[0] < '0' || val[0] > '9') {
 			return c.fail("event field cycle_seq: expected an integer")
 		}
@@ -83,7 +80,7 @@ func (c *eventChecker) visit(depth int, key, val []byte) error {
 			return c.fail("event field %s: expected an %s", key, map[byte]string{'[': "array", '{': "object"}[want])
 		}
 		for _, k := range kids {
-			if k.val[0] != '"' && string(k.val) != "null" {
+			if k.val[0] != '"' {
 				return c.fail("event field %s: expected strings", key)
 			}
 		}
@@ -121,7 +118,7 @@ func (c *eventChecker) object(kids []member) error {
 	if len(ref) < 2 || ref[0] != '"' {
 		return c.fail("event object: ref is not a string")
 	}
-	r, err := state.ParseRef(string(ref[1 : len(ref)-1]))
+	r, err := codec.ParseRef(string(ref[1 : len(ref)-1]))
 	if err != nil {
 		return c.fail("event object: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -120,32 +121,130 @@ func (ix *Index) Add(e IndexEntry) error {
 // Close releases the file.
 func (ix *Index) Close() error { return ix.f.Close() }
 
+// Last is the last cycle the on-disk index covers.
+func (ix *Index) Last() int64 { return ix.last }
+
+// Valid reports whether the on-disk index is in step with the ledger, so
+// that Add keeps extending it. A stale index is left for Rebuild.
+func (ix *Index) Valid() bool { return ix.valid }
+
+// Rebuild replaces a stale index with one built from the ledger (one full
+// read) and carries on appending to it. Only the run's writer calls it.
+func (ix *Index) Rebuild() error {
+	entries, err := buildIndex(ix.fsys)
+	if err != nil {
+		return err
+	}
+	if err := writeIndex(ix.fsys, entries); err != nil {
+		return err
+	}
+	f, err := ix.fsys.OpenAppend(IndexFileName)
+	if err != nil {
+		return fmt.Errorf("open cycle index: %w", err)
+	}
+	_ = ix.f.Close()
+	ix.f, ix.valid, ix.last = f, true, int64(len(entries))
+	return nil
+}
+
 // ErrNoCycle means the ledger has no completed cycle with that number.
 var ErrNoCycle = errors.New("no such cycle in the ledger")
 
-// Cycle returns the records of one completed cycle, using the index and
-// checking the entry against the ledger; a missing or stale index is
-// rebuilt first (that rebuild reads the ledger once).
-func Cycle(fsys disk.FS, cycle int64) ([]Record, error) {
+// Reader reads cycles out of a ledger and never writes: it uses the
+// on-disk cycle index where that is right, and where it is missing, short
+// or stale it builds the index in memory, once per Reader. Read-only
+// commands use one Reader, so they work on a read-only copy of a state
+// directory and leave every byte of it as it was.
+type Reader struct {
+	fsys  disk.FS
+	mem   []IndexEntry
+	built bool
+}
+
+// NewReader returns a Reader of the ledger on fsys.
+func NewReader(fsys disk.FS) *Reader { return &Reader{fsys: fsys} }
+
+// entry finds where a cycle's events are.
+func (r *Reader) entry(cycle int64) (IndexEntry, bool, error) {
 	if cycle < 1 {
-		return nil, fmt.Errorf("cycle %d: %w", cycle, ErrNoCycle)
+		return IndexEntry{}, false, nil
 	}
-	e, ok, err := lookup(fsys, cycle)
+	if !r.built {
+		e, ok, err := lookup(r.fsys, cycle)
+		if err != nil || ok {
+			return e, ok, err
+		}
+		if err := r.build(); err != nil {
+			return IndexEntry{}, false, err
+		}
+	}
+	if cycle > int64(len(r.mem)) {
+		return IndexEntry{}, false, nil
+	}
+	return r.mem[cycle-1], true, nil
+}
+
+func (r *Reader) build() error {
+	entries, err := buildIndex(r.fsys)
+	if err != nil {
+		return err
+	}
+	r.mem, r.built = entries, true
+	return nil
+}
+
+// retry reports whether a read through the on-disk index failed in a way
+// the ledger-built index may not: the index is a cache, never evidence.
+func (r *Reader) retry(err error) bool {
+	var de *DamageError
+	if r.built || !errors.As(err, &de) {
+		return false
+	}
+	return r.build() == nil
+}
+
+// Cycle returns the records of one completed cycle, checked against the
+// ledger (framing, hashes, chain, and that they are that cycle).
+func (r *Reader) Cycle(cycle int64) ([]event.Record, error) {
+	e, ok, err := r.entry(cycle)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		if err := RebuildIndex(fsys); err != nil {
-			return nil, err
-		}
-		if e, ok, err = lookup(fsys, cycle); err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, fmt.Errorf("cycle %d: %w", cycle, ErrNoCycle)
-		}
+		return nil, fmt.Errorf("cycle %d: %w", cycle, ErrNoCycle)
 	}
-	return readCycle(fsys, e)
+	recs, err := readCycle(r.fsys, e)
+	if err != nil && r.retry(err) {
+		return r.Cycle(cycle)
+	}
+	return recs, err
+}
+
+// CycleCompleted returns only the persistent.cycle.completed record of a
+// cycle (its cycle record), reading one line.
+func (r *Reader) CycleCompleted(cycle int64) (event.Record, error) {
+	e, ok, err := r.entry(cycle)
+	if err != nil {
+		return event.Record{}, err
+	}
+	if !ok {
+		return event.Record{}, fmt.Errorf("cycle %d: %w", cycle, ErrNoCycle)
+	}
+	rec, err := readCompleted(r.fsys, e)
+	if err != nil && r.retry(err) {
+		return r.CycleCompleted(cycle)
+	}
+	return rec, err
+}
+
+// Cycle returns the records of one completed cycle (see Reader.Cycle).
+// It never writes; reading many cycles, use one Reader.
+func Cycle(fsys disk.FS, cycle int64) ([]event.Record, error) { return NewReader(fsys).Cycle(cycle) }
+
+// CycleCompleted returns a cycle's cycle record (see
+// Reader.CycleCompleted). It never writes.
+func CycleCompleted(fsys disk.FS, cycle int64) (event.Record, error) {
+	return NewReader(fsys).CycleCompleted(cycle)
 }
 
 // lookup reads and checks one index entry; ok is false when the index
@@ -168,13 +267,13 @@ func lookup(fsys disk.FS, cycle int64) (IndexEntry, bool, error) {
 		return IndexEntry{}, false, nil
 	}
 	first, err := ReadAt(fsys, e.Start)
-	if err != nil || first.Event.Type != "persistent.cycle.started" || first.Event.CycleSeq != cycle || first.Seq != e.FirstSeq {
+	if err != nil || first.Event.Type != event.CycleStarted || first.Event.CycleSeq != cycle || first.Seq != e.FirstSeq {
 		return IndexEntry{}, false, nil
 	}
 	return e, true, nil
 }
 
-func readCycle(fsys disk.FS, e IndexEntry) ([]Record, error) {
+func readCycle(fsys disk.FS, e IndexEntry) ([]event.Record, error) {
 	f, err := fsys.Open(FileName)
 	if err != nil {
 		return nil, err
@@ -188,76 +287,71 @@ func readCycle(fsys disk.FS, e IndexEntry) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(recs) == 0 || recs[len(recs)-1].Event.Type != "persistent.cycle.completed" || recs[len(recs)-1].Event.CycleSeq != e.Cycle {
+	if len(recs) == 0 || recs[len(recs)-1].Event.Type != event.CycleCompleted || recs[len(recs)-1].Event.CycleSeq != e.Cycle {
 		return nil, &DamageError{Offset: e.Start, Msg: fmt.Sprintf("cycle %d does not end where the index says", e.Cycle)}
 	}
 	return recs, nil
 }
 
-// RebuildIndex rebuilds the cycle index from the ledger (one full read)
-// and replaces it atomically.
-func RebuildIndex(fsys disk.FS) error {
-	var out []byte
-	starts := map[int64]Record{}
+func readCompleted(fsys disk.FS, e IndexEntry) (event.Record, error) {
+	f, err := fsys.Open(FileName)
+	if err != nil {
+		return event.Record{}, err
+	}
+	defer f.Close()
+	start, err := lineStart(f, e.End-1)
+	if err != nil {
+		return event.Record{}, err
+	}
+	r, err := readRecord(f, start, e.End)
+	if err != nil {
+		return event.Record{}, err
+	}
+	if r.Event.Type != event.CycleCompleted || r.Event.CycleSeq != e.Cycle {
+		return event.Record{}, &DamageError{Offset: start, Msg: fmt.Sprintf("cycle %d does not end where the index says", e.Cycle)}
+	}
+	return r, nil
+}
+
+// buildIndex computes the cycle index from the ledger (one full read).
+func buildIndex(fsys disk.FS) ([]IndexEntry, error) {
+	var out []IndexEntry
+	starts := map[int64]event.Record{}
 	next := int64(1)
-	err := Scan(fsys, func(r Record) error {
+	err := Scan(fsys, func(r event.Record) error {
 		switch r.Event.Type {
-		case "persistent.cycle.started":
+		case event.CycleStarted:
 			starts[r.Event.CycleSeq] = r
-		case "persistent.cycle.completed":
+		case event.CycleCompleted:
 			s, ok := starts[r.Event.CycleSeq]
 			if !ok || r.Event.CycleSeq != next {
 				return &DamageError{Offset: r.Offset, Msg: fmt.Sprintf("cycle %d completes out of order", r.Event.CycleSeq)}
 			}
-			out = append(out, IndexEntry{Cycle: next, Start: s.Offset, End: r.Offset + r.Length, FirstSeq: s.Seq}.line()...)
+			out = append(out, IndexEntry{Cycle: next, Start: s.Offset, End: r.Offset + r.Length, FirstSeq: s.Seq})
 			delete(starts, next)
 			next++
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("rebuild cycle index: %w", err)
+		return nil, fmt.Errorf("build cycle index: %w", err)
 	}
-	return disk.ReplaceFile(fsys, IndexFileName, out)
+	return out, nil
 }
 
-// CycleCompleted returns only the persistent.cycle.completed record of a
-// cycle (its cycle record), reading one line.
-func CycleCompleted(fsys disk.FS, cycle int64) (Record, error) {
-	e, ok, err := lookup(fsys, cycle)
-	if err != nil {
-		return Record{}, err
+// writeIndex replaces the on-disk index. It is a cache: written without
+// fsync, and a lost or torn write is just a stale index again.
+func writeIndex(fsys disk.FS, entries []IndexEntry) error {
+	var out []byte
+	for _, e := range entries {
+		out = append(out, e.line()...)
 	}
-	if !ok {
-		if err := RebuildIndex(fsys); err != nil {
-			return Record{}, err
-		}
-		if e, ok, err = lookup(fsys, cycle); err != nil || !ok {
-			return Record{}, fmt.Errorf("cycle %d: %w", cycle, ErrNoCycle)
-		}
-	}
-	f, err := fsys.Open(FileName)
-	if err != nil {
-		return Record{}, err
-	}
-	defer f.Close()
-	start, err := lineStart(f, e.End-1)
-	if err != nil {
-		return Record{}, err
-	}
-	r, err := readRecord(f, start, e.End)
-	if err != nil {
-		return Record{}, err
-	}
-	if r.Event.Type != "persistent.cycle.completed" || r.Event.CycleSeq != cycle {
-		return Record{}, &DamageError{Offset: start, Msg: fmt.Sprintf("cycle %d does not end where the index says", cycle)}
-	}
-	return r, nil
+	return fsys.WriteCache(IndexFileName, out)
 }
 
 // Prologue returns the records before the first cycle: the run's start,
 // with its pinned goal, contract and environment.
-func Prologue(fsys disk.FS) ([]Record, error) {
+func Prologue(fsys disk.FS) ([]event.Record, error) {
 	end := int64(-1)
 	if e, ok, err := lookup(fsys, 1); err == nil && ok {
 		end = e.Start
@@ -278,7 +372,7 @@ func Prologue(fsys disk.FS) ([]Record, error) {
 			return nil, err
 		}
 		for i, r := range recs {
-			if r.Event.Type == "persistent.cycle.started" {
+			if r.Event.Type == event.CycleStarted {
 				return recs[:i], nil
 			}
 		}
@@ -287,7 +381,7 @@ func Prologue(fsys disk.FS) ([]Record, error) {
 	return readRange(f, state.GenesisFrontier(), end)
 }
 
-func readWhole(f disk.File, size int64) ([]Record, error) {
+func readWhole(f disk.File, size int64) ([]event.Record, error) {
 	buf := make([]byte, size)
 	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err

@@ -7,8 +7,11 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 )
 
 // FileName is the ledger's path inside the state directory.
@@ -46,17 +49,6 @@ func (e *DamageError) Error() string {
 
 func (e *DamageError) Unwrap() error { return ErrCorrupt }
 
-// Record is one committed ledger line as read back.
-type Record struct {
-	Seq    int64
-	Chain  string    // hash of the previous line
-	Hash   string    // hash of this line
-	Offset int64     // byte offset of the line's first byte
-	Length int64     // bytes including the newline
-	Ref    state.Ref // the event's own content ref
-	Event  Event
-}
-
 // Torn describes an uncommitted partial line at the end of the file.
 type Torn struct {
 	Offset int64 // where the partial line starts (the new end after repair)
@@ -71,6 +63,13 @@ type Ledger struct {
 	front    state.Frontier
 	torn     *Torn
 	poisoned bool
+
+	// Index, when set, is told where each cycle appended through this
+	// handle lies, so that readers find a cycle without a scan. It is a
+	// cache: its errors are ignored, and a stale one is rebuilt.
+	Index *Index
+	// started is the record that began the cycle being appended.
+	started *event.Record
 }
 
 // Create makes a new, empty ledger. It fails with ErrExists if one is there.
@@ -89,10 +88,9 @@ func Create(fsys disk.FS) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create ledger: %w", err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("create ledger: %w", err)
-	}
+	// The new file is empty, so there is no data to fsync; the directory
+	// fsync makes its name durable, and every Append fsyncs the file
+	// (data and size) before anything depends on what it wrote.
 	if err := fsys.SyncDir(disk.Dir(FileName)); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("create ledger: %w", err)
@@ -180,14 +178,14 @@ func lineStart(r io.ReaderAt, end int64) (int64, error) {
 // (the checker, not a full decode: opening a run needs the tail's seq and
 // hash, and this is on every invocation's path). The Record it returns has
 // no decoded Event.
-func (l *Ledger) recordEndingAt(end int64) (Record, error) {
+func (l *Ledger) recordEndingAt(end int64) (event.Record, error) {
 	start, err := lineStart(l.f, end-1)
 	if err != nil {
-		return Record{}, err
+		return event.Record{}, err
 	}
 	buf := make([]byte, end-start)
 	if _, err := l.f.ReadAt(buf, start); err != nil && !(errors.Is(err, io.EOF) && int64(len(buf)) == end-start) {
-		return Record{}, fmt.Errorf("read ledger at %d: %w", start, err)
+		return event.Record{}, fmt.Errorf("read ledger at %d: %w", start, err)
 	}
 	ln, err := parseLine(buf)
 	if err == nil {
@@ -195,31 +193,31 @@ func (l *Ledger) recordEndingAt(end int64) (Record, error) {
 		err = c.check(ln.event)
 	}
 	if err != nil {
-		return Record{}, &DamageError{Offset: start, Msg: err.Error()}
+		return event.Record{}, &DamageError{Offset: start, Msg: err.Error()}
 	}
-	return Record{Seq: ln.seq, Chain: ln.chain, Hash: ln.hash, Offset: start, Length: int64(len(buf)), Ref: state.NewRef("evt", ln.event)}, nil
+	return event.Record{Seq: ln.seq, Chain: ln.chain, Hash: ln.hash, Offset: start, Length: int64(len(buf)), Ref: codec.NewRef("evt", ln.event)}, nil
 }
 
-func readRecord(r io.ReaderAt, start, end int64) (Record, error) {
+func readRecord(r io.ReaderAt, start, end int64) (event.Record, error) {
 	buf := make([]byte, end-start)
 	if _, err := r.ReadAt(buf, start); err != nil && !(errors.Is(err, io.EOF) && int64(len(buf)) == end-start) {
-		return Record{}, fmt.Errorf("read ledger at %d: %w", start, err)
+		return event.Record{}, fmt.Errorf("read ledger at %d: %w", start, err)
 	}
 	return decodeRecord(buf, start)
 }
 
-func decodeRecord(buf []byte, start int64) (Record, error) {
+func decodeRecord(buf []byte, start int64) (event.Record, error) {
 	ln, err := parseLine(buf)
 	if err != nil {
-		return Record{}, &DamageError{Offset: start, Msg: err.Error()}
+		return event.Record{}, &DamageError{Offset: start, Msg: err.Error()}
 	}
 	ev, err := decodeEvent(ln.event)
 	if err != nil {
-		return Record{}, &DamageError{Offset: start, Msg: "event: " + err.Error()}
+		return event.Record{}, &DamageError{Offset: start, Msg: "event: " + err.Error()}
 	}
-	return Record{
+	return event.Record{
 		Seq: ln.seq, Chain: ln.chain, Hash: ln.hash, Offset: start, Length: int64(len(buf)),
-		Ref: state.NewRef("evt", ln.event), Event: ev,
+		Ref: codec.NewRef("evt", ln.event), Event: ev,
 	}, nil
 }
 
@@ -237,7 +235,7 @@ func (l *Ledger) Close() error { return l.f.Close() }
 // before Append returns without error. After an error the handle is
 // poisoned: the file may hold a partial batch that only a reopen (and
 // RepairTail) can account for.
-func (l *Ledger) Append(events []Event) ([]Record, error) {
+func (l *Ledger) Append(events []event.Event) ([]event.Record, error) {
 	if l.poisoned {
 		return nil, ErrPoisoned
 	}
@@ -248,7 +246,7 @@ func (l *Ledger) Append(events []Event) ([]Record, error) {
 		return nil, nil
 	}
 	var buf []byte
-	recs := make([]Record, 0, len(events))
+	recs := make([]event.Record, 0, len(events))
 	front := l.front
 	for _, ev := range events {
 		eb, ref, err := ev.Encode()
@@ -256,7 +254,7 @@ func (l *Ledger) Append(events []Event) ([]Record, error) {
 			return nil, err
 		}
 		line, own := encodeLine(front.Seq+1, front.Hash, eb)
-		recs = append(recs, Record{
+		recs = append(recs, event.Record{
 			Seq: front.Seq + 1, Chain: front.Hash, Hash: own, Offset: front.Offset,
 			Length: int64(len(line)), Ref: ref, Event: ev,
 		})
@@ -272,7 +270,41 @@ func (l *Ledger) Append(events []Event) ([]Record, error) {
 		return nil, fmt.Errorf("append to ledger: %w", err)
 	}
 	l.front = front
+	l.indexCycles(recs)
 	return recs, nil
+}
+
+// indexCycles tells the index about every cycle a batch completes.
+func (l *Ledger) indexCycles(recs []event.Record) {
+	if l.Index == nil {
+		return
+	}
+	for i := range recs {
+		r := &recs[i]
+		switch r.Event.Type {
+		case event.CycleStarted:
+			l.started = r
+		case event.CycleCompleted:
+			if s := l.started; s != nil && s.Event.CycleSeq == r.Event.CycleSeq {
+				_ = l.Index.Add(IndexEntry{Cycle: s.Event.CycleSeq, Start: s.Offset, End: r.Offset + r.Length, FirstSeq: s.Seq})
+			}
+			l.started = nil
+		}
+	}
+}
+
+// Repair implements storage.Ledger: RepairTail, reporting the cut.
+func (l *Ledger) Repair() (*storage.Repair, error) {
+	t, torn, err := l.RepairTail()
+	if err != nil || t == nil {
+		return nil, err
+	}
+	return &storage.Repair{At: t.Offset, Length: t.Length, SHA256: codec.FingerprintOf(torn)}, nil
+}
+
+// After implements storage.Ledger: the records after from, to the end.
+func (l *Ledger) After(from state.Frontier) ([]event.Record, error) {
+	return readRange(l.f, from, l.front.Offset)
 }
 
 // RepairTail cuts a torn last line off: the torn bytes are kept in
@@ -340,11 +372,11 @@ func (l *Ledger) CheckFrontier(f state.Frontier) error {
 
 // ReadRange returns the records between two byte offsets (both on line
 // boundaries), checking framing, hashes, chain and seq continuity.
-func (l *Ledger) ReadRange(from state.Frontier, to int64) ([]Record, error) {
+func (l *Ledger) ReadRange(from state.Frontier, to int64) ([]event.Record, error) {
 	return readRange(l.f, from, to)
 }
 
-func readRange(r io.ReaderAt, from state.Frontier, to int64) ([]Record, error) {
+func readRange(r io.ReaderAt, from state.Frontier, to int64) ([]event.Record, error) {
 	if to <= from.Offset {
 		return nil, nil
 	}
@@ -352,7 +384,7 @@ func readRange(r io.ReaderAt, from state.Frontier, to int64) ([]Record, error) {
 	if _, err := r.ReadAt(buf, from.Offset); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("read ledger: %w", err)
 	}
-	var recs []Record
+	var recs []event.Record
 	prev, seq, off := from.Hash, from.Seq, from.Offset
 	for len(buf) > 0 {
 		i := bytes.IndexByte(buf, '\n')
@@ -374,15 +406,15 @@ func readRange(r io.ReaderAt, from state.Frontier, to int64) ([]Record, error) {
 }
 
 // ReadAt reads the one record that starts at offset.
-func ReadAt(fsys disk.FS, offset int64) (Record, error) {
+func ReadAt(fsys disk.FS, offset int64) (event.Record, error) {
 	f, err := fsys.Open(FileName)
 	if err != nil {
-		return Record{}, fmt.Errorf("open ledger: %w", err)
+		return event.Record{}, fmt.Errorf("open ledger: %w", err)
 	}
 	defer f.Close()
 	size, err := f.Size()
 	if err != nil {
-		return Record{}, err
+		return event.Record{}, err
 	}
 	for chunk := int64(4096); ; chunk *= 2 {
 		n := min(chunk, size-offset)
@@ -391,7 +423,7 @@ func ReadAt(fsys disk.FS, offset int64) (Record, error) {
 		}
 		buf := make([]byte, n)
 		if _, err := f.ReadAt(buf, offset); err != nil && !errors.Is(err, io.EOF) {
-			return Record{}, fmt.Errorf("read ledger at %d: %w", offset, err)
+			return event.Record{}, fmt.Errorf("read ledger at %d: %w", offset, err)
 		}
 		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
 			return decodeRecord(buf[:i+1], offset)
@@ -400,7 +432,7 @@ func ReadAt(fsys disk.FS, offset int64) (Record, error) {
 			break
 		}
 	}
-	return Record{}, &DamageError{Offset: offset, Msg: "no complete line at this offset"}
+	return event.Record{}, &DamageError{Offset: offset, Msg: "no complete line at this offset"}
 }
 
 // IsNotExist reports whether err means there is no ledger.

@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -25,11 +27,11 @@ func backends(t *testing.T, fn func(t *testing.T, fsys disk.FS)) {
 	t.Run("mem", func(t *testing.T) { fn(t, disk.NewMem()) })
 }
 
-func testEvents(n int, cycle int64) []Event {
-	var evs []Event
+func testEvents(n int, cycle int64) []event.Event {
+	var evs []event.Event
 	for i := range n {
-		obj, _ := NewObject("note", map[string]any{"i": i, "text": fmt.Sprintf("event <%d> ü", i)})
-		evs = append(evs, Event{Type: "test.event", RunID: "run:test", CycleSeq: cycle, At: "2026-01-01T00:00:00Z", Object: obj,
+		obj, _ := event.NewObject("note", map[string]any{"i": i, "text": fmt.Sprintf("event <%d> ü", i)})
+		evs = append(evs, event.Event{Type: "test.event", RunID: "run:test", CycleSeq: cycle, At: "2026-01-01T00:00:00Z", Object: obj,
 			Reasons: []string{"because"}})
 	}
 	return evs
@@ -78,11 +80,11 @@ func TestAppendOpenRoundTrip(t *testing.T) {
 		assert.True(t, rep.OK)
 		assert.Equal(t, int64(5), rep.Events)
 		assert.Equal(t, front, rep.Frontier)
-		require.NoError(t, l2.CheckFrontier(all[2].frontier()))
+		require.NoError(t, l2.CheckFrontier(frontierOf(all[2])))
 	})
 }
 
-func (r Record) frontier() state.Frontier {
+func frontierOf(r event.Record) state.Frontier {
 	return state.Frontier{Seq: r.Seq, Hash: r.Hash, Offset: r.Offset + r.Length}
 }
 
@@ -98,7 +100,7 @@ func TestLinesAreCanonicalJSON(t *testing.T) {
 		if len(ln) == 0 {
 			continue
 		}
-		_, err := state.ParseCanonical(ln[:len(ln)-1])
+		_, err := codec.ParseCanonical(ln[:len(ln)-1])
 		assert.NoError(t, err, "line %q", ln)
 	}
 }
@@ -189,14 +191,14 @@ func TestCheckFrontier(t *testing.T) {
 	require.NoError(t, err)
 	recs, err := l.Append(testEvents(3, 1))
 	require.NoError(t, err)
-	require.NoError(t, l.CheckFrontier(recs[1].frontier()))
+	require.NoError(t, l.CheckFrontier(frontierOf(recs[1])))
 	require.NoError(t, l.CheckFrontier(state.GenesisFrontier()))
 
-	ahead := recs[2].frontier()
+	ahead := frontierOf(recs[2])
 	ahead.Seq, ahead.Offset = 9, ahead.Offset+500
 	assert.ErrorIs(t, l.CheckFrontier(ahead), ErrBehind)
 
-	wrong := recs[1].frontier()
+	wrong := frontierOf(recs[1])
 	wrong.Hash = recs[0].Hash
 	assert.ErrorIs(t, l.CheckFrontier(wrong), ErrCorrupt)
 }
@@ -241,9 +243,9 @@ func TestVerifyLongLine(t *testing.T) {
 	require.NoError(t, err)
 	l, err := Create(fsys)
 	require.NoError(t, err)
-	big, err := NewObject("blob", map[string]string{"data": string(bytes.Repeat([]byte("x"), 3<<20))})
+	big, err := event.NewObject("blob", map[string]string{"data": string(bytes.Repeat([]byte("x"), 3<<20))})
 	require.NoError(t, err)
-	_, err = l.Append([]Event{{Type: "big", RunID: "r", Object: big}})
+	_, err = l.Append([]event.Event{{Type: "big", RunID: "r", Object: big}})
 	require.NoError(t, err)
 	_, err = l.Append(testEvents(1, 1))
 	require.NoError(t, err)

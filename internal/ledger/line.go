@@ -8,7 +8,8 @@ import (
 	"hash"
 	"strconv"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/event"
 )
 
 const (
@@ -81,7 +82,7 @@ func parseRawLine(b []byte, h hash.Hash) (rawLine, error) {
 		return l, fmt.Errorf("line too short or not newline-terminated")
 	}
 	body := b[:len(b)-1]
-	if !bytes.HasPrefix(body, []byte(linePrefix)) || !state.IsHex64(body[len(linePrefix):len(linePrefix)+64]) ||
+	if !bytes.HasPrefix(body, []byte(linePrefix)) || !codec.IsHex64(body[len(linePrefix):len(linePrefix)+64]) ||
 		!bytes.Equal(body[len(linePrefix)+64:eventStart], []byte(eventMember)) {
 		return l, fmt.Errorf("line does not start with the chain member")
 	}
@@ -111,7 +112,7 @@ func parseRawLine(b []byte, h hash.Hash) (rawLine, error) {
 	}
 	hashAt := seqAt - hashLen
 	if hashAt < eventStart+2 || !bytes.Equal(body[hashAt:hashAt+len(hashMember)], []byte(hashMember)) ||
-		body[seqAt-1] != '"' || !state.IsHex64(body[hashAt+len(hashMember):seqAt-1]) {
+		body[seqAt-1] != '"' || !codec.IsHex64(body[hashAt+len(hashMember):seqAt-1]) {
 		return l, fmt.Errorf("malformed hash member")
 	}
 	l.hash = body[hashAt+len(`,"hash":"`) : seqAt-1]
@@ -132,14 +133,14 @@ func parseRawLine(b []byte, h hash.Hash) (rawLine, error) {
 // decodeEvent strictly decodes canonical event bytes. The checker runs
 // first, so nothing Verify would reject decodes, and any object an event
 // carries has been checked against its ref.
-func decodeEvent(b []byte) (Event, error) {
+func decodeEvent(b []byte) (event.Event, error) {
 	var c eventChecker
 	if err := c.check(b); err != nil {
-		return Event{}, err
+		return event.Event{}, err
 	}
-	var e Event
-	if err := state.UnmarshalCanonical(b, &e); err != nil {
-		return Event{}, err
+	var e event.Event
+	if err := codec.UnmarshalCanonical(b, &e); err != nil {
+		return event.Event{}, err
 	}
 	return e, nil
 }

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -20,19 +22,19 @@ type Line struct {
 	Offset int64  // byte offset of the line's first byte
 	Length int64  // bytes including the newline
 	// Type is the event's type, read without decoding the event.
-	Type string
+	Type event.Kind
 	// Event is the event's canonical bytes. They alias a read buffer and
 	// are valid only until the callback returns.
 	Event []byte
 }
 
 // Record decodes the line's event strictly, as Scan does.
-func (l Line) Record() (Record, error) {
+func (l Line) Record() (event.Record, error) {
 	ev, err := decodeEvent(l.Event)
 	if err != nil {
-		return Record{}, &DamageError{Offset: l.Offset, Msg: "event: " + err.Error()}
+		return event.Record{}, &DamageError{Offset: l.Offset, Msg: "event: " + err.Error()}
 	}
-	return Record{Seq: l.Seq, Chain: l.Chain, Hash: l.Hash, Offset: l.Offset, Length: l.Length, Ref: state.NewRef("evt", l.Event), Event: ev}, nil
+	return event.Record{Seq: l.Seq, Chain: l.Chain, Hash: l.Hash, Offset: l.Offset, Length: l.Length, Ref: codec.NewRef("evt", l.Event), Event: ev}, nil
 }
 
 // ScanLines calls fn for every committed line in order, for readers of a
@@ -110,7 +112,7 @@ const typeMember = `"type":"`
 // eventType reads the type of canonical event bytes without decoding
 // them. ok is false when the bytes do not end the way a canonical event
 // does; the caller then decodes them in full.
-func eventType(ev []byte) (string, bool) {
+func eventType(ev []byte) (event.Kind, bool) {
 	if len(ev) < len(typeMember)+4 || ev[len(ev)-1] != '}' || ev[len(ev)-2] != '"' {
 		return "", false
 	}
@@ -125,5 +127,5 @@ func eventType(ev []byte) (string, bool) {
 	if len(name) == 0 || bytes.ContainsAny(name, `"\`) {
 		return "", false
 	}
-	return string(name), true
+	return event.Kind(name), true
 }

@@ -8,15 +8,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/event"
 )
 
 // mixedEvents has several types, objects that themselves contain a "type"
 // member, and a type with characters the shortcut must not interpret.
-func mixedEvents() []Event {
-	decoy, _ := NewObject("note", map[string]any{"type": "wanted.event", "zz": `"type":"wanted.event"`})
-	return []Event{
+func mixedEvents() []event.Event {
+	decoy, _ := event.NewObject("note", map[string]any{"type": "wanted.event", "zz": `"type":"wanted.event"`})
+	return []event.Event{
 		{Type: "wanted.event", RunID: "run:test", CycleSeq: 1, Reasons: []string{"a"}},
 		{Type: "other.event", RunID: "run:test", CycleSeq: 1, Object: decoy},
 		{Type: "wanted.event", RunID: "run:test", CycleSeq: 1, Object: decoy},
@@ -39,7 +40,7 @@ func TestScanLinesMatchesScan(t *testing.T) {
 
 		want, err := ReadAll(fsys)
 		require.NoError(t, err)
-		var got []Record
+		var got []event.Record
 		require.NoError(t, ScanLines(fsys, func(ln Line) error {
 			r, err := ln.Record()
 			require.NoError(t, err)
@@ -98,8 +99,8 @@ func TestScanLinesIgnoresTornTail(t *testing.T) {
 // TestEventType: the shortcut reads the type of canonical events, and
 // declines (so the caller decodes) whenever it cannot be sure.
 func TestEventType(t *testing.T) {
-	for _, typ := range []string{"a", "persistent.cycle.completed", "ü.é", "with space"} {
-		ev := Event{Type: typ, RunID: "r", Reasons: []string{`"type":"x"`}}
+	for _, typ := range []event.Kind{"a", event.CycleCompleted, "ü.é", "with space"} {
+		ev := event.Event{Type: typ, RunID: "r", Reasons: []string{`"type":"x"`}}
 		b, _, err := ev.Encode()
 		require.NoError(t, err)
 		got, ok := eventType(b)
@@ -114,7 +115,7 @@ func TestEventType(t *testing.T) {
 	}
 	got, ok := eventType([]byte(`{"run_id":"r","type":"abc"}`))
 	assert.True(t, ok)
-	assert.Equal(t, "abc", got)
+	assert.Equal(t, event.Kind("abc"), got)
 }
 
 // FuzzEventType: whenever the shortcut answers for bytes that decode as an
@@ -130,11 +131,11 @@ func FuzzEventType(f *testing.F) {
 		if !ok {
 			return
 		}
-		if strings.ContainsAny(typ, `"\`) {
+		if strings.ContainsAny(string(typ), `"\`) {
 			t.Fatalf("shortcut accepted an escaped type %q", typ)
 		}
-		var ev Event
-		if err := state.UnmarshalCanonical(b, &ev); err != nil {
+		var ev event.Event
+		if err := codec.UnmarshalCanonical(b, &ev); err != nil {
 			return
 		}
 		if ev.Type != typ {

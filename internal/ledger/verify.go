@@ -11,6 +11,7 @@ import (
 	"runtime"
 
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -240,7 +241,7 @@ func verifyChunk(c chunk, expect *state.Frontier, ck *eventChecker, h hash.Hash)
 // it goes. A torn last line is not reported (it was never committed);
 // damage stops the scan with a *DamageError. It reads the whole file: use
 // it for audits and analysis, never on the hot path.
-func Scan(fsys disk.FS, fn func(Record) error) error {
+func Scan(fsys disk.FS, fn func(event.Record) error) error {
 	f, err := fsys.Open(FileName)
 	if err != nil {
 		return fmt.Errorf("open ledger: %w", err)
@@ -281,8 +282,8 @@ func Scan(fsys disk.FS, fn func(Record) error) error {
 }
 
 // ReadAll returns every committed record (see Scan).
-func ReadAll(fsys disk.FS) ([]Record, error) {
-	var out []Record
-	err := Scan(fsys, func(r Record) error { out = append(out, r); return nil })
+func ReadAll(fsys disk.FS) ([]event.Record, error) {
+	var out []event.Record
+	err := Scan(fsys, func(r event.Record) error { out = append(out, r); return nil })
 	return out, err
 }

@@ -19,7 +19,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
 )
 
 // Schema names.
@@ -31,8 +31,8 @@ const (
 // Unit is one cycle's entry in working memory.
 type Unit struct {
 	CycleSeq    int64       `json:"cycle_seq"`
-	CycleRef    state.Ref   `json:"cycle_ref"`
-	EventRefs   []state.Ref `json:"event_refs"`
+	CycleRef    codec.Ref   `json:"cycle_ref"`
+	EventRefs   []codec.Ref `json:"event_refs"`
 	Item        string      `json:"item,omitempty"`
 	Verdict     string      `json:"verdict,omitempty"`
 	Disposition string      `json:"disposition"`
@@ -52,7 +52,7 @@ type Block struct {
 	Units     int    `json:"units"`
 	// EventsDigest is the SHA-256 over the summarised event refs, in
 	// order; the compression record lists the refs themselves.
-	EventsDigest state.Fingerprint `json:"events_digest"`
+	EventsDigest codec.Fingerprint `json:"events_digest"`
 	Items        []string          `json:"items"`
 	// CompressionCycle is the cycle whose compaction made the block; its
 	// compression record is in that cycle's events.
@@ -67,7 +67,7 @@ type Block struct {
 // binding's JSON is the same as if it held Unit values.
 type Binding struct {
 	Schema              string            `json:"schema"`
-	Units               []state.Canonical `json:"units"`
+	Units               []codec.Canonical `json:"units"`
 	Blocks              []Block           `json:"blocks"`
 	Protected           []Protected       `json:"protected"`
 	LastCompactionCycle int64             `json:"last_compaction_cycle"`
@@ -75,16 +75,16 @@ type Binding struct {
 
 // NewBinding returns an empty binding.
 func NewBinding() Binding {
-	return Binding{Schema: BindingSchema, Units: []state.Canonical{}, Blocks: []Block{}, Protected: []Protected{}}
+	return Binding{Schema: BindingSchema, Units: []codec.Canonical{}, Blocks: []Block{}, Protected: []Protected{}}
 }
 
 // Ref returns the binding's ref.
-func (b Binding) Ref() state.Ref { return state.MustRefOf("ctxbind", b) }
+func (b Binding) Ref() codec.Ref { return codec.MustRefOf("ctxbind", b) }
 
 // Record adds a cycle's unit and refreshes the protected refs.
 func Record(b Binding, u Unit, protected []Protected) Binding {
 	out := b
-	out.Units = append(slices.Clone(b.Units), state.Canonical(state.MustMarshal(u)))
+	out.Units = append(slices.Clone(b.Units), codec.Canonical(codec.MustMarshal(u)))
 	out.Protected = normalise(protected)
 	return out
 }
@@ -94,7 +94,7 @@ func (b Binding) UnitsOf() ([]Unit, error) {
 	out := make([]Unit, 0, len(b.Units))
 	for i, raw := range b.Units {
 		var u Unit
-		if err := state.UnmarshalCanonical(raw, &u); err != nil {
+		if err := codec.UnmarshalCanonical(raw, &u); err != nil {
 			return nil, fmt.Errorf("working memory unit %d: %w", i, err)
 		}
 		out = append(out, u)
@@ -148,8 +148,8 @@ type Compression struct {
 	Block      Block       `json:"block"`
 	Dropped    []Block     `json:"dropped_blocks"`
 	Protected  []Protected `json:"protected"`
-	Before     state.Ref   `json:"binding_before"`
-	After      state.Ref   `json:"binding_after"`
+	Before     codec.Ref   `json:"binding_before"`
+	After      codec.Ref   `json:"binding_after"`
 }
 
 // ErrProtectedLost means a compaction would have dropped a protected ref;
@@ -183,8 +183,8 @@ func Compact(b Binding, cycleSeq int64, trigger string, p Policy) (Binding, Comp
 		}
 		slices.Sort(items)
 		blk := Block{FromCycle: fold[0].CycleSeq, ToCycle: fold[len(fold)-1].CycleSeq, Units: len(fold),
-			EventsDigest: state.FingerprintOf(refs), Items: items, CompressionCycle: cycleSeq}
-		blk.ID = "blk-" + state.Digest(state.MustMarshal(blk))[:16]
+			EventsDigest: codec.FingerprintOf(refs), Items: items, CompressionCycle: cycleSeq}
+		blk.ID = "blk-" + codec.Digest(codec.MustMarshal(blk))[:16]
 		c.Block = blk
 		out.Blocks = append(out.Blocks, blk)
 	}

@@ -9,16 +9,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/memory"
-	"github.com/acr-project/acr/internal/state"
 )
 
-func ref(kind string, n int64) state.Ref {
-	return state.Ref(fmt.Sprintf("%s:sha256:%064x", kind, n))
+func ref(kind string, n int64) codec.Ref {
+	return codec.Ref(fmt.Sprintf("%s:sha256:%064x", kind, n))
 }
 
 func unit(seq int64, item string) memory.Unit {
-	return memory.Unit{CycleSeq: seq, CycleRef: ref("cycle", seq), EventRefs: []state.Ref{ref("ev", seq*10), ref("ev", seq*10+1)},
+	return memory.Unit{CycleSeq: seq, CycleRef: ref("cycle", seq), EventRefs: []codec.Ref{ref("ev", seq*10), ref("ev", seq*10+1)},
 		Item: item, Disposition: "CONTINUE"}
 }
 
@@ -73,8 +73,8 @@ func TestRecord(t *testing.T) {
 
 	// Record on a binding whose slice has spare capacity must not leak
 	// into a sibling binding.
-	units := make([]state.Canonical, 1, 4)
-	units[0] = state.Canonical(state.MustMarshal(unit(1, "first")))
+	units := make([]codec.Canonical, 1, 4)
+	units[0] = codec.Canonical(codec.MustMarshal(unit(1, "first")))
 	base := memory.Binding{Schema: memory.BindingSchema, Units: units}
 	x := memory.Record(base, unit(10, "x"), nil)
 	y := memory.Record(base, unit(20, "y"), nil)
@@ -144,7 +144,7 @@ func TestCompactFoldsOldUnits(t *testing.T) {
 			refs = append(refs, r...)
 		}
 	}
-	assert.Equal(t, state.FingerprintOf(refs), blk.EventsDigest)
+	assert.Equal(t, codec.FingerprintOf(refs), blk.EventsDigest)
 
 	// The compression record says exactly what left working memory.
 	assert.Equal(t, memory.CompressionSchema, c.Schema)
@@ -293,7 +293,7 @@ func unitsOf(t *testing.T, b memory.Binding) []memory.Unit {
 	return us
 }
 
-func decodeUnits(t *testing.T, raw []state.Canonical) []memory.Unit {
+func decodeUnits(t *testing.T, raw []codec.Canonical) []memory.Unit {
 	t.Helper()
 	return unitsOf(t, memory.Binding{Units: raw})
 }

@@ -17,14 +17,17 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/intent"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/rundir"
 	"github.com/acr-project/acr/internal/sandbox"
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -75,7 +78,7 @@ func Generate(dir string, events, cycles int64) (Generated, error) {
 	if err != nil {
 		return Generated{}, err
 	}
-	store := state.NewStore(fsys)
+	store := dirstore.NewStore(fsys)
 	snap, err := store.Load()
 	if err != nil {
 		return Generated{}, err
@@ -103,7 +106,7 @@ func Generate(dir string, events, cycles int64) (Generated, error) {
 
 	g := Generated{Dir: dir}
 	now := start
-	var batch []ledger.Event
+	var batch []event.Event
 	var starts []int // index in batch of each cycle's first event
 	flush := func() error {
 		recs, err := led.Append(batch)
@@ -147,9 +150,9 @@ func Generate(dir string, events, cycles int64) (Generated, error) {
 		}
 		var settle kernel.Settlement
 		if p.Effect != nil {
-			fixed := state.FingerprintOf([]byte(Fixed))
+			fixed := codec.FingerprintOf([]byte(Fixed))
 			settle.Outcome = &world.Outcome{Schema: world.OutcomeSchema, Key: p.Effect.Key, Operation: world.OpApplyPatch, Target: "README.md",
-				Status: world.OutcomeCommitted, BeforeSHA256: state.FingerprintOf([]byte(Broken)), AfterSHA256: fixed,
+				Status: world.OutcomeCommitted, BeforeSHA256: codec.FingerprintOf([]byte(Broken)), AfterSHA256: fixed,
 				PostCheck: &world.CheckResult{ID: "typo", Status: world.CheckPass, TargetSHA256: fixed}}
 			settle.Readback = &world.Readback{Schema: world.ReadbackSchema, Target: "README.md", SHA256: fixed, Passing: []string{"typo"}, Failing: []string{}}
 			settle.Rollback = &world.RollbackBundle{Target: "README.md", Existed: true, Content: Broken, Before: settle.Outcome.BeforeSHA256, After: fixed}
@@ -186,7 +189,7 @@ func Generate(dir string, events, cycles int64) (Generated, error) {
 	if err != nil {
 		return g, err
 	}
-	if _, err := store.Commit(state.Commit{RunID: st.Run.RunID, CycleSeq: st.Run.CycleSeq, Revision: "perf", Frontier: led.Frontier(), Files: files}); err != nil {
+	if _, err := store.Commit(storage.Commit{Expect: snap.Manifest.Generation, RunID: st.Run.RunID, CycleSeq: st.Run.CycleSeq, Revision: "perf", Frontier: led.Frontier(), Files: files}); err != nil {
 		return g, err
 	}
 	fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(ledger.FileName)))

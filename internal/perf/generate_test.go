@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,7 +35,7 @@ func TestGeneratedRunIsOrdinary(t *testing.T) {
 	r, err := rundir.Open(dir, rundir.Options{Clock: fixedClock{}, Revision: "perf"})
 	require.NoError(t, err)
 	assert.False(t, r.Driver.Recovery().Recovered, "a generated run needs no recovery")
-	_, err = r.Driver.Run(5, nil)
+	_, err = r.Driver.Run(context.Background(), 5, nil)
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
 	_, err = ledger.Cycle(fsys, g.Cycles)

@@ -17,10 +17,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/command"
 	"github.com/acr-project/acr/internal/governance"
-	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -61,7 +61,7 @@ const MaxProposalBytes = 4 << 20
 func (r *Runner) Propose(req cognition.ProposalRequest) (cognition.Reply, error) {
 	shown := r.fill(req.Files)
 	req.Files = shown
-	body, err := state.Marshal(req)
+	body, err := codec.Marshal(req)
 	if err != nil {
 		return cognition.Reply{}, fmt.Errorf("encode request: %w", err)
 	}
@@ -88,7 +88,7 @@ func (r *Runner) Propose(req cognition.ProposalRequest) (cognition.Reply, error)
 	if err != nil {
 		return cognition.Reply{}, fault("invalid proposal", err.Error(), &cr)
 	}
-	reply := cognition.Reply{Schema: cognition.ReplySchema, Request: state.NewRef("preqsent", body), Files: make([]cognition.FileShown, len(shown)),
+	reply := cognition.Reply{Schema: cognition.ReplySchema, Request: codec.NewRef("preqsent", body), Files: make([]cognition.FileShown, len(shown)),
 		Proposal: p, Targets: []cognition.TargetFact{}, DurationMS: cr.DurationMS}
 	for i, f := range shown {
 		f.Content = "" // the hash names what was sent
@@ -105,11 +105,19 @@ func (r *Runner) Propose(req cognition.ProposalRequest) (cognition.Reply, error)
 // and a wrong schema are all refused, naming the field.
 func Decode(b []byte) (cognition.Proposal, error) {
 	var p cognition.Proposal
-	if err := state.Unmarshal(bytes.TrimSpace(b), &p); err != nil {
+	if err := codec.Unmarshal(bytes.TrimSpace(b), &p); err != nil {
 		return p, err
 	}
 	if err := p.Validate(); err != nil {
 		return p, err
+	}
+	// A field left out is recorded as empty, never as null: the schema
+	// types both as arrays, and strict decoding refuses null for them.
+	if p.Actions == nil {
+		p.Actions = []cognition.ProposedAction{}
+	}
+	if p.Rationale == nil {
+		p.Rationale = []string{}
 	}
 	return p, nil
 }
@@ -122,7 +130,7 @@ func (r *Runner) fill(files []cognition.FileShown) []cognition.FileShown {
 		if err != nil || !exists {
 			continue // refused or gone since the observation: not shown
 		}
-		f.SHA256, f.Bytes = state.FingerprintOf(data), int64(len(data))
+		f.SHA256, f.Bytes = codec.FingerprintOf(data), int64(len(data))
 		if len(data) > cognition.MaxProposalFileBytes {
 			data, f.Truncated = data[:cognition.MaxProposalFileBytes], true
 		}
@@ -147,7 +155,7 @@ func (r *Runner) target(a cognition.ProposedAction) cognition.TargetFact {
 	case err != nil:
 		t.Refused = err.Error()
 	case exists:
-		t.SHA256 = state.FingerprintOf(data)
+		t.SHA256 = codec.FingerprintOf(data)
 		if a.Find != "" {
 			t.Finds = bytes.Count(data, []byte(a.Find))
 		}

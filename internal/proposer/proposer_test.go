@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/proposer"
-	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -55,9 +55,9 @@ func FuzzDecodeProposal(f *testing.F) {
 		if err != nil {
 			return
 		}
-		again, err := proposer.Decode(state.MustMarshal(p))
+		again, err := proposer.Decode(codec.MustMarshal(p))
 		require.NoError(t, err)
-		require.Equal(t, state.MustMarshal(p), state.MustMarshal(again))
+		require.Equal(t, codec.MustMarshal(p), codec.MustMarshal(again))
 	})
 }
 
@@ -92,9 +92,9 @@ echo '{"schema": "acr.proposal/v0.1", "actions": [{"operation": "apply_local_pat
 	assert.Empty(t, reply.Files[0].Content, "the reply keeps hashes, not text")
 	sent, err := os.ReadFile(filepath.Join(filepath.Dir(script), "req.json"))
 	require.NoError(t, err)
-	assert.Equal(t, reply.Request, state.NewRef("preqsent", []byte(strings.TrimSuffix(string(sent), "\n"))))
+	assert.Equal(t, reply.Request, codec.NewRef("preqsent", []byte(strings.TrimSuffix(string(sent), "\n"))))
 	assert.Contains(t, string(sent), `"content":"x x y"`)
-	assert.Equal(t, []cognition.TargetFact{{Path: "a.go", SHA256: state.FingerprintOf([]byte("x x y")), Finds: 2}, {Path: "new.txt"}}, reply.Targets)
+	assert.Equal(t, []cognition.TargetFact{{Path: "a.go", SHA256: codec.FingerprintOf([]byte("x x y")), Finds: 2}, {Path: "new.txt"}}, reply.Targets)
 }
 
 func TestRunnerFailures(t *testing.T) {

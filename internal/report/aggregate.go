@@ -3,10 +3,15 @@ package report
 import (
 	"fmt"
 	"iter"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -100,6 +105,7 @@ func clipCycle(c Cycle) Cycle {
 		c.Approvals = c.Approvals[:maxList]
 	}
 	c.Inbox, c.Notes = clipList(c.Inbox), clipList(notes)
+	c.Failing, c.Passing = clipList(c.Failing), nil // the checks table has them all
 	if c.Review != nil {
 		c.Review = clipList(c.Review)
 	}
@@ -111,7 +117,7 @@ func clipCycle(c Cycle) Cycle {
 	c.Approvals = slices.Clone(c.Approvals)
 	for i := range c.Approvals {
 		ap := &c.Approvals[i]
-		ap.Kind, ap.ActionRef, ap.Action = clip(ap.Kind), state.Ref(clip(string(ap.ActionRef))), clip(ap.Action)
+		ap.Kind, ap.ActionRef, ap.Action = clip(ap.Kind), codec.Ref(clip(string(ap.ActionRef))), clip(ap.Action)
 		ap.Reason, ap.Verdict, ap.By = clip(ap.Reason), clip(ap.Verdict), clip(ap.By)
 	}
 	if c.Compaction != nil {
@@ -131,7 +137,7 @@ func clipCycle(c Cycle) Cycle {
 // in the summary line and in the detail list, plus fixed markup.
 func weight(c *Cycle) int {
 	n := cost(c.At) + cost(c.Agenda) + cost(c.AgendaSummary) + cost(c.Action) + cost(c.Decision) + cost(c.Outcome) + cost(c.Evaluation)
-	for _, l := range [][]string{c.Reasons, c.WokeBy, c.AgendaReasons, c.DecisionReasons, c.Inbox, c.Notes, c.Review} {
+	for _, l := range [][]string{c.Reasons, c.WokeBy, c.AgendaReasons, c.DecisionReasons, c.Inbox, c.Notes, c.Review, c.Failing} {
 		for _, s := range l {
 			n += cost(s) + 8
 		}
@@ -150,6 +156,7 @@ func weight(c *Cycle) int {
 
 func clipHead(h Head) Head {
 	h.RunID, h.Status, h.UpdatedAt, h.GoalID, h.Mission, h.ContractID = clip(h.RunID), clip(h.Status), clip(h.UpdatedAt), clip(h.GoalID), clip(h.Mission), clip(h.ContractID)
+	h.World = clip(h.World)
 	h.Reasons = clipList(h.Reasons)
 	h.Budget.SoftWarned = clipList(h.Budget.SoftWarned)
 	if len(h.Pending) > maxList {
@@ -158,7 +165,7 @@ func clipHead(h Head) Head {
 	h.Pending = slices.Clone(h.Pending)
 	for i := range h.Pending {
 		p := &h.Pending[i]
-		p.Ref, p.Action, p.Reason, p.RequestedAt = state.Ref(clip(string(p.Ref))), clip(p.Action), clip(p.Reason), clip(p.RequestedAt)
+		p.Ref, p.Action, p.Reason, p.RequestedAt = codec.Ref(clip(string(p.Ref))), clip(p.Action), clip(p.Reason), clip(p.RequestedAt)
 	}
 	return h
 }
@@ -205,6 +212,24 @@ func kindsOf(c *Cycle) [numKinds]bool {
 	}
 }
 
+// Governance decisions, in legend and stacking order. A cycle that
+// reached no decision is NONE; a name the report does not know is OTHER.
+const numDec = 7
+
+func decisionNames() [numDec]string {
+	return [numDec]string{"EXECUTE", "ESCALATE", "REFUSE", "DEFER", "IDLE", "NONE", "OTHER"}
+}
+
+func decIndex(d string) int {
+	names := decisionNames()
+	if i := slices.Index(names[:], d); i >= 0 {
+		return i
+	}
+	return numDec - 1
+}
+
+func decClass(d string) string { return "dec-" + decisionNames()[decIndex(d)] }
+
 // numDisp covers every Disposition value, the invalid zero included (a
 // cycle record that lacks one is counted, not dropped).
 const numDisp = 8
@@ -241,7 +266,16 @@ type bar struct {
 	halts       int
 	budget      *state.BudgetUsage // at the bar's last cycle
 	cycle       *Cycle             // the cycle, while bars are one cycle wide
-	incidentTyp []string           // a few incident types, for the tooltip
+	incidentTyp []event.Kind       // a few incident types, for the tooltip
+	decisions   [numDec]int64
+	// fromAt and toAt are the clock readings (Unix seconds) of the bar's
+	// first and last cycle, if timed says they could be read.
+	fromAt, toAt int64
+	timed        bool
+	// failing and checks are the failing and observed checks at the bar's
+	// last cycle that observed the world, if observed.
+	failing, checks int
+	observed        bool
 }
 
 func (b *bar) absorb(o bar) {
@@ -261,9 +295,29 @@ func (b *bar) absorb(o bar) {
 	for _, t := range o.incidentTyp {
 		b.addIncident(t)
 	}
+	for i := range b.decisions {
+		b.decisions[i] += o.decisions[i]
+	}
+	if o.timed {
+		if !b.timed {
+			b.fromAt = o.fromAt
+		}
+		b.toAt, b.timed = o.toAt, true
+	}
+	if o.observed {
+		b.failing, b.checks, b.observed = o.failing, o.checks, true
+	}
 }
 
-func (b *bar) addIncident(t string) {
+// at records the clock reading of a cycle of the bar.
+func (b *bar) at(t int64) {
+	if !b.timed {
+		b.fromAt = t
+	}
+	b.toAt, b.timed = max(b.toAt, t), true
+}
+
+func (b *bar) addIncident(t event.Kind) {
 	if !slices.Contains(b.incidentTyp, t) && len(b.incidentTyp) < 3 {
 		b.incidentTyp = append(b.incidentTyp, t)
 	}
@@ -303,12 +357,32 @@ type aggregator struct {
 	incidents   ring[Incident]
 	incidentN   int64
 	lastBudget  *state.BudgetUsage
+	decTotals   [numDec]int64
+	reviewsN    int64
+	commitN     int64
+	haltsN      int64
+	// checks tracks each check of the environment (at most MaxChecks);
+	// checksFull says more were seen than it holds.
+	checks     map[string]*checkAcc
+	checksFull bool
+	// failingNow and checksNow are the failing and observed checks at the
+	// last cycle that observed; failingPeak the most failing at once.
+	failingNow, checksNow, failingPeak int
+}
+
+// checkAcc is what the report keeps of one check.
+type checkAcc struct {
+	status                    string // failing, passing
+	since                     int64
+	observed, failing         int64
+	firstFailing, lastFailing int64
+	fixed, regressed          int
 }
 
 func newAggregator(head Head, o Options) *aggregator {
 	o = o.withDefaults()
 	a := &aggregator{o: o, head: clipHead(head), width: 1, recent: newRing[Cycle](o.Recent),
-		compactions: newRing[CompactionRow](o.MaxCompactions), incidents: newRing[Incident](o.MaxIncidents)}
+		compactions: newRing[CompactionRow](o.MaxCompactions), incidents: newRing[Incident](o.MaxIncidents), checks: map[string]*checkAcc{}}
 	for i := range a.notable {
 		a.notable[i] = newRing[Cycle](o.NotablePerKind)
 	}
@@ -349,6 +423,9 @@ func (a *aggregator) mergeBars() {
 }
 
 func (a *aggregator) cycle(c Cycle) {
+	if c.Observed {
+		a.observe(c.Seq, c.Failing, c.Passing)
+	}
 	c = clipCycle(c)
 	d := int(c.Disposition)
 	if d >= numDisp {
@@ -382,6 +459,20 @@ func (a *aggregator) cycle(c Cycle) {
 	b.commitments += len(c.Commitments)
 	if c.Disposition == state.Faulted || c.Disposition == state.Stopped {
 		b.halts++
+		a.haltsN++
+	}
+	if c.Review != nil {
+		a.reviewsN++
+	}
+	a.commitN += int64(len(c.Commitments))
+	dec := decIndex(c.Decision)
+	b.decisions[dec]++
+	a.decTotals[dec]++
+	if t, err := state.ParseTime(c.At); err == nil {
+		b.at(t.Unix())
+	}
+	if c.Observed {
+		b.failing, b.checks, b.observed = a.failingNow, a.checksNow, true
 	}
 	if a.width == 1 {
 		cc := c
@@ -406,8 +497,50 @@ func (a *aggregator) cycle(c Cycle) {
 	}
 }
 
+// observe files what a cycle saw of each check into the checks table and
+// the failing count.
+func (a *aggregator) observe(seq int64, failing, passing []string) {
+	a.failingNow, a.checksNow = len(failing), len(failing)+len(passing)
+	a.failingPeak = max(a.failingPeak, a.failingNow)
+	see := func(id, status string) {
+		id = clip(id)
+		c := a.checks[id]
+		if c == nil {
+			if len(a.checks) >= a.o.MaxChecks {
+				a.checksFull = true
+				return
+			}
+			c = &checkAcc{status: status, since: seq}
+			a.checks[id] = c
+		}
+		switch {
+		case c.status == "passing" && status == "failing":
+			c.regressed++
+			c.since = seq
+		case c.status == "failing" && status == "passing":
+			c.fixed++
+			c.since = seq
+		}
+		c.status = status
+		c.observed++
+		if status == "failing" {
+			c.failing++
+			if c.firstFailing == 0 {
+				c.firstFailing = seq
+			}
+			c.lastFailing = seq
+		}
+	}
+	for _, id := range failing {
+		see(id, "failing")
+	}
+	for _, id := range passing {
+		see(id, "passing")
+	}
+}
+
 func (a *aggregator) incident(in Incident) {
-	in.At, in.Type, in.Detail, in.Reasons = clip(in.At), clip(in.Type), clip(in.Detail), clipList(in.Reasons)
+	in.At, in.Type, in.Detail, in.Reasons = clip(in.At), event.Kind(clip(string(in.Type))), clip(in.Detail), clipList(in.Reasons)
 	a.incidentN++
 	a.incidents.push(in)
 	b := a.barFor(in.Cycle)
@@ -507,19 +640,28 @@ func (a *aggregator) view() *View {
 			v.Totals = append(v.Totals, Total{Disposition: dispName(d), Class: "disp-" + dispName(d), Count: n, Percent: percent(n, a.cycles)})
 		}
 	}
+	for i, n := range a.decTotals {
+		if name := decisionNames()[i]; n > 0 || name != "OTHER" {
+			v.DecisionTotals = append(v.DecisionTotals, Total{Disposition: name, Class: "dec-" + name, Count: n, Percent: percent(n, a.cycles)})
+		}
+	}
 	v.Details, v.DetailsOmitted = a.details()
 	detailed := map[int64]bool{}
 	for _, d := range v.Details {
 		detailed[d.Seq] = true
 	}
-	v.Timeline = a.strip(detailed)
-	v.Axis = a.axis()
-	v.Markers = a.markers()
+	lay := a.layout()
+	v.TimeAxis = lay.time
+	v.Timeline = a.strip(lay, detailed)
+	v.Decisions = a.decisionStrip(lay, detailed)
+	v.Axis = a.axis(lay)
+	v.Markers = a.markers(lay)
+	v.Failing = a.failingPlot(lay)
 	if a.width > 1 {
 		rec := a.recent.items()
 		s := Strip{Width: len(rec)}
 		for i := range rec {
-			s.Bars = append(s.Bars, cycleBar(i, &rec[i], detailed[rec[i].Seq]))
+			s.Bars = append(s.Bars, cycleBar(strconv.Itoa(i), "1", &rec[i], detailed[rec[i].Seq]))
 		}
 		v.Recent = &s
 	}
@@ -540,8 +682,81 @@ func (a *aggregator) view() *View {
 		v.Compactions[i].Href = href(v.Compactions[i].Cycle)
 	}
 	v.Incidents = a.incidents.items()
-	v.Budgets = a.budgets()
+	v.Budgets = a.budgets(lay)
+	v.Checks, v.ChecksOmitted = a.checkRows(href), a.checksFull
 	return v
+}
+
+// checkRows lists the checks by id.
+func (a *aggregator) checkRows(href func(int64) string) []CheckRow {
+	ids := make([]string, 0, len(a.checks))
+	for id := range a.checks {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := make([]CheckRow, 0, len(ids))
+	for _, id := range ids {
+		c := a.checks[id]
+		out = append(out, CheckRow{ID: id, Status: c.status, Since: c.since, SinceHref: href(c.since), Observed: c.observed, Failing: c.failing,
+			FirstFailing: c.firstFailing, LastFailing: c.lastFailing, Fixed: c.fixed, Regressed: c.regressed})
+	}
+	return out
+}
+
+// layout places the bars: one unit each on a cycle axis; on a wall-clock
+// axis (Options.TimeAxis) each bar starts at its first cycle's clock
+// reading and lasts until the next bar's, at least minTimeWidth units
+// wide. A run whose cycles all share one instant, or whose clock readings
+// do not parse, stays on the cycle axis.
+type layout struct {
+	time  bool
+	width int
+	x, w  []float64
+	t0    int64 // first clock reading, on a wall-clock axis
+	span  int64 // seconds from the first reading to the last
+}
+
+// minTimeWidth keeps a bar of a burst of cycles visible on a time axis.
+const minTimeWidth = 0.5
+
+func (a *aggregator) layout() layout {
+	n := len(a.bars)
+	l := layout{width: n, x: make([]float64, n), w: make([]float64, n)}
+	for i := range a.bars {
+		l.x[i], l.w[i] = float64(i), 1
+	}
+	if !a.o.TimeAxis || n == 0 || !a.bars[0].timed {
+		return l
+	}
+	t0, t1 := a.bars[0].fromAt, a.bars[0].toAt
+	for i := range a.bars {
+		if !a.bars[i].timed || a.bars[i].fromAt < t0 {
+			return l
+		}
+		t1 = max(t1, a.bars[i].toAt)
+	}
+	if t1 <= t0 {
+		return l
+	}
+	scale := float64(TimeWidth) / float64(t1-t0)
+	t := layout{time: true, width: TimeWidth, x: make([]float64, n), w: make([]float64, n), t0: t0, span: t1 - t0}
+	for i := range a.bars {
+		t.x[i] = float64(a.bars[i].fromAt-t0) * scale
+	}
+	for i := range a.bars {
+		end := float64(a.bars[i].toAt-t0) * scale
+		if i+1 < n {
+			end = t.x[i+1]
+		}
+		t.w[i] = max(end-t.x[i], minTimeWidth)
+		t.x[i] = min(t.x[i], TimeWidth-t.w[i])
+	}
+	return t
+}
+
+// num prints a coordinate: whole numbers as such, others to one decimal.
+func num(f float64) string {
+	return strconv.FormatFloat(math.Round(f*10)/10, 'f', -1, 64)
 }
 
 func percent(n, of int64) string {
@@ -658,8 +873,8 @@ func cycleTitle(c *Cycle) string {
 	return clipTo(b.String(), maxTitle)
 }
 
-func cycleBar(x int, c *Cycle, linked bool) Bar {
-	b := Bar{X: x, From: c.Seq, To: c.Seq, Class: "cycle " + dispClass(c.Disposition), Title: cycleTitle(c)}
+func cycleBar(x, w string, c *Cycle, linked bool) Bar {
+	b := Bar{X: x, W: w, From: c.Seq, To: c.Seq, Class: "cycle " + dispClass(c.Disposition), Title: cycleTitle(c)}
 	if linked {
 		b.Href = fmt.Sprintf("#c%d", c.Seq)
 	}
@@ -669,12 +884,12 @@ func cycleBar(x int, c *Cycle, linked bool) Bar {
 // strip draws the timeline: a bar per cycle while bars are one cycle
 // wide, else one hover target per bucket over stacked paths, one path per
 // disposition (a path per bar would cost far more bytes).
-func (a *aggregator) strip(detailed map[int64]bool) Strip {
-	s := Strip{Width: len(a.bars)}
+func (a *aggregator) strip(l layout, detailed map[int64]bool) Strip {
+	s := Strip{Width: l.width}
 	if a.width == 1 {
 		for i := range a.bars {
 			if c := a.bars[i].cycle; c != nil {
-				s.Bars = append(s.Bars, cycleBar(i, c, detailed[c.Seq]))
+				s.Bars = append(s.Bars, cycleBar(num(l.x[i]), num(l.w[i]), c, detailed[c.Seq]))
 			}
 		}
 		return s
@@ -692,14 +907,23 @@ func (a *aggregator) strip(detailed map[int64]bool) Strip {
 			}
 			h := 100 * float64(n) / float64(b.cycles)
 			y -= h
-			fmt.Fprintf(&paths[d], "M%d %.1fh1v%.1fh-1z", i, max(y, 0), h)
+			fmt.Fprintf(&paths[d], "M%s %.1fh%sv%.1fh-%sz", num(l.x[i]), max(y, 0), num(l.w[i]), h, num(l.w[i]))
 			mix = append(mix, fmt.Sprintf("%s %d", dispName(d), n))
 		}
 		if b.cycles == 0 {
 			mix = append(mix, "no completed cycle")
 		}
-		title := fmt.Sprintf("cycles %d–%d (%d): %s%s", b.from, to, b.cycles, strings.Join(mix, " · "), b.extras())
-		s.Bars = append(s.Bars, Bar{X: i, From: b.from, To: to, Class: "bucket", Title: clipTo(title, maxTitle)})
+		decs := ""
+		for d, n := range b.decisions {
+			if n > 0 {
+				decs += fmt.Sprintf(", %s %d", decisionNames()[d], n)
+			}
+		}
+		if decs != "" {
+			decs = "; decisions" + strings.TrimPrefix(decs, ",")
+		}
+		title := fmt.Sprintf("cycles %d–%d (%d): %s%s%s", b.from, to, b.cycles, strings.Join(mix, " · "), decs, b.extras())
+		s.Bars = append(s.Bars, Bar{X: num(l.x[i]), W: num(l.w[i]), From: b.from, To: to, Class: "bucket", Title: clipTo(title, maxTitle)})
 	}
 	for _, d := range dispOrder() {
 		if paths[d].Len() > 0 {
@@ -707,6 +931,65 @@ func (a *aggregator) strip(detailed map[int64]bool) Strip {
 		}
 	}
 	return s
+}
+
+// decisionStrip draws the governance decision of each cycle on the
+// timeline's scale: a bar per cycle while bars are one cycle wide (its
+// tooltip short: the timeline's has the rest), else each bucket's mix of
+// decisions stacked, one path per decision, under the timeline's bucket
+// whose tooltip names the mix.
+func (a *aggregator) decisionStrip(l layout, detailed map[int64]bool) Strip {
+	s := Strip{Width: l.width}
+	var paths [numDec]strings.Builder
+	for i := range a.bars {
+		b := &a.bars[i]
+		if c := b.cycle; a.width == 1 && c != nil {
+			bar := Bar{X: num(l.x[i]), W: num(l.w[i]), From: c.Seq, To: c.Seq, Class: "cycle " + decClass(c.Decision),
+				Title: clipTo(fmt.Sprintf("cycle %d · decision %s", c.Seq, c.Decision), maxTitle)}
+			if detailed[c.Seq] {
+				bar.Href = fmt.Sprintf("#c%d", c.Seq)
+			}
+			s.Bars = append(s.Bars, bar)
+			continue
+		}
+		if a.width == 1 || b.cycles == 0 {
+			continue
+		}
+		// The timeline's hover target above says the mix in words.
+		y := 100.0
+		for d, n := range b.decisions {
+			if n == 0 {
+				continue
+			}
+			h := 100 * float64(n) / float64(b.cycles)
+			y -= h
+			fmt.Fprintf(&paths[d], "M%s %.1fh%sv%.1fh-%sz", num(l.x[i]), max(y, 0), num(l.w[i]), h, num(l.w[i]))
+		}
+	}
+	for d := range paths {
+		if paths[d].Len() > 0 {
+			s.Paths = append(s.Paths, Path{Class: "seg dec-" + decisionNames()[d], D: paths[d].String()})
+		}
+	}
+	return s
+}
+
+// failingPlot draws the failing checks over the run, one point per bar
+// that observed the world or follows one.
+func (a *aggregator) failingPlot(l layout) FailingPlot {
+	p := FailingPlot{Width: l.width, Top: max(a.failingPeak, a.checksNow, 1), Now: a.failingNow, Of: a.checksNow, Peak: a.failingPeak}
+	var pts []string
+	known, last := false, 0
+	for i := range a.bars {
+		if b := &a.bars[i]; b.observed {
+			known, last = true, b.failing
+		}
+		if known {
+			pts = append(pts, num(l.x[i]+l.w[i]/2)+","+yOf(int64(last), int64(p.Top)))
+		}
+	}
+	p.Points = strings.Join(pts, " ")
+	return p
 }
 
 func (b *bar) extras() string {
@@ -725,7 +1008,7 @@ func (b *bar) extras() string {
 	add(b.commitments, "commitment change", "commitment changes")
 	add(b.halts, "FAULTED/STOPPED cycle", "FAULTED/STOPPED cycles")
 	if b.incidents > 0 {
-		parts = append(parts, fmt.Sprintf("%d incident(s): %s", b.incidents, strings.Join(b.incidentTyp, ", ")))
+		parts = append(parts, fmt.Sprintf("%d incident(s): %s", b.incidents, joinKinds(b.incidentTyp)))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -734,11 +1017,17 @@ func (b *bar) extras() string {
 }
 
 // axis labels the timeline with the cycle at its start, quarters and end.
-func (a *aggregator) axis() []string {
+func (a *aggregator) axis(l layout) []string {
 	if len(a.bars) == 0 {
 		return nil
 	}
 	out := make([]string, 0, 5)
+	if l.time {
+		for k := range int64(5) {
+			out = append(out, state.FormatTime(time.Unix(l.t0+k*l.span/4, 0)))
+		}
+		return out
+	}
 	for k := range int64(5) {
 		i := min(k*int64(len(a.bars))/4, int64(len(a.bars))-1)
 		c := a.bars[i].from
@@ -752,20 +1041,20 @@ func (a *aggregator) axis() []string {
 
 // markers draws one row of ticks per kind of event, under the bars that
 // hold one; the bar's own tooltip says what and how many.
-func (a *aggregator) markers() []MarkerRow {
+func (a *aggregator) markers(l layout) []MarkerRow {
 	rows := []MarkerRow{
-		{ID: "compaction", Label: "compactions"},
-		{ID: "approval", Label: "approvals"},
-		{ID: "review", Label: "strategic reviews"},
-		{ID: "commitment", Label: "commitment changes"},
-		{ID: "incident", Label: "faults, stops, recoveries"},
+		{ID: "compaction", Label: "compactions", Count: a.compactN},
+		{ID: "approval", Label: "approvals", Count: a.approvalsN},
+		{ID: "review", Label: "strategic reviews", Count: a.reviewsN},
+		{ID: "commitment", Label: "commitment changes", Count: a.commitN},
+		{ID: "incident", Label: "faults, stops, recoveries", Count: a.incidentN + a.haltsN},
 	}
 	var ds [5]strings.Builder
 	for i := range a.bars {
 		b := &a.bars[i]
 		for r, n := range [5]int{b.compactions, b.approvals, b.reviews, b.commitments, b.incidents + b.halts} {
 			if n > 0 {
-				fmt.Fprintf(&ds[r], "M%d 0h1v10h-1z", i)
+				fmt.Fprintf(&ds[r], "M%s 0h%sv10h-%sz", num(l.x[i]), num(l.w[i]), num(l.w[i]))
 				rows[r].Ticks++
 			}
 		}
@@ -827,7 +1116,7 @@ func usedOf(u *state.BudgetUsage, i int) int64 {
 	return [...]int64{u.Cycles, u.CognitiveOperations, u.Actions, u.Compactions, u.WallClockSeconds}[i]
 }
 
-func (a *aggregator) budgets() []BudgetView {
+func (a *aggregator) budgets(l layout) []BudgetView {
 	// The ledger is never behind the checkpoint, so its last cycle's
 	// snapshot is the most recent use there is.
 	use := a.head.Budget
@@ -867,10 +1156,10 @@ func (a *aggregator) budgets() []BudgetView {
 		var pts []string
 		for j, u := range series {
 			if u >= 0 {
-				pts = append(pts, fmt.Sprintf("%d.5,%s", j, yOf(u, top)))
+				pts = append(pts, num(l.x[j]+l.w[j]/2)+","+yOf(u, top))
 			}
 		}
-		b.Width, b.Points = len(a.bars), strings.Join(pts, " ")
+		b.Width, b.Points = l.width, strings.Join(pts, " ")
 		if b.Soft > 0 {
 			b.SoftY = yOf(b.Soft, top)
 		}
@@ -883,4 +1172,12 @@ func (a *aggregator) budgets() []BudgetView {
 
 func yOf(v, top int64) string {
 	return fmt.Sprintf("%.1f", 100-float64(v)*100/float64(top))
+}
+
+func joinKinds(ks []event.Kind) string {
+	ss := make([]string, len(ks))
+	for i, k := range ks {
+		ss[i] = string(k)
+	}
+	return strings.Join(ss, ", ")
 }

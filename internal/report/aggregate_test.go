@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/acr-project/acr/internal/governance"
+	"github.com/acr-project/acr/internal/budget"
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -31,13 +33,13 @@ func reviewed(c *Cycle) { c.Review = []string{"repeated_failure"} }
 func requested(ref string) func(*Cycle) {
 	return func(c *Cycle) {
 		c.Decision, c.Action = "ESCALATE", "apply_local_patch app.ini"
-		c.Approvals = append(c.Approvals, ApprovalChange{Kind: "requested", ActionRef: state.Ref(ref), Action: c.Action, Reason: "contract_requires_approval"})
+		c.Approvals = append(c.Approvals, ApprovalChange{Kind: "requested", ActionRef: codec.Ref(ref), Action: c.Action, Reason: "contract_requires_approval"})
 	}
 }
 
 func resolved(ref, verdict, by string) func(*Cycle) {
 	return func(c *Cycle) {
-		c.Approvals = append(c.Approvals, ApprovalChange{Kind: "resolved", ActionRef: state.Ref(ref), Verdict: verdict, By: by})
+		c.Approvals = append(c.Approvals, ApprovalChange{Kind: "resolved", ActionRef: codec.Ref(ref), Verdict: verdict, By: by})
 	}
 }
 
@@ -73,7 +75,7 @@ func seqs(ds []CycleView) []int64 {
 
 func TestAggregate(t *testing.T) {
 	head := Head{RunID: "run:t", Status: "RUNNING", Disposition: state.Idle, CheckpointCycle: 0,
-		Limits: governance.Budgets{Cycles: governance.Limit{Soft: 5, Hard: 10}}}
+		Limits: budget.Run{Cycles: budget.Limit{Soft: 5, Hard: 10}}}
 	cases := []struct {
 		name    string
 		entries []Entry
@@ -117,7 +119,7 @@ func TestAggregate(t *testing.T) {
 			b := v.Timeline.Bars[2]
 			assert.Equal(t, "bucket", b.Class)
 			assert.Equal(t, []int64{9, 9}, []int64{b.From, b.To}, "the last bucket ends at the last cycle")
-			assert.Equal(t, "cycles 1–4 (4): CONTINUE 2 · IDLE 2", v.Timeline.Bars[0].Title)
+			assert.Equal(t, "cycles 1–4 (4): CONTINUE 2 · IDLE 2; decisions NONE 4", v.Timeline.Bars[0].Title)
 			require.Len(t, v.Timeline.Paths, 2)
 			assert.Equal(t, Path{Class: "seg disp-CONTINUE", D: "M0 50.0h1v50.0h-1zM1 50.0h1v50.0h-1zM2 0.0h1v100.0h-1z"}, v.Timeline.Paths[0])
 			assert.Equal(t, "seg disp-IDLE", v.Timeline.Paths[1].Class)
@@ -252,8 +254,8 @@ func TestAggregate(t *testing.T) {
 		name: "incidents between cycles",
 		entries: []Entry{
 			cyc(1, state.Continue),
-			{Incident: &Incident{Cycle: 1, Type: "persistent.provider.failed", Reasons: []string{"provider_failure"}, Detail: "observe failed"}},
-			{Incident: &Incident{Cycle: 1, Type: "persistent.run.faulted", Reasons: []string{"provider_failures_exceeded"}}},
+			{Incident: &Incident{Cycle: 1, Type: event.ProviderFailed, Reasons: []string{"provider_failure"}, Detail: "observe failed"}},
+			{Incident: &Incident{Cycle: 1, Type: event.RunFaulted, Reasons: []string{"provider_failures_exceeded"}}},
 			cyc(2, state.Faulted),
 		},
 		check: func(t *testing.T, v *View) {
@@ -323,4 +325,136 @@ func TestAggregateStopsWithTheIterator(t *testing.T) {
 	v := Aggregate(Head{}, seq, Options{})
 	assert.Equal(t, 3, n)
 	assert.Equal(t, int64(3), v.Cycles)
+}
+
+func decided(d string) func(*Cycle) { return func(c *Cycle) { c.Decision = d } }
+
+func observed(failing ...string) func(*Cycle) {
+	return func(c *Cycle) {
+		c.Observed, c.Failing = true, failing
+		for _, id := range []string{"a", "b", "c"} {
+			if !slices.Contains(failing, id) {
+				c.Passing = append(c.Passing, id)
+			}
+		}
+	}
+}
+
+func at(t string) func(*Cycle) { return func(c *Cycle) { c.At = t } }
+
+// TestAggregateDecisionsChecksAndTime: the decision strip and its legend,
+// the marker counts that match the sections, the failing checks plot and
+// table, and the wall-clock axis.
+func TestAggregateDecisionsChecksAndTime(t *testing.T) {
+	cases := []struct {
+		name    string
+		entries []Entry
+		opts    Options
+		check   func(t *testing.T, v *View)
+	}{{
+		name: "a refusal is told apart from an execution, though both CONTINUE",
+		entries: []Entry{
+			cyc(1, state.Continue, decided("EXECUTE")), cyc(2, state.Continue, decided("REFUSE")), cyc(3, state.Sleep, decided("DEFER")),
+			cyc(4, state.Idle), cyc(5, state.Continue, decided("SOMETHING_NEW")),
+		},
+		check: func(t *testing.T, v *View) {
+			var classes []string
+			for _, b := range v.Decisions.Bars {
+				classes = append(classes, b.Class)
+			}
+			assert.Equal(t, []string{"cycle dec-EXECUTE", "cycle dec-REFUSE", "cycle dec-DEFER", "cycle dec-NONE", "cycle dec-OTHER"}, classes)
+			assert.Equal(t, "cycle disp-CONTINUE", v.Timeline.Bars[1].Class, "the disposition strip is unchanged")
+			assert.Equal(t, "cycle 2 · decision REFUSE", v.Decisions.Bars[1].Title)
+			counts := map[string]int64{}
+			for _, tot := range v.DecisionTotals {
+				counts[tot.Disposition] = tot.Count
+			}
+			assert.Equal(t, map[string]int64{"EXECUTE": 1, "ESCALATE": 0, "REFUSE": 1, "DEFER": 1, "IDLE": 0, "NONE": 1, "OTHER": 1}, counts)
+		},
+	}, {
+		name:    "bucketed decisions stack like dispositions",
+		entries: []Entry{cyc(1, state.Continue, decided("EXECUTE")), cyc(2, state.Continue, decided("REFUSE")), cyc(3, state.Idle)},
+		opts:    Options{MaxBars: 2},
+		check: func(t *testing.T, v *View) {
+			assert.Empty(t, v.Decisions.Bars, "the timeline's bucket is the hover target")
+			require.Len(t, v.Decisions.Paths, 3)
+			assert.Equal(t, Path{Class: "seg dec-EXECUTE", D: "M0 50.0h1v50.0h-1z"}, v.Decisions.Paths[0])
+			assert.Contains(t, v.Timeline.Bars[0].Title, "; decisions EXECUTE 1, REFUSE 1")
+		},
+	}, {
+		name: "the approvals marker counts requests, as the Approvals section does",
+		entries: []Entry{
+			cyc(3, state.WaitApproval, requested("areq:a")),
+			cyc(4, state.Continue, resolved("areq:a", "approve", "bob")),
+		},
+		check: func(t *testing.T, v *View) {
+			m := v.Markers[1]
+			require.Equal(t, "approval", m.ID)
+			assert.Equal(t, v.ApprovalsN, m.Count)
+			assert.Equal(t, int64(1), m.Count)
+			assert.Equal(t, 2, m.Ticks, "a tick under the request and one under the answer")
+		},
+	}, {
+		name: "failing checks over the run, and one row per check",
+		entries: []Entry{
+			cyc(1, state.Continue, observed("a", "b")), cyc(2, state.Continue, observed("b")), cyc(3, state.Stopped),
+			cyc(4, state.Continue, observed("a", "b")), cyc(5, state.Idle, observed()),
+		},
+		check: func(t *testing.T, v *View) {
+			assert.Equal(t, FailingPlot{Width: 5, Points: "0.5,33.3 1.5,66.7 2.5,66.7 3.5,33.3 4.5,100.0", Top: 3, Now: 0, Of: 3, Peak: 2}, v.Failing,
+				"a cycle that did not observe carries the last count")
+			require.Len(t, v.Checks, 3)
+			assert.Equal(t, CheckRow{ID: "a", Status: "passing", Since: 5, SinceHref: "#c5", Observed: 4, Failing: 2, FirstFailing: 1, LastFailing: 4,
+				Fixed: 2, Regressed: 1}, v.Checks[0])
+			assert.Equal(t, CheckRow{ID: "b", Status: "passing", Since: 5, SinceHref: "#c5", Observed: 4, Failing: 3, FirstFailing: 1, LastFailing: 4,
+				Fixed: 1}, v.Checks[1])
+			assert.Equal(t, CheckRow{ID: "c", Status: "passing", Since: 1, SinceHref: "#c1", Observed: 4}, v.Checks[2])
+			assert.False(t, v.ChecksOmitted)
+			assert.Equal(t, []string{"a", "b"}, v.Details[0].Failing)
+		},
+	}, {
+		name:    "more checks than the table holds",
+		entries: []Entry{cyc(1, state.Continue, observed("a"))},
+		opts:    Options{MaxChecks: 2},
+		check: func(t *testing.T, v *View) {
+			assert.Len(t, v.Checks, 2)
+			assert.True(t, v.ChecksOmitted)
+		},
+	}, {
+		name: "a wall-clock axis: a bar lasts until the next cycle",
+		entries: []Entry{
+			cyc(1, state.Continue, at("2026-01-01T00:00:00Z")), cyc(2, state.Sleep, at("2026-01-01T00:00:00Z")),
+			cyc(3, state.Continue, at("2026-01-01T03:00:00Z")), cyc(4, state.Idle, at("2026-01-01T04:00:00Z")),
+		},
+		opts: Options{TimeAxis: true},
+		check: func(t *testing.T, v *View) {
+			require.True(t, v.TimeAxis)
+			assert.Equal(t, TimeWidth, v.Timeline.Width)
+			var xw []string
+			for _, b := range v.Timeline.Bars {
+				xw = append(xw, b.X+"+"+b.W)
+			}
+			assert.Equal(t, []string{"0+0.5", "0+750", "750+250", "999.5+0.5"}, xw, "a burst is thin, a wait is wide")
+			assert.Equal(t, []string{"2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z", "2026-01-01T02:00:00Z", "2026-01-01T03:00:00Z", "2026-01-01T04:00:00Z"}, v.Axis)
+			assert.Equal(t, "999.5", v.Decisions.Bars[3].X, "the decisions share the axis")
+			assert.Equal(t, TimeWidth, v.Budgets[0].Width)
+			assert.True(t, strings.HasPrefix(v.Budgets[0].Points, "0.3,"), "budget points at the middle of their bars")
+		},
+	}, {
+		name:    "a wall-clock axis needs more than one instant",
+		entries: []Entry{cyc(1, state.Continue, at("2026-01-01T00:00:00Z")), cyc(2, state.Idle, at("2026-01-01T00:00:00Z"))},
+		opts:    Options{TimeAxis: true},
+		check: func(t *testing.T, v *View) {
+			assert.False(t, v.TimeAxis)
+			assert.Equal(t, []string{"0+1", "1+1"}, []string{v.Timeline.Bars[0].X + "+" + v.Timeline.Bars[0].W, v.Timeline.Bars[1].X + "+" + v.Timeline.Bars[1].W})
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Aggregate(Head{}, slices.Values(tc.entries), tc.opts)
+			tc.check(t, v)
+			assert.Equal(t, v, Aggregate(Head{}, slices.Values(tc.entries), tc.opts), "the same history gives the same view")
+		})
+	}
+	require.Len(t, cases, 7)
 }

@@ -12,8 +12,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/acr-project/acr/internal/perf"
 )
 
 // chromiumPath is where Debian's chromium package installs the browser.
@@ -52,51 +50,37 @@ func dumpDOM(t *testing.T, bin, url string) string {
 	return string(out)
 }
 
-// TestReportInBrowser loads the report of a generated run (long enough to
-// be bucketed) and of the mixed scenario in a real browser and checks the
-// DOM it built: the timeline, every section, and the detail panel that
-// only the page's script creates, filled with the cycle named in the URL.
-func TestReportInBrowser(t *testing.T) {
+// inBrowser loads the page of v in a real browser, at the detail of its
+// last cycle, and checks the DOM it built: the timeline, every section,
+// the elements in want, and the detail panel that only the page's script
+// creates, filled with the cycle named in the URL. TestGeneratedRun (a run
+// long enough to be bucketed) and TestReportGolden (the mixed scenario)
+// call it on the pages they have already built.
+func inBrowser(t *testing.T, v *View, want ...string) {
+	t.Helper()
 	bin := browser(t)
-	t.Parallel()
-	dir := filepath.Join(t.TempDir(), "state")
-	g, err := perf.Generate(dir, 0, DefaultMaxBars+100)
+	path := filepath.Join(t.TempDir(), "report.html")
+	f, err := os.Create(path)
 	require.NoError(t, err)
+	require.NoError(t, Render(f, v))
+	require.NoError(t, f.Close())
 
-	pages := []struct {
-		name, dir string
-		want      []string
-	}{
-		{"generated", dir, []string{`class="bucket"`, `id="recent"`, fmt.Sprintf(`id="c%d"`, g.Cycles), `class="compaction"`}},
-		{"p14-mixed-100", runScenario(t, "p14-mixed-100"), []string{`class="cycle disp-WAIT_APPROVAL"`, `class="approval state-approved"`, `class="mark ev-created"`}},
+	last := v.Last
+	dom := dumpDOM(t, bin, "file://"+path+fmt.Sprintf("#c%d", last))
+	for _, w := range append([]string{
+		`id="timeline"`, `class="cycle disp-IDLE"`, `class="cycle disp-CONTINUE"`, `id="markers"`, `id="decisions"`,
+		`id="commitments"`, `id="approvals"`, `id="compactions"`, `id="incidents"`, `id="budgets"`, `id="checks"`, `id="cycles"`,
+		// Made by the script: proof that it ran, and worked.
+		`data-inspector="ready"`, `<aside id="inspector"`,
+	}, want...) {
+		assert.Contains(t, dom, w)
 	}
-	for _, p := range pages {
-		t.Run(p.name, func(t *testing.T) {
-			v := readRun(t, p.dir)
-			path := filepath.Join(t.TempDir(), "report.html")
-			f, err := os.Create(path)
-			require.NoError(t, err)
-			require.NoError(t, Render(f, v))
-			require.NoError(t, f.Close())
-
-			last := v.Last
-			dom := dumpDOM(t, bin, "file://"+path+fmt.Sprintf("#c%d", last))
-			for _, want := range append([]string{
-				`id="timeline"`, `class="cycle disp-IDLE"`, `class="cycle disp-CONTINUE"`, `id="markers"`,
-				`id="commitments"`, `id="approvals"`, `id="compactions"`, `id="incidents"`, `id="budgets"`, `id="cycles"`,
-				// Made by the script: proof that it ran, and worked.
-				`data-inspector="ready"`, `<aside id="inspector"`,
-			}, p.want...) {
-				assert.Contains(t, dom, want)
-			}
-			i := strings.Index(dom, `<aside id="inspector"`)
-			require.GreaterOrEqual(t, i, 0)
-			panel := dom[i:]
-			panel = panel[:strings.Index(panel, "</aside>")]
-			assert.Contains(t, panel, fmt.Sprintf("cycle %d", last), "the panel shows the cycle the URL names")
-			assert.Contains(t, panel, "decision", "with its detail")
-			assert.NotContains(t, panel, "hidden", "and is visible")
-			assert.Regexp(t, fmt.Sprintf(`<details id="c%d" class="[^"]*" open=""`, last), dom, "the cycle's own detail is opened")
-		})
-	}
+	i := strings.Index(dom, `<aside id="inspector"`)
+	require.GreaterOrEqual(t, i, 0)
+	panel := dom[i:]
+	panel = panel[:strings.Index(panel, "</aside>")]
+	assert.Contains(t, panel, fmt.Sprintf("cycle %d", last), "the panel shows the cycle the URL names")
+	assert.Contains(t, panel, "decision", "with its detail")
+	assert.NotContains(t, panel, "hidden", "and is visible")
+	assert.Regexp(t, fmt.Sprintf(`<details id="c%d" class="[^"]*" open=""`, last), dom, "the cycle's own detail is opened")
 }

@@ -7,16 +7,18 @@ import (
 	"strings"
 
 	"github.com/acr-project/acr/internal/agenda"
-	"github.com/acr-project/acr/internal/kernel"
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/state"
 )
 
 // needsObject reports whether Digest or IncidentOf reads the object of
 // events of type typ; Read leaves the object out of the others.
-func needsObject(typ string) bool {
+func needsObject(typ event.Kind) bool {
 	switch typ {
-	case "inbox.item.consumed", "agenda.resolution.selected", "agenda.resolution.empty", "action.request.proposed",
-		"governance.decision.recorded", "context.compaction.completed", "persistent.checkpoint.created", "persistent.cycle.completed":
+	case event.InboxConsumed, event.AgendaSelected, event.AgendaEmpty, event.ActionProposed,
+		event.DecisionRecorded, event.CompactionCompleted, event.CheckpointCreated, event.CycleCompleted,
+		event.SemanticEncoded:
 		return true
 	}
 	return lifecycle(typ) != "" || Incidental(typ)
@@ -24,15 +26,17 @@ func needsObject(typ string) bool {
 
 // Shown reports whether the report reads events of type typ. Read skips
 // every other line without decoding it; most of a cycle's bytes
-// (observations, semantic state, cognition) are never shown.
-func Shown(typ string) bool {
+// (observations, cognition) are never shown, and of the semantic state
+// only its facts' kinds and subjects (which checks failed) are read.
+func Shown(typ event.Kind) bool {
 	switch typ {
-	case "persistent.cycle.started", "persistent.cycle.completed", "persistent.checkpoint.created", "persistent.loop.woke",
-		"inbox.item.consumed", "persistent.wake.rejected", "persistent.wake.coalesced", "persistent.stop.requested", "persistent.run.resumed",
-		"approval.requested", "approval.resolved", "approval.ignored", "strategy.review.requested",
-		"agenda.resolution.selected", "agenda.resolution.empty", "action.request.proposed", "governance.decision.recorded",
-		"loop.guard.tripped", "sandbox.action.committed", "sandbox.action.not_applied", "evaluation.recorded",
-		"context.compaction.completed", "context.compaction.failed", "budget.soft_limit.reached", "persistent.run.faulted":
+	case event.CycleStarted, event.CycleCompleted, event.CheckpointCreated, event.LoopWoke,
+		event.InboxConsumed, event.WakeRejected, event.WakeCoalesced, event.StopRequested, event.RunResumed,
+		event.ApprovalRequested, event.ApprovalResolved, event.ApprovalIgnored, event.ReviewRequested,
+		event.AgendaSelected, event.AgendaEmpty, event.ActionProposed, event.DecisionRecorded,
+		event.GuardTripped, event.ActionCommitted, event.ActionNotApplied, event.EvaluationRecorded,
+		event.CompactionCompleted, event.CompactionFailed, event.BudgetSoftLimitReached, event.RunFaulted,
+		event.SemanticEncoded:
 		return true
 	}
 	return lifecycle(typ) != "" || Incidental(typ)
@@ -42,13 +46,13 @@ func Shown(typ string) bool {
 // the driver outside the cycle's own work (recoveries, repairs, provider
 // failures, quarantined inbox files). The intent record of an effect is
 // not one: the cycle's outcome tells what became of it.
-func Incidental(typ string) bool {
-	return kernel.OutOfBand(typ) && typ != "sandbox.action.intent"
+func Incidental(typ event.Kind) bool {
+	return typ.OutOfBand() && typ != event.ActionIntent
 }
 
 // lifecycle returns the verb of a commitment lifecycle event type, or "".
-func lifecycle(typ string) string {
-	verb, ok := strings.CutPrefix(typ, "commitment.")
+func lifecycle(typ event.Kind) string {
+	verb, ok := typ.CommitmentVerb()
 	if !ok {
 		return ""
 	}
@@ -61,20 +65,20 @@ func lifecycle(typ string) string {
 
 // Event is a ledger event as the report reads it: the envelope, and the
 // fields of its object that the report shows. Read decodes a line into it
-// in one pass; decoding into ledger.Event and then the object again costs
+// in one pass; decoding into event.Event and then the object again costs
 // four times as much, which is most of the time of a long report.
 type Event struct {
-	Type     string               `json:"type"`
+	Type     event.Kind           `json:"type"`
 	CycleSeq int64                `json:"cycle_seq"`
 	At       string               `json:"at"`
-	Refs     map[string]state.Ref `json:"refs"`
+	Refs     map[string]codec.Ref `json:"refs"`
 	Reasons  []string             `json:"reason_codes"`
 	Object   *Object              `json:"object"`
 }
 
 // Object is an event's object: its ref and the fields the report shows.
 type Object struct {
-	Ref  state.Ref `json:"ref"`
+	Ref  codec.Ref `json:"ref"`
 	Body Fields    `json:"body"`
 }
 
@@ -115,10 +119,16 @@ type Fields struct {
 	// inbox items: wake signal, approval, stop request
 	Source    string    `json:"source"`
 	Ref       string    `json:"ref"`
-	ActionRef state.Ref `json:"action_ref"`
+	ActionRef codec.Ref `json:"action_ref"`
 	By        string    `json:"by"`
 	Reason    string    `json:"reason"`
 	Kill      bool      `json:"kill"`
+	// semantic state: what the cycle observed, as facts (check_failing,
+	// check_passing with the check's id as subject, and others)
+	Facts []struct {
+		Kind    string `json:"kind"`
+		Subject string `json:"subject"`
+	} `json:"facts"`
 	// incidents: provider failure, quarantined inbox file, torn tail
 	Error  string `json:"error"`
 	Name   string `json:"name"`
@@ -129,10 +139,10 @@ type Fields struct {
 // envelope is an event without its object, for the types whose object
 // the report does not read: skipping an object costs less than decoding it.
 type envelope struct {
-	Type     string               `json:"type"`
+	Type     event.Kind           `json:"type"`
 	CycleSeq int64                `json:"cycle_seq"`
 	At       string               `json:"at"`
-	Refs     map[string]state.Ref `json:"refs"`
+	Refs     map[string]codec.Ref `json:"refs"`
 	Reasons  []string             `json:"reason_codes"`
 }
 
@@ -141,7 +151,7 @@ type envelope struct {
 // decoding is lenient about what the report does not show (acr ledger
 // verify checks every event strictly). An incident whose object has
 // another shape keeps its envelope: its detail is a courtesy.
-func decodeEvent(typ string, b []byte) (Event, error) {
+func decodeEvent(typ event.Kind, b []byte) (Event, error) {
 	if needsObject(typ) {
 		var ev Event
 		err := json.Unmarshal(b, &ev)
@@ -169,7 +179,7 @@ func body(ev *Event) (*Fields, error) {
 // Events of types Shown rejects are ignored.
 func Digest(events []Event) (Cycle, error) {
 	c := Cycle{Decision: "NONE"}
-	by := map[state.Ref]string{} // consumed inbox item -> who sent it
+	by := map[codec.Ref]string{} // consumed inbox item -> who sent it
 	done := false
 	for i := range events {
 		ev := &events[i]
@@ -181,54 +191,66 @@ func Digest(events []Event) (Cycle, error) {
 			}
 		}
 		switch ev.Type {
-		case "persistent.cycle.started":
+		case event.CycleStarted:
 			c.Seq, c.At = ev.CycleSeq, ev.At
-		case "persistent.loop.woke":
+		case event.LoopWoke:
 			c.WokeBy = ev.Reasons
-		case "inbox.item.consumed":
+		case event.InboxConsumed:
 			line, who := inboxItem(ev.Object.Ref.Kind(), f)
 			c.Inbox = append(c.Inbox, line)
 			by[ev.Object.Ref] = who
-		case "persistent.wake.rejected", "persistent.wake.coalesced", "persistent.stop.requested", "persistent.run.resumed",
-			"loop.guard.tripped", "context.compaction.failed", "budget.soft_limit.reached":
+		case event.WakeRejected, event.WakeCoalesced, event.StopRequested, event.RunResumed,
+			event.GuardTripped, event.CompactionFailed, event.BudgetSoftLimitReached:
 			c.Notes = append(c.Notes, note(ev))
-		case "approval.requested":
+		case event.ApprovalRequested:
 			c.Approvals = append(c.Approvals, ApprovalChange{Kind: "requested", ActionRef: ev.Refs["action"], Action: c.Action, Reason: strings.Join(ev.Reasons, ", ")})
-		case "approval.resolved":
+		case event.ApprovalResolved:
 			c.Approvals = append(c.Approvals, ApprovalChange{Kind: "resolved", ActionRef: ev.Refs["action"],
 				Verdict: strings.TrimPrefix(first(ev.Reasons), "verdict_"), By: by[ev.Refs["item"]]})
-		case "approval.ignored":
+		case event.ApprovalIgnored:
 			c.Approvals = append(c.Approvals, ApprovalChange{Kind: "ignored", ActionRef: ev.Refs["item"], Reason: strings.Join(ev.Reasons, ", ")})
-		case "strategy.review.requested":
+		case event.ReviewRequested:
 			c.Review = append([]string{}, ev.Reasons...)
-		case "agenda.resolution.selected", "agenda.resolution.empty":
+		case event.SemanticEncoded:
+			c.Observed, c.Failing, c.Passing = true, nil, nil
+			for _, fact := range f.Facts {
+				switch fact.Kind {
+				case "check_failing":
+					c.Failing = append(c.Failing, fact.Subject)
+				case "check_passing":
+					c.Passing = append(c.Passing, fact.Subject)
+				}
+			}
+			slices.Sort(c.Failing)
+			slices.Sort(c.Passing)
+		case event.AgendaSelected, event.AgendaEmpty:
 			if f.Selected != nil {
 				c.Agenda, c.AgendaSummary = f.Selected.ItemID, f.Selected.Summary
 			}
 			c.AgendaReasons = ev.Reasons
-		case "action.request.proposed":
+		case event.ActionProposed:
 			c.Action = strings.TrimSpace(f.Operation + " " + f.Target)
-		case "governance.decision.recorded":
+		case event.DecisionRecorded:
 			c.Decision, c.DecisionReasons = f.Verdict, f.ReasonCodes
 			if len(f.MissingEvidence) > 0 {
 				c.DecisionReasons = append(slices.Clone(c.DecisionReasons), "missing evidence: "+strings.Join(f.MissingEvidence, ", "))
 			}
-		case "sandbox.action.committed", "sandbox.action.not_applied":
+		case event.ActionCommitted, event.ActionNotApplied:
 			// The outcome status is the event's reason.
 			c.Outcome = first(ev.Reasons)
-		case "evaluation.recorded":
+		case event.EvaluationRecorded:
 			c.Evaluation = first(ev.Reasons)
-		case "context.compaction.completed":
+		case event.CompactionCompleted:
 			c.Compaction = &Compaction{Trigger: f.Trigger}
 			if f.Block != nil {
 				c.Compaction.Block, c.Compaction.From, c.Compaction.To = f.Block.ID, f.Block.FromCycle, f.Block.ToCycle
 			}
-		case "persistent.checkpoint.created":
+		case event.CheckpointCreated:
 			if f.BudgetSnapshot == nil {
 				return Cycle{}, fmt.Errorf("cycle %d: checkpoint record %s has no budget snapshot", ev.CycleSeq, ev.Object.Ref)
 			}
 			c.Budget = f.BudgetSnapshot
-		case "persistent.cycle.completed":
+		case event.CycleCompleted:
 			if f.LoopDisposition == state.DispositionInvalid {
 				return Cycle{}, fmt.Errorf("cycle %d: cycle record %s has no loop disposition", ev.CycleSeq, ev.Object.Ref)
 			}
@@ -262,17 +284,17 @@ func first(ss []string) string {
 
 // note renders an event worth one line of a cycle's detail.
 func note(ev *Event) string {
-	what := map[string]string{
-		"budget.soft_limit.reached": "soft budget limit reached",
-		"loop.guard.tripped":        "loop guard tripped",
-		"persistent.wake.rejected":  "wake signal rejected",
-		"persistent.wake.coalesced": "wake signal coalesced",
-		"persistent.stop.requested": "stop requested",
-		"persistent.run.resumed":    "run resumed",
-		"context.compaction.failed": "compaction failed",
+	what := map[event.Kind]string{
+		event.BudgetSoftLimitReached: "soft budget limit reached",
+		event.GuardTripped:           "loop guard tripped",
+		event.WakeRejected:           "wake signal rejected",
+		event.WakeCoalesced:          "wake signal coalesced",
+		event.StopRequested:          "stop requested",
+		event.RunResumed:             "run resumed",
+		event.CompactionFailed:       "compaction failed",
 	}[ev.Type]
 	if what == "" {
-		what = ev.Type
+		what = string(ev.Type)
 	}
 	if len(ev.Reasons) > 0 {
 		what += ": " + strings.Join(ev.Reasons, ", ")
@@ -312,11 +334,11 @@ func IncidentOf(ev Event) Incident {
 	if ev.Object != nil {
 		f := &ev.Object.Body
 		switch ev.Type {
-		case "persistent.provider.failed":
+		case event.ProviderFailed:
 			in.Detail = f.Error
-		case "inbox.item.quarantined":
+		case event.InboxQuarantined:
 			in.Detail = strings.TrimSpace(f.Name + " " + f.Reason)
-		case "ledger.tail.repaired":
+		case event.TailRepaired:
 			in.Detail = fmt.Sprintf("%d torn bytes cut at byte %d", f.Length, f.Offset)
 		}
 	}

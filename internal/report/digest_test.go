@@ -7,9 +7,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acr-project/acr/internal/agenda"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/memory"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
@@ -17,11 +18,11 @@ import (
 
 // ev builds a ledger event of cycle 7 carrying v (nil for none), the way
 // the kernel records it.
-func ev(t *testing.T, typ, kind string, v any, refs map[string]state.Ref, reasons ...string) ledger.Event {
+func ev(t *testing.T, typ event.Kind, kind string, v any, refs map[string]codec.Ref, reasons ...string) event.Event {
 	t.Helper()
-	e := ledger.Event{Type: typ, RunID: "run:test", CycleSeq: 7, At: "2026-01-01T00:07:00Z", Refs: refs, Reasons: reasons}
+	e := event.Event{Type: typ, RunID: "run:test", CycleSeq: 7, At: "2026-01-01T00:07:00Z", Refs: refs, Reasons: reasons}
 	if v != nil {
-		obj, err := ledger.NewObject(kind, v)
+		obj, err := event.NewObject(kind, v)
 		require.NoError(t, err)
 		e.Object = obj
 	}
@@ -30,7 +31,7 @@ func ev(t *testing.T, typ, kind string, v any, refs map[string]state.Ref, reason
 
 // decoded encodes events canonically, as the ledger stores them, and
 // decodes them the way Read does.
-func decoded(t *testing.T, evs []ledger.Event) []Event {
+func decoded(t *testing.T, evs []event.Event) []Event {
 	t.Helper()
 	var out []Event
 	for _, e := range evs {
@@ -47,25 +48,25 @@ func decoded(t *testing.T, evs []ledger.Event) []Event {
 	return out
 }
 
-func started(t *testing.T) ledger.Event {
-	return ev(t, "persistent.cycle.started", "pin", map[string]any{"at": "2026-01-01T00:07:00Z"}, nil)
+func started(t *testing.T) event.Event {
+	return ev(t, event.CycleStarted, "pin", map[string]any{"at": "2026-01-01T00:07:00Z"}, nil)
 }
 
-func completed(t *testing.T, d state.Disposition, decision string, reasons ...string) ledger.Event {
+func completed(t *testing.T, d state.Disposition, decision string, reasons ...string) event.Event {
 	rec := state.CycleRecord{Schema: state.CycleSchema, RunID: "run:test", CycleSeq: 7, StartedAt: "2026-01-01T00:07:00Z",
-		LoopDisposition: d, ReasonCodes: reasons, GovernanceDecision: decision, InputRefs: []state.Ref{}, CommitmentRefs: []state.Ref{}, ControllerTransitionRef: []state.Ref{}}
-	return ev(t, "persistent.cycle.completed", "pcyc", rec, nil, d.String())
+		LoopDisposition: d, ReasonCodes: reasons, GovernanceDecision: decision, InputRefs: []codec.Ref{}, CommitmentRefs: []codec.Ref{}, ControllerTransitionRef: []codec.Ref{}}
+	return ev(t, event.CycleCompleted, "pcyc", rec, nil, d.String())
 }
 
-func checkpoint(t *testing.T, cycles, actions int64) ledger.Event {
-	return ev(t, "persistent.checkpoint.created", "pchk", state.Checkpoint{Schema: state.CheckpointSchema, CycleSeq: 7,
+func checkpoint(t *testing.T, cycles, actions int64) event.Event {
+	return ev(t, event.CheckpointCreated, "pchk", state.Checkpoint{Schema: state.CheckpointSchema, CycleSeq: 7,
 		BudgetSnapshot: state.BudgetUsage{Cycles: cycles, Actions: actions, CognitiveOperations: 9, SoftWarned: []string{}}}, nil)
 }
 
 func TestDigest(t *testing.T) {
-	actionRef := state.Ref("areq:sha256:" + string(make64('a')))
+	actionRef := codec.Ref("areq:sha256:" + string(make64('a')))
 	approval := state.Approval{Schema: state.ApprovalSchema, ID: "apr-1", ActionRef: actionRef, Verdict: "approve", By: "alice", Reason: "checked the diff"}
-	aprObj, err := ledger.NewObject("apr", approval)
+	aprObj, err := event.NewObject("apr", approval)
 	require.NoError(t, err)
 	sel := agenda.Candidate{ItemID: "check:typo", CheckID: "typo", Source: agenda.FromIssue, Priority: 10, Summary: "README misspells 'the'"}
 	action := world.Action{Schema: "acr.action/v0.1", Operation: world.OpApplyPatch, Target: "README.md", CheckID: "typo"}
@@ -73,20 +74,20 @@ func TestDigest(t *testing.T) {
 
 	cases := []struct {
 		name   string
-		events func(t *testing.T) []ledger.Event
+		events func(t *testing.T) []event.Event
 		want   Cycle
 		err    string
 	}{{
 		name: "executed action",
-		events: func(t *testing.T) []ledger.Event {
-			return []ledger.Event{
+		events: func(t *testing.T) []event.Event {
+			return []event.Event{
 				started(t),
-				ev(t, "environment.observed", "obs", map[string]any{"files": 3}, nil), // never shown
-				ev(t, "agenda.resolution.selected", "ares", agenda.Resolution{Outcome: agenda.Selected, Selected: &sel, ReasonCodes: []string{"highest_priority"}}, nil, "highest_priority"),
-				ev(t, "action.request.proposed", "areq", action, nil),
-				ev(t, "governance.decision.recorded", "gdec", governance.Decision{Verdict: governance.Execute, ReasonCodes: []string{"allowed_by_rule"}, MissingEvidence: []string{}}, nil, "allowed_by_rule"),
-				ev(t, "sandbox.action.committed", "wout", world.Outcome{Status: world.OutcomeCommitted, Operation: world.OpApplyPatch, Target: "README.md"}, nil, "committed"),
-				ev(t, "evaluation.recorded", "evalr", map[string]string{"result": "accepted"}, nil, "accepted"),
+				ev(t, event.Observed, "obs", map[string]any{"files": 3}, nil), // never shown
+				ev(t, event.AgendaSelected, "ares", agenda.Resolution{Outcome: agenda.Selected, Selected: &sel, ReasonCodes: []string{"highest_priority"}}, nil, "highest_priority"),
+				ev(t, event.ActionProposed, "areq", action, nil),
+				ev(t, event.DecisionRecorded, "gdec", governance.Decision{Verdict: governance.Execute, ReasonCodes: []string{"allowed_by_rule"}, MissingEvidence: []string{}}, nil, "allowed_by_rule"),
+				ev(t, event.ActionCommitted, "wout", world.Outcome{Status: world.OutcomeCommitted, Operation: world.OpApplyPatch, Target: "README.md"}, nil, "committed"),
+				ev(t, event.EvaluationRecorded, "evalr", map[string]string{"result": "accepted"}, nil, "accepted"),
 				checkpoint(t, 7, 3),
 				completed(t, state.Continue, "EXECUTE", "action_committed", "evaluation_accepted"),
 			}
@@ -97,14 +98,14 @@ func TestDigest(t *testing.T) {
 			Outcome: "committed", Evaluation: "accepted", Budget: &state.BudgetUsage{Cycles: 7, Actions: 3, CognitiveOperations: 9, SoftWarned: []string{}}},
 	}, {
 		name: "idle after a wake",
-		events: func(t *testing.T) []ledger.Event {
-			return []ledger.Event{
+		events: func(t *testing.T) []event.Event {
+			return []event.Event{
 				started(t),
-				ev(t, "persistent.loop.woke", "", nil, nil, "observation_changed"),
-				ev(t, "agenda.resolution.empty", "ares", agenda.Resolution{Outcome: agenda.NoAgenda, ReasonCodes: []string{"no_positive_agenda"}}, nil, "no_positive_agenda"),
+				ev(t, event.LoopWoke, "", nil, nil, "observation_changed"),
+				ev(t, event.AgendaEmpty, "ares", agenda.Resolution{Outcome: agenda.NoAgenda, ReasonCodes: []string{"no_positive_agenda"}}, nil, "no_positive_agenda"),
 				checkpoint(t, 7, 3),
 				completed(t, state.Idle, "", "no_positive_agenda", "nothing_due"),
-				ev(t, "persistent.loop.idled", "", nil, nil, "no_positive_agenda"),
+				ev(t, event.LoopIdled, "", nil, nil, "no_positive_agenda"),
 			}
 		},
 		want: Cycle{Seq: 7, At: "2026-01-01T00:07:00Z", Disposition: state.Idle, Reasons: []string{"no_positive_agenda", "nothing_due"},
@@ -112,16 +113,16 @@ func TestDigest(t *testing.T) {
 			Budget: &state.BudgetUsage{Cycles: 7, Actions: 3, CognitiveOperations: 9, SoftWarned: []string{}}},
 	}, {
 		name: "escalated, then resolved by a person",
-		events: func(t *testing.T) []ledger.Event {
-			consumed := ev(t, "inbox.item.consumed", "", nil, nil)
+		events: func(t *testing.T) []event.Event {
+			consumed := ev(t, event.InboxConsumed, "", nil, nil)
 			consumed.Object = aprObj
-			return []ledger.Event{
+			return []event.Event{
 				started(t),
 				consumed,
-				ev(t, "approval.resolved", "", nil, map[string]state.Ref{"item": aprObj.Ref, "action": actionRef}, "verdict_approve"),
-				ev(t, "action.request.proposed", "areq", action, nil),
-				ev(t, "governance.decision.recorded", "gdec", governance.Decision{Verdict: governance.Escalate, ReasonCodes: []string{"contract_requires_approval"}}, nil),
-				ev(t, "approval.requested", "", nil, map[string]state.Ref{"action": actionRef}, "contract_requires_approval"),
+				ev(t, event.ApprovalResolved, "", nil, map[string]codec.Ref{"item": aprObj.Ref, "action": actionRef}, "verdict_approve"),
+				ev(t, event.ActionProposed, "areq", action, nil),
+				ev(t, event.DecisionRecorded, "gdec", governance.Decision{Verdict: governance.Escalate, ReasonCodes: []string{"contract_requires_approval"}}, nil),
+				ev(t, event.ApprovalRequested, "", nil, map[string]codec.Ref{"action": actionRef}, "contract_requires_approval"),
 				checkpoint(t, 7, 3),
 				completed(t, state.WaitApproval, "ESCALATE", "governance_escalated"),
 			}
@@ -136,15 +137,15 @@ func TestDigest(t *testing.T) {
 			Budget: &state.BudgetUsage{Cycles: 7, Actions: 3, CognitiveOperations: 9, SoftWarned: []string{}}},
 	}, {
 		name: "deferral promoted to a commitment, review, compaction, notes",
-		events: func(t *testing.T) []ledger.Event {
-			return []ledger.Event{
+		events: func(t *testing.T) []event.Event {
+			return []event.Event{
 				started(t),
-				ev(t, "strategy.review.requested", "", nil, nil, "repeated_failure"),
-				ev(t, "governance.decision.recorded", "gdec", governance.Decision{Verdict: governance.Defer, ReasonCodes: []string{"evidence_missing"}, MissingEvidence: []string{"dataset"}}, nil),
-				ev(t, "commitment.created", "cmt", cmt, nil, "promoted_deferred_work"),
-				ev(t, "commitment.conditions.evaluated", "ceval", map[string]any{"candidates": []string{}}, nil), // not a lifecycle event
-				ev(t, "budget.soft_limit.reached", "", nil, nil, "budget_cycles"),
-				ev(t, "context.compaction.completed", "ccomp", memory.Compression{Trigger: "cadence", Block: memory.Block{ID: "blk-1", FromCycle: 1, ToCycle: 6},
+				ev(t, event.ReviewRequested, "", nil, nil, "repeated_failure"),
+				ev(t, event.DecisionRecorded, "gdec", governance.Decision{Verdict: governance.Defer, ReasonCodes: []string{"evidence_missing"}, MissingEvidence: []string{"dataset"}}, nil),
+				ev(t, event.CommitmentCreated, "cmt", cmt, nil, "promoted_deferred_work"),
+				ev(t, event.ConditionsEvaluated, "ceval", map[string]any{"candidates": []string{}}, nil), // not a lifecycle event
+				ev(t, event.BudgetSoftLimitReached, "", nil, nil, "budget_cycles"),
+				ev(t, event.CompactionCompleted, "ccomp", memory.Compression{Trigger: "cadence", Block: memory.Block{ID: "blk-1", FromCycle: 1, ToCycle: 6},
 					Summarised: []memory.Unit{{CycleSeq: 1}}}, nil, "cadence"),
 				checkpoint(t, 7, 3),
 				completed(t, state.Sleep, "DEFER", "governance_deferred", "dataset"),
@@ -158,12 +159,12 @@ func TestDigest(t *testing.T) {
 			Budget:      &state.BudgetUsage{Cycles: 7, Actions: 3, CognitiveOperations: 9, SoftWarned: []string{}}},
 	}, {
 		name:   "a cycle that never completed",
-		events: func(t *testing.T) []ledger.Event { return []ledger.Event{started(t), checkpoint(t, 1, 0)} },
+		events: func(t *testing.T) []event.Event { return []event.Event{started(t), checkpoint(t, 1, 0)} },
 		err:    "no persistent.cycle.completed",
 	}, {
 		name: "a cycle record without its object",
-		events: func(t *testing.T) []ledger.Event {
-			return []ledger.Event{started(t), ev(t, "persistent.cycle.completed", "", nil, nil, "IDLE")}
+		events: func(t *testing.T) []event.Event {
+			return []event.Event{started(t), ev(t, event.CycleCompleted, "", nil, nil, "IDLE")}
 		},
 		err: "carries no object",
 	}}
@@ -194,21 +195,21 @@ func make64(c byte) []byte {
 // detail empty instead of failing the report.
 func TestIncidentOf(t *testing.T) {
 	cases := []struct {
-		event  ledger.Event
+		event  event.Event
 		detail string
 	}{
-		{ev(t, "persistent.provider.failed", "pfail", map[string]any{"error": "observe: disk gone", "consecutive": 2}, nil, "provider_failure"), "observe: disk gone"},
-		{ev(t, "inbox.item.quarantined", "quarantine", map[string]string{"name": "wake-x.json", "reason": "bad json"}, nil, "undecodable_inbox_file"), "wake-x.json bad json"},
-		{ev(t, "ledger.tail.repaired", "torn", map[string]any{"offset": 100, "length": 7, "sha256": "x"}, nil, "torn_last_line_truncated"), "7 torn bytes cut at byte 100"},
-		{ev(t, "persistent.recovery.completed", "rrep", map[string]any{"classification": "x", "error": 5}, nil, "interrupted_after_action_commit"), ""},
-		{ev(t, "persistent.recovery.started", "", nil, nil, "ledger_ahead_of_checkpoint"), ""},
+		{ev(t, event.ProviderFailed, "pfail", map[string]any{"error": "observe: disk gone", "consecutive": 2}, nil, "provider_failure"), "observe: disk gone"},
+		{ev(t, event.InboxQuarantined, "quarantine", map[string]string{"name": "wake-x.json", "reason": "bad json"}, nil, "undecodable_inbox_file"), "wake-x.json bad json"},
+		{ev(t, event.TailRepaired, "torn", map[string]any{"offset": 100, "length": 7, "sha256": "x"}, nil, "torn_last_line_truncated"), "7 torn bytes cut at byte 100"},
+		{ev(t, event.RecoveryCompleted, "rrep", map[string]any{"classification": "x", "error": 5}, nil, "interrupted_after_action_commit"), ""},
+		{ev(t, event.RecoveryStarted, "", nil, nil, "ledger_ahead_of_checkpoint"), ""},
 	}
 	for _, tc := range cases {
 		require.True(t, Incidental(tc.event.Type), tc.event.Type)
-		got := decoded(t, []ledger.Event{tc.event})
+		got := decoded(t, []event.Event{tc.event})
 		require.Len(t, got, 1)
 		in := IncidentOf(got[0])
 		assert.Equal(t, Incident{Cycle: 7, At: "2026-01-01T00:07:00Z", Type: tc.event.Type, Reasons: tc.event.Reasons, Detail: tc.detail}, in)
 	}
-	assert.False(t, Incidental("sandbox.action.intent"), "an effect's intent belongs to its cycle")
+	assert.False(t, Incidental(event.ActionIntent), "an effect's intent belongs to its cycle")
 }

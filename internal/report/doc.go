@@ -1,8 +1,10 @@
 // Package report turns a run's history into one self-contained HTML page:
-// a timeline of cycles coloured by loop disposition, what each cycle
-// selected, decided, did and observed, lanes for commitments' lifecycles,
-// compaction points, approvals requested and resolved, and budget use
-// against the contract's limits.
+// a timeline of cycles coloured by loop disposition and by governance
+// decision (on a cycle axis, or on the wall clock with Options.TimeAxis),
+// what each cycle selected, decided, did and observed, the failing checks
+// over the run and a table of every check, lanes for commitments'
+// lifecycles, compaction points, approvals requested and resolved, and
+// budget use against the contract's limits.
 //
 // The package is a functional core with a thin shell:
 //
@@ -32,8 +34,9 @@
 // strategic reviews, commitment changes, refusals and deferrals), as long
 // as their estimated markup fits a fixed budget; every other list
 // (commitment lanes, approvals, compactions, incidents) keeps its most
-// recent entries and says how many it left out. Every string taken from
+// recent entries and says how many it left out, and the checks table
+// keeps the first Options.MaxChecks checks seen. Every string taken from
 // the ledger is clipped by the size it takes once HTML-escaped, so no
 // single event can inflate the page. A generated run of 100,000 cycles
-// (1.5 GB of ledger) gives a page of about 650 KB.
+// (1.5 GB of ledger) gives a page of under 1 MB.
 package report

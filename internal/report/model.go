@@ -1,9 +1,12 @@
 package report
 
 import (
-	"github.com/acr-project/acr/internal/governance"
+	"github.com/acr-project/acr/internal/budget"
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
 )
 
 // Entry is one item of a run's history in ledger order: a completed cycle,
@@ -48,6 +51,12 @@ type Cycle struct {
 	// Notes are other events worth a line: soft budget limits, the loop
 	// guard, rejected wake signals, stop requests.
 	Notes []string
+	// Observed says whether the cycle looked at the world (a cycle that
+	// stops, or is blocked before it observes, does not); Failing and
+	// Passing are then the ids of the checks that failed and passed, sorted.
+	Observed bool
+	Failing  []string
+	Passing  []string
 }
 
 // CommitmentChange is one lifecycle event of a commitment.
@@ -63,7 +72,7 @@ type CommitmentChange struct {
 // ApprovalChange is an approval requested, resolved or ignored in a cycle.
 type ApprovalChange struct {
 	Kind      string // requested, resolved, ignored
-	ActionRef state.Ref
+	ActionRef codec.Ref
 	Action    string
 	Reason    string
 	Verdict   string // approve or deny, for resolved
@@ -83,7 +92,7 @@ type Incident struct {
 	// one being recovered).
 	Cycle   int64
 	At      string
-	Type    string
+	Type    event.Kind
 	Reasons []string
 	Detail  string
 }
@@ -100,14 +109,17 @@ type Head struct {
 	GoalID          string
 	Mission         string
 	ContractID      string
-	Budget          state.BudgetUsage
-	Limits          governance.Budgets
-	Pending         []PendingApproval
+	// World says which world the run looks after: a directory in place,
+	// or the sandbox copy.
+	World   string
+	Budget  state.BudgetUsage
+	Limits  budget.Run
+	Pending []PendingApproval
 }
 
 // PendingApproval is an approval the run is still waiting for.
 type PendingApproval struct {
-	Ref         state.Ref
+	Ref         codec.Ref
 	Action      string
 	Reason      string
 	RequestedAt string
@@ -115,16 +127,24 @@ type PendingApproval struct {
 }
 
 // HeadOf takes the report's header from a checkpoint.
-func HeadOf(st kernel.State) Head {
+func HeadOf(st kernel.EngineState) Head {
 	r := st.Run
 	h := Head{
 		RunID: r.RunID, Status: string(r.Status), Disposition: r.LoopDisposition, Reasons: r.ReasonCodes,
 		CheckpointCycle: r.CycleSeq, UpdatedAt: r.UpdatedAt, GoalID: st.Goal.ID, Mission: st.Goal.Mission,
-		ContractID: st.Contract.ID, Budget: r.Budget, Limits: st.Contract.Budgets,
+		ContractID: st.Contract.ID, Budget: r.Budget, Limits: st.Contract.Budgets, World: "a sandbox copy of the environment's files",
+	}
+	if st.Spec.Root != "" {
+		h.World = "the directory " + st.Spec.Root + " (in place)"
 	}
 	for _, p := range r.PendingApprovals {
 		if p.Resolution == nil {
-			h.Pending = append(h.Pending, PendingApproval{Ref: p.Ref, Action: p.Operation + " " + p.Target, Reason: p.Reason, RequestedAt: p.RequestedAt, Cycle: p.CycleSeq})
+			action := p.Operation + " " + p.Target
+			var a world.Action
+			if codec.DecodeValue(p.Action, &a) == nil {
+				action = a.Describe()
+			}
+			h.Pending = append(h.Pending, PendingApproval{Ref: p.Ref, Action: action, Reason: p.Reason, RequestedAt: p.RequestedAt, Cycle: p.CycleSeq})
 		}
 	}
 	return h
@@ -144,10 +164,18 @@ type Options struct {
 	// MaxLaneEvents is the most lifecycle events kept per lane (the first
 	// one and the most recent ones).
 	MaxLaneEvents int
-	// MaxApprovals, MaxCompactions and MaxIncidents bound those tables.
+	// MaxApprovals, MaxCompactions, MaxIncidents and MaxChecks bound
+	// those tables.
 	MaxApprovals   int
 	MaxCompactions int
 	MaxIncidents   int
+	MaxChecks      int
+	// TimeAxis lays the timeline, its marker rows and the plots under it
+	// on a wall-clock axis from the first cycle to the last instead of one
+	// bar per cycle (or bucket of cycles): each bar starts when its first
+	// cycle ran and lasts until the next bar's, so long waits are wide and
+	// bursts of cycles thin.
+	TimeAxis bool
 	// Generator names the program that wrote the page, for its footer.
 	Generator string
 }
@@ -163,6 +191,7 @@ const (
 	DefaultMaxApprovals   = 100
 	DefaultMaxCompactions = 100
 	DefaultMaxIncidents   = 100
+	DefaultMaxChecks      = 200
 )
 
 // withDefaults fills zero fields. Limits below a working minimum are
@@ -182,5 +211,6 @@ func (o Options) withDefaults() Options {
 	def(&o.MaxApprovals, DefaultMaxApprovals, 1)
 	def(&o.MaxCompactions, DefaultMaxCompactions, 1)
 	def(&o.MaxIncidents, DefaultMaxIncidents, 1)
+	def(&o.MaxChecks, DefaultMaxChecks, 1)
 	return o
 }

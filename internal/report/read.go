@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/ledger"
 )
 
@@ -34,18 +35,18 @@ func Read(fsys disk.FS, head Head, o Options) (*View, error) {
 				return &ledger.DamageError{Offset: ln.Offset, Msg: "event does not decode: " + err.Error()}
 			}
 			switch {
-			case Incidental(ev.Type) || (!open && ev.Type == "persistent.run.faulted"):
+			case Incidental(ev.Type) || (!open && ev.Type == event.RunFaulted):
 				in := IncidentOf(ev)
 				if !yield(Entry{Incident: &in}) {
 					return errStop
 				}
-			case ev.Type == "persistent.cycle.started":
+			case ev.Type == event.CycleStarted:
 				// A cycle that started and never completed was abandoned
 				// by recovery and derived afresh: this start replaces it.
 				cycle, open = append(cycle[:0], ev), true
 			case open:
 				cycle = append(cycle, ev)
-				if ev.Type != "persistent.cycle.completed" {
+				if ev.Type != event.CycleCompleted {
 					return nil
 				}
 				c, err := Digest(cycle)

@@ -29,6 +29,7 @@ func Render(w io.Writer, v *View) error {
 		"join":      func(ss []string) string { return strings.Join(ss, ", ") },
 		"disp":      func(d state.Disposition) string { return dispName(int(d)) },
 		"dispClass": dispClass,
+		"decClass":  decClass,
 		"int64":     func(n int) int64 { return int64(n) },
 	}).Parse(pageSource)
 	if err != nil {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -39,11 +41,16 @@ func runScenario(t *testing.T, name string) string {
 // readRun builds the view of the run in dir, as acr report does.
 func readRun(t testing.TB, dir string) *View {
 	t.Helper()
+	return readRunWith(t, dir, Options{Generator: "acr test"})
+}
+
+func readRunWith(t testing.TB, dir string, o Options) *View {
+	t.Helper()
 	st, _, err := rundir.ReadState(dir)
 	require.NoError(t, err)
 	fsys, err := disk.OpenOSDir(dir)
 	require.NoError(t, err)
-	v, err := Read(fsys, HeadOf(st), Options{Generator: "acr test"})
+	v, err := Read(fsys, HeadOf(st), o)
 	require.NoError(t, err)
 	return v
 }
@@ -51,8 +58,10 @@ func readRun(t testing.TB, dir string) *View {
 // TestReportGolden pins the page of the mixed 100-cycle scenario: approvals,
 // commitments suspended, resumed, completed and expired, compactions, a
 // strategic review and two recoveries (run -update to rewrite it, then
-// review the diff, in a browser too).
+// review the diff, in a browser too), lays the same run on a wall-clock
+// axis, and loads the page in a real browser.
 func TestReportGolden(t *testing.T) {
+	t.Parallel()
 	dir := runScenario(t, "p14-mixed-100")
 	v := readRun(t, dir)
 	var page bytes.Buffer
@@ -66,11 +75,17 @@ func TestReportGolden(t *testing.T) {
 		`id="approvals"`, `class="approval state-approved"`, `id="compactions"`, `class="compaction"`, `id="incidents"`,
 		`id="budgets"`, `id="budget-cycles" class="budget budget-ok"`, `id="cycles"`, `id="c105" class="cycle-detail disp-IDLE"`,
 		`<a href="#c53"><rect class="cycle disp-WAIT_APPROVAL"`,
+		`id="decisions"`, `<a href="#c16"><rect class="cycle dec-DEFER"`, `<a href="#c53"><rect class="cycle dec-ESCALATE"`,
+		`id="failing"`, `failing checks (now 1 of 13)`, `id="checks"`, `<tr class="check check-failing"><td><code>archive-index</code>`,
+		// The marker row and the section count the same approvals.
+		`<span class="label">approvals (1)</span>`, `<h2>Approvals (1)</h2>`,
 	} {
 		assert.Contains(t, html, want)
 	}
 	assert.Equal(t, int64(105), v.Cycles)
 	assert.Equal(t, 105, strings.Count(html, `<rect class="cycle disp-`), "one bar per cycle")
+	assert.Equal(t, 105, strings.Count(html, `<rect class="cycle dec-`), "and one decision per cycle")
+	assert.Len(t, v.Checks, 13)
 	assert.Equal(t, 105, strings.Count(html, `<details id="c`), "every cycle of a short run in detail")
 	assert.Equal(t, int64(2), v.CompactionsN)
 	require.Len(t, v.Approvals, 1)
@@ -79,6 +94,30 @@ func TestReportGolden(t *testing.T) {
 	assert.Len(t, v.Lanes, 2)
 	assert.Equal(t, int64(4), v.IncidentsN, "two recoveries, each started and completed")
 	assertSelfContained(t, html)
+
+	// On a wall-clock axis the 17 hours of the run are no longer evenly
+	// spaced: the hours the run slept are wide, the bursts thin.
+	tv := readRunWith(t, dir, Options{Generator: "acr test", TimeAxis: true})
+	require.True(t, tv.TimeAxis)
+	assert.Equal(t, []string{"2026-01-01T00:00:00Z", "2026-01-01T04:15:00Z", "2026-01-01T08:30:00Z", "2026-01-01T12:45:00Z", "2026-01-01T17:00:00Z"}, tv.Axis)
+	widest, thin := 0.0, 0
+	for _, b := range tv.Timeline.Bars {
+		w, err := strconv.ParseFloat(b.W, 64)
+		require.NoError(t, err)
+		widest = max(widest, w)
+		if w < 1 {
+			thin++
+		}
+	}
+	assert.Greater(t, widest, 100.0, "a wait of hours")
+	assert.Greater(t, thin, 50, "cycles in bursts")
+	page.Reset()
+	require.NoError(t, Render(&page, tv))
+	assert.Contains(t, page.String(), "The axis is the wall clock")
+
+	t.Run("in a browser", func(t *testing.T) {
+		inBrowser(t, v, `class="cycle disp-WAIT_APPROVAL"`, `class="approval state-approved"`, `class="mark ev-created"`)
+	})
 }
 
 // assertSelfContained: nothing on the page points outside it.
@@ -105,35 +144,40 @@ func golden(t *testing.T, path string, got []byte) {
 // scenario agrees with the scenario runner's own counts, whatever the run
 // did (sleep, deferral, stop, fault, recovery).
 func TestReportReadsWhatTheLedgerSays(t *testing.T) {
-	n := 0
-	for _, name := range []string{"p03-sleep-wake-resume", "p04-deferred-evidence", "p08-commitment-deadline", "p11-crash-after-commit", "p13-budget-stop", "p16-provider-fault"} {
-		t.Run(name, func(t *testing.T) {
-			sc, err := scenario.Load(filepath.Join("..", "..", "scenarios", name))
-			require.NoError(t, err)
-			res, err := scenario.Run(sc, scenario.Options{Keep: true})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(res.Dir)) })
-			v := readRun(t, res.Dir)
-			assert.Equal(t, res.Cycles, v.Cycles)
-			got := map[string]int{}
-			for _, tot := range v.Totals {
-				if tot.Count > 0 {
-					got[tot.Disposition] = int(tot.Count)
+	t.Parallel()
+	var n atomic.Int64
+	t.Run("each", func(t *testing.T) {
+		for _, name := range []string{"p03-sleep-wake-resume", "p04-deferred-evidence", "p08-commitment-deadline", "p11-crash-after-commit", "p13-budget-stop", "p16-provider-fault"} {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				sc, err := scenario.Load(filepath.Join("..", "..", "scenarios", name))
+				require.NoError(t, err)
+				res, err := scenario.Run(sc, scenario.Options{Keep: true})
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(res.Dir)) })
+				v := readRun(t, res.Dir)
+				assert.Equal(t, res.Cycles, v.Cycles)
+				got := map[string]int{}
+				for _, tot := range v.Totals {
+					if tot.Count > 0 {
+						got[tot.Disposition] = int(tot.Count)
+					}
 				}
-			}
-			assert.Equal(t, res.DispositionCounts, got)
-			w := &countingWriter{}
-			require.NoError(t, Render(w, v))
-			n++
-		})
-	}
-	require.Equal(t, 6, n)
+				assert.Equal(t, res.DispositionCounts, got)
+				w := &countingWriter{}
+				require.NoError(t, Render(w, v))
+				n.Add(1)
+			})
+		}
+	})
+	require.Equal(t, int64(6), n.Load())
 }
 
 // TestGeneratedRun reads a generated history longer than the timeline
 // holds (2,500 cycles; -report.cycles=100000 for the full-size check) and
 // checks the page without keeping it: its size against MaxPageBytes,
-// and the elements counted as it streams past.
+// and the elements counted as it streams past; then loads the bucketed
+// page in a real browser.
 func TestGeneratedRun(t *testing.T) {
 	t.Parallel()
 	if testing.Short() && *genCycles > 10_000 {
@@ -168,6 +212,10 @@ func TestGeneratedRun(t *testing.T) {
 	before := snapshotDir(t, dir)
 	readRun(t, dir)
 	assert.Equal(t, before, snapshotDir(t, dir))
+
+	t.Run("in a browser", func(t *testing.T) {
+		inBrowser(t, v, `class="bucket"`, `id="recent"`, fmt.Sprintf(`id="c%d"`, g.Cycles), `class="compaction"`)
+	})
 }
 
 // matchWriter counts bytes and occurrences of needles as a page streams
@@ -215,6 +263,7 @@ func snapshotDir(t *testing.T, dir string) map[string]string {
 // TestReadDamagedLedger: damage in the ledger stops the report with the
 // ledger's own error, naming the line.
 func TestReadDamagedLedger(t *testing.T) {
+	t.Parallel()
 	dir := runScenario(t, "p05-approval-escalation")
 	st, _, err := rundir.ReadState(dir)
 	require.NoError(t, err)

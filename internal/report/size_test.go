@@ -5,11 +5,14 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/acr-project/acr/internal/governance"
+	"github.com/acr-project/acr/internal/budget"
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -25,21 +28,31 @@ func worstList(n int, tag int64) []string {
 	return out
 }
 
+// worstLists are the longest lists of the longest values; every worst
+// cycle shares them (Aggregate only reads its input), which keeps this
+// test cheap. What must differ from cycle to cycle (commitment, approval
+// and check ids) is made fresh in worstCycle.
+var worstLists = worstList(maxList+1, 0)
+
 // worstCycle fills every field of a cycle with the longest values, and
-// gives its commitments and approvals fresh ids so that they churn through
-// every lane and table row.
+// gives its commitments, approvals and checks fresh ids so that they churn
+// through every lane and table row.
 func worstCycle(seq int64, d state.Disposition) Entry {
-	c := Cycle{Seq: seq, At: worstText, Disposition: d, Reasons: worstList(maxList+1, seq), WokeBy: worstList(maxList+1, seq),
-		Agenda: worstText, AgendaSummary: worstText, AgendaReasons: worstList(maxList+1, seq), Action: worstText, Decision: "REFUSE",
-		DecisionReasons: worstList(maxList+1, seq), Outcome: worstText, Evaluation: worstText, Inbox: worstList(maxList+1, seq), Review: worstList(maxList+1, seq),
-		Compaction: &Compaction{Trigger: worstText, Block: worstText, From: seq, To: seq}, Notes: worstList(maxList+1, seq),
-		Budget: &state.BudgetUsage{Cycles: seq, CognitiveOperations: seq * 1_000_000, Actions: seq, Compactions: seq, WallClockSeconds: seq * 1_000_000, SoftWarned: worstList(maxList+1, seq)}}
+	l := worstLists
+	c := Cycle{Seq: seq, At: worstText, Disposition: d, Reasons: l, WokeBy: l,
+		Agenda: worstText, AgendaSummary: worstText, AgendaReasons: l, Action: worstText, Decision: "REFUSE",
+		DecisionReasons: l, Outcome: worstText, Evaluation: worstText, Inbox: l, Review: l,
+		Compaction: &Compaction{Trigger: worstText, Block: worstText, From: seq, To: seq}, Notes: l,
+		Budget:   &state.BudgetUsage{Cycles: seq, CognitiveOperations: seq * 1_000_000, Actions: seq, Compactions: seq, WallClockSeconds: seq * 1_000_000, SoftWarned: l},
+		Observed: true}
 	for i := range maxList + 1 {
 		id := fmt.Sprintf("%d-%d%s", seq, i%3, worstText) // three per cycle, each with several events
 		c.Commitments = append(c.Commitments, CommitmentChange{ID: id, Event: worstText, Status: worstText, Version: seq, Summary: worstText, Reason: worstText})
-		ref := state.Ref(fmt.Sprintf("%d-%d%s", seq, i, worstText))
+		ref := codec.Ref(fmt.Sprintf("%d-%d%s", seq, i, worstText))
 		c.Approvals = append(c.Approvals, ApprovalChange{Kind: "requested", ActionRef: ref, Action: worstText, Reason: worstText},
 			ApprovalChange{Kind: "resolved", ActionRef: ref, Verdict: worstText, By: worstText})
+		c.Failing = append(c.Failing, string(ref))
+		c.Passing = append(c.Passing, "p"+string(ref))
 	}
 	return Entry{Cycle: &c}
 }
@@ -47,22 +60,30 @@ func worstCycle(seq int64, d state.Disposition) Entry {
 func worstHead() Head {
 	h := Head{RunID: worstText, Status: worstText, Disposition: state.Faulted, Reasons: worstList(maxList+1, 0), CheckpointCycle: 1 << 40,
 		UpdatedAt: worstText, GoalID: worstText, Mission: worstText, ContractID: worstText,
-		Limits: governance.Budgets{Cycles: governance.Limit{Soft: 1 << 40, Hard: 1 << 41}, WallClockSeconds: governance.Limit{Soft: 1, Hard: 2}}}
+		Limits: budget.Run{Cycles: budget.Limit{Soft: 1 << 40, Hard: 1 << 41}, WallClockSeconds: budget.Limit{Soft: 1, Hard: 2}}}
 	for i := range maxList + 1 {
-		h.Pending = append(h.Pending, PendingApproval{Ref: state.Ref(worstText), Action: worstText, Reason: worstText, RequestedAt: worstText, Cycle: int64(i)})
+		h.Pending = append(h.Pending, PendingApproval{Ref: codec.Ref(worstText), Action: worstText, Reason: worstText, RequestedAt: worstText, Cycle: int64(i)})
 	}
 	return h
 }
 
 // worstHistory is n worst cycles whose dispositions rotate through all
 // eight values (the invalid one too), each followed by a worst incident.
-func worstHistory(n int64) func(yield func(Entry) bool) {
+// timed gives the cycles clock readings (a wall-clock axis needs them)
+// instead of the worst text, with gaps of every length.
+func worstHistory(n int64, timed bool) func(yield func(Entry) bool) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	return func(yield func(Entry) bool) {
 		for i := int64(1); i <= n; i++ {
-			if !yield(worstCycle(i, state.Disposition(i%numDisp))) {
+			e := worstCycle(i, state.Disposition(i%numDisp))
+			if timed {
+				t0 = t0.Add(time.Duration(i%7*i%13) * 7919 * time.Millisecond)
+				e.Cycle.At = state.FormatTime(t0)
+			}
+			if !yield(e) {
 				return
 			}
-			in := Incident{Cycle: i, At: worstText, Type: worstText, Reasons: worstList(maxList+1, i), Detail: worstText}
+			in := Incident{Cycle: i, At: worstText, Type: event.Kind(worstText), Reasons: worstLists, Detail: worstText}
 			if !yield(Entry{Incident: &in}) {
 				return
 			}
@@ -74,16 +95,25 @@ func worstHistory(n int64) func(yield func(Entry) bool) {
 // and most expensive to escape, the page stays under MaxPageBytes, both
 // with one bar per cycle and with buckets holding every disposition.
 func TestWorstCaseSize(t *testing.T) {
-	for _, n := range []int64{DefaultMaxBars, 8 * DefaultMaxBars} {
-		v := Aggregate(worstHead(), worstHistory(n), Options{Generator: worstText})
-		w := &countingWriter{}
-		require.NoError(t, Render(w, v))
-		t.Logf("%d worst cycles: %d bytes (%d cycles in detail, %d left out), bound %d", n, w.n, len(v.Details), v.DetailsOmitted, MaxPageBytes)
-		assert.LessOrEqual(t, w.n, int64(MaxPageBytes), "%d cycles", n)
-		assert.Len(t, v.Timeline.Bars, DefaultMaxBars)
-		assert.Len(t, v.Lanes, DefaultMaxLanes)
-		assert.Len(t, v.Approvals, DefaultMaxApprovals)
-		assert.Len(t, v.Incidents, DefaultMaxIncidents)
+	t.Parallel()
+	for _, c := range []struct {
+		n     int64
+		timed bool
+	}{{DefaultMaxBars, false}, {DefaultMaxBars, true}, {8 * DefaultMaxBars, false}, {8 * DefaultMaxBars, true}} {
+		t.Run(fmt.Sprintf("%d cycles, time axis %t", c.n, c.timed), func(t *testing.T) {
+			t.Parallel()
+			v := Aggregate(worstHead(), worstHistory(c.n, c.timed), Options{Generator: worstText, TimeAxis: c.timed})
+			w := &countingWriter{}
+			require.NoError(t, Render(w, v))
+			t.Logf("%d bytes (%d cycles in detail, %d left out), bound %d", w.n, len(v.Details), v.DetailsOmitted, MaxPageBytes)
+			assert.LessOrEqual(t, w.n, int64(MaxPageBytes))
+			assert.Equal(t, c.timed, v.TimeAxis)
+			assert.Len(t, v.Timeline.Bars, DefaultMaxBars)
+			assert.Len(t, v.Lanes, DefaultMaxLanes)
+			assert.Len(t, v.Approvals, DefaultMaxApprovals)
+			assert.Len(t, v.Incidents, DefaultMaxIncidents)
+			assert.Len(t, v.Checks, DefaultMaxChecks)
+		})
 	}
 }
 

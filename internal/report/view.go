@@ -17,10 +17,26 @@ type View struct {
 	InProgress  int64
 	Totals      []Total
 	BucketWidth int64
-	Timeline    Strip
-	// Axis labels the timeline at its start, quarters and end.
+	// TimeAxis is set when the timeline, the decisions, the marker rows
+	// and the plots under it are laid on a wall-clock axis (Options.TimeAxis,
+	// for a run whose cycles span more than one instant); they are then
+	// TimeWidth user units wide.
+	TimeAxis bool
+	Timeline Strip
+	// Decisions is a strip on the timeline's scale coloured by the
+	// governance decision of each cycle (stacking a bucket's mix), with
+	// DecisionTotals as its legend.
+	Decisions      Strip
+	DecisionTotals []Total
+	// Axis labels the timeline at its start, quarters and end: cycle
+	// numbers, or times on a wall-clock axis.
 	Axis    []string
 	Markers []MarkerRow
+	// Failing plots how many of the world's checks failed, on the
+	// timeline's scale; Checks has one row per check.
+	Failing       FailingPlot
+	Checks        []CheckRow
+	ChecksOmitted bool
 	// Recent is a strip of one bar per recent cycle, present only when
 	// the timeline is bucketed.
 	Recent *Strip
@@ -60,9 +76,14 @@ type Strip struct {
 	Paths []Path
 }
 
-// Bar is one cycle, or one bucket of cycles, in a strip.
+// TimeWidth is the width of a strip on a wall-clock axis, in SVG user
+// units.
+const TimeWidth = 1000
+
+// Bar is one cycle, or one bucket of cycles, in a strip: X and W are its
+// left edge and width in user units (one unit per bar on a cycle axis).
 type Bar struct {
-	X        int
+	X, W     string
 	From, To int64
 	Class    string
 	// Href links a single cycle to its detail ("#c<N>") when it has one.
@@ -81,8 +102,42 @@ type Path struct {
 type MarkerRow struct {
 	ID    string // compaction, approval, review, commitment, incident
 	Label string
+	// Count is how many the label counts in the whole run, the same number
+	// as the section of the page about them (approval requests for
+	// approvals, like the Approvals section); Ticks is how many bars hold
+	// at least one event of the kind (requests and answers for approvals).
+	Count int64
 	Ticks int
 	D     string
+}
+
+// FailingPlot is the number of failing checks over the run, one point per
+// bar (the count at the bar's last cycle that observed the world), in SVG
+// user units: Width horizontally, 0 (top) to 100 vertically.
+type FailingPlot struct {
+	Width  int
+	Points string
+	// Top is the count at the top of the plot; Now and Of are the failing
+	// and observed checks at the last cycle that observed; Peak is the
+	// most failing at once.
+	Top, Now, Of, Peak int
+}
+
+// CheckRow is one check of the environment over the run.
+type CheckRow struct {
+	ID string
+	// Status is failing or passing, at the last cycle that observed it.
+	Status string
+	// Since is the cycle it has had that status since (SinceHref links it).
+	Since     int64
+	SinceHref string
+	// Observed and Failing count the cycles that observed it and that
+	// found it failing; FirstFailing and LastFailing are 0 if it never failed.
+	Observed, Failing         int64
+	FirstFailing, LastFailing int64
+	// Fixed counts its changes from failing to passing, Regressed from
+	// passing to failing.
+	Fixed, Regressed int
 }
 
 // CycleView is a cycle shown in full detail.

@@ -1,6 +1,7 @@
 package rundir
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -85,7 +86,7 @@ func TestWriteFailureLeavesOldCheckpoint(t *testing.T) {
 			after, err := r.Store.Load()
 			require.NoError(t, err)
 			assert.GreaterOrEqual(t, after.Manifest.CycleSeq, before.Manifest.CycleSeq)
-			rep, err := r.Driver.Run(100, nil)
+			rep, err := r.Driver.Run(context.Background(), 100, nil)
 			require.NoError(t, err, fmt.Sprint(rep))
 			require.NoError(t, r.Close())
 			assert.Equal(t, "IDLE", rep.FinalDisposition)

@@ -1,6 +1,7 @@
 package rundir
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -21,7 +22,7 @@ func BenchmarkIdleInvocation(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := r.Driver.Run(20, nil); err != nil {
+	if _, err := r.Driver.Run(context.Background(), 20, nil); err != nil {
 		b.Fatal(err)
 	}
 	if err := r.Close(); err != nil {
@@ -33,7 +34,7 @@ func BenchmarkIdleInvocation(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		rep, err := r.Driver.Run(20, nil)
+		rep, err := r.Driver.Run(context.Background(), 20, nil)
 		if err != nil || rep.CyclesExecuted != 0 {
 			b.Fatal(err, rep)
 		}

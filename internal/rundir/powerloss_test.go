@@ -2,6 +2,7 @@ package rundir
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -17,9 +18,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
-	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/intent"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
@@ -134,7 +136,7 @@ func runTrial(t *testing.T, tr trial, record *[]string) (outcome, error) {
 		if err != nil {
 			return 0, err
 		}
-		rep, err := r.Driver.Run(100, nil)
+		rep, err := r.Driver.Run(context.Background(), 100, nil)
 		if cerr := r.Close(); err == nil {
 			err = cerr
 		}
@@ -163,8 +165,8 @@ var errNotReached = errors.New("failpoint not reached")
 
 func summarise(t *testing.T, mem *disk.Mem, root string) (outcome, error) {
 	h := sha256.New()
-	err := ledger.Scan(mem, func(r ledger.Record) error {
-		if r.Event.Type == "persistent.cycle.completed" {
+	err := ledger.Scan(mem, func(r event.Record) error {
+		if r.Event.Type == event.CycleCompleted {
 			h.Write([]byte(r.Event.Object.Ref + "\n"))
 		}
 		return nil
@@ -279,6 +281,6 @@ func TestInboxWriteSurvivesPowerLoss(t *testing.T) {
 }
 
 func writeItem(fsys disk.FS) (string, error) {
-	return inbox.Write(fsys, &state.WakeSignal{Schema: state.WakeSignalSchema, Source: "manual_resume", DedupKey: "k", CreatedAt: "2026-01-01T00:00:00Z",
+	return dirstore.Inbox{FS: fsys}.Write(&state.WakeSignal{Schema: state.WakeSignalSchema, Source: "manual_resume", DedupKey: "k", CreatedAt: "2026-01-01T00:00:00Z",
 		ExpiresAt: "2026-01-02T00:00:00Z", By: "t"})
 }

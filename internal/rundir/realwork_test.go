@@ -1,6 +1,7 @@
 package rundir_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,8 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/inbox"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	. "github.com/acr-project/acr/internal/rundir"
@@ -94,7 +96,7 @@ func (p *project) run(opt Options, n int) (kernel.RunReport, error) {
 	if err != nil {
 		return kernel.RunReport{}, err
 	}
-	rep, err := r.Driver.Run(n, logEach(p.t))
+	rep, err := r.Driver.Run(context.Background(), n, logEach(p.t))
 	require.NoError(p.t, r.Close())
 	return rep, err
 }
@@ -103,11 +105,11 @@ func realOptions() Options {
 	return Options{Clock: &tick{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, Revision: "test", Environ: os.LookupEnv}
 }
 
-func (p *project) events(types ...string) []ledger.Record {
+func (p *project) events(types ...event.Kind) []event.Record {
 	p.t.Helper()
 	recs, err := ledger.ReadAll(osFS(p.t, p.stateDir))
 	require.NoError(p.t, err)
-	var out []ledger.Record
+	var out []event.Record
 	for _, r := range recs {
 		for _, typ := range types {
 			if r.Event.Type == typ {
@@ -118,7 +120,7 @@ func (p *project) events(types ...string) []ledger.Record {
 	return out
 }
 
-func (p *project) state() kernel.State {
+func (p *project) state() kernel.EngineState {
 	st, _, err := ReadState(p.stateDir)
 	require.NoError(p.t, err)
 	return st
@@ -142,7 +144,7 @@ func TestCommandCheckAndCommandFix(t *testing.T) {
 	st := p.state()
 	r, _ := st.Environment.Check("todos")
 	assert.Equal(t, "pass", string(r.Status))
-	committed := p.events("sandbox.action.committed")
+	committed := p.events(event.ActionCommitted)
 	require.Len(t, committed, 1)
 	var out struct {
 		Command struct {
@@ -157,9 +159,9 @@ func TestCommandCheckAndCommandFix(t *testing.T) {
 
 	// The failing check's output was recorded with the observation the
 	// cycle ran on; its duration with the cycle's inputs.
-	started := p.events("persistent.cycle.started")
+	started := p.events(event.CycleStarted)
 	require.NotEmpty(t, started)
-	var m kernel.Manifest
+	var m event.Inputs
 	require.NoError(t, started[0].Event.Object.Decode(&m))
 	require.Len(t, m.CommandRuns, 1)
 	assert.Equal(t, "todos", m.CommandRuns[0].Check)
@@ -181,7 +183,7 @@ func TestCommandCheckFaultsDoNotAdvanceTheRun(t *testing.T) {
 	}
 	st := p.state()
 	assert.Equal(t, state.RunFaulted, st.Run.Status)
-	fails := p.events("persistent.provider.failed")
+	fails := p.events(event.ProviderFailed)
 	require.Len(t, fails, 3)
 	assert.Contains(t, string(fails[0].Event.Object.Body), `exit 7 is neither a pass`)
 	assert.Contains(t, string(fails[0].Event.Object.Body), `"exit_code":7`)
@@ -238,7 +240,7 @@ func TestProposerProposalIsAppliedAndReplayedWithoutIt(t *testing.T) {
 	assert.Contains(t, string(body), `"path":"main.c"`)
 	assert.Contains(t, string(body), `main.c:3: %d with a string`)
 
-	received := p.events("cognition.proposal.received")
+	received := p.events(event.ProposalReceived)
 	require.Len(t, received, 1)
 	assert.NotContains(t, string(received[0].Event.Object.Body), `"content"`, "the reply records hashes of the files sent, not their text")
 
@@ -279,10 +281,10 @@ func TestBadProposals(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.reason)
 			after := p.state().Run
 			assert.Equal(t, before.CycleSeq, after.CycleSeq, "the run state does not advance")
-			fails := p.events("persistent.provider.failed")
+			fails := p.events(event.ProviderFailed)
 			require.Len(t, fails, 1)
 			assert.Contains(t, string(fails[0].Event.Object.Body), `"source":"proposer"`)
-			assert.Empty(t, p.events("cognition.proposal.received"))
+			assert.Empty(t, p.events(event.ProposalReceived))
 			assert.Equal(t, "printf(\"%d\", name);\n", p.read("main.c"))
 		})
 	}
@@ -303,7 +305,7 @@ func TestBadProposals(t *testing.T) {
 			_, err := p.run(realOptions(), 5)
 			require.NoError(t, err)
 			assert.Equal(t, 1, p.invocations(), "set aside until the evidence changes: not asked again and again")
-			dlgs := p.events("cognition.run.completed")
+			dlgs := p.events(event.DialogueCompleted)
 			require.NotEmpty(t, dlgs)
 			assert.Contains(t, string(dlgs[0].Event.Object.Body), strings.TrimPrefix(tc.reason, "proposal_rejected_"))
 			st := p.state()
@@ -311,7 +313,7 @@ func TestBadProposals(t *testing.T) {
 			assert.Equal(t, "rejected_"+strings.TrimPrefix(tc.reason, "proposal_rejected_"), st.Run.Proposed[0].Result)
 			// The item has no declared fix: with nothing acceptable from the
 			// proposer it is reported for a person instead.
-			committed := p.events("sandbox.action.committed")
+			committed := p.events(event.ActionCommitted)
 			require.Len(t, committed, 1)
 			assert.Contains(t, string(committed[0].Event.Object.Body), `"operation":"mark_issue"`)
 			assert.Equal(t, "printf(\"%d\", name);\n", p.read("main.c"))
@@ -344,7 +346,7 @@ func TestProposedCommandIsGoverned(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.disposition, rep.FinalDisposition)
 			assert.Equal(t, tc.content, p.read("notes.txt"))
-			decs := p.events("governance.decision.recorded")
+			decs := p.events(event.DecisionRecorded)
 			require.NotEmpty(t, decs)
 			assert.Contains(t, string(decs[0].Event.Object.Body), `"verdict":"`+tc.verdict+`"`)
 		})
@@ -374,7 +376,7 @@ func TestUncertainCommandWaitsForAPerson(t *testing.T) {
 		}()
 		r, err := OpenWith(p.stateDir, opt, func(open *Run) { r = open })
 		require.NoError(t, err)
-		_, _ = r.Driver.Run(1, nil)
+		_, _ = r.Driver.Run(context.Background(), 1, nil)
 	}()
 	// The process died with the started marker durable and the command not
 	// yet started; the lock went with it.
@@ -386,8 +388,8 @@ func TestUncertainCommandWaitsForAPerson(t *testing.T) {
 	assert.Equal(t, "uncertain_effect", st.Run.PendingApprovals[0].Reason)
 	assert.Equal(t, "", p.read("log.txt"), "not run twice silently (here: not at all)")
 
-	_, err = inbox.Write(osFS(t, p.stateDir), &state.Approval{Schema: state.ApprovalSchema, ActionRef: st.Run.PendingApprovals[0].Ref,
-		Verdict: "approve", By: "tester", CreatedAt: "2026-01-01T05:00:00Z"})
+	_, err = dirstore.Inbox{FS: osFS(t, p.stateDir)}.Write(&state.Approval{Schema: state.ApprovalSchema, ActionRef: st.Run.PendingApprovals[0].Ref,
+		RequestCycle: st.Run.PendingApprovals[0].CycleSeq, Verdict: "approve", By: "tester", CreatedAt: "2026-01-01T05:00:00Z"})
 	require.NoError(t, err)
 	_, err = p.run(realOptions(), 1)
 	require.NoError(t, err)

@@ -16,15 +16,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/governance"
-	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/intent"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/proposer"
 	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 	"github.com/acr-project/acr/internal/strategy"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -57,7 +59,13 @@ type Inputs struct {
 // *ValidationError naming the file and the field.
 func ReadInputs(goalPath, contractPath, envPath string) (Inputs, error) {
 	var in Inputs
-	if err := readDoc(envPath, &in.Spec, func() error { return resolveRoot(&in.Spec, envPath) }); err != nil {
+	checkSpec := func() error {
+		if err := resolveRoot(&in.Spec, envPath); err != nil {
+			return err
+		}
+		return sandbox.CheckFiles(in.Spec.Files)
+	}
+	if err := readDoc(envPath, &in.Spec, checkSpec); err != nil {
 		return in, err
 	}
 	if err := readDoc(goalPath, &in.Goal, func() error { return in.Goal.Validate(&in.Spec) }); err != nil {
@@ -86,10 +94,10 @@ func resolveRoot(spec *world.Spec, envPath string) error {
 		abs, err = filepath.EvalSymlinks(abs)
 	}
 	if err != nil {
-		return &state.FieldError{Path: "root", Err: fmt.Errorf("%s: %w", spec.Root, err)}
+		return &codec.FieldError{Path: "root", Err: fmt.Errorf("%s: %w", spec.Root, err)}
 	}
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return &state.FieldError{Path: "root", Err: fmt.Errorf("%s is not a directory", abs)}
+		return &codec.FieldError{Path: "root", Err: fmt.Errorf("%s is not a directory", abs)}
 	}
 	spec.Root = abs
 	return nil
@@ -108,7 +116,7 @@ func resolveProposer(c *governance.Contract, contractPath string) error {
 	}
 	abs, err := filepath.Abs(filepath.Join(filepath.Dir(contractPath), prog))
 	if err != nil {
-		return &state.FieldError{Path: "proposer.argv[0]", Err: err}
+		return &codec.FieldError{Path: "proposer.argv[0]", Err: err}
 	}
 	argv := slices.Clone(c.Proposer.Argv)
 	argv[0] = abs
@@ -126,7 +134,11 @@ func readDoc(path string, v any, validate func() error) error {
 	if err != nil {
 		return &ValidationError{File: path, Err: err}
 	}
-	if err := state.Unmarshal(b, v); err != nil {
+	val, err := codec.Parse(b)
+	if err != nil {
+		return asValidation(path, err)
+	}
+	if err := codec.DecodeInput(withoutSchemaKey(val), v); err != nil {
 		return asValidation(path, err)
 	}
 	if err := validate(); err != nil {
@@ -135,8 +147,28 @@ func readDoc(path string, v any, validate func() error) error {
 	return nil
 }
 
+// SchemaKey is the member editors add to a JSON document to name its JSON
+// Schema (for completion and checking as one types). acr accepts it at the
+// top of the goal, contract and environment, and ignores it: it is not part
+// of the document and not part of what is pinned.
+const SchemaKey = "$schema"
+
+func withoutSchemaKey(v codec.Value) codec.Value {
+	if v.Kind != codec.KindObject {
+		return v
+	}
+	out := v
+	out.Obj = nil
+	for _, m := range v.Obj {
+		if m.Key != SchemaKey || m.Val.Kind != codec.KindString {
+			out.Obj = append(out.Obj, m)
+		}
+	}
+	return out
+}
+
 func asValidation(file string, err error) error {
-	var fe *state.FieldError
+	var fe *codec.FieldError
 	if errors.As(err, &fe) {
 		return &ValidationError{File: file, Field: fe.Path, Err: fe.Err}
 	}
@@ -175,18 +207,17 @@ type Options struct {
 type Run struct {
 	Dir    string
 	FS     disk.FS
-	Store  *state.Store
+	Store  *dirstore.Store
 	Ledger *ledger.Ledger
 	Index  *ledger.Index
 	World  *sandbox.World
 	Driver *kernel.Driver
 	unlock disk.Unlocker
-}
-
-// Exists reports whether dir holds a run.
-func Exists(dir string) (bool, error) {
-	ok, err := existsPath(filepath.Join(dir, state.ManifestName))
-	return ok, err
+	// openedAt is the cycle of the checkpoint the run was opened at, and
+	// verified what the ledger check before the first write established
+	// (nil if this invocation wrote nothing).
+	openedAt int64
+	verified *verifiedRecord
 }
 
 func existsPath(p string) (bool, error) {
@@ -200,94 +231,6 @@ func existsPath(p string) (bool, error) {
 	return false, err
 }
 
-// Init creates a new run in dir from validated inputs. With force, an
-// existing run there is removed first; without, an existing run is an
-// error. It returns the initial state.
-func Init(dir string, in Inputs, runID string, force bool, opt Options) (kernel.State, error) {
-	exists, err := Exists(dir)
-	if err != nil {
-		return kernel.State{}, err
-	}
-	if exists && !force {
-		return kernel.State{}, ErrRunExists
-	}
-	fsys, err := disk.CreateOSDir(dir)
-	if err != nil {
-		return kernel.State{}, fmt.Errorf("create state directory %s: %w", dir, err)
-	}
-	unlock, err := state.NewStore(fsys).Lock()
-	if err != nil {
-		return kernel.State{}, err
-	}
-	defer unlock.Unlock()
-	// Without a manifest there is no run; anything else here is left over
-	// from an init that did not finish and is removed like a forced one.
-	if force || !exists {
-		for _, p := range []string{state.ManifestName, state.CheckpointDir, "ledger", sandbox.Dir, inbox.Dir} {
-			if err := os.RemoveAll(filepath.Join(fsys.Path(), p)); err != nil {
-				return kernel.State{}, fmt.Errorf("remove old run: %w", err)
-			}
-		}
-		if err := fsys.SyncDir("."); err != nil {
-			return kernel.State{}, err
-		}
-	}
-	return initParts(fsys, fsys.Path(), in, runID, opt)
-}
-
-// InitOn creates a run whose store, ledger, inbox and idempotency table
-// live on fsys and whose sandbox world lives under worldRoot on the real
-// file system. Tests use it with disk.Mem to model power loss.
-func InitOn(fsys disk.FS, worldRoot string, in Inputs, runID string, opt Options) (kernel.State, error) {
-	unlock, err := state.NewStore(fsys).Lock()
-	if err != nil {
-		return kernel.State{}, err
-	}
-	defer unlock.Unlock()
-	return initParts(fsys, worldRoot, in, runID, opt)
-}
-
-func initParts(fsys disk.FS, worldRoot string, in Inputs, runID string, opt Options) (kernel.State, error) {
-	store := state.NewStore(fsys)
-	w, err := sandbox.Create(worldRoot, in.Spec, fsys)
-	if err != nil {
-		return kernel.State{}, fmt.Errorf("create sandbox: %w", err)
-	}
-	defer w.Close()
-	w.Environ = opt.Environ
-	obs, err := w.Observe()
-	if err != nil {
-		return kernel.State{}, fmt.Errorf("first observation: %w", err)
-	}
-	now := opt.Clock.Now()
-	if runID == "" {
-		runID = kernel.DefaultRunID(in.Goal, in.Contract, in.Spec, now)
-	}
-	st, evs, err := kernel.Init(kernel.Bootstrap{RunID: runID, Now: now, Goal: in.Goal, Contract: in.Contract, Spec: in.Spec, Observation: obs})
-	if err != nil {
-		return kernel.State{}, err
-	}
-	led, err := ledger.Create(fsys)
-	if err != nil {
-		return kernel.State{}, err
-	}
-	defer led.Close()
-	if _, err := led.Append(evs); err != nil {
-		return kernel.State{}, err
-	}
-	files, err := st.Encode()
-	if err != nil {
-		return kernel.State{}, err
-	}
-	if _, err := store.Commit(state.Commit{RunID: runID, Revision: opt.Revision, Frontier: led.Frontier(), Files: files}); err != nil {
-		return kernel.State{}, err
-	}
-	return st, nil
-}
-
-// ErrRunExists: init found a run and was not told to replace it.
-var ErrRunExists = errors.New("a run already exists in the state directory (use --force to replace it)")
-
 // Open locks the run in dir, opens its parts and recovers it to a safe
 // boundary. Close must be called.
 func Open(dir string, opt Options) (*Run, error) { return OpenWith(dir, opt, nil) }
@@ -296,35 +239,35 @@ func Open(dir string, opt Options) (*Run, error) { return OpenWith(dir, opt, nil
 // recovery runs: a crash test that dies during recovery can still abandon
 // the half-open run.
 func OpenWith(dir string, opt Options, hook func(*Run)) (*Run, error) {
-	fsys, err := disk.OpenOSDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, state.ErrNoRun
-	}
+	fsys, err := OpenDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("open state directory %s: %w", dir, err)
-	}
-	if ok, err := Exists(dir); err != nil {
 		return nil, err
-	} else if !ok {
-		return nil, state.ErrNoRun
 	}
-	return openOn(fsys, fsys.Path(), opt, hook)
+	return openOn(store{fsys: fsys, root: fsys.Path()}, opt, hook)
 }
 
 // OpenOn opens a run created with InitOn.
 func OpenOn(fsys disk.FS, worldRoot string, opt Options, hook func(*Run)) (*Run, error) {
-	return openOn(fsys, worldRoot, opt, hook)
+	return openOn(store{fsys: fsys, root: worldRoot, world: worldFS(fsys, worldRoot)}, opt, hook)
 }
 
-func openOn(fsys disk.FS, worldRoot string, opt Options, hook func(*Run)) (*Run, error) {
-	store := state.NewStore(fsys)
-	unlock, err := store.Lock()
+func openOn(s store, opt Options, hook func(*Run)) (*Run, error) {
+	st := dirstore.NewStore(s.fsys)
+	unlock, err := st.Lock()
 	if err != nil {
 		return nil, err
 	}
-	r := &Run{Dir: worldRoot, FS: fsys, Store: store, unlock: unlock}
+	r := &Run{Dir: s.root, FS: s.fsys, Store: st, unlock: unlock}
 	if hook != nil {
 		hook(r)
+	}
+	if err := finishSwap(s); err != nil {
+		r.Close()
+		return nil, err
+	}
+	if err := requireManifest(s.fsys, s.root); err != nil {
+		r.Close()
+		return nil, err
 	}
 	if err := r.open(opt); err != nil {
 		r.Close()
@@ -355,6 +298,7 @@ func (r *Run) open(opt Options) error {
 		return err
 	}
 	r.Index = ix
+	led.Index = ix
 	w, err := sandbox.Open(r.Dir, spec, r.FS)
 	if err != nil {
 		return fmt.Errorf("open sandbox: %w", err)
@@ -388,8 +332,10 @@ func (r *Run) open(opt Options) error {
 	if opt.WrapWorld != nil {
 		kw = opt.WrapWorld(w)
 	}
+	r.openedAt = snap.Manifest.CycleSeq
+	guarded := &guardedLedger{Ledger: led, check: func() error { return r.checkBeforeWrite(clock) }}
 	r.Driver = &kernel.Driver{
-		Store: r.Store, Ledger: led, World: kw, Inbox: Inbox{FS: r.FS}, Index: ix, Clock: clock, Knowledge: opt.Knowledge,
+		Store: r.Store, Ledger: guarded, World: kw, Inbox: dirstore.Inbox{FS: r.FS}, Clock: clock, Knowledge: opt.Knowledge,
 		Revision: opt.Revision, CheckpointEvery: every, UncertainErr: sandbox.ErrUncertain, RefusedErr: sandbox.ErrConfinement,
 		Failpoint: opt.Failpoint, Proposer: prop,
 		KillSwitch: func() (bool, error) { return killSwitchOn(r.FS) }, Snapshot: &snap,
@@ -416,6 +362,7 @@ func (r *Run) Close() error {
 	if r.Driver != nil {
 		errs = append(errs, r.Driver.Close())
 	}
+	r.saveVerified()
 	if r.World != nil {
 		errs = append(errs, r.World.Close())
 	}
@@ -448,31 +395,16 @@ func (r *Run) Abandon() {
 	}
 }
 
-// Inbox adapts the inbox package to the kernel's Inbox interface.
-type Inbox struct{ FS disk.FS }
-
-// List implements kernel.Inbox.
-func (i Inbox) List() ([]inbox.Item, []inbox.Rejected, error) { return inbox.List(i.FS) }
-
-// Remove implements kernel.Inbox.
-func (i Inbox) Remove(ids []string) error { return inbox.Remove(i.FS, ids) }
-
-// Quarantine implements kernel.Inbox.
-func (i Inbox) Quarantine(name string) error { return inbox.Quarantine(i.FS, name) }
-
 // ReadState loads the checkpoint without taking the lock, for read-only
 // commands (status, wake, approve) that must work while a run is busy.
-func ReadState(dir string) (kernel.State, state.Manifest, error) {
-	fsys, err := disk.OpenOSDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return kernel.State{}, state.Manifest{}, state.ErrNoRun
-	}
+func ReadState(dir string) (kernel.EngineState, storage.Manifest, error) {
+	fsys, err := RequireRun(dir)
 	if err != nil {
-		return kernel.State{}, state.Manifest{}, err
+		return kernel.EngineState{}, storage.Manifest{}, err
 	}
-	snap, err := state.NewStore(fsys).Load()
+	snap, err := dirstore.NewStore(fsys).Load()
 	if err != nil {
-		return kernel.State{}, state.Manifest{}, err
+		return kernel.EngineState{}, storage.Manifest{}, err
 	}
 	st, err := kernel.Decode(snap.Files)
 	return st, snap.Manifest, err

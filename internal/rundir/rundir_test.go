@@ -1,6 +1,7 @@
 package rundir
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -43,7 +44,7 @@ func TestQuickstartFlow(t *testing.T) {
 
 	r, err := Open(dir, opt)
 	require.NoError(t, err)
-	rep, err := r.Driver.Run(20, logCycle(t))
+	rep, err := r.Driver.Run(context.Background(), 20, logCycle(t))
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
 	assert.Equal(t, "WAIT_APPROVAL", rep.FinalDisposition)
@@ -52,12 +53,13 @@ func TestQuickstartFlow(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, st.Run.PendingApprovals, 1)
 	fsys := mustFS(t, dir)
-	_, err = inbox.Write(fsys, &state.Approval{Schema: state.ApprovalSchema, ActionRef: st.Run.PendingApprovals[0].Ref, Verdict: "approve", By: "tester", CreatedAt: "2026-01-01T01:00:00Z"})
+	_, err = dirstore.Inbox{FS: fsys}.Write(&state.Approval{Schema: state.ApprovalSchema, ActionRef: st.Run.PendingApprovals[0].Ref,
+		RequestCycle: st.Run.PendingApprovals[0].CycleSeq, Verdict: "approve", By: "tester", CreatedAt: "2026-01-01T01:00:00Z"})
 	require.NoError(t, err)
 
 	r, err = Open(dir, opt)
 	require.NoError(t, err)
-	rep, err = r.Driver.Run(20, logCycle(t))
+	rep, err = r.Driver.Run(context.Background(), 20, logCycle(t))
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
 	assert.Equal(t, "IDLE", rep.FinalDisposition)
@@ -70,7 +72,7 @@ func TestQuickstartFlow(t *testing.T) {
 	before := snapshotDir(t, dir)
 	r, err = Open(dir, opt)
 	require.NoError(t, err)
-	rep, err = r.Driver.Run(20, nil)
+	rep, err = r.Driver.Run(context.Background(), 20, nil)
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
 	assert.Equal(t, 0, rep.CyclesExecuted)
@@ -108,17 +110,17 @@ func TestDeterministicLedgerBytes(t *testing.T) {
 		require.NoError(t, err)
 		r, err := Open(dir, opt)
 		require.NoError(t, err)
-		_, err = r.Driver.Run(20, nil)
+		_, err = r.Driver.Run(context.Background(), 20, nil)
 		require.NoError(t, err)
 		require.NoError(t, r.Close())
 		st, _, err := ReadState(dir)
 		require.NoError(t, err)
-		_, err = inbox.Write(mustFS(t, dir), &state.Approval{Schema: state.ApprovalSchema, ActionRef: st.Run.PendingApprovals[0].Ref,
-			Verdict: "approve", By: "tester", CreatedAt: "2026-01-01T01:00:00Z"})
+		_, err = dirstore.Inbox{FS: mustFS(t, dir)}.Write(&state.Approval{Schema: state.ApprovalSchema, ActionRef: st.Run.PendingApprovals[0].Ref,
+			RequestCycle: st.Run.PendingApprovals[0].CycleSeq, Verdict: "approve", By: "tester", CreatedAt: "2026-01-01T01:00:00Z"})
 		require.NoError(t, err)
 		r, err = Open(dir, opt)
 		require.NoError(t, err)
-		_, err = r.Driver.Run(20, nil)
+		_, err = r.Driver.Run(context.Background(), 20, nil)
 		require.NoError(t, err)
 		require.NoError(t, r.Close())
 	}

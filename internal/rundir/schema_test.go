@@ -24,6 +24,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
@@ -185,7 +186,7 @@ func TestSchemasAgreeWithAcr(t *testing.T) {
 	t.Run("goal", func(t *testing.T) {
 		acr := func(b []byte) error {
 			var g intent.Goal
-			if err := state.Unmarshal(b, &g); err != nil {
+			if err := codec.Unmarshal(b, &g); err != nil {
 				return err
 			}
 			return g.Validate(&spec)
@@ -228,7 +229,7 @@ func TestSchemasAgreeWithAcr(t *testing.T) {
 	t.Run("contract", func(t *testing.T) {
 		acr := func(b []byte) error {
 			var c governance.Contract
-			if err := state.Unmarshal(b, &c); err != nil {
+			if err := codec.Unmarshal(b, &c); err != nil {
 				return err
 			}
 			return c.Validate()
@@ -308,7 +309,7 @@ func TestSchemasAgreeWithAcr(t *testing.T) {
 	t.Run("environment", func(t *testing.T) {
 		acr := func(b []byte) error {
 			var sp world.Spec
-			if err := state.Unmarshal(b, &sp); err != nil {
+			if err := codec.Unmarshal(b, &sp); err != nil {
 				return err
 			}
 			return sp.Validate()
@@ -604,7 +605,7 @@ func TestSchemaVocabularyMatchesGo(t *testing.T) {
 		}
 		samples = append(samples, "event", "data", "authorityx", "x_policy", "grant_", "note", "")
 		accepted := func(k string) bool {
-			return inbox.CheckPayload(&state.Value{Kind: state.KindObject, Obj: []state.Member{{Key: k, Val: state.Value{Kind: state.KindNull}}}}) == nil
+			return inbox.CheckPayload(&codec.Value{Kind: codec.KindObject, Obj: []codec.Member{{Key: k, Val: codec.Value{Kind: codec.KindNull}}}}) == nil
 		}
 		name := func(s *schemaDoc, k string) bool {
 			return len(s.check(s.at("#/$defs/payload"), map[string]any{k: nil}, "$")) == 0
@@ -777,7 +778,7 @@ func (w *typeWalker) walk(node map[string]any, typ reflect.Type, at string) {
 		typ = typ.Elem()
 	}
 	if reflect.PointerTo(typ).Implements(jsonUnmarshaler) {
-		return // decodes itself (state.Value: any JSON value)
+		return // decodes itself (codec.Value: any JSON value)
 	}
 	want := map[reflect.Kind]string{
 		reflect.String: "string", reflect.Bool: "boolean", reflect.Slice: "array", reflect.Array: "array",
@@ -799,7 +800,7 @@ func (w *typeWalker) walk(node map[string]any, typ reflect.Type, at string) {
 			t.Errorf("%s: %s: object for %s must set \"additionalProperties\": false", w.s, at, typ)
 		}
 		props, _ := node["properties"].(map[string]any)
-		fields := state.StructFields(typ)
+		fields := codec.StructFields(typ)
 		for _, name := range sortedKeys(fields) {
 			if _, ok := props[name]; !ok {
 				t.Errorf("%s: %s: Go field %q of %s is missing from the schema's properties", w.s, at, name, typ)
@@ -1354,10 +1355,10 @@ func mustJSON(t *testing.T, s string) any {
 	return v
 }
 
-func mustValue(t *testing.T, s string) state.Value {
+func mustValue(t *testing.T, s string) codec.Value {
 	t.Helper()
-	var v state.Value
-	if err := state.Unmarshal([]byte(s), &v); err != nil {
+	var v codec.Value
+	if err := codec.Unmarshal([]byte(s), &v); err != nil {
 		t.Fatal(err)
 	}
 	return v
@@ -1366,7 +1367,7 @@ func mustValue(t *testing.T, s string) state.Value {
 func quickstartSpec(t *testing.T) world.Spec {
 	t.Helper()
 	var sp world.Spec
-	if err := state.Unmarshal(readFile(t, filepath.Join(scenarioRoot, "quickstart", "environment.json")), &sp); err != nil {
+	if err := codec.Unmarshal(readFile(t, filepath.Join(scenarioRoot, "quickstart", "environment.json")), &sp); err != nil {
 		t.Fatal(err)
 	}
 	return sp
@@ -1375,7 +1376,7 @@ func quickstartSpec(t *testing.T) world.Spec {
 func quickstartGoal(t *testing.T) intent.Goal {
 	t.Helper()
 	var g intent.Goal
-	if err := state.Unmarshal(readFile(t, filepath.Join(scenarioRoot, "quickstart", "goal.json")), &g); err != nil {
+	if err := codec.Unmarshal(readFile(t, filepath.Join(scenarioRoot, "quickstart", "goal.json")), &g); err != nil {
 		t.Fatal(err)
 	}
 	return g

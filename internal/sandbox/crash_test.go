@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -100,7 +100,7 @@ func TestHandWrittenIntent(t *testing.T) {
 			key := testKey("hand written " + tc.name)
 			a := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "reports/ci.txt", Content: content}
 			h := keyDigest(key)
-			rec, err := state.Marshal(intentRecord{Schema: IntentSchema, Key: key, Action: a, Target: a.Target, BeforeSHA256: "", AfterSHA256: fp(content)})
+			rec, err := codec.Marshal(intentRecord{Schema: IntentSchema, Key: key, Action: a, Target: a.Target, BeforeSHA256: "", AfterSHA256: fp(content)})
 			require.NoError(t, err)
 			require.NoError(t, os.MkdirAll(filepath.Join(stateDir, filepath.FromSlash(fanDir(h))), 0o755))
 			require.NoError(t, os.WriteFile(filepath.Join(stateDir, filepath.FromSlash(intentName(h))), rec, 0o644))

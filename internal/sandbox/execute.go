@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -188,18 +188,18 @@ func (w *World) recoverIntent(h string, in intentRecord) (out world.Outcome, don
 	}
 }
 
-func describe(f state.Fingerprint) string {
+func describe(f codec.Fingerprint) string {
 	if f == "" {
 		return "(absent)"
 	}
 	return string(f)
 }
 
-func hashOf(content []byte, exists bool) state.Fingerprint {
+func hashOf(content []byte, exists bool) codec.Fingerprint {
 	if !exists {
 		return ""
 	}
-	return state.FingerprintOf(content)
+	return codec.FingerprintOf(content)
 }
 
 func (w *World) postCheck(id string) (*world.CheckResult, error) {
@@ -231,16 +231,15 @@ func (w *World) commit(h string, a world.Action, out world.Outcome) (world.Outco
 		return world.Outcome{}, err
 	}
 	var back outcomeRecord
-	if err := state.UnmarshalCanonical(data, &back); err != nil {
+	if err := codec.UnmarshalCanonical(data, &back); err != nil {
 		return world.Outcome{}, fmt.Errorf("decode outcome just written: %w", err)
 	}
 	w.stage(StageAfterActionCommit)
 	// Best effort: once the outcome exists the intent is never consulted
 	// again, so failing to remove it (or losing the removal to a crash)
-	// costs a stray file and nothing else.
-	if err := w.keys.Remove(intentName(h)); err == nil {
-		_ = w.keys.SyncDir(fanDir(h))
-	}
+	// costs a stray file and nothing else. That is also why the removal
+	// is not fsynced.
+	_ = w.keys.Remove(intentName(h))
 	return back.Outcome, nil
 }
 
@@ -338,7 +337,7 @@ func (w *World) planOn(key, h string, a world.Action, target string, cur []byte,
 			p.write, p.remove = true, true
 		default:
 			restored, ok := world.Splice(cur, a.KeepPrefix, a.KeepSuffix, a.Content)
-			if !ok || state.FingerprintOf(restored) != a.RestoreSHA256 {
+			if !ok || codec.FingerprintOf(restored) != a.RestoreSHA256 {
 				p.out.Status, p.out.Detail = world.OutcomeFailed, "the rollback bundle does not rebuild the recorded before state"
 				break
 			}
@@ -354,7 +353,7 @@ func (w *World) planOn(key, h string, a world.Action, target string, cur []byte,
 			}
 			results = append(results, r)
 		}
-		report, err := state.Marshal(results)
+		report, err := codec.Marshal(results)
 		if err != nil {
 			return plan{}, fmt.Errorf("encode validation report: %w", err)
 		}
@@ -397,7 +396,7 @@ func (w *World) apply(target string, p plan) error {
 // bytes there is no effect to make, and none is planned: an intent whose
 // before and after hashes were equal could not classify a crash.
 func (p *plan) change(content []byte) {
-	after := state.FingerprintOf(content)
+	after := codec.FingerprintOf(content)
 	if after == p.out.BeforeSHA256 {
 		p.out.Status, p.out.Detail = world.OutcomeNoChange, "the change leaves the content as it is"
 		return

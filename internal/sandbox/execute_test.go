@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -142,7 +142,7 @@ func TestMalformedActions(t *testing.T) {
 }
 
 func TestApplyLocalPatch(t *testing.T) {
-	patch := func(expect state.Fingerprint, find string) world.Action {
+	patch := func(expect codec.Fingerprint, find string) world.Action {
 		return world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", CheckID: "no-debug",
 			ExpectSHA256: expect, Find: find, Replace: "debug = false"}
 	}
@@ -268,7 +268,7 @@ func TestRunValidationWritesReport(t *testing.T) {
 
 	raw := readWorld(t, stateDir, report)
 	var decoded []world.CheckResult
-	require.NoError(t, state.UnmarshalCanonical([]byte(raw), &decoded))
+	require.NoError(t, codec.UnmarshalCanonical([]byte(raw), &decoded))
 	assert.Equal(t, out.Results, decoded)
 	assert.Equal(t, fp(raw), out.AfterSHA256)
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -54,11 +54,11 @@ func worldPath(stateDir string, rel string) string {
 	return filepath.Join(stateDir, filepath.FromSlash(WorldDir), filepath.FromSlash(rel))
 }
 
-func testKey(name string) string { return keyPrefix + state.Digest([]byte(name)) }
+func testKey(name string) string { return keyPrefix + codec.Digest([]byte(name)) }
 
 func keyDigest(key string) string { return strings.TrimPrefix(key, keyPrefix) }
 
-func fp(s string) state.Fingerprint { return state.FingerprintOf([]byte(s)) }
+func fp(s string) codec.Fingerprint { return codec.FingerprintOf([]byte(s)) }
 
 func readWorld(t *testing.T, stateDir, rel string) string {
 	t.Helper()

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -48,7 +48,7 @@ func (w *World) Observe() (world.Observation, error) {
 	// Directory order puts "a/b" before "a.txt"; the contract is plain path order.
 	slices.SortFunc(obs.Files, func(a, b world.FileFact) int { return strings.Compare(a.Path, b.Path) })
 	slices.SortFunc(obs.Refused, func(a, b world.Refusal) int { return strings.Compare(a.Path, b.Path) })
-	w.lastFiles = make(map[string]state.Fingerprint, len(obs.Files))
+	w.lastFiles = make(map[string]codec.Fingerprint, len(obs.Files))
 	for _, f := range obs.Files {
 		w.lastFiles[f.Path] = f.SHA256
 	}
@@ -69,7 +69,7 @@ func (w *World) Observe() (world.Observation, error) {
 			return world.Observation{}, fmt.Errorf("observe evidence %s: %w", e.ID, err)
 		}
 		if err == nil && exists {
-			fact.Present, fact.SHA256 = true, state.FingerprintOf(data)
+			fact.Present, fact.SHA256 = true, codec.FingerprintOf(data)
 		}
 		obs.Evidence = append(obs.Evidence, fact)
 	}
@@ -184,20 +184,20 @@ func (wk *walker) file(p string) error {
 	if wk.bytes > wk.limits.MaxBytes {
 		return fmt.Errorf("the world's files hold more than %d bytes (limits.max_bytes): exclude what acr need not look at, or raise the limit", wk.limits.MaxBytes)
 	}
-	var sum state.Fingerprint
+	var sum codec.Fingerprint
 	var size int64
 	if wk.keep != nil {
 		data, err := io.ReadAll(f)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", p, err)
 		}
-		sum, size = state.FingerprintOf(data), int64(len(data))
+		sum, size = codec.FingerprintOf(data), int64(len(data))
 		wk.keep(p, data)
 	} else {
 		if wk.w.hashBuf == nil {
 			wk.w.hashBuf = make([]byte, 64<<10)
 		}
-		if sum, size, err = state.FingerprintReader(f, wk.w.hashBuf); err != nil {
+		if sum, size, err = codec.FingerprintReader(f, wk.w.hashBuf); err != nil {
 			return fmt.Errorf("read %s: %w", p, err)
 		}
 	}

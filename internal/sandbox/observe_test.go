@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -67,7 +67,7 @@ func TestObserveIsDeterministic(t *testing.T) {
 	second, err := w.Observe()
 	require.NoError(t, err)
 	assert.Equal(t, first, second)
-	assert.Equal(t, state.MustMarshal(first), state.MustMarshal(second))
+	assert.Equal(t, codec.MustMarshal(first), codec.MustMarshal(second))
 	assert.Equal(t, first.Ref(), second.Ref())
 }
 
@@ -141,7 +141,7 @@ func TestObserveEmptyWorld(t *testing.T) {
 	w, _ := newTestWorld(t, world.Spec{Schema: world.SpecSchema})
 	obs, err := w.Observe()
 	require.NoError(t, err)
-	assert.Equal(t, `{"checks":[],"evidence":[],"excluded":0,"files":[],"schema":"acr.observation/v0.1"}`, string(state.MustMarshal(obs)))
+	assert.Equal(t, `{"checks":[],"evidence":[],"excluded":0,"files":[],"schema":"acr.observation/v0.1"}`, string(codec.MustMarshal(obs)))
 }
 
 // readScratch reuses one buffer: each read must return exactly the file's

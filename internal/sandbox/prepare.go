@@ -5,7 +5,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -59,7 +59,7 @@ func (w *World) Prepare(key string, a world.Action) (world.Intent, *world.Outcom
 // preparedPlan remembers a Prepare's plan for the Commit of the same key.
 type preparedPlan struct {
 	key, target string
-	action      state.Ref
+	action      codec.Ref
 	plan        plan
 }
 
@@ -69,7 +69,7 @@ type preparedPlan struct {
 // excepted: it reads other files), so the plan Prepare made for the same
 // key, action and before-hash is the same plan while the target is still
 // writable, and is reused; otherwise it is computed again.
-func (w *World) replan(key, h string, a world.Action, target string, content []byte, exists bool, now state.Fingerprint) (plan, error) {
+func (w *World) replan(key, h string, a world.Action, target string, content []byte, exists bool, now codec.Fingerprint) (plan, error) {
 	if pp := w.prepared; pp != nil && pp.key == key && pp.target == target && pp.action == a.Ref() &&
 		a.Operation != world.OpRunValidation && pp.plan.out.BeforeSHA256 == now && w.checkWritable(target) == nil {
 		return pp.plan, nil
@@ -138,20 +138,12 @@ func (w *World) Readback(a world.Action, out world.Outcome) (world.Readback, err
 	// A command check is about no one file: when the action addressed
 	// one, it is run again, so that the evaluator sees whether the change
 	// made it pass.
-	if c, ok := w.checkByID(a.CheckID); ok && c.Kind == world.CheckCommand {
-		r, err := w.evaluate(c)
-		if err != nil {
-			return rb, fmt.Errorf("readback: %w", err)
+	if c, ok := w.checkByID(a.CheckID); ok {
+		if k, _ := world.CheckKindOf(c.Kind); !k.OnFile {
+			err = w.judgeInto(&rb, c)
 		}
-		if r.Status == world.CheckPass {
-			rb.Passing = append(rb.Passing, c.ID)
-		} else {
-			rb.Failing = append(rb.Failing, c.ID)
-		}
-		slices.Sort(rb.Passing)
-		slices.Sort(rb.Failing)
 	}
-	return rb, nil
+	return rb, err
 }
 
 func (w *World) readbackFile(target string) (world.Readback, error) {
@@ -275,7 +267,7 @@ func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (wo
 // outcome as decoded from the bytes written (so that a fresh execution and
 // a later lookup return equal values).
 func (w *World) cacheOutcome(h string, a world.Action, out world.Outcome) (world.Outcome, error) {
-	data, err := state.Marshal(outcomeRecord{Schema: OutcomeSchema, ActionRef: a.Ref(), Outcome: out})
+	data, err := codec.Marshal(outcomeRecord{Schema: OutcomeSchema, ActionRef: a.Ref(), Outcome: out})
 	if err != nil {
 		return world.Outcome{}, err
 	}
@@ -286,7 +278,7 @@ func (w *World) cacheOutcome(h string, a world.Action, out world.Outcome) (world
 		return world.Outcome{}, fmt.Errorf("write %s: %w", outcomeName(h), err)
 	}
 	var back outcomeRecord
-	if err := state.UnmarshalCanonical(data, &back); err != nil {
+	if err := codec.UnmarshalCanonical(data, &back); err != nil {
 		return world.Outcome{}, fmt.Errorf("decode outcome just written: %w", err)
 	}
 	w.stage(StageAfterActionCommit)

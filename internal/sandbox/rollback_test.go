@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -25,7 +25,7 @@ func prepareCommit(t *testing.T, w *World, key string, a world.Action) (world.In
 func TestRollbackBundleRestoresAPatchedFile(t *testing.T) {
 	w, dir := newTestWorld(t, testSpec())
 	patch := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", CheckID: "no-debug",
-		ExpectSHA256: state.FingerprintOf([]byte(appSource)), Find: "debug = true", Replace: "debug = false"}
+		ExpectSHA256: codec.FingerprintOf([]byte(appSource)), Find: "debug = true", Replace: "debug = false"}
 	in, out := prepareCommit(t, w, testKey("patch"), patch)
 	require.Equal(t, world.OutcomeCommitted, out.Status)
 	require.NotNil(t, in.Rollback, "a change carries its pre-image")
@@ -74,7 +74,7 @@ func TestRollbackOfACreatedFileRemovesIt(t *testing.T) {
 func TestRestoreRefusesATargetChangedSinceTheEffect(t *testing.T) {
 	w, dir := newTestWorld(t, testSpec())
 	patch := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", CheckID: "no-debug",
-		ExpectSHA256: state.FingerprintOf([]byte(appSource)), Find: "debug = true", Replace: "debug = false"}
+		ExpectSHA256: codec.FingerprintOf([]byte(appSource)), Find: "debug = true", Replace: "debug = false"}
 	in, _ := prepareCommit(t, w, testKey("patch"), patch)
 	require.NoError(t, os.WriteFile(worldPath(dir, "src/app.go"), []byte("someone else's edit\n"), 0o644))
 	_, rout := prepareCommit(t, w, testKey("restore"), in.Rollback.RestoreAction("no-debug", ""))
@@ -89,7 +89,7 @@ func TestNoBundleForBinaryTargets(t *testing.T) {
 	binary := "\xff\xfe not text"
 	require.NoError(t, os.WriteFile(worldPath(dir, "LICENSE"), []byte(binary), 0o644))
 	replace := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "LICENSE", CheckID: "license",
-		ExpectSHA256: state.FingerprintOf([]byte(binary)), Content: "MIT License\n"}
+		ExpectSHA256: codec.FingerprintOf([]byte(binary)), Content: "MIT License\n"}
 	in, prior, err := w.Prepare(testKey("bin"), replace)
 	require.NoError(t, err)
 	require.Nil(t, prior)
@@ -100,7 +100,7 @@ func TestNoBundleForBinaryTargets(t *testing.T) {
 func TestRestoreRefusesABundleThatDoesNotRebuildTheBefore(t *testing.T) {
 	w, dir := newTestWorld(t, testSpec())
 	patch := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", CheckID: "no-debug",
-		ExpectSHA256: state.FingerprintOf([]byte(appSource)), Find: "debug = true", Replace: "debug = false"}
+		ExpectSHA256: codec.FingerprintOf([]byte(appSource)), Find: "debug = true", Replace: "debug = false"}
 	in, _ := prepareCommit(t, w, testKey("patch"), patch)
 	bad := in.Rollback.RestoreAction("no-debug", "")
 	bad.Content = "maybe"
@@ -134,7 +134,7 @@ func TestCommonPrefixAndSuffix(t *testing.T) {
 func TestCommitReusesThePreparedPlanOnlyForTheSameBytes(t *testing.T) {
 	w, dir := newTestWorld(t, testSpec())
 	patch := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", CheckID: "no-debug",
-		ExpectSHA256: state.FingerprintOf([]byte(appSource)), Find: "debug = true", Replace: "debug = false"}
+		ExpectSHA256: codec.FingerprintOf([]byte(appSource)), Find: "debug = true", Replace: "debug = false"}
 	in, prior, err := w.Prepare(testKey("a"), patch)
 	require.NoError(t, err)
 	require.Nil(t, prior)
@@ -151,7 +151,7 @@ func TestCommitReusesThePreparedPlanOnlyForTheSameBytes(t *testing.T) {
 	assert.Nil(t, w.prepared, "a commit forgets the plan")
 	got, err := os.ReadFile(worldPath(dir, "src/app.go"))
 	require.NoError(t, err)
-	assert.Equal(t, out.AfterSHA256, state.FingerprintOf(got))
+	assert.Equal(t, out.AfterSHA256, codec.FingerprintOf(got))
 
 	// Prepared, then rewritten with the same bytes: the plan still holds.
 	w3, dir3 := newTestWorld(t, testSpec())
@@ -163,7 +163,7 @@ func TestCommitReusesThePreparedPlanOnlyForTheSameBytes(t *testing.T) {
 	assert.Equal(t, in3.Planned.AfterSHA256, out3.AfterSHA256)
 	got, err = os.ReadFile(worldPath(dir3, "src/app.go"))
 	require.NoError(t, err)
-	assert.Equal(t, out3.AfterSHA256, state.FingerprintOf(got))
+	assert.Equal(t, out3.AfterSHA256, codec.FingerprintOf(got))
 
 	// Prepared, then changed by someone else: not committed from the plan.
 	w2, dir2 := newTestWorld(t, testSpec())

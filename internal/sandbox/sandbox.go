@@ -13,8 +13,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -88,7 +88,7 @@ type World struct {
 	private string
 	// lastFiles are the files the last Observe saw, so that a command's
 	// effect can be told file by file.
-	lastFiles map[string]state.Fingerprint
+	lastFiles map[string]codec.Fingerprint
 	tmpSeq    uint64
 	// madeDirs remembers the fan-out directories known to exist, to save a
 	// MkdirAll per outcome.

@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -29,8 +29,8 @@ type intentRecord struct {
 	Key          string            `json:"idempotency_key"`
 	Action       world.Action      `json:"action"`
 	Target       string            `json:"target"`
-	BeforeSHA256 state.Fingerprint `json:"before_sha256"`
-	AfterSHA256  state.Fingerprint `json:"after_sha256"`
+	BeforeSHA256 codec.Fingerprint `json:"before_sha256"`
+	AfterSHA256  codec.Fingerprint `json:"after_sha256"`
 	// Results are run_validation's results, whose report is the effect;
 	// kept so that recovery can return the same outcome without re-running
 	// the checks against a world that may have moved on.
@@ -42,7 +42,7 @@ type outcomeRecord struct {
 	Schema string `json:"schema"`
 	// ActionRef ties the outcome to the exact action that produced it, for
 	// audit; reuse is checked on operation and target only.
-	ActionRef state.Ref     `json:"action_ref"`
+	ActionRef codec.Ref     `json:"action_ref"`
 	Outcome   world.Outcome `json:"outcome"`
 }
 
@@ -145,7 +145,7 @@ func readRecord(keys disk.FS, name string, v any) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("read %s: %w", name, err)
 	}
-	if err := state.UnmarshalCanonical(data, v); err != nil {
+	if err := codec.UnmarshalCanonical(data, v); err != nil {
 		return false, fmt.Errorf("decode %s: %w", name, err)
 	}
 	return true, nil
@@ -155,7 +155,7 @@ func readRecord(keys disk.FS, name string, v any) (bool, error) {
 // directory fsync. The bytes written are returned so callers can hand back
 // exactly what was recorded.
 func writeRecord(keys disk.FS, name string, v any) ([]byte, error) {
-	data, err := state.Marshal(v)
+	data, err := codec.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", name, err)
 	}
@@ -174,10 +174,10 @@ func writeRecord(keys disk.FS, name string, v any) ([]byte, error) {
 func SeedOutcomes(w *World, n int) ([]string, error) {
 	keys := make([]string, n)
 	for i := range n {
-		key := keyPrefix + state.Digest([]byte(fmt.Sprintf("seed-%d", i)))
+		key := keyPrefix + codec.Digest([]byte(fmt.Sprintf("seed-%d", i)))
 		h := strings.TrimPrefix(key, keyPrefix)
 		out := world.Outcome{Schema: world.OutcomeSchema, Key: key, Operation: world.OpInspect, Target: "a.txt", Status: world.OutcomeNoChange}
-		data, err := state.Marshal(outcomeRecord{Schema: OutcomeSchema, Outcome: out})
+		data, err := codec.Marshal(outcomeRecord{Schema: OutcomeSchema, Outcome: out})
 		if err != nil {
 			return nil, err
 		}

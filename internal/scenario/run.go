@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -14,10 +15,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
-	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/memory"
@@ -215,7 +218,7 @@ func (rn *runner) runCycles(n int) (crashed bool, err error) {
 	}
 	rec := r.Driver.Recovery()
 	rn.noteRecovery(rec)
-	rep, err := r.Driver.Run(n, func(c kernel.Summary) {
+	rep, err := r.Driver.Run(context.Background(), n, func(c kernel.Summary) {
 		d := c.LoopDisposition.String()
 		rn.lastDispositions = append(rn.lastDispositions, d)
 		rn.res.DispositionSequence = append(rn.res.DispositionSequence, d)
@@ -280,7 +283,7 @@ func (rn *runner) step(st Step) error {
 		case "-":
 			parent = ""
 		}
-		_, err = inbox.Write(fsys, &state.WakeSignal{Schema: state.WakeSignalSchema, Source: st.Wake.Source, Ref: st.Wake.Ref, DedupKey: key,
+		_, err = dirstore.Inbox{FS: fsys}.Write(&state.WakeSignal{Schema: state.WakeSignalSchema, Source: st.Wake.Source, Ref: st.Wake.Ref, DedupKey: key,
 			CreatedAt: state.FormatTime(now), ExpiresAt: state.FormatTime(now.Add(exp)), By: "scenario", Reason: st.Wake.Reason, Payload: st.Wake.Payload,
 			CausalParent: parent, Priority: st.Wake.Priority})
 		return err
@@ -291,7 +294,7 @@ func (rn *runner) step(st Step) error {
 		if err != nil {
 			return err
 		}
-		_, err = inbox.Write(fsys, &state.StopRequest{Schema: state.StopSchema, By: "scenario", Reason: st.Stop.Reason, Kill: st.Stop.Kill, CreatedAt: state.FormatTime(now)})
+		_, err = dirstore.Inbox{FS: fsys}.Write(&state.StopRequest{Schema: state.StopSchema, By: "scenario", Reason: st.Stop.Reason, Kill: st.Stop.Kill, CreatedAt: state.FormatTime(now)})
 		return err
 	case st.KillSwitch != nil:
 		p := filepath.Join(rn.dir, rundir.KillSwitchFile)
@@ -348,7 +351,7 @@ func (rn *runner) resolve(st Step) error {
 			if by == "" {
 				by = "scenario"
 			}
-			_, err = inbox.Write(fsys, &state.Approval{Schema: state.ApprovalSchema, ActionRef: p.Ref, Verdict: verdict, By: by,
+			_, err = dirstore.Inbox{FS: fsys}.Write(&state.Approval{Schema: state.ApprovalSchema, ActionRef: p.Ref, RequestCycle: p.CycleSeq, Verdict: verdict, By: by,
 				CreatedAt: state.FormatTime(rn.clock.t)})
 			return err
 		}
@@ -462,6 +465,11 @@ func (rn *runner) check(i string, e StepExpect) {
 	if e.SummaryBlocks != nil && len(s.Context.Blocks) < *e.SummaryBlocks {
 		rn.failf("%s: %d summary blocks in working memory, want at least %d", i, len(s.Context.Blocks), *e.SummaryBlocks)
 	}
+	for _, name := range slices.Sorted(maps.Keys(e.Budget)) {
+		if got, _ := budgetUse(r.Budget, name); got != e.Budget[name] {
+			rn.failf("%s: %s budget used %d, want %d", i, name, got, e.Budget[name])
+		}
+	}
 	for _, wc := range e.WorldCount {
 		b, _ := os.ReadFile(filepath.Join(rn.dir, "sandbox", "world", filepath.FromSlash(wc.Path)))
 		if n := strings.Count(string(b), wc.Text); n != wc.Count {
@@ -543,7 +551,7 @@ type History struct {
 	History          string
 	World            string
 	DuplicateEffects int
-	CycleRefs        []state.Ref
+	CycleRefs        []codec.Ref
 }
 
 // Analyse scans a state directory's ledger and world.
@@ -555,14 +563,14 @@ func Analyse(dir string) (*History, error) {
 	h := &History{Dispositions: map[string]int{}, Classes: map[string]int{}}
 	reviewed := map[int64]bool{}
 	selected := map[int64]bool{}
-	fitness := map[state.Ref]bool{}
+	fitness := map[codec.Ref]bool{}
 	committedKeys := map[string]int{}
-	err = ledger.Scan(fsys, func(r ledger.Record) error {
+	err = ledger.Scan(fsys, func(r event.Record) error {
 		h.Events++
 		ev := r.Event
 		c := h.Classes
 		switch {
-		case ev.Type == "persistent.cycle.completed":
+		case ev.Type == event.CycleCompleted:
 			h.CycleRefs = append(h.CycleRefs, ev.Object.Ref)
 			var rec state.CycleRecord
 			if err := ev.Object.Decode(&rec); err != nil {
@@ -572,32 +580,32 @@ func Analyse(dir string) (*History, error) {
 			if rec.IdempotencyKey != "" && rec.WorldOutcomeRef != "" {
 				committedKeys[rec.IdempotencyKey]++
 			}
-		case ev.Type == "strategy.review.requested":
+		case ev.Type == event.ReviewRequested:
 			c["strategic_review"]++
 			reviewed[ev.CycleSeq] = true
-		case ev.Type == "agenda.resolution.selected":
+		case ev.Type == event.AgendaSelected:
 			c["agenda_selected"]++
 			selected[ev.CycleSeq] = true
-		case ev.Type == "agenda.resolution.empty":
+		case ev.Type == event.AgendaEmpty:
 			c["no_agenda"]++
-		case ev.Type == "persistent.loop.idled":
+		case ev.Type == event.LoopIdled:
 			c["idle"]++
-		case ev.Type == "persistent.loop.slept":
+		case ev.Type == event.LoopSlept:
 			c["sleep"]++
-		case ev.Type == "persistent.loop.woke":
+		case ev.Type == event.LoopWoke:
 			c["wake"]++
-		case ev.Type == "persistent.loop.deferred" || ev.Type == "persistent.work.deferred":
+		case ev.Type == event.LoopDeferred || ev.Type == event.WorkDeferred:
 			c["deferred"]++
-		case ev.Type == "persistent.loop.waiting_approval":
+		case ev.Type == event.LoopWaitingApproval:
 			c["wait_approval"]++
-		case strings.HasPrefix(ev.Type, "commitment.") && ev.Type != "commitment.conditions.evaluated":
+		case isCommitmentChange(ev.Type):
 			c["commitment_transition"]++
-			c[strings.Replace(ev.Type, ".", "_", 1)]++
-		case ev.Type == "agenda.promotion.recorded":
+			c[strings.Replace(string(ev.Type), ".", "_", 1)]++
+		case ev.Type == event.PromotionRecorded:
 			c["promote_to_commitment"]++
-		case ev.Type == "context.compaction.completed":
+		case ev.Type == event.CompactionCompleted:
 			c["context_compaction"]++
-		case ev.Type == "governance.decision.recorded":
+		case ev.Type == event.DecisionRecorded:
 			c["governance_boundary"]++
 			for _, rc := range ev.Reasons {
 				c["governance_reason_"+rc]++
@@ -609,65 +617,65 @@ func Analyse(dir string) (*History, error) {
 					c["deferred"]++ // the deferral itself, whatever the policy makes of it
 				}
 			}
-		case ev.Type == "sandbox.action.committed":
+		case ev.Type == event.ActionCommitted:
 			c["sandbox_action"]++
-		case ev.Type == "evaluation.recorded":
+		case ev.Type == event.EvaluationRecorded:
 			c["validation"]++
-		case ev.Type == "persistent.recovery.completed":
+		case ev.Type == event.RecoveryCompleted:
 			c["crash_recovery"]++
 			var rec kernel.Recovery
 			if ev.Object != nil && ev.Object.Decode(&rec) == nil && rec.ActionsReused > 0 {
 				c["idempotent_outcome_recovery"] += rec.ActionsReused
 			}
-		case ev.Type == "approval.requested":
+		case ev.Type == event.ApprovalRequested:
 			c["approval_requested"]++
-		case ev.Type == "approval.resolved":
+		case ev.Type == event.ApprovalResolved:
 			c["approval_resolved"]++
-		case ev.Type == "persistent.run.stopped":
+		case ev.Type == event.RunStopped:
 			c["stop"]++
-		case ev.Type == "persistent.run.faulted":
+		case ev.Type == event.RunFaulted:
 			c["fault"]++
-		case ev.Type == "strategy.knowledge.candidate":
+		case ev.Type == event.KnowledgeCandidate:
 			c["knowledge_candidate"]++
-		case ev.Type == "loop.guard.tripped":
+		case ev.Type == event.GuardTripped:
 			c["loop_guard"]++
-		case ev.Type == "controller.transition.recorded":
+		case ev.Type == event.Transition:
 			var t controller.Transition
 			if ev.Object != nil && ev.Object.Decode(&t) == nil {
 				c["controller_"+t.NextState.String()]++
 				c["role_"+t.ActorRole.String()+"_leaves_"+t.PreviousState.String()]++
 				c["authority_"+string(t.AuthorityUsed)]++
 			}
-		case ev.Type == "controller.tension.assessed":
+		case ev.Type == event.TensionAssessed:
 			var t controller.TensionReport
 			if ev.Object != nil && ev.Object.Decode(&t) == nil {
 				for _, cl := range t.Classes {
 					c["tension_"+cl]++
 				}
 			}
-		case ev.Type == "controller.fitness.fixed":
+		case ev.Type == event.FitnessFixed:
 			c["fitness_fixed"]++
 			fitness[ev.Object.Ref] = true
-		case ev.Type == "controller.violation.refused":
+		case ev.Type == event.ViolationRefused:
 			var v controller.Violation
 			if ev.Object != nil && ev.Object.Decode(&v) == nil {
 				c["violation_"+v.Rule]++
 			}
-		case ev.Type == "controller.candidate.forged":
+		case ev.Type == event.CandidateForged:
 			c["candidate_forged"]++
-		case ev.Type == "persistent.wake.rejected":
+		case ev.Type == event.WakeRejected:
 			for _, rc := range ev.Reasons {
 				c["wake_rejected_"+rc]++
 			}
-		case ev.Type == "persistent.wake.coalesced":
+		case ev.Type == event.WakeCoalesced:
 			c["wake_coalesced"]++
-		case ev.Type == "sandbox.action.blocked":
+		case ev.Type == event.ActionBlocked:
 			for _, rc := range ev.Reasons {
 				c["control_missing_"+rc]++
 			}
 		}
-		if ev.Type == "evaluation.recorded" && ev.Object != nil {
-			var e kernel.Evaluation
+		if ev.Type == event.EvaluationRecorded && ev.Object != nil {
+			var e event.Evaluation
 			if ev.Object.Decode(&e) == nil {
 				c["evaluation_"+e.Result]++
 				// The fitness contract an evaluation judges by must be one
@@ -711,7 +719,7 @@ func EventCounts(dir string) (map[string]int, error) {
 		return nil, err
 	}
 	out := map[string]int{}
-	err = ledger.Scan(fsys, func(r ledger.Record) error { out[r.Event.Type]++; return nil })
+	err = ledger.Scan(fsys, func(r event.Record) error { out[string(r.Event.Type)]++; return nil })
 	return out, err
 }
 
@@ -746,3 +754,8 @@ func TreeFingerprint(root string) (string, error) {
 }
 
 func removeAll(p string) error { return os.RemoveAll(p) }
+
+func isCommitmentChange(k event.Kind) bool {
+	_, ok := k.CommitmentVerb()
+	return ok
+}

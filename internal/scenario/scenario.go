@@ -20,6 +20,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/rundir"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
@@ -89,7 +90,7 @@ type Wake struct {
 	Ref      string       `json:"ref,omitempty"`
 	DedupKey string       `json:"dedup_key,omitempty"`
 	Expires  string       `json:"expires_in,omitempty"`
-	Payload  *state.Value `json:"payload,omitempty"`
+	Payload  *codec.Value `json:"payload,omitempty"`
 	Reason   string       `json:"reason,omitempty"`
 	// CausalParent is the event the signal follows from (default: the
 	// scenario's name). "-" sends a signal without one, which the loop
@@ -138,6 +139,9 @@ type StepExpect struct {
 	Protected []string `json:"protected,omitempty"`
 	// SummaryBlocks is the least number of summary blocks in working memory.
 	SummaryBlocks *int `json:"summary_blocks,omitempty"`
+	// Budget is the exact use of budgets by name (cycles,
+	// cognitive_operations, actions, compactions, wall_clock_seconds).
+	Budget map[string]int64 `json:"budget,omitempty"`
 }
 
 // WorldCount asserts how often a text occurs in a world file (duplicate
@@ -194,7 +198,7 @@ func Load(dir string) (*Scenario, error) {
 	if err != nil {
 		return nil, &rundir.ValidationError{File: p, Err: err}
 	}
-	if err := state.Unmarshal(b, &sc.Script); err != nil {
+	if err := codec.Unmarshal(b, &sc.Script); err != nil {
 		return nil, asValidation(p, err)
 	}
 	if err := sc.Script.validate(); err != nil {
@@ -209,7 +213,7 @@ func Load(dir string) (*Scenario, error) {
 }
 
 func asValidation(file string, err error) error {
-	if fe, ok := err.(*state.FieldError); ok {
+	if fe, ok := err.(*codec.FieldError); ok {
 		return &rundir.ValidationError{File: file, Field: fe.Path, Err: fe.Err}
 	}
 	return &rundir.ValidationError{File: file, Err: err}
@@ -217,16 +221,16 @@ func asValidation(file string, err error) error {
 
 func (s *Script) validate() error {
 	if s.Schema != Schema {
-		return &state.FieldError{Path: "schema", Err: fmt.Errorf("want %q, found %q", Schema, s.Schema)}
+		return &codec.FieldError{Path: "schema", Err: fmt.Errorf("want %q, found %q", Schema, s.Schema)}
 	}
 	if s.Name == "" {
-		return &state.FieldError{Path: "name", Err: fmt.Errorf("required")}
+		return &codec.FieldError{Path: "name", Err: fmt.Errorf("required")}
 	}
 	if _, err := state.ParseTime(s.Start); err != nil {
-		return &state.FieldError{Path: "start", Err: err}
+		return &codec.FieldError{Path: "start", Err: err}
 	}
 	if len(s.Steps) == 0 {
-		return &state.FieldError{Path: "steps", Err: fmt.Errorf("a scenario needs at least one step")}
+		return &codec.FieldError{Path: "steps", Err: fmt.Errorf("a scenario needs at least one step")}
 	}
 	return validateSteps(s.Steps, "steps")
 }
@@ -236,7 +240,7 @@ func validateSteps(steps []Step, at string) error {
 		n := 0
 		if st.Repeat != nil {
 			if st.Repeat.Times < 1 {
-				return &state.FieldError{Path: fmt.Sprintf("%s[%d].repeat.times", at, i), Err: fmt.Errorf("must be at least 1")}
+				return &codec.FieldError{Path: fmt.Sprintf("%s[%d].repeat.times", at, i), Err: fmt.Errorf("must be at least 1")}
 			}
 			if err := validateSteps(st.Repeat.Steps, fmt.Sprintf("%s[%d].repeat.steps", at, i)); err != nil {
 				return err
@@ -250,40 +254,47 @@ func validateSteps(steps []Step, at string) error {
 			}
 		}
 		if n != 1 {
-			return &state.FieldError{Path: fmt.Sprintf("%s[%d]", at, i), Err: fmt.Errorf("exactly one action per step (found %d)", n)}
+			return &codec.FieldError{Path: fmt.Sprintf("%s[%d]", at, i), Err: fmt.Errorf("exactly one action per step (found %d)", n)}
 		}
 		if st.By != "" && st.Approve == "" && st.Deny == "" {
-			return &state.FieldError{Path: fmt.Sprintf("%s[%d].by", at, i), Err: fmt.Errorf("by goes with approve or deny")}
+			return &codec.FieldError{Path: fmt.Sprintf("%s[%d].by", at, i), Err: fmt.Errorf("by goes with approve or deny")}
 		}
 		if st.Advance != "" {
 			if _, err := time.ParseDuration(st.Advance); err != nil {
-				return &state.FieldError{Path: fmt.Sprintf("%s[%d].advance", at, i), Err: err}
+				return &codec.FieldError{Path: fmt.Sprintf("%s[%d].advance", at, i), Err: err}
 			}
 		}
 		if w := st.World; w != nil {
 			target := w.Write
 			if (w.Write == "") == (w.Remove == "") {
-				return &state.FieldError{Path: fmt.Sprintf("%s[%d].world", at, i), Err: fmt.Errorf("give exactly one of write or remove")}
+				return &codec.FieldError{Path: fmt.Sprintf("%s[%d].world", at, i), Err: fmt.Errorf("give exactly one of write or remove")}
 			}
 			if target == "" {
 				target = w.Remove
 			}
 			if _, err := world.CleanPath(target); err != nil {
-				return &state.FieldError{Path: fmt.Sprintf("%s[%d].world", at, i), Err: err}
+				return &codec.FieldError{Path: fmt.Sprintf("%s[%d].world", at, i), Err: err}
 			}
 		}
 		if w := st.Wake; w != nil {
 			if !slices.Contains(state.WakeSources(), w.Source) {
-				return &state.FieldError{Path: fmt.Sprintf("%s[%d].wake.source", at, i), Err: fmt.Errorf("unknown wake source %q", w.Source)}
+				return &codec.FieldError{Path: fmt.Sprintf("%s[%d].wake.source", at, i), Err: fmt.Errorf("unknown wake source %q", w.Source)}
 			}
 			if w.Expires != "" {
 				if d, err := time.ParseDuration(w.Expires); err != nil || d <= 0 {
-					return &state.FieldError{Path: fmt.Sprintf("%s[%d].wake.expires_in", at, i), Err: fmt.Errorf("want a positive duration such as 1h, found %q", w.Expires)}
+					return &codec.FieldError{Path: fmt.Sprintf("%s[%d].wake.expires_in", at, i), Err: fmt.Errorf("want a positive duration such as 1h, found %q", w.Expires)}
+				}
+			}
+		}
+		if e := st.Expect; e != nil {
+			for name := range e.Budget {
+				if _, ok := budgetUse(state.BudgetUsage{}, name); !ok {
+					return &codec.FieldError{Path: fmt.Sprintf("%s[%d].expect.budget.%s", at, i, name), Err: fmt.Errorf("unknown budget (want cycles, cognitive_operations, actions, compactions or wall_clock_seconds)")}
 				}
 			}
 		}
 		if st.Crash != nil && !slices.Contains(Failpoints(), st.Crash.Failpoint) {
-			return &state.FieldError{Path: fmt.Sprintf("%s[%d].crash.failpoint", at, i), Err: fmt.Errorf("unknown failpoint %q (want one of %v)", st.Crash.Failpoint, Failpoints())}
+			return &codec.FieldError{Path: fmt.Sprintf("%s[%d].crash.failpoint", at, i), Err: fmt.Errorf("unknown failpoint %q (want one of %v)", st.Crash.Failpoint, Failpoints())}
 		}
 	}
 	return nil
@@ -311,4 +322,21 @@ func Discover(root string) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// budgetUse returns a run's use of the budget name.
+func budgetUse(u state.BudgetUsage, name string) (int64, bool) {
+	switch name {
+	case "cycles":
+		return u.Cycles, true
+	case "cognitive_operations":
+		return u.CognitiveOperations, true
+	case "actions":
+		return u.Actions, true
+	case "compactions":
+		return u.Compactions, true
+	case "wall_clock_seconds":
+		return u.WallClockSeconds, true
+	}
+	return 0, false
 }

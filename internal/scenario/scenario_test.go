@@ -1,82 +1,107 @@
 package scenario
 
 import (
-	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
+	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
-	"github.com/acr-project/acr/internal/state"
 )
 
-// TestReferenceScenarios runs every scenario under scenarios/ and requires
-// each to meet its own expectations (including frozen fingerprints).
+// TestReferenceScenarios runs every scenario under scenarios/ once, in
+// parallel, and checks three things on each run, which used to be three
+// tests that ran every scenario again:
+//
+//   - expectations: it meets its own expectations (including frozen
+//     fingerprints);
+//   - promotion: each commitment.created event in its ledger is preceded, in
+//     the same cycle, by an agenda.promotion.recorded event naming that
+//     commitment (promotion is never silent);
+//   - replay: its ledger is re-derived, cycle by cycle, from its recorded
+//     inputs alone, including the ones with crashes and recoveries in them.
 func TestReferenceScenarios(t *testing.T) {
 	dirs, err := Discover(filepath.Join("..", "..", "scenarios"))
 	require.NoError(t, err)
 	require.NotEmpty(t, dirs, "no scenarios found")
-	for _, d := range dirs {
-		t.Run(filepath.Base(d), func(t *testing.T) {
-			sc, err := Load(d)
-			require.NoError(t, err)
-			res, err := Run(sc, Options{})
-			require.NoError(t, err)
-			for _, f := range res.Failures {
-				t.Error(f)
-			}
-			t.Logf("%s: %d cycles, final %s, sequence %v", res.Name, res.Cycles, res.FinalDisposition, res.DispositionSequence)
-			assert.True(t, res.Passed)
-		})
-	}
+	var created, replayed atomic.Int64
+	t.Run("each", func(t *testing.T) {
+		for _, d := range dirs {
+			t.Run(filepath.Base(d), func(t *testing.T) {
+				t.Parallel()
+				sc, err := Load(d)
+				require.NoError(t, err)
+				res, err := Run(sc, Options{Keep: true})
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = removeAll(filepath.Dir(res.Dir)) })
+				fsys, err := disk.OpenOSDir(res.Dir)
+				require.NoError(t, err)
+				recs, err := ledger.ReadAll(fsys)
+				require.NoError(t, err)
+
+				t.Run("expectations", func(t *testing.T) {
+					for _, f := range res.Failures {
+						t.Error(f)
+					}
+					t.Logf("%s: %d cycles, final %s, sequence %v", res.Name, res.Cycles, res.FinalDisposition, res.DispositionSequence)
+					assert.True(t, res.Passed)
+				})
+				t.Run("catalog", func(t *testing.T) {
+					for _, r := range recs {
+						assert.True(t, r.Event.Type.Valid(), "event kind %q is not in the catalog (internal/event)", r.Event.Type)
+					}
+				})
+				t.Run("promotion", func(t *testing.T) {
+					created.Add(int64(promotionsNeverSilent(t, sc.Script.Name, recs)))
+				})
+				t.Run("replay", func(t *testing.T) {
+					rep, err := kernel.Replay(recs, 1)
+					require.NoError(t, err)
+					assert.True(t, rep.OK, "divergence: %+v", rep.Divergence)
+					assert.Positive(t, rep.CyclesVerified)
+					replayed.Add(1)
+				})
+			})
+		}
+	})
+	require.Positive(t, created.Load(), "no scenario created a commitment: the promotion check saw nothing")
+	require.Equal(t, int64(len(dirs)), replayed.Load(), "every scenario was replayed")
 }
 
-// TestPromotionIsNeverSilent: in every reference scenario's ledger, each
-// commitment.created event is preceded, in the same cycle, by an
-// agenda.promotion.recorded event naming that commitment.
-func TestPromotionIsNeverSilent(t *testing.T) {
-	dirs, err := Discover(filepath.Join("..", "..", "scenarios"))
-	require.NoError(t, err)
+// promotionsNeverSilent checks that each commitment.created event among
+// recs follows an agenda.promotion.recorded event of the same cycle naming
+// that commitment, and returns how many commitments it checked.
+func promotionsNeverSilent(t *testing.T, name string, recs []event.Record) int {
+	t.Helper()
 	created := 0
-	for _, d := range dirs {
-		sc, err := Load(d)
-		require.NoError(t, err)
-		res, err := Run(sc, Options{Keep: true})
-		require.NoError(t, err)
-		fsys, err := disk.OpenOSDir(res.Dir)
-		require.NoError(t, err)
-		promoted := map[string]int64{}
-		require.NoError(t, ledger.Scan(fsys, func(r ledger.Record) error {
-			switch r.Event.Type {
-			case "agenda.promotion.recorded":
-				var p struct {
-					CommitmentID string `json:"commitment_id"`
+	promoted := map[string]int64{}
+	for _, r := range recs {
+		switch r.Event.Type {
+		case event.PromotionRecorded:
+			v, err := codec.ParseCanonical(r.Event.Object.Body)
+			require.NoError(t, err)
+			for _, m := range v.Obj {
+				if m.Key == "commitment_id" {
+					promoted[m.Val.Str] = r.Event.CycleSeq
 				}
-				v, err := state.ParseCanonical(r.Event.Object.Body)
-				require.NoError(t, err)
-				for _, m := range v.Obj {
-					if m.Key == "commitment_id" {
-						p.CommitmentID = m.Val.Str
-					}
-				}
-				promoted[p.CommitmentID] = r.Event.CycleSeq
-			case "commitment.created":
-				var c commitment.Commitment
-				require.NoError(t, r.Event.Object.Decode(&c))
-				cyc, ok := promoted[c.ID]
-				assert.True(t, ok && cyc == r.Event.CycleSeq, "%s: commitment %s created without a recorded promotion", sc.Script.Name, c.ID)
-				assert.Equal(t, "PROMOTE_TO_COMMITMENT", c.Origin.Kind)
-				created++
 			}
-			return nil
-		}))
-		require.NoError(t, os.RemoveAll(filepath.Dir(res.Dir)))
+		case event.CommitmentCreated:
+			var c commitment.Commitment
+			require.NoError(t, r.Event.Object.Decode(&c))
+			cyc, ok := promoted[c.ID]
+			assert.True(t, ok && cyc == r.Event.CycleSeq, "%s: commitment %s created without a recorded promotion", name, c.ID)
+			assert.Equal(t, "PROMOTE_TO_COMMITMENT", c.Origin.Kind)
+			created++
+		}
 	}
-	require.Positive(t, created, "no scenario created a commitment: the check saw nothing")
+	return created
 }
 
 func TestLoadRejectsBadSteps(t *testing.T) {
@@ -91,9 +116,9 @@ func TestLoadRejectsBadSteps(t *testing.T) {
 	for name, step := range cases {
 		t.Run(name, func(t *testing.T) {
 			var st Step
-			require.NoError(t, state.Unmarshal([]byte(step), &st))
+			require.NoError(t, codec.Unmarshal([]byte(step), &st))
 			s := Script{Schema: Schema, Name: "x", Start: "2026-01-01T00:00:00Z", Steps: []Step{st}}
-			var fe *state.FieldError
+			var fe *codec.FieldError
 			require.ErrorAs(t, s.validate(), &fe)
 			assert.Contains(t, fe.Path, "steps[0]")
 		})

@@ -6,15 +6,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/semantic"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
 
 const (
-	h1 = state.Fingerprint("sha256:1111111111111111111111111111111111111111111111111111111111111111")
-	h2 = state.Fingerprint("sha256:2222222222222222222222222222222222222222222222222222222222222222")
-	h3 = state.Fingerprint("sha256:3333333333333333333333333333333333333333333333333333333333333333")
+	h1 = codec.Fingerprint("sha256:1111111111111111111111111111111111111111111111111111111111111111")
+	h2 = codec.Fingerprint("sha256:2222222222222222222222222222222222222222222222222222222222222222")
+	h3 = codec.Fingerprint("sha256:3333333333333333333333333333333333333333333333333333333333333333")
 )
 
 func spec() *world.Spec {

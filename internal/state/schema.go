@@ -3,6 +3,8 @@ package state
 import (
 	"fmt"
 	"time"
+
+	"github.com/acr-project/acr/internal/codec"
 )
 
 // Schema names of the seed's persistent-loop objects.
@@ -98,28 +100,28 @@ const (
 // RunState is the current runtime state of a run (seed §4.1). It is the
 // present, not history: the ledger is the history.
 type RunState struct {
-	Schema      string      `json:"schema"`
-	ID          Ref         `json:"id"`
-	Version     int64       `json:"version"`
-	Fingerprint Fingerprint `json:"fingerprint"`
-	RunID       string      `json:"run_id"`
-	CycleSeq    int64       `json:"cycle_seq"`
-	Status      RunStatus   `json:"status"`
+	Schema      string            `json:"schema"`
+	ID          codec.Ref         `json:"id"`
+	Version     int64             `json:"version"`
+	Fingerprint codec.Fingerprint `json:"fingerprint"`
+	RunID       string            `json:"run_id"`
+	CycleSeq    int64             `json:"cycle_seq"`
+	Status      RunStatus         `json:"status"`
 	// LoopDisposition is the scheduler state the last cycle ended in.
 	LoopDisposition Disposition `json:"loop_disposition"`
 	ReasonCodes     []string    `json:"reason_codes"`
 
-	GoalRefs                  []Ref `json:"goal_refs"`
-	ContractRef               Ref   `json:"contract_ref"`
-	AuthorityRef              Ref   `json:"authority_ref"`
-	EnvironmentSpecRef        Ref   `json:"environment_spec_ref"`
-	EnvironmentRef            Ref   `json:"environment_ref"`
-	ContextBindingRef         Ref   `json:"context_binding_ref"`
-	ActiveAgendaResolutionRef Ref   `json:"active_agenda_resolution_ref"`
-	CommitmentStoreRef        Ref   `json:"commitment_store_ref"`
-	StrategyStateRef          Ref   `json:"strategy_state_ref"`
-	LastCheckpointRef         Ref   `json:"last_checkpoint_ref"`
-	LastCycleRef              Ref   `json:"last_cycle_ref"`
+	GoalRefs                  []codec.Ref `json:"goal_refs"`
+	ContractRef               codec.Ref   `json:"contract_ref"`
+	AuthorityRef              codec.Ref   `json:"authority_ref"`
+	EnvironmentSpecRef        codec.Ref   `json:"environment_spec_ref"`
+	EnvironmentRef            codec.Ref   `json:"environment_ref"`
+	ContextBindingRef         codec.Ref   `json:"context_binding_ref"`
+	ActiveAgendaResolutionRef codec.Ref   `json:"active_agenda_resolution_ref"`
+	CommitmentStoreRef        codec.Ref   `json:"commitment_store_ref"`
+	StrategyStateRef          codec.Ref   `json:"strategy_state_ref"`
+	LastCheckpointRef         codec.Ref   `json:"last_checkpoint_ref"`
+	LastCycleRef              codec.Ref   `json:"last_cycle_ref"`
 
 	StartedAt string `json:"started_at"`
 	// UpdatedAt is the clock reading of the last change.
@@ -143,6 +145,11 @@ type RunState struct {
 	InboxSeen []string `json:"inbox_seen"`
 	// DedupKeys remembers recently consumed wake dedup keys until expiry.
 	DedupKeys []DedupKey `json:"dedup_keys"`
+	// AnswersConsumed lists the inbox ids of the last MaxAnswersConsumed
+	// approvals and denials consumed, oldest first, whatever became of
+	// them: unlike InboxSeen it outlives the files, so a copy of a consumed
+	// answer put back into the inbox is recognised as a replay.
+	AnswersConsumed []string `json:"answers_consumed,omitempty"`
 	// Controller is the controller state from which the last cycle went
 	// back to sleep (no_cycle, propose, blocked, failed or cascade).
 	Controller string `json:"controller_state"`
@@ -178,9 +185,9 @@ type RollbackRequest struct {
 	FromCycle int64  `json:"from_cycle"`
 	Reason    string `json:"reason"`
 	// Action is the canonical body of the restore action.
-	Action Value `json:"action"`
+	Action codec.Value `json:"action"`
 	// EvaluationRef is the evaluation that required the undo.
-	EvaluationRef Ref `json:"evaluation_ref"`
+	EvaluationRef codec.Ref `json:"evaluation_ref"`
 }
 
 // FixedItem records that an item was fixed (its fix was accepted).
@@ -212,29 +219,35 @@ type Waiting struct {
 // BudgetUsage counts what the run has consumed. Limits live in the
 // Contract, which no cycle can change.
 type BudgetUsage struct {
-	Cycles              int64    `json:"cycles"`
-	CognitiveOperations int64    `json:"cognitive_operations"`
-	Actions             int64    `json:"actions"`
-	Compactions         int64    `json:"compactions"`
-	WallClockSeconds    int64    `json:"wall_clock_seconds"`
-	SoftWarned          []string `json:"soft_warned"`
+	Cycles              int64 `json:"cycles"`
+	CognitiveOperations int64 `json:"cognitive_operations"`
+	Actions             int64 `json:"actions"`
+	Compactions         int64 `json:"compactions"`
+	WallClockSeconds    int64 `json:"wall_clock_seconds"`
+	// SoftWarned lists the budgets whose soft level was ever reached.
+	SoftWarned []string `json:"soft_warned"`
+	// SoftBase is each budget's use when its soft allowance was last
+	// replenished (a budget_replenished wake signal; absent: never). The
+	// soft level counts from there: a budget whose use since then reaches
+	// it is temporarily exhausted.
+	SoftBase map[string]int64 `json:"soft_base,omitempty"`
 }
 
 // PendingApproval is an escalated action waiting for a person. Ref binds the
 // approval to this exact action.
 type PendingApproval struct {
-	Ref         Ref    `json:"ref"`
-	DecisionRef Ref    `json:"decision_ref"`
-	Operation   string `json:"operation"`
-	Target      string `json:"target"`
-	CheckID     string `json:"check_id,omitempty"`
-	ItemID      string `json:"item_id"`
-	Reason      string `json:"reason"`
-	RequestedAt string `json:"requested_at"`
-	CycleSeq    int64  `json:"cycle_seq"`
+	Ref         codec.Ref `json:"ref"`
+	DecisionRef codec.Ref `json:"decision_ref"`
+	Operation   string    `json:"operation"`
+	Target      string    `json:"target"`
+	CheckID     string    `json:"check_id,omitempty"`
+	ItemID      string    `json:"item_id"`
+	Reason      string    `json:"reason"`
+	RequestedAt string    `json:"requested_at"`
+	CycleSeq    int64     `json:"cycle_seq"`
 	// Action is the canonical body of the escalated action request; an
 	// approval executes exactly this, never a re-derived one.
-	Action Value `json:"action"`
+	Action codec.Value `json:"action"`
 	// Resolution is the person's answer once consumed; the next cycle acts
 	// on it.
 	Resolution *Approval `json:"resolution"`
@@ -244,26 +257,26 @@ type PendingApproval struct {
 	// FitnessRef is the FitnessContract fixed with the plan, and Fitness
 	// its body: the cycle that acts on the approval judges by exactly this
 	// contract, not one derived again.
-	FitnessRef Ref    `json:"fitness_ref,omitempty"`
-	Fitness    *Value `json:"fitness,omitempty"`
+	FitnessRef codec.Ref    `json:"fitness_ref,omitempty"`
+	Fitness    *codec.Value `json:"fitness,omitempty"`
 }
 
 // DeferredItem is known work waiting for evidence.
 type DeferredItem struct {
-	ItemID      string   `json:"item_id"`
-	Evidence    []string `json:"evidence"`
-	Reason      string   `json:"reason"`
-	Since       string   `json:"since"`
-	DecisionRef Ref      `json:"decision_ref"`
+	ItemID      string    `json:"item_id"`
+	Evidence    []string  `json:"evidence"`
+	Reason      string    `json:"reason"`
+	Since       string    `json:"since"`
+	DecisionRef codec.Ref `json:"decision_ref"`
 }
 
 // Suppression keeps an item off the agenda and says why.
 type Suppression struct {
-	ItemID      string `json:"item_id"`
-	Fingerprint string `json:"fingerprint"`
-	Reason      string `json:"reason"`
-	DecisionRef Ref    `json:"decision_ref,omitempty"`
-	Since       string `json:"since"`
+	ItemID      string    `json:"item_id"`
+	Fingerprint string    `json:"fingerprint"`
+	Reason      string    `json:"reason"`
+	DecisionRef codec.Ref `json:"decision_ref,omitempty"`
+	Since       string    `json:"since"`
 	// EvidenceRef is the observation the suppression was made under; new
 	// evidence (a different target hash) lifts a loop suppression.
 	EvidenceRef string `json:"evidence_ref,omitempty"`
@@ -298,33 +311,33 @@ type CycleRecord struct {
 	Schema                  string      `json:"schema"`
 	RunID                   string      `json:"run_id"`
 	CycleSeq                int64       `json:"cycle_seq"`
-	PriorCycleRef           Ref         `json:"prior_cycle_ref"`
+	PriorCycleRef           codec.Ref   `json:"prior_cycle_ref"`
 	StartedAt               string      `json:"started_at"`
-	InputEnvironmentRef     Ref         `json:"input_environment_ref"`
-	InputContextRef         Ref         `json:"input_context_ref"`
-	InputRefs               []Ref       `json:"input_refs"`
-	SemanticStateRef        Ref         `json:"semantic_state_ref"`
-	SelfObservationRef      Ref         `json:"self_observation_ref"`
-	StrategicTensionRef     Ref         `json:"strategic_tension_ref"`
-	ReviewTriggerRef        Ref         `json:"review_trigger_ref"`
-	LensRetrievalRef        Ref         `json:"lens_retrieval_ref"`
-	RoutingProfileRef       Ref         `json:"routing_profile_ref"`
-	AgendaResolutionRef     Ref         `json:"agenda_resolution_ref"`
-	CommitmentRefs          []Ref       `json:"commitment_refs"`
-	CognitiveProgramRef     Ref         `json:"cognitive_program_ref"`
-	DialogueRef             Ref         `json:"dialogue_ref"`
-	AutonomyResolutionRef   Ref         `json:"autonomy_resolution_ref"`
-	GovernanceDecisionRef   Ref         `json:"governance_decision_ref"`
-	ActionRequestRef        Ref         `json:"action_request_ref"`
+	InputEnvironmentRef     codec.Ref   `json:"input_environment_ref"`
+	InputContextRef         codec.Ref   `json:"input_context_ref"`
+	InputRefs               []codec.Ref `json:"input_refs"`
+	SemanticStateRef        codec.Ref   `json:"semantic_state_ref"`
+	SelfObservationRef      codec.Ref   `json:"self_observation_ref"`
+	StrategicTensionRef     codec.Ref   `json:"strategic_tension_ref"`
+	ReviewTriggerRef        codec.Ref   `json:"review_trigger_ref"`
+	LensRetrievalRef        codec.Ref   `json:"lens_retrieval_ref"`
+	RoutingProfileRef       codec.Ref   `json:"routing_profile_ref"`
+	AgendaResolutionRef     codec.Ref   `json:"agenda_resolution_ref"`
+	CommitmentRefs          []codec.Ref `json:"commitment_refs"`
+	CognitiveProgramRef     codec.Ref   `json:"cognitive_program_ref"`
+	DialogueRef             codec.Ref   `json:"dialogue_ref"`
+	AutonomyResolutionRef   codec.Ref   `json:"autonomy_resolution_ref"`
+	GovernanceDecisionRef   codec.Ref   `json:"governance_decision_ref"`
+	ActionRequestRef        codec.Ref   `json:"action_request_ref"`
 	IdempotencyKey          string      `json:"idempotency_key"`
-	WorldOutcomeRef         Ref         `json:"world_outcome_ref"`
-	EvaluationRef           Ref         `json:"evaluation_ref"`
-	ContextCompressionRef   Ref         `json:"context_compression_ref"`
-	CheckpointRef           Ref         `json:"checkpoint_ref"`
+	WorldOutcomeRef         codec.Ref   `json:"world_outcome_ref"`
+	EvaluationRef           codec.Ref   `json:"evaluation_ref"`
+	ContextCompressionRef   codec.Ref   `json:"context_compression_ref"`
+	CheckpointRef           codec.Ref   `json:"checkpoint_ref"`
 	LoopDisposition         Disposition `json:"loop_disposition"`
 	ReasonCodes             []string    `json:"reason_codes"`
 	GovernanceDecision      string      `json:"governance_decision"`
-	ControllerTransitionRef []Ref       `json:"controller_transition_refs"`
+	ControllerTransitionRef []codec.Ref `json:"controller_transition_refs"`
 }
 
 // Checkpoint points at everything a restart needs (seed §4.5). It holds
@@ -333,14 +346,14 @@ type Checkpoint struct {
 	Schema             string      `json:"schema"`
 	RunID              string      `json:"run_id"`
 	CycleSeq           int64       `json:"cycle_seq"`
-	RunStateRef        Ref         `json:"run_state_ref"`
-	CycleRef           Ref         `json:"cycle_ref"`
-	ContextBindingRef  Ref         `json:"context_binding_ref"`
-	CommitmentStoreRef Ref         `json:"commitment_store_ref"`
-	EnvironmentRef     Ref         `json:"environment_ref"`
-	StrategyStateRef   Ref         `json:"strategy_state_ref"`
-	LedgerFrontierRefs []Ref       `json:"ledger_frontier_refs"`
-	LastWorldCommitRef Ref         `json:"last_world_commit_ref"`
+	RunStateRef        codec.Ref   `json:"run_state_ref"`
+	CycleRef           codec.Ref   `json:"cycle_ref"`
+	ContextBindingRef  codec.Ref   `json:"context_binding_ref"`
+	CommitmentStoreRef codec.Ref   `json:"commitment_store_ref"`
+	EnvironmentRef     codec.Ref   `json:"environment_ref"`
+	StrategyStateRef   codec.Ref   `json:"strategy_state_ref"`
+	LedgerFrontierRefs []codec.Ref `json:"ledger_frontier_refs"`
+	LastWorldCommitRef codec.Ref   `json:"last_world_commit_ref"`
 	NextWake           *Wake       `json:"next_wake"`
 	BudgetSnapshot     BudgetUsage `json:"budget_snapshot"`
 }
@@ -348,19 +361,19 @@ type Checkpoint struct {
 // WakeSignal is evidence that the scheduler may resume (seed §4.4). It
 // never carries authority: it changes eligibility, nothing else.
 type WakeSignal struct {
-	Schema       string `json:"schema"`
-	ID           string `json:"id"`
-	EventID      string `json:"event_id,omitempty"`
-	Source       string `json:"source"`
-	Ref          string `json:"ref,omitempty"`
-	DedupKey     string `json:"dedup_key"`
-	Priority     int    `json:"priority"`
-	CausalParent string `json:"causal_parent,omitempty"`
-	CreatedAt    string `json:"created_at"`
-	ExpiresAt    string `json:"expires_at"`
-	By           string `json:"by"`
-	Reason       string `json:"reason,omitempty"`
-	Payload      *Value `json:"payload,omitempty"`
+	Schema       string       `json:"schema"`
+	ID           string       `json:"id"`
+	EventID      string       `json:"event_id,omitempty"`
+	Source       string       `json:"source"`
+	Ref          string       `json:"ref,omitempty"`
+	DedupKey     string       `json:"dedup_key"`
+	Priority     int          `json:"priority"`
+	CausalParent string       `json:"causal_parent,omitempty"`
+	CreatedAt    string       `json:"created_at"`
+	ExpiresAt    string       `json:"expires_at"`
+	By           string       `json:"by"`
+	Reason       string       `json:"reason,omitempty"`
+	Payload      *codec.Value `json:"payload,omitempty"`
 }
 
 // WakeSources lists the sources a wake signal may name (seed §4.4).
@@ -369,14 +382,27 @@ func WakeSources() []string {
 		"approval_resolved", "external_event", "scheduled_tick", "budget_replenished", "knowledge_source_changed", "manual_resume"}
 }
 
+// MaxAnswersConsumed bounds RunState.AnswersConsumed. An older answer
+// needs no entry: it names a request from a cycle that has been answered
+// and acted on, and no later request carries that cycle again.
+const MaxAnswersConsumed = 64
+
 // Approval resolves a pending approval request, for exactly one action.
+// It names the request it answers by the action's ref and the cycle that
+// asked (RequestCycle): an action asked about again later is a new request,
+// which an old answer does not match.
 type Approval struct {
-	Schema    string `json:"schema"`
-	ID        string `json:"id"`
-	ActionRef Ref    `json:"action_ref"`
-	Verdict   string `json:"verdict"` // approve | deny
-	By        string `json:"by"`
-	Reason    string `json:"reason,omitempty"`
+	Schema    string    `json:"schema"`
+	ID        string    `json:"id"`
+	ActionRef codec.Ref `json:"action_ref"`
+	// RequestCycle is the cycle_seq of the pending approval answered.
+	RequestCycle int64  `json:"request_cycle,omitempty"`
+	Verdict      string `json:"verdict"` // approve | deny
+	By           string `json:"by"`
+	Reason       string `json:"reason,omitempty"`
+	// Replaces is the id of a queued, not yet consumed answer to the same
+	// request that this one replaces: of the two, this one counts.
+	Replaces  string `json:"replaces,omitempty"`
 	CreatedAt string `json:"created_at"`
 }
 

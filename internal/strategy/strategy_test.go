@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/strategy"
 )
 
@@ -126,10 +126,10 @@ func TestNewState(t *testing.T) {
 	}, s.Active)
 	assert.NotNil(t, s.Candidates)
 	assert.Nil(t, s.Overlay)
-	assert.Equal(t, strategy.State{Schema: strategy.StateSchema, Active: []strategy.SourceVersion{}, Candidates: []strategy.KnowledgeCandidate{}}, strategy.NewState(nil))
+	assert.Equal(t, strategy.Memory{Schema: strategy.StateSchema, Active: []strategy.SourceVersion{}, Candidates: []strategy.KnowledgeCandidate{}}, strategy.NewState(nil))
 }
 
-func review(t *testing.T, in strategy.Inputs, s strategy.State) (strategy.Tension, strategy.Trigger) {
+func review(t *testing.T, in strategy.Inputs, s strategy.Memory) (strategy.Tension, strategy.Trigger) {
 	t.Helper()
 	ten := strategy.Assess(in)
 	tr := strategy.NeedsReview(ten, s)
@@ -268,7 +268,7 @@ func TestApplyMergedOverlayNamesEveryContributingLens(t *testing.T) {
 }
 
 func TestSettle(t *testing.T) {
-	base := func() strategy.State {
+	base := func() strategy.Memory {
 		s := strategy.NewState(strategy.DefaultLenses())
 		s.LastReviewed = "sha256:reviewed"
 		s.Overlay = &strategy.Overlay{Schema: strategy.OverlaySchema, FromCycle: 2, CritiqueFirst: true, SkipFailedFixes: []string{"check:a", "check:b"},
@@ -393,8 +393,8 @@ func TestValidateLenses(t *testing.T) {
 			ls := good()
 			tc.mutate(ls)
 			err := strategy.ValidateLenses(ls, "goal.lenses")
-			var fe *state.FieldError
-			require.True(t, errors.As(err, &fe), "want *state.FieldError, got %T: %v", err, err)
+			var fe *codec.FieldError
+			require.True(t, errors.As(err, &fe), "want *codec.FieldError, got %T: %v", err, err)
 			assert.Equal(t, tc.path, fe.Path)
 		})
 	}

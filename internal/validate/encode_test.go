@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -24,8 +25,8 @@ func TestFastEncoderMatchesReference(t *testing.T) {
 		for range 60 {
 			v := reflect.New(typ)
 			fill(rng, v.Elem(), 0)
-			fast, errFast := state.Marshal(v.Interface())
-			ref, errRef := state.MarshalViaJSON(v.Interface())
+			fast, errFast := codec.Marshal(v.Interface())
+			ref, errRef := codec.MarshalViaJSON(v.Interface())
 			require.Equal(t, errRef == nil, errFast == nil, "%s: fast err %v, reference err %v", name, errFast, errRef)
 			require.Equal(t, string(ref), string(fast), "%s", name)
 			n++
@@ -46,9 +47,9 @@ func randomString(rng *rand.Rand) string {
 var (
 	dispositionType = reflect.TypeFor[state.Disposition]()
 	verdictType     = reflect.TypeFor[governance.Verdict]()
-	valueType       = reflect.TypeFor[state.Value]()
+	valueType       = reflect.TypeFor[codec.Value]()
 	rawType         = reflect.TypeFor[json.RawMessage]()
-	canonicalType   = reflect.TypeFor[state.Canonical]()
+	canonicalType   = reflect.TypeFor[codec.Canonical]()
 )
 
 func fill(rng *rand.Rand, v reflect.Value, depth int) {
@@ -61,7 +62,7 @@ func fill(rng *rand.Rand, v reflect.Value, depth int) {
 		v.SetUint(uint64(1 + rng.IntN(5)))
 		return
 	case t == valueType:
-		val, _ := state.Parse([]byte(`{"k":[1,"x\u2028",{"z":null,"a":true}],"e":{}}`))
+		val, _ := codec.Parse([]byte(`{"k":[1,"x\u2028",{"z":null,"a":true}],"e":{}}`))
 		v.Set(reflect.ValueOf(val))
 		return
 	case t == rawType:
@@ -69,7 +70,7 @@ func fill(rng *rand.Rand, v reflect.Value, depth int) {
 		return
 	case t == canonicalType:
 		// A Canonical holds canonical bytes by contract.
-		v.Set(reflect.ValueOf(state.Canonical(`{"a":"é","b":[1,null]}`)))
+		v.Set(reflect.ValueOf(codec.Canonical(`{"a":"é","b":[1,null]}`)))
 		return
 	}
 	switch t.Kind() {

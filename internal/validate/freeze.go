@@ -11,16 +11,17 @@ import (
 	"strings"
 
 	"github.com/acr-project/acr/internal/agenda"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/intent"
-	"github.com/acr-project/acr/internal/kernel"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/memory"
 	"github.com/acr-project/acr/internal/semantic"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 	"github.com/acr-project/acr/internal/strategy"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -33,19 +34,19 @@ func frozenTypes() map[string]reflect.Type {
 		"state.RunState": reflect.TypeFor[state.RunState](), "state.CycleRecord": reflect.TypeFor[state.CycleRecord](),
 		"state.Checkpoint": reflect.TypeFor[state.Checkpoint](), "state.WakeSignal": reflect.TypeFor[state.WakeSignal](),
 		"state.Approval": reflect.TypeFor[state.Approval](), "state.StopRequest": reflect.TypeFor[state.StopRequest](),
-		"state.Manifest": reflect.TypeFor[state.Manifest](), "ledger.Event": reflect.TypeFor[ledger.Event](),
+		"storage.Manifest": reflect.TypeFor[storage.Manifest](), "event.Event": reflect.TypeFor[event.Event](),
 		"agenda.Resolution": reflect.TypeFor[agenda.Resolution](), "cognition.Program": reflect.TypeFor[cognition.Program](),
 		"cognition.Dialogue": reflect.TypeFor[cognition.Dialogue](), "governance.Decision": reflect.TypeFor[governance.Decision](),
 		"governance.Receipt": reflect.TypeFor[governance.Receipt](), "governance.Contract": reflect.TypeFor[governance.Contract](),
 		"commitment.Commitment": reflect.TypeFor[commitment.Commitment](), "commitment.Store": reflect.TypeFor[commitment.Store](),
 		"memory.Binding": reflect.TypeFor[memory.Binding](), "memory.Compression": reflect.TypeFor[memory.Compression](),
-		"strategy.State": reflect.TypeFor[strategy.State](), "strategy.Tension": reflect.TypeFor[strategy.Tension](),
+		"strategy.Memory": reflect.TypeFor[strategy.Memory](), "strategy.Tension": reflect.TypeFor[strategy.Tension](),
 		"strategy.Trigger": reflect.TypeFor[strategy.Trigger](), "strategy.Retrieval": reflect.TypeFor[strategy.Retrieval](),
-		"strategy.Overlay": reflect.TypeFor[strategy.Overlay](), "semantic.State": reflect.TypeFor[semantic.State](),
+		"strategy.Overlay": reflect.TypeFor[strategy.Overlay](), "semantic.Encoded": reflect.TypeFor[semantic.Encoded](),
 		"semantic.Self": reflect.TypeFor[semantic.Self](), "world.Spec": reflect.TypeFor[world.Spec](),
 		"world.Observation": reflect.TypeFor[world.Observation](), "world.Action": reflect.TypeFor[world.Action](),
 		"world.Outcome": reflect.TypeFor[world.Outcome](), "intent.Goal": reflect.TypeFor[intent.Goal](),
-		"kernel.Manifest": reflect.TypeFor[kernel.Manifest](), "kernel.Evaluation": reflect.TypeFor[kernel.Evaluation](),
+		"event.Inputs": reflect.TypeFor[event.Inputs](), "event.Evaluation": reflect.TypeFor[event.Evaluation](),
 		"world.Intent": reflect.TypeFor[world.Intent](), "world.Readback": reflect.TypeFor[world.Readback](),
 		"controller.Transition": reflect.TypeFor[controller.Transition](), "controller.Declaration": reflect.TypeFor[controller.Declaration](),
 		"controller.TensionReport": reflect.TypeFor[controller.TensionReport](), "controller.FitnessContract": reflect.TypeFor[controller.FitnessContract](),
@@ -56,8 +57,8 @@ func frozenTypes() map[string]reflect.Type {
 
 // frozenSources are the files that define the bytes on disk.
 func frozenSources() []string {
-	return []string{"internal/state/canonical.go", "internal/state/ref.go", "internal/ledger/line.go", "internal/ledger/doc.go",
-		"internal/sandbox/doc.go", "internal/state/store.go"}
+	return []string{"internal/codec/canonical.go", "internal/codec/ref.go", "internal/ledger/line.go", "internal/ledger/doc.go",
+		"internal/sandbox/doc.go", "internal/dirstore/store.go"}
 }
 
 // describe renders a type's JSON shape: field names, tags and kinds, in
@@ -98,7 +99,7 @@ func describe(t reflect.Type, seen map[reflect.Type]bool) string {
 func Hashes(root string) (map[string]string, string) {
 	out := map[string]string{}
 	for name, t := range frozenTypes() {
-		out["type:"+name] = string(state.FingerprintOf([]byte(describe(t, map[reflect.Type]bool{}))))
+		out["type:"+name] = string(codec.FingerprintOf([]byte(describe(t, map[reflect.Type]bool{}))))
 	}
 	if root == "" {
 		return out, "no repository root given: schema and source files not hashed"
@@ -110,7 +111,7 @@ func Hashes(root string) (map[string]string, string) {
 	}
 	for _, p := range schemas {
 		if b, err := os.ReadFile(p); err == nil {
-			out["schema:docs/schemas/"+filepath.Base(p)] = string(state.FingerprintOf(b))
+			out["schema:docs/schemas/"+filepath.Base(p)] = string(codec.FingerprintOf(b))
 		}
 	}
 	for _, rel := range frozenSources() {
@@ -119,7 +120,7 @@ func Hashes(root string) (map[string]string, string) {
 			missing = append(missing, rel)
 			continue
 		}
-		out["source:"+rel] = string(state.FingerprintOf(b))
+		out["source:"+rel] = string(codec.FingerprintOf(b))
 	}
 	if len(missing) > 0 {
 		return out, "not found under " + root + ": " + strings.Join(missing, ", ")

@@ -1,17 +1,19 @@
 package validate
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/acr-project/acr/internal/audit"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
-	"github.com/acr-project/acr/internal/commitment"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
-	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/kernel"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/memory"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
@@ -47,25 +49,23 @@ func Gates() []GateDef {
 // cycle is one completed cycle's events (recovery bookkeeping excluded).
 type cycle struct {
 	seq    int64
-	events []ledger.Record
+	events []event.Record
 	record state.CycleRecord
 }
-
-func outOfBand(t string) bool { return kernel.OutOfBand(t) }
 
 // cycles groups a run's records into completed cycles.
 func (r *Run) cycles() []cycle {
 	var out []cycle
-	var cur []ledger.Record
+	var cur []event.Record
 	for _, rec := range r.Records {
-		if outOfBand(rec.Event.Type) {
+		if rec.Event.Type.OutOfBand() {
 			continue
 		}
-		if rec.Event.Type == "persistent.cycle.started" {
+		if rec.Event.Type == event.CycleStarted {
 			cur = nil
 		}
 		cur = append(cur, rec)
-		if rec.Event.Type == "persistent.cycle.completed" {
+		if rec.Event.Type == event.CycleCompleted {
 			c := cycle{seq: rec.Event.CycleSeq, events: cur}
 			_ = rec.Event.Object.Decode(&c.record)
 			out = append(out, c)
@@ -75,22 +75,22 @@ func (r *Run) cycles() []cycle {
 	return out
 }
 
-func (c cycle) has(typ string) bool {
-	return slices.ContainsFunc(c.events, func(r ledger.Record) bool { return r.Event.Type == typ })
+func (c cycle) has(typ event.Kind) bool {
+	return slices.ContainsFunc(c.events, func(r event.Record) bool { return r.Event.Type == typ })
 }
 
-func (c cycle) find(typ string) (ledger.Record, bool) {
+func (c cycle) find(typ event.Kind) (event.Record, bool) {
 	for _, r := range c.events {
 		if r.Event.Type == typ {
 			return r, true
 		}
 	}
-	return ledger.Record{}, false
+	return event.Record{}, false
 }
 
-func (c cycle) manifest() kernel.Manifest {
-	var m kernel.Manifest
-	if r, ok := c.find("persistent.cycle.started"); ok {
+func (c cycle) manifest() event.Inputs {
+	var m event.Inputs
+	if r, ok := c.find(event.CycleStarted); ok {
 		_ = r.Event.Object.Decode(&m)
 	}
 	return m
@@ -123,7 +123,7 @@ func gateB(ev *Evidence) Gate {
 	for _, name := range sortedNames(ev) {
 		cs := ev.Runs[name].cycles()
 		for i, c := range cs {
-			if c.has("agenda.resolution.empty") && c.record.LoopDisposition == state.Continue {
+			if c.has(event.AgendaEmpty) && c.record.LoopDisposition == state.Continue {
 				bad = append(bad, fmt.Sprintf("%s cycle %d: no agenda, yet CONTINUE", name, c.seq))
 			}
 			if i == 0 {
@@ -131,7 +131,7 @@ func gateB(ev *Evidence) Gate {
 			}
 			if prev := cs[i-1].record.LoopDisposition; prev != state.Continue {
 				resting++
-				w, ok := c.find("persistent.loop.woke")
+				w, ok := c.find(event.LoopWoke)
 				if !ok || len(w.Event.Reasons) == 0 {
 					bad = append(bad, fmt.Sprintf("%s cycle %d ran after %s without a recorded wake reason", name, c.seq, prev))
 				} else {
@@ -152,72 +152,84 @@ func gateB(ev *Evidence) Gate {
 		"no cycle without agenda ended in CONTINUE", "p02-healthy-idle: three invocations, one cycle")
 }
 
-// observationAt finds the observation a cycle ran on.
-func observationAt(recs []ledger.Record, upto int64, ref state.Ref) (world.Observation, bool) {
-	var obs world.Observation
-	found := false
-	for _, r := range recs {
-		if r.Seq > upto {
-			break
-		}
-		if o := r.Event.Object; o != nil && o.Ref == ref {
-			found = o.Decode(&obs) == nil
-		}
-	}
-	return obs, found
-}
-
+// gateC re-checks every commitment resume against the wake condition the
+// commitment recorded before it, in the resuming cycle's recorded inputs,
+// with the validator's own condition matcher (judge.go), not
+// commitment.Matched: the observation it ran on, the clock, the approvals
+// people gave, and only the wake signals a loop may accept. It also holds
+// the loop to wake hygiene: no signal that is unknown, expired, orphaned,
+// claims authority or repeats an accepted dedup key is ever accepted.
 func gateC(ev *Evidence) Gate {
 	var bad []string
-	resumes, held := 0, 0
+	resumes, held, rejected := 0, 0, 0
 	for _, name := range sortedNames(ev) {
 		run := ev.Runs[name]
-		last := map[string]commitment.Commitment{}
+		objs := run.objects()
+		last := map[string]commitmentView{}
+		seen := map[string]time.Time{}
 		for _, c := range run.cycles() {
 			m := c.manifest()
-			obs, _ := observationAt(run.Records, c.events[0].Seq+int64(len(c.events)), m.ObservationRef)
-			var signals []state.WakeSignal
-			var approvals []state.Approval
+			in := wakeInputs{}
+			in.at, _ = time.Parse(time.RFC3339, m.At)
+			if o, ok := objs[m.ObservationRef]; ok {
+				_ = decodeView(o, &in.observation)
+			}
 			for _, r := range c.events {
-				if r.Event.Type == "inbox.item.consumed" {
-					switch r.Event.Object.Ref.Kind() {
-					case "sig":
-						var w state.WakeSignal
-						if r.Event.Object.Decode(&w) == nil {
-							signals = append(signals, w)
-						}
-					case "apr":
-						var a state.Approval
-						if r.Event.Object.Decode(&a) == nil {
-							approvals = append(approvals, a)
-						}
+				if r.Event.Type != event.InboxConsumed || r.Event.Object == nil {
+					continue
+				}
+				switch r.Event.Object.Ref.Kind() {
+				case "sig":
+					var w signalView
+					if decodeView(r.Event.Object, &w) != nil {
+						continue
+					}
+					fault := signalFault(w, in.at, seen)
+					accepted := c.wakeOutcome(r.Event.Object.Ref) == event.WakeAccepted
+					switch {
+					case fault != "" && accepted:
+						bad = append(bad, fmt.Sprintf("%s cycle %d: accepted a wake signal it must refuse (%s)", name, c.seq, fault))
+					case fault != "":
+						rejected++
+					case accepted:
+						in.signals = append(in.signals, w)
+						exp, _ := time.Parse(time.RFC3339, w.ExpiresAt)
+						seen[w.DedupKey] = exp
+					}
+				case "apr":
+					var a approvalView
+					if decodeView(r.Event.Object, &a) == nil {
+						in.approvals = append(in.approvals, a)
 					}
 				}
 			}
-			now, _ := state.ParseTime(m.At)
-			ctx := commitment.Context{Now: now, Observation: obs, Signals: signals, Approvals: approvals}
 			resumed := false
 			for _, r := range c.events {
-				if !strings.HasPrefix(r.Event.Type, "commitment.") || r.Event.Object == nil || r.Event.Type == "commitment.conditions.evaluated" {
+				if _, ok := r.Event.Type.CommitmentVerb(); !ok || r.Event.Object == nil {
 					continue
 				}
-				var cm commitment.Commitment
-				if r.Event.Object.Decode(&cm) != nil {
+				var cm commitmentView
+				if decodeView(r.Event.Object, &cm) != nil {
 					continue
 				}
-				if r.Event.Type == "commitment.resumed" {
+				if r.Event.Type == event.CommitmentResumed {
 					resumed = true
 					resumes++
 					before, ok := last[cm.ID]
-					if !ok || before.Wake == nil || !commitment.Matched(*before.Wake, ctx) {
-						bad = append(bad, fmt.Sprintf("%s cycle %d: commitment %s resumed without its wake condition holding", name, c.seq, cm.ID))
+					switch {
+					case !ok || before.Status != "suspended" || before.Wake == nil:
+						bad = append(bad, fmt.Sprintf("%s cycle %d: commitment %s resumed without having been suspended on a wake condition", name, c.seq, cm.ID))
+					default:
+						if ok, what := conditionHolds(*before.Wake, in); !ok {
+							bad = append(bad, fmt.Sprintf("%s cycle %d: commitment %s resumed, but its wake condition (%s) does not hold in the cycle's recorded inputs", name, c.seq, cm.ID, what))
+						}
 					}
 				}
 				last[cm.ID] = cm
 			}
-			if !resumed && c.has("persistent.loop.woke") {
+			if !resumed && c.has(event.LoopWoke) {
 				for _, cm := range last {
-					if cm.Status == commitment.Suspended {
+					if cm.Status == "suspended" {
 						held++
 						break
 					}
@@ -231,35 +243,67 @@ func gateC(ev *Evidence) Gate {
 	if resumes == 0 {
 		return inconclusive("no commitment was resumed in any scenario")
 	}
-	return pass(fmt.Sprintf("%d resumes, each with its wake condition holding in that cycle's recorded inputs", resumes),
-		fmt.Sprintf("%d woken cycles kept a suspended commitment suspended (its condition did not hold)", held))
+	return pass(fmt.Sprintf("%d resumes, each with its recorded wake condition holding in that cycle's recorded inputs (judged by the gate's own matcher)", resumes),
+		fmt.Sprintf("%d woken cycles kept a suspended commitment suspended; %d wake signals the loop had to refuse were all refused", held, rejected))
 }
 
+// gateD follows every commitment through its lifecycle events and requires
+// each one live at a compaction to be among the refs that compaction
+// protected (the gate reads the compaction record itself, not the
+// compaction's own check), and each one live at the end to be in the
+// checkpoint and protected in working memory; a terminal one must be gone.
 func gateD(ev *Evidence) Gate {
 	var bad []string
-	live := 0
+	live, kept := 0, 0
+	terminal := []string{"completed", "expired", "abandoned"}
+	protects := func(ps []protectedView, id string) bool {
+		return slices.ContainsFunc(ps, func(p protectedView) bool { return p.Kind == "commitment" && strings.HasPrefix(p.Ref, id+"@") })
+	}
 	for _, name := range sortedNames(ev) {
 		run := ev.Runs[name]
 		status := map[string]string{}
 		for _, r := range run.Records {
-			if strings.HasPrefix(r.Event.Type, "commitment.") && r.Event.Object != nil && r.Event.Type != "commitment.conditions.evaluated" {
-				var cm commitment.Commitment
-				if r.Event.Object.Decode(&cm) == nil {
-					status[cm.ID] = string(cm.Status)
+			switch {
+			case isCommitmentChange(r.Event.Type) && r.Event.Object != nil:
+				var cm commitmentView
+				if decodeView(r.Event.Object, &cm) == nil {
+					status[cm.ID] = cm.Status
+				}
+			case r.Event.Type == event.CompactionCompleted:
+				var comp struct {
+					Protected []protectedView `json:"protected"`
+				}
+				if decodeView(r.Event.Object, &comp) != nil {
+					bad = append(bad, fmt.Sprintf("%s seq %d: undecodable compaction", name, r.Seq))
+					continue
+				}
+				for _, id := range slices.Sorted(maps.Keys(status)) {
+					if slices.Contains(terminal, status[id]) {
+						continue
+					}
+					kept++
+					if !protects(comp.Protected, id) {
+						bad = append(bad, fmt.Sprintf("%s cycle %d: the compaction dropped live commitment %s from the protected refs", name, r.Event.CycleSeq, id))
+					}
 				}
 			}
 		}
-		for id, st := range status {
+		for _, id := range slices.Sorted(maps.Keys(status)) {
+			st := status[id]
 			_, inStore := run.Final.Commitments.Get(id)
-			terminal := commitment.Status(st).Terminal()
+			done := slices.Contains(terminal, st)
 			switch {
-			case !terminal && !inStore:
+			case !done && !inStore:
 				bad = append(bad, fmt.Sprintf("%s: live commitment %s (%s) is missing from the checkpoint", name, id, st))
-			case terminal && inStore:
+			case done && inStore:
 				bad = append(bad, fmt.Sprintf("%s: terminal commitment %s still in the checkpoint", name, id))
-			case !terminal:
+			case !done:
 				live++
-				if !slices.ContainsFunc(run.Final.Context.Protected, func(p memory.Protected) bool { return p.Kind == "commitment" && strings.HasPrefix(p.Ref, id+"@") }) {
+				ps := make([]protectedView, 0, len(run.Final.Context.Protected))
+				for _, p := range run.Final.Context.Protected {
+					ps = append(ps, protectedView{Kind: p.Kind, Ref: p.Ref})
+				}
+				if !protects(ps, id) {
 					bad = append(bad, fmt.Sprintf("%s: live commitment %s is not protected in working memory", name, id))
 				}
 			}
@@ -270,10 +314,11 @@ func gateD(ev *Evidence) Gate {
 	}
 	if p09, g := need(ev, "p09-compaction"); g != nil {
 		return *g
-	} else if p09.Result.TransitionClasses["context_compaction"] == 0 || len(p09.Final.Commitments.Commitments) == 0 {
+	} else if p09.Result.TransitionClasses["context_compaction"] == 0 || len(p09.Final.Commitments.Commitments) == 0 || kept == 0 {
 		return inconclusive("p09-compaction did not compact with a live commitment")
 	}
 	return pass(fmt.Sprintf("%d live commitments across all runs are in their checkpoint and protected in working memory", live),
+		fmt.Sprintf("every compaction protected every commitment live at the time (%d checks)", kept),
 		"p09-compaction: the commitment promoted early survived compaction and every restart")
 }
 
@@ -281,12 +326,12 @@ func gateE(ev *Evidence) Gate {
 	selected, direct, reviewed := 0, 0, 0
 	for _, name := range sortedNames(ev) {
 		for _, c := range ev.Runs[name].cycles() {
-			if c.has("strategy.review.requested") {
+			if c.has(event.ReviewRequested) {
 				reviewed++
 			}
-			if c.has("agenda.resolution.selected") {
+			if c.has(event.AgendaSelected) {
 				selected++
-				if !c.has("strategy.review.requested") {
+				if !c.has(event.ReviewRequested) {
 					direct++
 				}
 			}
@@ -310,10 +355,10 @@ func gateF(ev *Evidence) Gate {
 	var bad []string
 	for _, name := range sortedNames(ev) {
 		run := ev.Runs[name]
-		var pending []state.Ref
+		var pending []codec.Ref
 		for _, r := range run.Records {
 			switch r.Event.Type {
-			case "strategy.routing.overlaid":
+			case event.RoutingOverlaid:
 				var ov strategy.Overlay
 				if r.Event.Object.Decode(&ov) != nil {
 					continue
@@ -325,14 +370,14 @@ func gateF(ev *Evidence) Gate {
 					}
 				}
 				pending = append(pending, ov.Ref())
-			case "cognition.program.compiled":
+			case event.ProgramCompiled:
 				var p cognition.Program
 				if r.Event.Object.Decode(&p) != nil || !slices.Contains(pending, p.Routing) {
 					continue
 				}
 				if slices.Index(p.Steps, cognition.OpCritique) < slices.Index(p.Steps, cognition.OpSelect) {
 					influenced++
-					pending = slices.DeleteFunc(pending, func(x state.Ref) bool { return x == p.Routing })
+					pending = slices.DeleteFunc(pending, func(x codec.Ref) bool { return x == p.Routing })
 				}
 			}
 		}
@@ -350,20 +395,40 @@ func gateF(ev *Evidence) Gate {
 		"overlays name each lens with its exact source version; no operator or domain identity is part of an overlay")
 }
 
+// gateG judges every world effect against the contract pinned in the
+// run's ledger with the validator's own reading of the rules (judge.go),
+// not with governance.Decide: the authority and autonomy an action needs,
+// the first rule that governs it, a person's approval where the rule asks
+// for one, and the evidence it requires in the cycle that acted. It also
+// requires governance's EXECUTE for that exact action in the same cycle,
+// decisions made by governance under the pinned contract, and every wake
+// signal whose payload claims authority rejected (the gate reads the
+// payload itself).
 func gateG(ev *Evidence) Gate {
 	var bad []string
-	effects := 0
+	effects, claims := 0, 0
 	for _, name := range sortedNames(ev) {
 		run := ev.Runs[name]
 		pinned := run.Final.Run.ContractRef
-		if run.Final.Run.AuthorityRef != kernel.AuthorityRef(run.Final.Contract) {
+		if run.Final.Run.AuthorityRef != run.Final.Contract.AuthorityRef() {
 			bad = append(bad, name+": authority ref changed")
 		}
+		contract, spec, err := run.pinned()
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		objs := run.objects()
+		ac := actionContext{changed: map[string]bool{}}
 		for _, c := range run.cycles() {
-			var execute map[state.Ref]bool
+			if o, ok := objs[c.manifest().ObservationRef]; ok {
+				ac.observation = observationView{}
+				_ = decodeView(o, &ac.observation)
+			}
+			var execute map[codec.Ref]bool
 			for _, r := range c.events {
 				switch r.Event.Type {
-				case "governance.decision.recorded":
+				case event.DecisionRecorded:
 					var d governance.Decision
 					if r.Event.Object.Decode(&d) != nil {
 						bad = append(bad, fmt.Sprintf("%s cycle %d: undecodable decision", name, c.seq))
@@ -376,18 +441,42 @@ func gateG(ev *Evidence) Gate {
 						bad = append(bad, fmt.Sprintf("%s cycle %d: decision made by %q", name, c.seq, d.Actor))
 					}
 					if d.Verdict == governance.Execute {
-						execute = map[state.Ref]bool{d.ActionRef: true}
+						execute = map[codec.Ref]bool{d.ActionRef: true}
 					}
-				case "sandbox.action.committed", "sandbox.action.not_applied":
+				case event.ActionCommitted, event.ActionNotApplied:
 					effects++
-					if !execute[r.Event.Refs["action"]] {
+					ref := r.Event.Refs["action"]
+					if !execute[ref] {
 						bad = append(bad, fmt.Sprintf("%s cycle %d: world effect without an EXECUTE decision for that action", name, c.seq))
 					}
-				case "inbox.item.consumed":
-					if r.Event.Object.Ref.Kind() == "sig" {
-						var w state.WakeSignal
-						if r.Event.Object.Decode(&w) == nil && inbox.CheckPayload(w.Payload) != nil && acceptedSignal(c, r.Event.Object.Ref) {
-							bad = append(bad, fmt.Sprintf("%s cycle %d: a wake signal carrying authority was accepted", name, c.seq))
+					var a actionView
+					if err := decodeView(objs[ref], &a); err != nil {
+						bad = append(bad, fmt.Sprintf("%s cycle %d: the action %s of a world effect is not recorded", name, c.seq, ref))
+						continue
+					}
+					if why := judgeAction(contract, spec, a, ref, ac); why != "" {
+						bad = append(bad, fmt.Sprintf("%s cycle %d: %s", name, c.seq, why))
+					}
+					if r.Event.Type == event.ActionCommitted {
+						ac.changed[a.changed()] = true
+					}
+				case event.InboxConsumed:
+					switch r.Event.Object.Ref.Kind() {
+					case "apr":
+						var a approvalView
+						if decodeView(r.Event.Object, &a) == nil {
+							ac.approvals = append(ac.approvals, a)
+						}
+					case "sig":
+						var w signalView
+						if decodeView(r.Event.Object, &w) != nil {
+							continue
+						}
+						if claim := authorityClaim(w.Payload); claim != "" {
+							claims++
+							if c.wakeOutcome(r.Event.Object.Ref) != event.WakeRejected {
+								bad = append(bad, fmt.Sprintf("%s cycle %d: a wake signal claiming authority (%s) was not rejected", name, c.seq, claim))
+							}
 						}
 					}
 				}
@@ -397,17 +486,19 @@ func gateG(ev *Evidence) Gate {
 	if len(bad) > 0 {
 		return fail(bad...)
 	}
-	return pass(fmt.Sprintf("%d world effects, each preceded in its cycle by governance's EXECUTE for that exact action", effects),
-		"every decision was made by governance under the pinned contract; authority never changed; no authority-carrying signal was accepted")
+	return pass(fmt.Sprintf("%d world effects, each allowed by the pinned contract's rules as the gate reads them, and preceded in its cycle by governance's EXECUTE for that exact action", effects),
+		fmt.Sprintf("every decision was made by governance under the pinned contract; authority never changed; all %d wake signals claiming authority were rejected", claims))
 }
 
-func acceptedSignal(c cycle, ref state.Ref) bool {
+// wakeOutcome is what the cycle did with a consumed wake signal: the type
+// of the persistent.wake.* event that names it, or "".
+func (c cycle) wakeOutcome(ref codec.Ref) event.Kind {
 	for _, r := range c.events {
-		if r.Event.Type == "persistent.wake.accepted" && r.Event.Refs["item"] == ref {
-			return true
+		if r.Event.Type.In("persistent.wake") && r.Event.Refs["item"] == ref {
+			return r.Event.Type
 		}
 	}
-	return false
+	return ""
 }
 
 func gateH(ev *Evidence) Gate {
@@ -417,7 +508,7 @@ func gateH(ev *Evidence) Gate {
 		run := ev.Runs[name]
 		keys := map[string]int{}
 		for _, r := range run.Records {
-			if r.Event.Type == "sandbox.action.committed" {
+			if r.Event.Type == event.ActionCommitted {
 				var o world.Outcome
 				if r.Event.Object.Decode(&o) == nil {
 					keys[o.Key]++
@@ -478,7 +569,7 @@ func gateK(ev *Evidence) Gate {
 	events := 0
 	for _, name := range sortedNames(ev) {
 		run := ev.Runs[name]
-		var prevCycle state.Ref
+		var prevCycle codec.Ref
 		for _, c := range run.cycles() {
 			started := c.events[0]
 			if started.Event.Refs["prior_cycle"] != prevCycle {
@@ -491,7 +582,7 @@ func gateK(ev *Evidence) Gate {
 				}
 			}
 			prevCycle = c.record.PriorCycleRef
-			if rec, ok := c.find("persistent.cycle.completed"); ok {
+			if rec, ok := c.find(event.CycleCompleted); ok {
 				prevCycle = rec.Event.Object.Ref
 			}
 		}
@@ -514,7 +605,7 @@ func gateL(ev *Evidence) Gate {
 	}
 	var summarised []int64
 	for _, r := range run.Records {
-		if r.Event.Type == "context.compaction.completed" {
+		if r.Event.Type == event.CompactionCompleted {
 			var comp memory.Compression
 			if r.Event.Object.Decode(&comp) == nil {
 				for _, u := range comp.Summarised {
@@ -547,34 +638,187 @@ func gateL(ev *Evidence) Gate {
 		"the summary blocks are pointers into the ledger, never used as evidence")
 }
 
-func gateM(ev *Evidence) Gate {
-	var bad []string
-	for _, name := range sortedNames(ev) {
-		run := ev.Runs[name]
-		b, u := run.Final.Contract.Budgets, run.Final.Run.Budget
-		for _, x := range []struct {
-			n    string
-			hard int64
-			used int64
-		}{{"cycles", b.Cycles.Hard, u.Cycles}, {"actions", b.Actions.Hard, u.Actions}, {"cognitive_operations", b.CognitiveOperations.Hard, u.CognitiveOperations},
-			{"compactions", b.Compactions.Hard, u.Compactions}} {
-			if x.hard > 0 && x.used > x.hard {
-				bad = append(bad, fmt.Sprintf("%s: %s used %d of hard limit %d", name, x.n, x.used, x.hard))
+// budgetKinds are the run budgets (seed §14), each with the scenario that
+// must stop exactly at its hard level.
+func budgetKinds() [][2]string {
+	return [][2]string{{"cycles", "p13-budget-stop"}, {"actions", "p13-budget-actions"},
+		{"cognitive_operations", "p13-budget-cognitive-operations"}, {"compactions", "p13-budget-compactions"},
+		{"wall_clock_seconds", "p13-budget-wall-clock"}}
+}
+
+// budgetTrace is a run's budget use re-derived from its ledger.
+type budgetTrace struct {
+	used         map[string]int64 // cycles, actions, cognitive_operations, compactions
+	replenished  int              // replenishments after which the run worked again
+	lastWall     int64            // wall clock at the start of the last cycle
+	lastObserved bool             // whether the last cycle did any work
+}
+
+// traceBudgets re-derives, from the ledger alone and against the budgets of
+// the contract pinned in it, what a run spent and whether it kept its
+// limits: no hard level is ever exceeded (a cycle, an effect, a dialogue
+// turn, a compaction each count one; a cycle stopped by a budget before it
+// observed anything spends nothing); no cycle works at or past the
+// wall-clock deadline; no cycle works while a budget's use since its last
+// accepted budget_replenished signal has reached its soft level; and a
+// cycle that leaves a soft level reached rests DEFERRED naming the budget.
+func traceBudgets(run *Run, bad *[]string) budgetTrace {
+	t := budgetTrace{used: map[string]int64{}}
+	contract, _, err := run.pinned()
+	if err != nil {
+		*bad = append(*bad, fmt.Sprintf("%s: %v", run.Name, err))
+		return t
+	}
+	var started time.Time
+	for _, r := range run.Records {
+		if r.Event.Type == event.RunStarted {
+			started, _ = time.Parse(time.RFC3339, r.Event.At)
+		}
+	}
+	base := map[string]int64{}
+	flag := func(format string, args ...any) { *bad = append(*bad, run.Name+": "+fmt.Sprintf(format, args...)) }
+	over := map[string]bool{}
+	soft := func(name string, wall int64) (int64, bool) {
+		l := contract.Budgets[name]
+		u := t.used[name]
+		if name == "wall_clock_seconds" {
+			u = wall
+		}
+		return u, l.Soft > 0 && u-base[name] >= l.Soft
+	}
+	names := []string{"cycles", "cognitive_operations", "actions", "compactions", "wall_clock_seconds"}
+	pendingReplenish := false
+	for _, c := range run.cycles() {
+		at, _ := time.Parse(time.RFC3339, c.manifest().At)
+		wall := int64(at.Sub(started) / time.Second)
+		observed := c.has(event.SemanticEncoded)
+		for _, r := range c.events {
+			if r.Event.Type != event.InboxConsumed || r.Event.Object.Ref.Kind() != "sig" || c.wakeOutcome(r.Event.Object.Ref) != event.WakeAccepted {
+				continue
+			}
+			var w signalView
+			if decodeView(r.Event.Object, &w) != nil || w.Source != "budget_replenished" {
+				continue
+			}
+			for _, n := range names {
+				if contract.Budgets[n].Soft > 0 && (w.Ref == "" || w.Ref == n) {
+					base[n], _ = soft(n, wall)
+					pendingReplenish = true
+				}
 			}
 		}
+		if l := contract.Budgets["wall_clock_seconds"]; l.Hard > 0 && wall >= l.Hard && observed {
+			flag("cycle %d worked at wall clock %ds, at or past the hard level %d", c.seq, wall, l.Hard)
+		}
+		for _, n := range names {
+			if _, exhausted := soft(n, wall); exhausted && observed {
+				flag("cycle %d worked while %s was used up to its soft level and not replenished", c.seq, n)
+			}
+		}
+		if observed && pendingReplenish {
+			t.replenished++
+			pendingReplenish = false
+		}
+		if observed || !slices.Contains(c.record.ReasonCodes, "budget_limit") {
+			t.used["cycles"]++
+		}
+		for _, r := range c.events {
+			switch r.Event.Type {
+			case event.ActionCommitted, event.ActionNotApplied:
+				t.used["actions"]++
+			case event.CompactionCompleted:
+				t.used["compactions"]++
+			case event.DialogueCompleted:
+				var d struct {
+					Turns []json.RawMessage `json:"turns"`
+				}
+				if decodeView(r.Event.Object, &d) == nil {
+					t.used["cognitive_operations"] += int64(len(d.Turns))
+				}
+			}
+		}
+		for _, n := range names[:4] {
+			if l := contract.Budgets[n]; l.Hard > 0 && t.used[n] > l.Hard && !over[n] {
+				over[n] = true
+				flag("%s used %d by cycle %d, past the hard level %d", n, t.used[n], c.seq, l.Hard)
+			}
+		}
+		if d := c.record.LoopDisposition; d != state.Stopped && d != state.Faulted {
+			for _, n := range names {
+				if _, exhausted := soft(n, wall); exhausted && (d != state.Deferred || !slices.Contains(c.record.ReasonCodes, "budget_"+n)) {
+					flag("cycle %d left %s used up to its soft level but ended %s %v, not resting DEFERRED on it", c.seq, n, d, c.record.ReasonCodes)
+				}
+			}
+		}
+		t.lastWall, t.lastObserved = wall, observed
+	}
+	u := run.Final.Run.Budget
+	for _, x := range []struct {
+		n    string
+		kept int64
+	}{{"cycles", u.Cycles}, {"actions", u.Actions}, {"cognitive_operations", u.CognitiveOperations}, {"compactions", u.Compactions}} {
+		if x.kept != t.used[x.n] {
+			flag("the run counts %d %s, its ledger shows %d", x.kept, x.n, t.used[x.n])
+		}
+	}
+	return t
+}
+
+// gateM re-derives every run's budget use from its ledger (traceBudgets),
+// and requires, for each budget kind, a scenario that stops exactly at its
+// hard level: with the whole allowance used for cycles, actions and
+// compactions, never past it for cognitive operations (a program that
+// does not fit does not run), and at the first cycle at or past the
+// deadline, without working, for the wall clock.
+func gateM(ev *Evidence) Gate {
+	var bad []string
+	traces := map[string]budgetTrace{}
+	replenished := 0
+	for _, name := range sortedNames(ev) {
+		traces[name] = traceBudgets(ev.Runs[name], &bad)
+		replenished += traces[name].replenished
 	}
 	if len(bad) > 0 {
 		return fail(bad...)
 	}
-	p13, g := need(ev, "p13-budget-stop")
-	if g != nil {
-		return *g
+	var stops []string
+	for _, k := range budgetKinds() {
+		run, g := need(ev, k[1])
+		if g != nil {
+			return *g
+		}
+		r, t := run.Final.Run, traces[k[1]]
+		contract, _, _ := run.pinned()
+		hard := contract.Budgets[k[0]].Hard
+		if r.Status != state.RunStopped || !slices.Contains(r.ReasonCodes, "budget_limit") || !slices.Contains(r.ReasonCodes, "budget_"+k[0]) {
+			return fail(fmt.Sprintf("%s ended %s with %v, not stopped by its %s budget", k[1], r.Status, r.ReasonCodes, k[0]))
+		}
+		switch k[0] {
+		case "cognitive_operations":
+			if t.used[k[0]] == 0 || t.used[k[0]] > hard {
+				return fail(fmt.Sprintf("%s stopped having used %d of %d cognitive operations", k[1], t.used[k[0]], hard))
+			}
+		case "wall_clock_seconds":
+			if t.lastWall < hard || t.lastObserved {
+				return fail(fmt.Sprintf("%s stopped at wall clock %ds (hard %d), working %t", k[1], t.lastWall, hard, t.lastObserved))
+			}
+		default:
+			if t.used[k[0]] != hard {
+				return fail(fmt.Sprintf("%s stopped having used %d of %d %s", k[1], t.used[k[0]], hard, k[0]))
+			}
+		}
+		got := t.used[k[0]]
+		if k[0] == "wall_clock_seconds" {
+			got = t.lastWall
+		}
+		stops = append(stops, fmt.Sprintf("%s %d/%d", k[0], got, hard))
 	}
-	r := p13.Final.Run
-	if r.Status != state.RunStopped || !slices.Contains(r.ReasonCodes, "budget_limit") || r.Budget.Cycles != p13.Final.Contract.Budgets.Cycles.Hard {
-		return fail(fmt.Sprintf("p13-budget-stop ended %s after %d cycles with %v", r.Status, r.Budget.Cycles, r.ReasonCodes))
+	if replenished == 0 {
+		return inconclusive("no run worked again after a budget_replenished signal")
 	}
-	return pass("no run used more than a hard budget", fmt.Sprintf("p13-budget-stop stopped at its hard cycle budget (%d) with budget_limit", r.Budget.Cycles))
+	return pass("every run's budget use, re-derived from its ledger, stays within the pinned hard levels and equals the run's own count; no cycle worked on a temporarily exhausted budget",
+		"stopped at the limit: "+strings.Join(stops, ", "),
+		fmt.Sprintf("%d times a soft budget rested the run DEFERRED and a budget_replenished signal resumed it", replenished))
 }
 
 func gateN(ev *Evidence) Gate {
@@ -584,10 +828,10 @@ func gateN(ev *Evidence) Gate {
 	}
 	stopAt := int64(-1)
 	for _, r := range run.Records {
-		if r.Event.Type == "persistent.run.stopped" {
+		if r.Event.Type == event.RunStopped {
 			stopAt = r.Event.CycleSeq
 		}
-		if r.Event.Type == "persistent.cycle.completed" && stopAt >= 0 && r.Event.CycleSeq > stopAt {
+		if r.Event.Type == event.CycleCompleted && stopAt >= 0 && r.Event.CycleSeq > stopAt {
 			return fail(fmt.Sprintf("cycle %d ran after the stop", r.Event.CycleSeq))
 		}
 	}
@@ -606,14 +850,14 @@ func gateO(ev *Evidence) Gate {
 	lastCycle := int64(0)
 	for _, r := range run.Records {
 		switch r.Event.Type {
-		case "persistent.cycle.completed":
+		case event.CycleCompleted:
 			lastCycle = r.Event.CycleSeq
-		case "persistent.provider.failed":
+		case event.ProviderFailed:
 			failures++
 			if r.Event.CycleSeq != lastCycle {
 				return fail(fmt.Sprintf("a provider failure at seq %d advanced the run to cycle %d", r.Seq, r.Event.CycleSeq))
 			}
-		case "persistent.run.faulted":
+		case event.RunFaulted:
 			faulted = true
 		}
 	}
@@ -668,9 +912,9 @@ func hiddenKeys() []string {
 	return []string{"chain_of_thought", "cot", "reasoning", "thoughts", "thinking", "scratchpad", "hidden", "private_notes"}
 }
 
-func hasHiddenKey(v state.Value) string {
+func hasHiddenKey(v codec.Value) string {
 	switch v.Kind {
-	case state.KindObject:
+	case codec.KindObject:
 		for _, m := range v.Obj {
 			if slices.Contains(hiddenKeys(), strings.ToLower(m.Key)) {
 				return m.Key
@@ -679,7 +923,7 @@ func hasHiddenKey(v state.Value) string {
 				return k
 			}
 		}
-	case state.KindArray:
+	case codec.KindArray:
 		for _, e := range v.Arr {
 			if k := hasHiddenKey(e); k != "" {
 				return k
@@ -698,7 +942,7 @@ func gateR(ev *Evidence) Gate {
 			if r.Event.Object == nil {
 				continue
 			}
-			if v, err := state.ParseCanonical(r.Event.Object.Body); err == nil {
+			if v, err := codec.ParseCanonical(r.Event.Object.Body); err == nil {
 				if k := hasHiddenKey(v); k != "" {
 					bad = append(bad, fmt.Sprintf("%s seq %d carries a %q field", name, r.Seq, k))
 				}
@@ -764,4 +1008,9 @@ func gateT(ev *Evidence) Gate {
 		return fail(bad...)
 	}
 	return pass(fmt.Sprintf("all %d scenarios ran twice with identical history, world and run-state fingerprints", len(ev.Runs)))
+}
+
+func isCommitmentChange(k event.Kind) bool {
+	_, ok := k.CommitmentVerb()
+	return ok
 }

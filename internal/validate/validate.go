@@ -14,9 +14,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/rundir"
@@ -43,8 +46,8 @@ type Run struct {
 	Name    string
 	Script  scenario.Script
 	Result  *scenario.Result
-	Records []ledger.Record
-	Final   kernel.State
+	Records []event.Record
+	Final   kernel.EngineState
 	// FS is the state directory, kept for gates that audit it.
 	FS disk.FS
 }
@@ -74,63 +77,114 @@ type Options struct {
 
 // Collect runs every scenario twice and gathers the evidence. The state
 // directories of the first runs are kept until cleanup is called.
+//
+// Scenarios run side by side, as many at once as GOMAXPROCS allows (each
+// in its own state directory, with its own scripted clock); the evidence
+// does not depend on the order. A Clock given in Options is shared by
+// every run, so with one the runs go one at a time.
 func Collect(o Options) (*Evidence, func(), error) {
 	dirs, err := scenario.Discover(o.Scenarios)
 	if err != nil {
 		return nil, nil, err
 	}
-	ev := &Evidence{Runs: map[string]*Run{}, Second: map[string]*scenario.Result{}}
+	type outcome struct {
+		run    *Run
+		second *scenario.Result
+		temp   string
+		err    error
+	}
+	out := make([]outcome, len(dirs))
+	workers := runtime.GOMAXPROCS(0)
+	if o.Clock != nil {
+		workers = 1
+	}
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	for i, d := range dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i].run, out[i].second, out[i].temp, out[i].err = collectOne(d, o)
+		}()
+	}
+	wg.Wait()
 	var temps []string
 	cleanup := func() {
 		for _, t := range temps {
 			_ = os.RemoveAll(t)
 		}
 	}
-	for _, d := range dirs {
-		sc, err := scenario.Load(d)
-		if err != nil {
-			cleanup()
-			return nil, nil, err
+	ev := &Evidence{Runs: map[string]*Run{}, Second: map[string]*scenario.Result{}}
+	for _, r := range out {
+		if r.temp != "" {
+			temps = append(temps, r.temp)
 		}
-		first, err := scenario.Run(sc, scenario.Options{Keep: true, Clock: o.Clock})
-		if err != nil {
+	}
+	for _, r := range out {
+		if r.err != nil {
 			cleanup()
-			return nil, nil, err
+			return nil, nil, r.err
 		}
-		temps = append(temps, filepath.Dir(first.Dir))
-		second, err := scenario.Run(sc, scenario.Options{Clock: o.Clock})
-		if err != nil {
-			cleanup()
-			return nil, nil, err
-		}
-		fsys, err := disk.OpenOSDir(first.Dir)
-		if err != nil {
-			cleanup()
-			return nil, nil, err
-		}
-		recs, err := ledger.ReadAll(fsys)
-		if err != nil {
-			cleanup()
-			return nil, nil, err
-		}
-		st, _, err := rundir.ReadState(first.Dir)
-		if err != nil {
-			cleanup()
-			return nil, nil, err
-		}
-		ev.Runs[sc.Script.Name] = &Run{Name: sc.Script.Name, Script: sc.Script, Result: first, Records: recs, Final: st, FS: fsys}
-		ev.Second[sc.Script.Name] = second
+		ev.Runs[r.run.Name] = r.run
+		ev.Second[r.run.Name] = r.second
 	}
 	ev.Freeze = CheckFreeze(o.Root, o.Manifest)
 	return ev, cleanup, nil
 }
 
-// Report is the outcome of a validation.
+// collectOne runs one scenario twice and reads the evidence of the first
+// run, whose state directory (under temp) it keeps.
+func collectOne(dir string, o Options) (*Run, *scenario.Result, string, error) {
+	sc, err := scenario.Load(dir)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	first, err := scenario.Run(sc, scenario.Options{Keep: true, Clock: o.Clock})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	temp := filepath.Dir(first.Dir)
+	second, err := scenario.Run(sc, scenario.Options{Clock: o.Clock})
+	if err != nil {
+		return nil, nil, temp, err
+	}
+	run, err := LoadRun(sc.Script, first)
+	if err != nil {
+		return nil, nil, temp, err
+	}
+	return run, second, temp, nil
+}
+
+// LoadRun gathers the evidence a scenario run left in its state directory
+// (res.Dir, kept): the ledger, the final state and the directory itself.
+func LoadRun(sc scenario.Script, res *scenario.Result) (*Run, error) {
+	fsys, err := disk.OpenOSDir(res.Dir)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := ledger.ReadAll(fsys)
+	if err != nil {
+		return nil, err
+	}
+	st, _, err := rundir.ReadState(res.Dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Run{Name: sc.Name, Script: sc, Result: res, Records: recs, Final: st, FS: fsys}, nil
+}
+
+// Report is the outcome of a validation. Its verdict is FAIL when a gate
+// fails or when a scenario fails its own expectations (FailedScenarios):
+// a release whose reference scenarios do not do what they claim is not
+// validated, whatever the gates say.
 type Report struct {
-	Verdict   string                     `json:"verdict"`
-	Gates     map[string]string          `json:"gates"`
-	Details   []Gate                     `json:"details"`
-	Scenarios map[string]ScenarioSummary `json:"scenarios"`
+	Verdict         string                     `json:"verdict"`
+	Gates           map[string]string          `json:"gates"`
+	Details         []Gate                     `json:"details"`
+	Scenarios       map[string]ScenarioSummary `json:"scenarios"`
+	FailedScenarios []string                   `json:"failed_scenarios"`
 }
 
 // ScenarioSummary is one scenario's line in the report.
@@ -146,7 +200,7 @@ type ScenarioSummary struct {
 
 // Evaluate runs every gate over the evidence.
 func Evaluate(ev *Evidence) *Report {
-	r := &Report{Gates: map[string]string{}, Scenarios: map[string]ScenarioSummary{}}
+	r := &Report{Gates: map[string]string{}, Scenarios: map[string]ScenarioSummary{}, FailedScenarios: []string{}}
 	for _, g := range Gates() {
 		res := g.Check(ev)
 		res.ID, res.Name = g.ID, g.Name
@@ -164,8 +218,14 @@ func Evaluate(ev *Evidence) *Report {
 			Fingerprints: run.Result.Fingerprints, Deterministic: sec != nil && sec.Fingerprints == run.Result.Fingerprints,
 			TransitionClasses: run.Result.TransitionClasses,
 		}
+		if !run.Result.Passed {
+			r.FailedScenarios = append(r.FailedScenarios, name)
+		}
 	}
 	r.Verdict = Pass
+	if len(r.FailedScenarios) > 0 {
+		r.Verdict = Fail
+	}
 	for _, g := range r.Details {
 		switch {
 		case g.Verdict == Fail:

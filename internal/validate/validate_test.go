@@ -1,34 +1,35 @@
 package validate
 
 import (
+	"context"
+	"encoding/json"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/acr-project/acr/internal/cognition"
-	"github.com/acr-project/acr/internal/commitment"
-	"github.com/acr-project/acr/internal/kernel"
-	"github.com/acr-project/acr/internal/ledger"
-	"github.com/acr-project/acr/internal/memory"
+	"github.com/acr-project/acr/internal/mutant"
 	"github.com/acr-project/acr/internal/scenario"
-	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
 )
 
 func scenariosDir() string { return filepath.Join("..", "..", "scenarios") }
 
-// TestGates collects the evidence once, requires every gate to pass on it
-// (P is PASS or INCONCLUSIVE, depending on whether the frozen manifest
-// matches the tree), and then, for every gate, breaks the property it
-// guards in a copy of the evidence and requires that gate to FAIL.
+// TestGates collects the evidence once and requires every gate to pass on
+// it (P is PASS or INCONCLUSIVE, depending on whether the frozen manifest
+// matches the tree). Then, for every gate, it breaks the behaviour the gate
+// guards, never just the recorded evidence, and requires the gate to FAIL
+// on the evidence the broken behaviour leaves: either a source mutation
+// from the mutation suite (internal/mutant), built once with every mutant
+// behind its switch and run on the scenarios that exercise the property,
+// or a crafted run (inputs or a tree the property does not hold for).
 func TestGates(t *testing.T) {
 	ev, cleanup, err := Collect(Options{Scenarios: scenariosDir(), Root: filepath.Join("..", ".."), Manifest: filepath.Join("..", "..", "docs", "release-manifest.json")})
 	require.NoError(t, err)
@@ -42,125 +43,67 @@ func TestGates(t *testing.T) {
 		}
 		assert.Equal(t, Pass, g.Verdict, "gate %s %s: %v", g.ID, g.Name, g.Evidence)
 	}
+	assert.Empty(t, rep.FailedScenarios)
 
-	breakers := map[string]func(t *testing.T, ev *Evidence){
-		"A": func(t *testing.T, ev *Evidence) { // every cycle gets a human input
-			for _, run := range ev.Runs {
-				edit(t, run, "persistent.cycle.started", func(m *kernel.Manifest) { m.InboxItems = append(m.InboxItems, "apr:sha256:"+zeros) })
+	m := buildMutants(t)
+	// Each breaker returns the evidence of a broken run; a gate with several
+	// breakers must fail on each.
+	mut := func(name string, scenarios ...string) breaker {
+		return breaker{"mutant " + name, func(t *testing.T, ev *Evidence) {
+			for _, sc := range scenarios {
+				ev.Runs[sc] = m.run(t, name, sc)
 			}
-		},
-		"B": func(t *testing.T, ev *Evidence) { // a policy that busy-loops: no agenda, yet CONTINUE
-			edit(t, ev.Runs["p02-healthy-idle"], "persistent.cycle.completed", func(c *state.CycleRecord) { c.LoopDisposition = state.Continue })
-		},
-		"C": func(t *testing.T, ev *Evidence) { // a resume whose condition never held
-			edit(t, ev.Runs["p03-sleep-wake-resume"], "commitment.created", func(c *commitment.Commitment) {
-				c.Wake = &commitment.Condition{Kind: commitment.WakeEvidence, EvidenceID: "never-arrives"}
+		}}
+	}
+	only := func(b breaker) breaker { // the broken runs are the only evidence
+		return breaker{b.how + " (alone)", func(t *testing.T, ev *Evidence) {
+			fresh := &Evidence{Runs: map[string]*Run{}, Second: ev.Second, Freeze: ev.Freeze}
+			b.apply(t, fresh)
+			*ev = *fresh
+		}}
+	}
+	breakers := map[string][]breaker{
+		"A": {{"crafted run: every cycle follows a new human input", func(t *testing.T, ev *Evidence) {
+			run := craft(t, "p02-healthy-idle", func(s *scenario.Script) {
+				s.Steps = nil
+				for _, k := range []string{"a", "b", "c"} {
+					s.Steps = append(s.Steps, scenario.Step{Wake: &scenario.Wake{Source: "external_event", Ref: k, DedupKey: k}}, scenario.Step{Run: 5})
+				}
+				s.Expect = scenario.Expect{}
 			})
-		},
-		"D": func(t *testing.T, ev *Evidence) { // a compaction that drops a protected ref
-			run := ev.Runs["p09-compaction"]
-			run.Final.Context.Protected = slices.DeleteFunc(slices.Clone(run.Final.Context.Protected), func(p memory.Protected) bool { return p.Kind == "commitment" })
-		},
-		"E": func(t *testing.T, ev *Evidence) { // review forced on every cycle
-			for _, run := range ev.Runs {
-				insertAfter(run, "strategy.review.evaluated", "strategy.review.requested")
-			}
-		},
-		"F": func(t *testing.T, ev *Evidence) { // overlays that change nothing
-			for _, run := range ev.Runs {
-				if !slices.ContainsFunc(run.Records, func(r ledger.Record) bool { return r.Event.Type == "cognition.program.compiled" }) {
-					continue
-				}
-				edit(t, run, "cognition.program.compiled", func(p *cognition.Program) {
-					p.Steps = []cognition.Op{cognition.OpObserveTarget, cognition.OpRetrieve, cognition.OpSelect, cognition.OpDraft, cognition.OpCritique, cognition.OpFinalize}
-				})
-			}
-		},
-		"G": func(t *testing.T, ev *Evidence) { // an effect without a decision
-			run := ev.Runs["p01-bootstrap"]
-			run.Records = slices.DeleteFunc(slices.Clone(run.Records), func(r ledger.Record) bool { return r.Event.Type == "governance.decision.recorded" })
-		},
-		"H": func(t *testing.T, ev *Evidence) { // an action applied twice
-			run := ev.Runs["p01-bootstrap"]
-			i := slices.IndexFunc(run.Records, func(r ledger.Record) bool { return r.Event.Type == "sandbox.action.committed" })
-			require.GreaterOrEqual(t, i, 0)
-			run.Records = slices.Insert(slices.Clone(run.Records), i+1, run.Records[i])
-		},
-		"I": func(t *testing.T, ev *Evidence) { // recovery that re-executed nothing
-			res := *ev.Runs["p10-crash-before-commit"].Result
-			res.Recoveries = nil
-			ev.Runs["p10-crash-before-commit"].Result = &res
-		},
-		"J": func(t *testing.T, ev *Evidence) { // recovery that applied the effect again
-			res := *ev.Runs["p11-crash-after-commit"].Result
-			res.Recoveries = []kernel.Recovery{{Recovered: true, Classification: "interrupted_after_action_commit", ActionsApplied: 1}}
-			ev.Runs["p11-crash-after-commit"].Result = &res
-		},
-		"K": func(t *testing.T, ev *Evidence) { // a broken causal link
-			run := ev.Runs["p07-direct-path"]
-			i := slices.IndexFunc(run.Records, func(r ledger.Record) bool { return r.Event.Type == "agenda.resolution.selected" })
-			recs := slices.Clone(run.Records)
-			recs[i].Event.Parents = []state.Ref{"evt:sha256:" + zeros}
-			run.Records = recs
-		},
-		"L": func(t *testing.T, ev *Evidence) { // compaction evidence gone
-			run := ev.Runs["p09-compaction"]
-			run.Records = slices.DeleteFunc(slices.Clone(run.Records), func(r ledger.Record) bool { return r.Event.Type == "context.compaction.completed" })
-		},
-		"M": func(t *testing.T, ev *Evidence) { // a run that self-increased its budget use past the limit
-			ev.Runs["p13-budget-stop"].Final.Run.Budget.Cycles = 4
-		},
-		"N": func(t *testing.T, ev *Evidence) { // a cycle after the stop
-			run := ev.Runs["p12-explicit-stop"]
-			last := run.Records[len(run.Records)-1]
-			for i := len(run.Records) - 1; i >= 0; i-- {
-				if run.Records[i].Event.Type == "persistent.cycle.completed" {
-					last = run.Records[i]
-				}
-			}
-			last.Event.CycleSeq++
-			run.Records = append(slices.Clone(run.Records), last)
-		},
-		"O": func(t *testing.T, ev *Evidence) { // a provider failure that advanced the run
-			run := ev.Runs["p16-provider-fault"]
-			recs := slices.Clone(run.Records)
-			for i := range recs {
-				if recs[i].Event.Type == "persistent.provider.failed" {
-					recs[i].Event.CycleSeq += 5
-					break
-				}
-			}
-			run.Records = recs
-		},
-		"P": func(t *testing.T, ev *Evidence) { // a frozen schema changed without a new manifest
-			dir := t.TempDir()
-			m := ReleaseManifest{Schema: ManifestSchema, Freeze: map[string]string{}}
-			for k, v := range ev.Freeze.Current {
-				m.Freeze[k] = v
-			}
-			m.Freeze["type:state.RunState"] = "sha256:" + zeros
-			p := filepath.Join(dir, "release-manifest.json")
-			require.NoError(t, os.WriteFile(p, state.MustMarshal(m), 0o644))
-			ev.Freeze = CheckFreeze("", p)
-		},
-		"Q": func(t *testing.T, ev *Evidence) { // a knowledge candidate promoted
-			run := ev.Runs["p15-knowledge-refresh"]
-			cs := slices.Clone(run.Final.Strategy.Candidates)
-			cs[0].Status = "promoted"
-			run.Final.Strategy.Candidates = cs
-		},
-		"R": func(t *testing.T, ev *Evidence) { // hidden reasoning in a record
-			edit(t, ev.Runs["p01-bootstrap"], "cognition.run.completed", func(d *state.Value) {
-				d.Obj = append(d.Obj, state.Member{Key: "reasoning", Val: state.Value{Kind: state.KindString, Str: "private"}})
-				slices.SortFunc(d.Obj, func(a, b state.Member) int { return strings.Compare(a.Key, b.Key) })
+			ev.Runs = map[string]*Run{run.Name: run}
+		}}},
+		"B": {mut("no-agenda-continue", "p02-healthy-idle")},
+		"C": {mut("matched-any", "p03-sleep-wake-resume"), mut("expired-wake-consumed", "eval-wake-hygiene")},
+		"D": {mut("compaction-drops-protected", "p09-compaction")},
+		"E": {mut("review-always", "p07-direct-path")},
+		"F": {only(mut("overlay-ignored", "p06-strategic-review"))},
+		"G": {mut("decide-execute", "p05-approval-escalation"), mut("wake-authority", "eval-authority"), mut("self-approval", "eval-separation")},
+		"H": {mut("idempotency-reapply", "crash-harness")},
+		"I": {mut("recovery-skips-effect", "p10-crash-before-commit")},
+		"J": {mut("idempotency-reapply", "p11-crash-after-commit")},
+		"K": {mut("unlinked-events", "p07-direct-path")},
+		"L": {mut("compaction-forgets", "p09-compaction")},
+		"M": {mut("budget-after-spend", "p13-budget-cognitive-operations"), mut("budget-cycles-only", "p13-budget-actions")},
+		"N": {mut("stop-ignored", "p12-explicit-stop")},
+		"O": {mut("provider-failure-ignored", "p16-provider-fault")},
+		"P": {{"crafted tree: a frozen source changed without a new manifest", func(t *testing.T, ev *Evidence) {
+			f := filepath.Join(m.tree.Dir, "internal", "codec", "canonical.go")
+			b, err := os.ReadFile(f)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(f, append(b, []byte("\n// a change to the canonical encoding\n")...), 0o644))
+			t.Cleanup(func() { _ = os.WriteFile(f, b, 0o644) })
+			ev.Freeze = CheckFreeze(m.tree.Dir, filepath.Join("..", "..", "docs", "release-manifest.json"))
+		}}},
+		"Q": {mut("knowledge-promoted", "p15-knowledge-refresh")},
+		"R": {mut("hidden-reasoning", "p01-bootstrap")},
+		"S": {{"crafted run: the long run stops after its first steps", func(t *testing.T, ev *Evidence) {
+			ev.Runs["p14-mixed-100"] = craft(t, "p14-mixed-100", func(s *scenario.Script) {
+				s.Steps = s.Steps[:3]
+				s.Expect = scenario.Expect{}
 			})
-		},
-		"S": func(t *testing.T, ev *Evidence) { // the long run missed a transition class
-			res := *ev.Runs["p14-mixed-100"].Result
-			res.TransitionClasses = map[string]int{"agenda_selected": 1}
-			ev.Runs["p14-mixed-100"].Result = &res
-		},
-		"T": func(t *testing.T, ev *Evidence) { // a nondeterministic clock
+		}}},
+		"T": {{"crafted runs: a nondeterministic clock", func(t *testing.T, ev *Evidence) {
 			sc, err := scenario.Load(filepath.Join(scenariosDir(), "p01-bootstrap"))
 			require.NoError(t, err)
 			a, err := scenario.Run(sc, scenario.Options{Clock: jitterClock{}})
@@ -169,17 +112,99 @@ func TestGates(t *testing.T) {
 			require.NoError(t, err)
 			ev.Runs["p01-bootstrap"].Result = a
 			ev.Second["p01-bootstrap"] = b
-		},
+		}}},
 	}
 	require.Len(t, breakers, 20)
-	for _, g := range Gates() {
-		t.Run("counter-"+g.ID, func(t *testing.T) {
-			broken := cloneEvidence(ev)
-			breakers[g.ID](t, broken)
-			res := g.Check(broken)
-			assert.Equal(t, Fail, res.Verdict, "gate %s must fail when its property is broken: %v", g.ID, res.Evidence)
+
+	// A scenario that fails its own expectations fails the verdict even
+	// when every gate passes.
+	t.Run("verdict-counts-scenario-failures", func(t *testing.T) {
+		broken := cloneEvidence(ev)
+		broken.Runs["p02-healthy-idle"] = craft(t, "p02-healthy-idle", func(s *scenario.Script) {
+			two := int64(2)
+			s.Expect.Cycles = &two // it runs one
 		})
+		require.False(t, broken.Runs["p02-healthy-idle"].Result.Passed)
+		rep := Evaluate(broken)
+		for _, g := range rep.Details {
+			assert.NotEqual(t, Fail, g.Verdict, "gate %s", g.ID)
+		}
+		assert.Equal(t, Fail, rep.Verdict)
+		assert.Equal(t, []string{"p02-healthy-idle"}, rep.FailedScenarios)
+		assert.Contains(t, string(Markdown(broken, rep, BuildManifest(broken, rep, nil))), "Scenarios that failed their own expectations: p02-healthy-idle.")
+	})
+	for _, g := range Gates() {
+		require.NotEmpty(t, breakers[g.ID], "gate %s has no counter-test", g.ID)
+		for _, b := range breakers[g.ID] {
+			t.Run("counter-"+g.ID+"/"+b.how, func(t *testing.T) {
+				broken := cloneEvidence(ev)
+				b.apply(t, broken)
+				res := g.Check(broken)
+				assert.Equal(t, Fail, res.Verdict, "gate %s must fail when %s breaks it: %v", g.ID, b.how, res.Evidence)
+			})
+		}
 	}
+}
+
+// breaker breaks what a gate guards; how says how.
+type breaker struct {
+	how   string
+	apply func(t *testing.T, ev *Evidence)
+}
+
+// mutants is a copy of the tree with every mutant of the suite behind its
+// switch, and its acr binary.
+type mutants struct {
+	tree *mutant.Tree
+	bin  string
+}
+
+func buildMutants(t *testing.T) *mutants {
+	t.Helper()
+	tree, err := mutant.Copy(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	t.Cleanup(tree.Remove)
+	require.NoError(t, tree.BlankFingerprints())
+	require.NoError(t, tree.ApplySwitched(mutant.Catalogue()))
+	bin := filepath.Join(tree.Dir, "bin", "acr")
+	require.NoError(t, tree.Build(context.Background(), bin))
+	return &mutants{tree: tree, bin: bin}
+}
+
+// run runs one scenario of the mutated copy with one mutant on, and gathers
+// the evidence it left.
+func (m *mutants) run(t *testing.T, name, sc string) *Run {
+	t.Helper()
+	_, ok := mutant.Find(name)
+	require.True(t, ok, "no mutant %s", name)
+	dir := filepath.Join(m.tree.Dir, "scenarios", sc)
+	cmd := exec.Command(m.bin, "scenario", "run", dir, "--keep", "--json")
+	cmd.Env = append(os.Environ(), mutant.Env+"="+name)
+	out, _ := cmd.Output() // a scenario that fails its expectations exits non-zero
+	var res scenario.Result
+	require.NoError(t, json.Unmarshal(out, &res), "mutant %s on %s: %s", name, sc, out)
+	require.NotEmpty(t, res.Dir)
+	t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(res.Dir)) })
+	loaded, err := scenario.Load(dir)
+	require.NoError(t, err)
+	run, err := LoadRun(loaded.Script, &res)
+	require.NoError(t, err)
+	return run
+}
+
+// craft runs a reference scenario with its script changed by edit, and
+// gathers the evidence.
+func craft(t *testing.T, name string, edit func(*scenario.Script)) *Run {
+	t.Helper()
+	sc, err := scenario.Load(filepath.Join(scenariosDir(), name))
+	require.NoError(t, err)
+	edit(&sc.Script)
+	res, err := scenario.Run(sc, scenario.Options{Keep: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(res.Dir)) })
+	run, err := LoadRun(sc.Script, res)
+	require.NoError(t, err)
+	return run
 }
 
 const zeros = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -203,43 +228,6 @@ func cloneEvidence(ev *Evidence) *Evidence {
 		out.Second[k] = r
 	}
 	return out
-}
-
-// edit decodes the object of every record of a type, changes it, and puts
-// a re-encoded object (with its new ref) in place.
-func edit[T any](t *testing.T, run *Run, typ string, fn func(*T)) {
-	t.Helper()
-	recs := slices.Clone(run.Records)
-	n := 0
-	for i := range recs {
-		if recs[i].Event.Type != typ || recs[i].Event.Object == nil {
-			continue
-		}
-		var v T
-		require.NoError(t, state.Unmarshal(recs[i].Event.Object.Body, &v))
-		fn(&v)
-		obj, err := ledger.NewObject(recs[i].Event.Object.Ref.Kind(), v)
-		require.NoError(t, err)
-		recs[i].Event.Object = obj
-		n++
-	}
-	require.Positive(t, n, "no %s record to edit in %s", typ, run.Name)
-	run.Records = recs
-}
-
-// insertAfter adds an event of type add after every event of type after.
-func insertAfter(run *Run, after, add string) {
-	var out []ledger.Record
-	for _, r := range run.Records {
-		out = append(out, r)
-		if r.Event.Type == after {
-			x := r
-			x.Event.Type = add
-			x.Event.Object = nil
-			out = append(out, x)
-		}
-	}
-	run.Records = out
 }
 
 // TestStrategyTypesFrozen keeps the freeze list honest: every frozen type

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
 )
 
 // This file is the pure side of the seam for operations and check kinds:
@@ -332,7 +332,7 @@ func validateCommandCheck(c Check) error {
 func Evaluate(c Check, content []byte, exists bool) CheckResult {
 	r := CheckResult{ID: c.ID, Status: CheckPass}
 	if exists {
-		r.TargetSHA256 = state.FingerprintOf(content)
+		r.TargetSHA256 = codec.FingerprintOf(content)
 	}
 	if k, ok := CheckKindOf(c.Kind); ok && k.Judge != nil {
 		r.Status, r.Detail = k.Judge(c, content, exists)

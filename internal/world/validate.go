@@ -6,49 +6,49 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
 )
 
-// Validate checks a Spec and returns a *state.FieldError naming the field.
+// Validate checks a Spec and returns a *codec.FieldError naming the field.
 func (s *Spec) Validate() error {
 	if s.Schema != SpecSchema {
-		return &state.FieldError{Path: "schema", Err: fmt.Errorf("want %q, found %q", SpecSchema, s.Schema)}
+		return &codec.FieldError{Path: "schema", Err: fmt.Errorf("want %q, found %q", SpecSchema, s.Schema)}
 	}
 	if s.Root != "" && len(s.Files) > 0 {
-		return &state.FieldError{Path: "root", Err: fmt.Errorf("root and files exclude each other: the world is either a directory of yours or a sandbox copy of files")}
+		return &codec.FieldError{Path: "root", Err: fmt.Errorf("root and files exclude each other: the world is either a directory of yours or a sandbox copy of files")}
 	}
 	if strings.ContainsRune(s.Root, 0) {
-		return &state.FieldError{Path: "root", Err: fmt.Errorf("contains a NUL byte")}
+		return &codec.FieldError{Path: "root", Err: fmt.Errorf("contains a NUL byte")}
 	}
 	for _, p := range sortedKeys(s.Files) {
 		if _, err := CleanPath(p); err != nil {
-			return &state.FieldError{Path: "files." + p, Err: err}
+			return &codec.FieldError{Path: "files." + p, Err: err}
 		}
 		if s.Excluded(p) {
-			return &state.FieldError{Path: "files." + p, Err: fmt.Errorf("path is excluded from observation (secret-like name); acr will not manage it")}
+			return &codec.FieldError{Path: "files." + p, Err: fmt.Errorf("path is excluded from observation (secret-like name); acr will not manage it")}
 		}
 	}
 	for i, pat := range s.Exclude {
 		if err := ValidPattern(pat); err != nil {
-			return &state.FieldError{Path: fmt.Sprintf("exclude[%d]", i), Err: err}
+			return &codec.FieldError{Path: fmt.Sprintf("exclude[%d]", i), Err: err}
 		}
 	}
 	for i, name := range s.PassEnv {
 		if err := validEnvName(name); err != nil {
-			return &state.FieldError{Path: fmt.Sprintf("pass_env[%d]", i), Err: err}
+			return &codec.FieldError{Path: fmt.Sprintf("pass_env[%d]", i), Err: err}
 		}
 	}
 	if l := s.Limits; l != nil && (l.MaxDepth < 0 || l.MaxEntries < 0 || l.MaxBytes < 0) {
-		return &state.FieldError{Path: "limits", Err: fmt.Errorf("limits must be >= 0 (0 takes the default)")}
+		return &codec.FieldError{Path: "limits", Err: fmt.Errorf("limits must be >= 0 (0 takes the default)")}
 	}
 	checks, fixes := map[string]bool{}, map[string]bool{}
 	for i, c := range s.Checks {
 		at := fmt.Sprintf("checks[%d]", i)
 		if !ValidID(c.ID) {
-			return &state.FieldError{Path: at + ".id", Err: fmt.Errorf("%q is not a valid id (lower-case letters, digits, . _ -)", c.ID)}
+			return &codec.FieldError{Path: at + ".id", Err: fmt.Errorf("%q is not a valid id (lower-case letters, digits, . _ -)", c.ID)}
 		}
 		if checks[c.ID] {
-			return &state.FieldError{Path: at + ".id", Err: fmt.Errorf("duplicate check id %q", c.ID)}
+			return &codec.FieldError{Path: at + ".id", Err: fmt.Errorf("duplicate check id %q", c.ID)}
 		}
 		checks[c.ID] = true
 		if err := s.validateCheck(c); err != nil {
@@ -58,10 +58,10 @@ func (s *Spec) Validate() error {
 			fat := fmt.Sprintf("%s.fixes[%d]", at, j)
 			if f.ID != "" {
 				if !ValidID(f.ID) {
-					return &state.FieldError{Path: fat + ".id", Err: fmt.Errorf("%q is not a valid id (lower-case letters, digits, . _ -)", f.ID)}
+					return &codec.FieldError{Path: fat + ".id", Err: fmt.Errorf("%q is not a valid id (lower-case letters, digits, . _ -)", f.ID)}
 				}
 				if fixes[f.ID] {
-					return &state.FieldError{Path: fat + ".id", Err: fmt.Errorf("duplicate fix id %q", f.ID)}
+					return &codec.FieldError{Path: fat + ".id", Err: fmt.Errorf("duplicate fix id %q", f.ID)}
 				}
 				fixes[f.ID] = true
 			}
@@ -74,20 +74,20 @@ func (s *Spec) Validate() error {
 	for i, e := range s.Evidence {
 		at := fmt.Sprintf("evidence[%d]", i)
 		if !ValidID(e.ID) || evSeen[e.ID] {
-			return &state.FieldError{Path: at + ".id", Err: fmt.Errorf("%q is not a valid, unique id", e.ID)}
+			return &codec.FieldError{Path: at + ".id", Err: fmt.Errorf("%q is not a valid, unique id", e.ID)}
 		}
 		evSeen[e.ID] = true
 		if _, err := CleanPath(e.Path); err != nil {
-			return &state.FieldError{Path: at + ".path", Err: err}
+			return &codec.FieldError{Path: at + ".path", Err: err}
 		}
 		if s.Excluded(e.Path) {
-			return &state.FieldError{Path: at + ".path", Err: fmt.Errorf("path is excluded from observation, so the evidence could never be seen")}
+			return &codec.FieldError{Path: at + ".path", Err: fmt.Errorf("path is excluded from observation, so the evidence could never be seen")}
 		}
 	}
 	for i, c := range s.Checks {
 		for j, id := range c.RequiresEvidence {
 			if !evSeen[id] {
-				return &state.FieldError{Path: fmt.Sprintf("checks[%d].requires_evidence[%d]", i, j), Err: fmt.Errorf("unknown evidence id %q", id)}
+				return &codec.FieldError{Path: fmt.Sprintf("checks[%d].requires_evidence[%d]", i, j), Err: fmt.Errorf("unknown evidence id %q", id)}
 			}
 		}
 	}
@@ -95,20 +95,20 @@ func (s *Spec) Validate() error {
 }
 
 // prefixField puts a check's or fix's position in front of the field a
-// *state.FieldError names ("" names the element itself).
+// *codec.FieldError names ("" names the element itself).
 func prefixField(at string, err error) error {
-	fe, ok := err.(*state.FieldError)
+	fe, ok := err.(*codec.FieldError)
 	if !ok {
-		return &state.FieldError{Path: at, Err: err}
+		return &codec.FieldError{Path: at, Err: err}
 	}
 	if fe.Path == "" {
-		return &state.FieldError{Path: at, Err: fe.Err}
+		return &codec.FieldError{Path: at, Err: fe.Err}
 	}
-	return &state.FieldError{Path: at + "." + fe.Path, Err: fe.Err}
+	return &codec.FieldError{Path: at + "." + fe.Path, Err: fe.Err}
 }
 
 func fieldErr(field string, format string, args ...any) error {
-	return &state.FieldError{Path: field, Err: fmt.Errorf(format, args...)}
+	return &codec.FieldError{Path: field, Err: fmt.Errorf(format, args...)}
 }
 
 // validateCheck checks one check's own fields by its kind.

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
 )
 
 // Schema names.
@@ -315,7 +315,7 @@ type CommandRun struct {
 // FileFact is one file seen in the world.
 type FileFact struct {
 	Path   string            `json:"path"`
-	SHA256 state.Fingerprint `json:"sha256"`
+	SHA256 codec.Fingerprint `json:"sha256"`
 	Size   int64             `json:"size"`
 }
 
@@ -324,7 +324,7 @@ type CheckResult struct {
 	ID           string            `json:"id"`
 	Status       CheckStatus       `json:"status"`
 	Detail       string            `json:"detail,omitempty"`
-	TargetSHA256 state.Fingerprint `json:"target_sha256,omitempty"`
+	TargetSHA256 codec.Fingerprint `json:"target_sha256,omitempty"`
 	// Command is what a command check's run printed and how it ended.
 	Command *CommandResult `json:"command,omitempty"`
 }
@@ -349,8 +349,8 @@ type CommandResult struct {
 	TimedOut     bool              `json:"timed_out,omitempty"`
 	Stdout       string            `json:"stdout"`
 	Stderr       string            `json:"stderr"`
-	StdoutSHA256 state.Fingerprint `json:"stdout_sha256"`
-	StderrSHA256 state.Fingerprint `json:"stderr_sha256"`
+	StdoutSHA256 codec.Fingerprint `json:"stdout_sha256"`
+	StderrSHA256 codec.Fingerprint `json:"stderr_sha256"`
 	StdoutBytes  int64             `json:"stdout_bytes"`
 	StderrBytes  int64             `json:"stderr_bytes"`
 	// DurationMS is set on an action's result, never on a check's (see
@@ -366,11 +366,11 @@ func (r CommandResult) Ended() bool { return !r.TimedOut && r.Signal == "" && r.
 type EvidenceFact struct {
 	ID      string            `json:"id"`
 	Present bool              `json:"present"`
-	SHA256  state.Fingerprint `json:"sha256,omitempty"`
+	SHA256  codec.Fingerprint `json:"sha256,omitempty"`
 }
 
 // Ref returns the observation's content ref.
-func (o Observation) Ref() state.Ref { return state.MustRefOf("obs", o) }
+func (o Observation) Ref() codec.Ref { return codec.MustRefOf("obs", o) }
 
 // Check returns the result for a check id.
 func (o Observation) Check(id string) (CheckResult, bool) {
@@ -403,7 +403,7 @@ type Action struct {
 	CheckID string `json:"check_id,omitempty"`
 	// ExpectSHA256 is the target's content hash when the action was derived
 	// ("" if it did not exist). Execution refuses a stale target.
-	ExpectSHA256 state.Fingerprint `json:"expect_sha256,omitempty"`
+	ExpectSHA256 codec.Fingerprint `json:"expect_sha256,omitempty"`
 	Find         string            `json:"find,omitempty"`
 	Replace      string            `json:"replace,omitempty"`
 	Occurrences  int               `json:"occurrences,omitempty"`
@@ -419,7 +419,7 @@ type Action struct {
 	// restored target must have.
 	KeepPrefix    int64             `json:"keep_prefix,omitempty"`
 	KeepSuffix    int64             `json:"keep_suffix,omitempty"`
-	RestoreSHA256 state.Fingerprint `json:"restore_sha256,omitempty"`
+	RestoreSHA256 codec.Fingerprint `json:"restore_sha256,omitempty"`
 	// FixID, Argv, Touches, TimeoutSeconds and Idempotent are run_command's
 	// (copied from the declared fix, so that the action's ref, which an
 	// approval binds to, covers the exact command line). Touches is also
@@ -436,12 +436,12 @@ type Action struct {
 // FileImage is one file's content in a snapshot.
 type FileImage struct {
 	Path    string            `json:"path"`
-	SHA256  state.Fingerprint `json:"sha256"`
+	SHA256  codec.Fingerprint `json:"sha256"`
 	Content string            `json:"content"`
 }
 
 // Ref returns the action's content ref, the ref approvals bind to.
-func (a Action) Ref() state.Ref { return state.MustRefOf("areq", a) }
+func (a Action) Ref() codec.Ref { return codec.MustRefOf("areq", a) }
 
 // OutcomeStatus says what executing an action did.
 type OutcomeStatus string
@@ -464,8 +464,8 @@ type Outcome struct {
 	Target       string            `json:"target"`
 	Status       OutcomeStatus     `json:"status"`
 	Detail       string            `json:"detail,omitempty"`
-	BeforeSHA256 state.Fingerprint `json:"before_sha256,omitempty"`
-	AfterSHA256  state.Fingerprint `json:"after_sha256,omitempty"`
+	BeforeSHA256 codec.Fingerprint `json:"before_sha256,omitempty"`
+	AfterSHA256  codec.Fingerprint `json:"after_sha256,omitempty"`
 	// PostCheck is the addressed check evaluated right after the effect:
 	// the observed effect, kept apart from the expected one.
 	PostCheck *CheckResult `json:"post_check,omitempty"`
@@ -521,8 +521,8 @@ type RollbackBundle struct {
 	Prefix  int64             `json:"prefix,omitempty"`
 	Suffix  int64             `json:"suffix,omitempty"`
 	Content string            `json:"content,omitempty"`
-	Before  state.Fingerprint `json:"before_sha256,omitempty"`
-	After   state.Fingerprint `json:"after_sha256,omitempty"`
+	Before  codec.Fingerprint `json:"before_sha256,omitempty"`
+	After   codec.Fingerprint `json:"after_sha256,omitempty"`
 	// Touches and Files are a command's bundle (Target is empty): the
 	// path patterns it may change and every file they matched before it
 	// ran, whole. Before and After are then set hashes (SetHash).
@@ -533,7 +533,7 @@ type RollbackBundle struct {
 // RestoreAction is the action that undoes an effect through its bundle.
 // after is the hash the effect left (a command's is known only once it
 // ran; a file effect's bundle carries it already).
-func (b RollbackBundle) RestoreAction(checkID string, after state.Fingerprint) Action {
+func (b RollbackBundle) RestoreAction(checkID string, after codec.Fingerprint) Action {
 	if b.After == "" {
 		b.After = after
 	}
@@ -551,17 +551,17 @@ func (b RollbackBundle) RestoreAction(checkID string, after state.Fingerprint) A
 // SetHash is the hash of a set of files: of the canonical list of their
 // paths and content hashes, in path order. It stands for "the files a
 // command touches" wherever a single file's hash stands for one target.
-func SetHash(files []FileFact) state.Fingerprint {
+func SetHash(files []FileFact) codec.Fingerprint {
 	type entry struct {
 		Path   string            `json:"path"`
-		SHA256 state.Fingerprint `json:"sha256"`
+		SHA256 codec.Fingerprint `json:"sha256"`
 	}
 	list := make([]entry, len(files))
 	for i, f := range files {
 		list[i] = entry{f.Path, f.SHA256}
 	}
 	slices.SortFunc(list, func(a, b entry) int { return strings.Compare(a.Path, b.Path) })
-	return state.FingerprintOf(state.MustMarshal(list))
+	return codec.FingerprintOf(codec.MustMarshal(list))
 }
 
 // Restore rebuilds the before bytes from the after bytes.
@@ -590,18 +590,18 @@ const ReadbackSchema = "acr.observation-report/v0.1"
 type Readback struct {
 	Schema  string            `json:"schema"`
 	Target  string            `json:"target"`
-	SHA256  state.Fingerprint `json:"sha256,omitempty"`
+	SHA256  codec.Fingerprint `json:"sha256,omitempty"`
 	Passing []string          `json:"passing"`
 	Failing []string          `json:"failing"`
 }
 
 // IdempotencyKey derives the key of seed §10.2 from the run id, the cycle,
 // the action request ref and the governance decision ref.
-func IdempotencyKey(runID string, cycleSeq int64, actionRef, decisionRef state.Ref) string {
-	b := state.MustMarshal(map[string]any{
+func IdempotencyKey(runID string, cycleSeq int64, actionRef, decisionRef codec.Ref) string {
+	b := codec.MustMarshal(map[string]any{
 		"run_id": runID, "cycle_seq": cycleSeq, "action_request_ref": actionRef, "boundary_decision_ref": decisionRef,
 	})
-	return "idem:sha256:" + state.Digest(b)
+	return "idem:sha256:" + codec.Digest(b)
 }
 
 // ProviderFault is a provider that gave no answer about the world: a

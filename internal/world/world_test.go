@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -128,8 +128,8 @@ func TestSpecValidateNamesTheField(t *testing.T) {
 			tc.mutate(&s)
 			err := s.Validate()
 			require.Error(t, err)
-			var fe *state.FieldError
-			require.True(t, errors.As(err, &fe), "want *state.FieldError, got %T: %v", err, err)
+			var fe *codec.FieldError
+			require.True(t, errors.As(err, &fe), "want *codec.FieldError, got %T: %v", err, err)
 			assert.Equal(t, tc.path, fe.Path)
 			assert.Contains(t, err.Error(), tc.msg)
 		})
@@ -323,7 +323,7 @@ func TestMatchAnyGlobDialect(t *testing.T) {
 
 func TestEvaluate(t *testing.T) {
 	content := []byte("alpha TODO beta TODO\n")
-	sum := state.FingerprintOf(content)
+	sum := codec.FingerprintOf(content)
 	cases := []struct {
 		name    string
 		check   world.Check
@@ -331,10 +331,10 @@ func TestEvaluate(t *testing.T) {
 		exists  bool
 		status  world.CheckStatus
 		detail  string
-		sha     state.Fingerprint
+		sha     codec.Fingerprint
 	}{
 		{"file_exists present", world.Check{ID: "c", Kind: world.CheckFileExists}, content, true, world.CheckPass, "", sum},
-		{"file_exists present and empty", world.Check{ID: "c", Kind: world.CheckFileExists}, []byte{}, true, world.CheckPass, "", state.FingerprintOf(nil)},
+		{"file_exists present and empty", world.Check{ID: "c", Kind: world.CheckFileExists}, []byte{}, true, world.CheckPass, "", codec.FingerprintOf(nil)},
 		{"file_exists missing", world.Check{ID: "c", Kind: world.CheckFileExists}, nil, false, world.CheckFail, "file is missing", ""},
 		{"absent_text found twice", world.Check{ID: "c", Kind: world.CheckAbsentText, Text: "TODO"}, content, true, world.CheckFail, "found 2 occurrence(s) of the forbidden text", sum},
 		{"absent_text not found", world.Check{ID: "c", Kind: world.CheckAbsentText, Text: "FIXME"}, content, true, world.CheckPass, "", sum},
@@ -403,7 +403,7 @@ func TestIdempotencyKey(t *testing.T) {
 		cycle = int64(7)
 	)
 	act := world.Action{Schema: world.ActionSchema, Operation: world.OpMarkIssue, Target: world.IssuesFile}.Ref()
-	dec := state.MustRefOf("gdec", map[string]string{"v": "EXECUTE"})
+	dec := codec.MustRefOf("gdec", map[string]string{"v": "EXECUTE"})
 	base := world.IdempotencyKey(run, cycle, act, dec)
 
 	require.True(t, strings.HasPrefix(base, "idem:sha256:"), base)
@@ -411,7 +411,7 @@ func TestIdempotencyKey(t *testing.T) {
 	assert.Equal(t, base, world.IdempotencyKey(run, cycle, act, dec), "same inputs must give the same key")
 
 	otherAct := world.Action{Schema: world.ActionSchema, Operation: world.OpMarkIssue, Target: world.IssuesFile, Note: "x"}.Ref()
-	otherDec := state.MustRefOf("gdec", map[string]string{"v": "REFUSE"})
+	otherDec := codec.MustRefOf("gdec", map[string]string{"v": "REFUSE"})
 	variants := map[string]string{
 		"run id":       world.IdempotencyKey("run-2", cycle, act, dec),
 		"cycle":        world.IdempotencyKey(run, cycle+1, act, dec),
@@ -435,7 +435,7 @@ func TestSpecValidateRejectsExcludedEvidencePath(t *testing.T) {
 	s := quickstartSpec()
 	s.Evidence[0].Path = "reports/api-key.txt"
 	require.True(t, s.Excluded(s.Evidence[0].Path))
-	var fe *state.FieldError
+	var fe *codec.FieldError
 	require.ErrorAs(t, s.Validate(), &fe)
 	assert.Equal(t, "evidence[0].path", fe.Path)
 	_, err := world.CleanPath(s.Evidence[0].Path)
@@ -452,7 +452,7 @@ func TestExcludedDirectoryNames(t *testing.T) {
 	}
 	assert.False(t, s.Excluded("docs/guide.md"))
 	s.Files = map[string]string{"secrets/config.txt": "x"}
-	var fe *state.FieldError
+	var fe *codec.FieldError
 	require.ErrorAs(t, s.Validate(), &fe)
 	assert.Equal(t, "files.secrets/config.txt", fe.Path)
 }

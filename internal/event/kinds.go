@@ -1,0 +1,200 @@
+package event
+
+import "strings"
+
+// Kind names what an event records. Kinds are dotted names, fixed: a
+// ledger written by one version of acr is read by the next.
+type Kind string
+
+// The run's beginning and its terminal and resumed states.
+const (
+	GoalPinned     Kind = "intent.goal.pinned"
+	ContractPinned Kind = "governance.contract.pinned"
+	SpecPinned     Kind = "environment.spec.pinned"
+	RunStarted     Kind = "persistent.run.started"
+	RunStopped     Kind = "persistent.run.stopped"
+	RunFaulted     Kind = "persistent.run.faulted"
+	RunResumed     Kind = "persistent.run.resumed"
+)
+
+// A cycle's frame: its inputs manifest first, its record last.
+const (
+	CycleStarted      Kind = "persistent.cycle.started"
+	CycleCompleted    Kind = "persistent.cycle.completed"
+	CheckpointCreated Kind = "persistent.checkpoint.created"
+)
+
+// Inputs carried by a cycle's first batch, recorded once.
+const (
+	Observed          Kind = "environment.observed"
+	InboxConsumed     Kind = "inbox.item.consumed"
+	KnowledgeObserved Kind = "knowledge.update.observed"
+)
+
+// Scheduler transitions (seed §11 names).
+const (
+	LoopWoke            Kind = "persistent.loop.woke"
+	LoopIdled           Kind = "persistent.loop.idled"
+	LoopSlept           Kind = "persistent.loop.slept"
+	LoopDeferred        Kind = "persistent.loop.deferred"
+	LoopWaitingApproval Kind = "persistent.loop.waiting_approval"
+)
+
+// Inbox items as a cycle consumed them.
+const (
+	WakeAccepted      Kind = "persistent.wake.accepted"
+	WakeRejected      Kind = "persistent.wake.rejected"
+	WakeCoalesced     Kind = "persistent.wake.coalesced"
+	StopRequested     Kind = "persistent.stop.requested"
+	ApprovalRequested Kind = "approval.requested"
+	ApprovalResolved  Kind = "approval.resolved"
+	ApprovalIgnored   Kind = "approval.ignored"
+)
+
+// Run budgets.
+const (
+	BudgetSoftLimitReached Kind = "budget.soft_limit.reached"
+	BudgetReplenished      Kind = "budget.replenished"
+	BudgetReplenishIgnored Kind = "budget.replenish.ignored"
+)
+
+// Observation encoded for the cycle.
+const (
+	SemanticEncoded Kind = "semantic.state.encoded"
+	SelfObserved    Kind = "self.observation.recorded"
+)
+
+// The commitment store's lifecycle (one kind per transition).
+const (
+	ConditionsEvaluated       Kind = "commitment.conditions.evaluated"
+	CommitmentCreated         Kind = "commitment.created"
+	CommitmentModified        Kind = "commitment.modified"
+	CommitmentSuspended       Kind = "commitment.suspended"
+	CommitmentResumed         Kind = "commitment.resumed"
+	CommitmentCompleted       Kind = "commitment.completed"
+	CommitmentExpired         Kind = "commitment.expired"
+	CommitmentAbandoned       Kind = "commitment.abandoned"
+	CommitmentResumeAnnounced Kind = "persistent.commitment.resumed"
+)
+
+// Agenda resolution, deferrals and suppressions.
+const (
+	DeferralLifted     Kind = "agenda.deferral.lifted"
+	SuppressionLifted  Kind = "agenda.suppression.lifted"
+	CandidatesProposed Kind = "agenda.candidates.proposed"
+	AgendaSelected     Kind = "agenda.resolution.selected"
+	AgendaEmpty        Kind = "agenda.resolution.empty"
+	PromotionRecorded  Kind = "agenda.promotion.recorded"
+	WorkDeferred       Kind = "persistent.work.deferred"
+	GuardTripped       Kind = "loop.guard.tripped"
+)
+
+// Strategic tension, review, lenses and routing.
+const (
+	StrategicTension   Kind = "strategy.tension.observed"
+	ReviewEvaluated    Kind = "strategy.review.evaluated"
+	ReviewRequested    Kind = "strategy.review.requested"
+	ReviewCapped       Kind = "strategy.review.capped"
+	LensRetrieved      Kind = "strategy.lens.retrieved"
+	RoutingOverlaid    Kind = "strategy.routing.overlaid"
+	KnowledgeCandidate Kind = "strategy.knowledge.candidate"
+)
+
+// Cognition: the program, the proposer, the dialogue.
+const (
+	ProgramCompiled   Kind = "cognition.program.compiled"
+	ProposalRequested Kind = "cognition.proposal.requested"
+	ProposalReceived  Kind = "cognition.proposal.received"
+	DialogueCompleted Kind = "cognition.run.completed"
+)
+
+// The governance boundary.
+const (
+	ActionProposed   Kind = "action.request.proposed"
+	DecisionRecorded Kind = "governance.decision.recorded"
+	ReceiptRecorded  Kind = "governance.receipt.recorded"
+)
+
+// The effect: its request, intent, outcome, readback and evaluation.
+const (
+	ActionRequested    Kind = "sandbox.action.requested"
+	ActionIntent       Kind = "sandbox.action.intent"
+	ActionBlocked      Kind = "sandbox.action.blocked"
+	ActionCommitted    Kind = "sandbox.action.committed"
+	ActionNotApplied   Kind = "sandbox.action.not_applied"
+	ReadbackRecorded   Kind = "effect.readback.recorded"
+	EvaluationRecorded Kind = "evaluation.recorded"
+)
+
+// The cycle controller's transitions and artifacts.
+const (
+	Transition          Kind = "controller.transition.recorded"
+	CycleDeclared       Kind = "controller.cycle.declared"
+	CycleBlocked        Kind = "controller.cycle.blocked"
+	TensionAssessed     Kind = "controller.tension.assessed"
+	FitnessFixed        Kind = "controller.fitness.fixed"
+	FitnessCarried      Kind = "controller.fitness.carried"
+	ViolationRefused    Kind = "controller.violation.refused"
+	LearningMetabolized Kind = "controller.learning.metabolized"
+	CandidateForged     Kind = "controller.candidate.forged"
+	CascadeRecorded     Kind = "controller.cascade.recorded"
+	RollbackRequested   Kind = "controller.rollback.requested"
+	ProposalReviewed    Kind = "controller.proposal.reviewed"
+)
+
+// Working-memory compaction.
+const (
+	CompactionCompleted Kind = "context.compaction.completed"
+	CompactionFailed    Kind = "context.compaction.failed"
+)
+
+// Out-of-band records of what the driver did or learned.
+const (
+	RecoveryStarted   Kind = "persistent.recovery.started"
+	RecoveryCompleted Kind = "persistent.recovery.completed"
+	CycleAbandoned    Kind = "persistent.recovery.cycle_abandoned"
+	ProviderFailed    Kind = "persistent.provider.failed"
+	TailRepaired      Kind = "ledger.tail.repaired"
+	InboxQuarantined  Kind = "inbox.item.quarantined"
+)
+
+// Kinds lists every kind acr writes, in catalog order.
+func Kinds() []Kind {
+	return []Kind{GoalPinned, ContractPinned, SpecPinned, RunStarted, RunStopped, RunFaulted, RunResumed, CycleStarted, CycleCompleted, CheckpointCreated, Observed, InboxConsumed, KnowledgeObserved, LoopWoke, LoopIdled, LoopSlept, LoopDeferred, LoopWaitingApproval, WakeAccepted, WakeRejected, WakeCoalesced, StopRequested, ApprovalRequested, ApprovalResolved, ApprovalIgnored, BudgetSoftLimitReached, BudgetReplenished, BudgetReplenishIgnored, SemanticEncoded, SelfObserved, ConditionsEvaluated, CommitmentCreated, CommitmentModified, CommitmentSuspended, CommitmentResumed, CommitmentCompleted, CommitmentExpired, CommitmentAbandoned, CommitmentResumeAnnounced, DeferralLifted, SuppressionLifted, CandidatesProposed, AgendaSelected, AgendaEmpty, PromotionRecorded, WorkDeferred, GuardTripped, StrategicTension, ReviewEvaluated, ReviewRequested, ReviewCapped, LensRetrieved, RoutingOverlaid, KnowledgeCandidate, ProgramCompiled, ProposalRequested, ProposalReceived, DialogueCompleted, ActionProposed, DecisionRecorded, ReceiptRecorded, ActionRequested, ActionIntent, ActionBlocked, ActionCommitted, ActionNotApplied, ReadbackRecorded, EvaluationRecorded, Transition, CycleDeclared, CycleBlocked, TensionAssessed, FitnessFixed, FitnessCarried, ViolationRefused, LearningMetabolized, CandidateForged, CascadeRecorded, RollbackRequested, ProposalReviewed, CompactionCompleted, CompactionFailed, RecoveryStarted, RecoveryCompleted, CycleAbandoned, ProviderFailed, TailRepaired, InboxQuarantined}
+}
+
+// Valid reports whether k is a kind acr writes.
+func (k Kind) Valid() bool {
+	for _, x := range Kinds() {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// OutOfBand reports whether events of this kind are not produced by a
+// cycle step: they record what the driver did or learned from a provider
+// (repairs, recoveries, provider failures, a quarantined inbox file, an
+// effect's intent or a missing control), and replay skips them when it
+// derives cycles again.
+func (k Kind) OutOfBand() bool {
+	s := string(k)
+	return strings.HasPrefix(s, "persistent.recovery.") || strings.HasPrefix(s, "persistent.provider.") ||
+		strings.HasPrefix(s, "ledger.") || k == InboxQuarantined || k == ActionIntent || k == ActionBlocked
+}
+
+// In reports whether k belongs to a family of kinds, the first part of
+// its name ("controller", "strategy", ...).
+func (k Kind) In(family string) bool { return strings.HasPrefix(string(k), family+".") }
+
+// Commitment is the kind of the commitment store's transition named by
+// its verb ("created", "suspended", ...).
+func Commitment(verb string) Kind { return Kind("commitment." + verb) }
+
+// CommitmentVerb returns the verb of a commitment lifecycle kind, and
+// whether k is one (the conditions evaluation is not).
+func (k Kind) CommitmentVerb() (string, bool) {
+	v, ok := strings.CutPrefix(string(k), "commitment.")
+	return v, ok && k != ConditionsEvaluated
+}

@@ -1,0 +1,98 @@
+package kernel
+
+import (
+	"slices"
+
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/event"
+	"github.com/acr-project/acr/internal/inbox"
+	"github.com/acr-project/acr/internal/state"
+)
+
+// answer consumes one approval or denial from the inbox. The rules
+// (docs/operations.md, "Answering an approval request"):
+//
+//   - an answer is consumed once for the life of the run: its id is kept in
+//     RunState.AnswersConsumed, and a copy put back is ignored as a replay;
+//   - it answers exactly the request it names, the action's ref and the
+//     cycle that asked: the same action asked about again later is a new
+//     request, which an old answer does not match;
+//   - of several answers to one request consumed together, the last counts
+//     (an answer another one replaces comes first, then inbox order), and
+//     each one is recorded: approval.ignored (replaced_by_later_answer) for
+//     one that another replaces, approval.resolved for the others, the
+//     later marked replaces_earlier_answer;
+//   - only a person answers: one signed by a role of the loop is refused.
+//
+// replaced maps the id of each answer among the cycle's inbox items that a
+// later answer replaces to the ref of that later answer.
+func (b *builder) answer(it inbox.Item, refs map[string]codec.Ref, replaced map[string]codec.Ref) {
+	rs := &b.s.Run
+	a := *it.Approval
+	if slices.Contains(rs.AnswersConsumed, it.ID) {
+		b.emit(event.ApprovalIgnored, nil, refs, "answer_already_consumed")
+		return
+	}
+	rs.AnswersConsumed = append(rs.AnswersConsumed, it.ID)
+	if n := len(rs.AnswersConsumed) - state.MaxAnswersConsumed; n > 0 {
+		rs.AnswersConsumed = slices.Delete(rs.AnswersConsumed, 0, n)
+	}
+	// The request still open, or answered earlier in this same cycle.
+	open := func(p state.PendingApproval) bool {
+		return p.Ref == a.ActionRef && (p.Resolution == nil || b.answeredNow(p.Resolution.ID))
+	}
+	i := slices.IndexFunc(rs.PendingApprovals, func(p state.PendingApproval) bool { return open(p) && p.CycleSeq == a.RequestCycle })
+	switch {
+	case i < 0 && slices.ContainsFunc(rs.PendingApprovals, open):
+		b.emit(event.ApprovalIgnored, nil, refs, "answers_another_request")
+		return
+	case i < 0:
+		b.emit(event.ApprovalIgnored, nil, refs, "no_pending_approval_for_ref")
+		return
+	}
+	if role, ok := loopRole(a.By); ok {
+		// Only a person answers an approval: one signed by a role of
+		// the loop is the loop approving its own plan.
+		b.guard.Author(a.ActionRef, controller.Distiller)
+		b.refused(b.guard.ApprovePlan(a.ActionRef, role))
+		b.emit(event.ApprovalIgnored, nil, refs, "self_approval_refused", "by_"+role.String())
+		return
+	}
+	refs["action"] = a.ActionRef
+	if by, ok := replaced[it.ID]; ok {
+		refs["replaced_by"] = by
+		b.emit(event.ApprovalIgnored, nil, refs, "replaced_by_later_answer")
+		return
+	}
+	reasons := []string{"verdict_" + a.Verdict}
+	if prev := rs.PendingApprovals[i].Resolution; prev != nil {
+		b.approvals = slices.DeleteFunc(b.approvals, func(x state.Approval) bool { return x.ID == prev.ID })
+		reasons = append(reasons, "replaces_earlier_answer")
+	}
+	rs.PendingApprovals[i].Resolution = &a
+	b.approvals = append(b.approvals, a)
+	b.emit(event.ApprovalResolved, nil, refs, reasons...)
+}
+
+// answeredNow reports whether the answer with this id resolved its request
+// in the cycle being built (and so may still be replaced by a later one).
+func (b *builder) answeredNow(id string) bool {
+	return slices.ContainsFunc(b.approvals, func(x state.Approval) bool { return x.ID == id })
+}
+
+// replacedAnswers maps each answer among items that another answer among
+// them replaces to the ref of the replacing answer. An answer signed by a
+// role of the loop replaces nothing.
+func replacedAnswers(items []inbox.Item) map[string]codec.Ref {
+	person := func(a *state.Approval) bool { _, loop := loopRole(a.By); return !loop }
+	refOf := map[string]codec.Ref{}
+	for _, it := range items {
+		refOf[it.ID] = codec.NewRef(inboxKind(it.Kind), it.Body)
+	}
+	out := map[string]codec.Ref{}
+	for old, by := range inbox.Replaced(items, person) {
+		out[old] = refOf[by]
+	}
+	return out
+}
