@@ -24,15 +24,20 @@ const (
 
 // Other headers this package sets or reads.
 const (
-	hdrMsgID       = natsjs.MsgIDHeader               // Nats-Msg-Id: dedup within the stream's Duplicates window
-	hdrExpectSubj  = natsjs.ExpectedLastSubjSeqHeader // Nats-Expected-Last-Subject-Sequence
-	hdrRollup      = natsjs.MsgRollup                 // Nats-Rollup: "sub" purges the subject's earlier messages
-	hdrSequence    = natsjs.SequenceHeader            // Nats-Sequence, on direct get answers
-	hdrNumPending  = "Nats-Num-Pending"               // on batched direct get answers
-	hdrStatus      = "Status"                         // set by nats.go on status-only messages
-	hdrDescription = "Description"
-	hdrPart        = "Acr-Part"   // "i/n" on the parts of a checkpoint
-	hdrLedgerAt    = "Acr-Ledger" // on a checkpoint's first part: where the ledger stands
+	hdrMsgID      = natsjs.MsgIDHeader               // Nats-Msg-Id: dedup within the stream's Duplicates window
+	hdrExpectSubj = natsjs.ExpectedLastSubjSeqHeader // Nats-Expected-Last-Subject-Sequence
+	// Nats-Expected-Last-Subject-Sequence-Subject: the subject whose last
+	// sequence Nats-Expected-Last-Subject-Sequence names, when it is not
+	// the message's own.
+	hdrExpectSubjSubj = natsjs.ExpectedLastSubjSeqSubjHeader
+	hdrRollup         = natsjs.MsgRollup      // Nats-Rollup: "sub" purges the subject's earlier messages
+	hdrSequence       = natsjs.SequenceHeader // Nats-Sequence, on direct get answers
+	hdrSubject        = natsjs.SubjectHeader  // Nats-Subject, on direct get answers
+	hdrNumPending     = "Nats-Num-Pending"    // on batched direct get answers
+	hdrStatus         = "Status"              // set by nats.go on status-only messages
+	hdrDescription    = "Description"
+	hdrPart           = "Acr-Part"   // "i/n" on the parts of a checkpoint
+	hdrLedgerAt       = "Acr-Ledger" // on a checkpoint's first part: where the ledger stands
 )
 
 // MaxBatch is the server's default limit on the messages of one atomic
@@ -81,6 +86,12 @@ func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 // The caller sets the other headers; publishBatch adds the batch headers to
 // msgs and clears their Reply.
 func publishBatch(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg) (batchAck, error) {
+	return publishBatchFailpoint(ctx, nc, msgs, nil)
+}
+
+// publishBatchFailpoint is publishBatch that calls failpoint, when not
+// nil, between staging the messages and sending the commit.
+func publishBatchFailpoint(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg, failpoint func(string)) (batchAck, error) {
 	if len(msgs) == 0 {
 		return batchAck{}, errors.New("empty batch")
 	}
@@ -111,6 +122,12 @@ func publishBatch(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg) (batchAc
 				return batchAck{}, classify(err)
 			}
 		}
+	}
+	if failpoint != nil {
+		if err := nc.Flush(); err != nil {
+			return batchAck{}, classify(err)
+		}
+		failpoint("batch-staged")
 	}
 	msgs[last].Header.Set(hdrBatchCommit, "1")
 	resp, err := nc.RequestMsgWithContext(ctx, msgs[last])

@@ -64,65 +64,98 @@ func (l *Ledger) Append(ctx context.Context, run string, after uint64, records [
 
 // Commit stores records on run's ledger and, when checkpoint is not nil,
 // replaces run's checkpoint with it, all in one atomic batch: either every
-// message is stored or none is.
+// message is stored or none is. It is CommitBatch with records and a
+// checkpoint only.
+func (l *Ledger) Commit(ctx context.Context, run string, at Frontier, records [][]byte, checkpoint []byte) (Committed, error) {
+	return l.CommitBatch(ctx, run, at, Batch{Records: records, Checkpoint: checkpoint})
+}
+
+// Batch is what one commit stores: ledger records, a checkpoint, a status,
+// any of them (at least one).
+type Batch struct {
+	// Records are appended to the run's ledger, in order.
+	Records [][]byte
+	// Checkpoint, when not nil, replaces the run's checkpoint.
+	Checkpoint []byte
+	// Header is copied onto every checkpoint part (acr's own headers,
+	// such as the generation, that a reader wants without the body).
+	Header nats.Header
+	// Status, when not nil, replaces the run's status message on
+	// <prefix>.status.<run> (rolled up: the subject keeps only the last).
+	Status []byte
+	// Failpoint, when set, is called once the messages are staged on the
+	// server and before the commit message is sent, with the stage
+	// "batch-staged". Crash tests end the writer there: a batch whose
+	// commit never arrives is never stored.
+	Failpoint func(stage string)
+}
+
+// CommitBatch stores b in one atomic batch: either every message is
+// stored or none is.
 //
 // The batch is guarded by the frontier at: its first ledger record carries
 // Nats-Expected-Last-Subject-Sequence = at.Ledger and the first checkpoint
-// part = at.Checkpoint. If another writer moved either, the commit fails
-// with ErrConflict and nothing is stored.
+// part = at.Checkpoint. A batch without records but with a status guards
+// the ledger from the status message instead
+// (Nats-Expected-Last-Subject-Sequence-Subject names the ledger subject),
+// so that a checkpoint is only stored while the ledger still ends where
+// its writer thinks. If another writer moved a guarded subject, the
+// commit fails with ErrConflict and nothing is stored.
 //
-// Every message has a Nats-Msg-Id derived from its subject, at, its place
-// in the batch and its bytes, so retrying the same commit is idempotent:
+// Messages are ordered records, checkpoint parts, status. Every record
+// and part has a Nats-Msg-Id derived from its subject, at, its place in
+// the batch and its bytes, so retrying the same commit is idempotent:
 // within the stream's dedup window the server refuses the copy, after it
-// the expected sequence does; either way Commit then reads what is stored
-// after at and answers Duplicate when it is this commit.
+// the expected sequence does; either way CommitBatch then reads what is
+// stored after at and answers Duplicate when it is this commit.
 //
 // The checkpoint is split into parts that fit the server's payload limit,
 // all on <prefix>.ckpt.<run>; the first part carries Nats-Rollup: sub, so
 // committing purges the previous checkpoint's parts in the same step.
-func (l *Ledger) Commit(ctx context.Context, run string, at Frontier, records [][]byte, checkpoint []byte) (Committed, error) {
-	if len(records) == 0 && checkpoint == nil {
+func (l *Ledger) CommitBatch(ctx context.Context, run string, at Frontier, b Batch) (Committed, error) {
+	if len(b.Records) == 0 && b.Checkpoint == nil && b.Status == nil {
 		return Committed{}, errors.New("commit: nothing to commit")
 	}
-	msgs := l.batch(run, at, records, checkpoint)
+	msgs, nparts := l.batch(run, at, b)
 	var ack batchAck
 	err := retryInFlight(ctx, func() (err error) {
-		ack, err = publishBatch(ctx, l.nc, msgs)
+		ack, err = publishBatchFailpoint(ctx, l.nc, msgs, b.Failpoint)
 		return err
 	})
 	if err == nil {
-		return l.committed(at, ack.first(), len(records), len(msgs), false), nil
+		return l.committed(at, ack.first(), len(b.Records), nparts, false), nil
 	}
 	if code := apiCode(err); code != codeBatchDuplicate && !errors.Is(err, ErrConflict) {
 		return Committed{}, fmt.Errorf("commit %s: %w", run, err)
 	}
 	// Stale, or a copy: it is a copy if what follows at is this batch.
-	first, ok, rerr := l.stored(ctx, run, at, records, msgs)
+	first, ok, rerr := l.stored(ctx, run, at, len(b.Records), msgs)
 	if rerr != nil {
 		return Committed{}, fmt.Errorf("commit %s: check a refused commit: %w", run, rerr)
 	}
 	if !ok {
 		return Committed{}, fmt.Errorf("commit %s: %w", run, classify(err))
 	}
-	return l.committed(at, first, len(records), len(msgs), true), nil
+	return l.committed(at, first, len(b.Records), nparts, true), nil
 }
 
-func (l *Ledger) committed(at Frontier, first uint64, nrec, nmsg int, dup bool) Committed {
+func (l *Ledger) committed(at Frontier, first uint64, nrec, nparts int, dup bool) Committed {
 	c := Committed{Frontier: at, First: first, Duplicate: dup}
 	if nrec > 0 {
 		c.Frontier.Ledger = first + uint64(nrec) - 1
 	}
-	if nmsg > nrec {
-		c.Frontier.Checkpoint = first + uint64(nmsg) - 1
+	if nparts > 0 {
+		c.Frontier.Checkpoint = first + uint64(nrec+nparts) - 1
 	}
 	return c
 }
 
-// batch builds the messages of a commit.
-func (l *Ledger) batch(run string, at Frontier, records [][]byte, checkpoint []byte) []*nats.Msg {
+// batch builds the messages of a commit and says how many are
+// checkpoint parts.
+func (l *Ledger) batch(run string, at Frontier, b Batch) ([]*nats.Msg, int) {
 	lsubj, csubj := l.names.LedgerSubject(run), l.names.CheckpointSubject(run)
-	msgs := make([]*nats.Msg, 0, len(records)+1)
-	for i, r := range records {
+	msgs := make([]*nats.Msg, 0, len(b.Records)+2)
+	for i, r := range b.Records {
 		m := &nats.Msg{Subject: lsubj, Data: r, Header: nats.Header{}}
 		m.Header.Set(hdrMsgID, msgID(lsubj, at.Ledger, i, r))
 		if i == 0 {
@@ -130,39 +163,61 @@ func (l *Ledger) batch(run string, at Frontier, records [][]byte, checkpoint []b
 		}
 		msgs = append(msgs, m)
 	}
-	if checkpoint == nil {
-		return msgs
-	}
-	parts := split(checkpoint, partSize(l.nc))
-	for i, p := range parts {
-		m := &nats.Msg{Subject: csubj, Data: p, Header: nats.Header{}}
-		m.Header.Set(hdrMsgID, msgID(csubj, at.Checkpoint, i, p))
-		m.Header.Set(hdrPart, fmt.Sprintf("%d/%d", i+1, len(parts)))
-		if i == 0 {
-			m.Header.Set(hdrExpectSubj, strconv.FormatUint(at.Checkpoint, 10))
-			m.Header.Set(hdrRollup, "sub")
-			// Where the ledger stands once this batch is stored: its
-			// records sit right before this part.
-			if len(records) == 0 {
-				m.Header.Set(hdrLedgerAt, "="+strconv.FormatUint(at.Ledger, 10))
-			} else {
-				m.Header.Set(hdrLedgerAt, "-1")
+	nparts := 0
+	if b.Checkpoint != nil {
+		parts := split(b.Checkpoint, partSize(l.nc))
+		nparts = len(parts)
+		for i, p := range parts {
+			m := &nats.Msg{Subject: csubj, Data: p, Header: nats.Header{}}
+			for k, vs := range b.Header {
+				m.Header[k] = append([]string(nil), vs...)
 			}
+			m.Header.Set(hdrMsgID, msgID(csubj, at.Checkpoint, i, p))
+			m.Header.Set(hdrPart, fmt.Sprintf("%d/%d", i+1, len(parts)))
+			if i == 0 {
+				m.Header.Set(hdrExpectSubj, strconv.FormatUint(at.Checkpoint, 10))
+				m.Header.Set(hdrRollup, "sub")
+				// Where the ledger stands once this batch is stored: its
+				// records sit right before this part.
+				if len(b.Records) == 0 {
+					m.Header.Set(hdrLedgerAt, "="+strconv.FormatUint(at.Ledger, 10))
+				} else {
+					m.Header.Set(hdrLedgerAt, "-1")
+				}
+			}
+			msgs = append(msgs, m)
+		}
+	}
+	if b.Status != nil {
+		m := &nats.Msg{Subject: l.names.StatusSubject(run), Data: b.Status, Header: nats.Header{}}
+		m.Header.Set(hdrRollup, "sub")
+		if len(b.Records) == 0 {
+			m.Header.Set(hdrExpectSubj, strconv.FormatUint(at.Ledger, 10))
+			m.Header.Set(hdrExpectSubjSubj, lsubj)
 		}
 		msgs = append(msgs, m)
 	}
-	return msgs
+	return msgs, nparts
 }
 
 // stored reports whether the messages right after at are msgs (a commit
 // that had already been stored), and the first one's sequence. A commit
-// with records is recognised for as long as the ledger lasts; a
-// checkpoint-only commit only until the next commit rolls its parts up,
-// after which its retry is reported as the conflict it then is.
-func (l *Ledger) stored(ctx context.Context, run string, at Frontier, records [][]byte, msgs []*nats.Msg) (uint64, bool, error) {
-	subj, from, want := l.names.LedgerSubject(run), at.Ledger+1, msgs[:len(records)]
-	if len(records) == 0 {
-		subj, from, want = l.names.CheckpointSubject(run), at.Checkpoint+1, msgs
+// with records is recognised by its records for as long as the ledger
+// lasts; a commit without records by its checkpoint parts, only until the
+// next commit rolls them up, after which its retry is reported as the
+// conflict it then is. A status-only commit is never recognised.
+func (l *Ledger) stored(ctx context.Context, run string, at Frontier, nrec int, msgs []*nats.Msg) (uint64, bool, error) {
+	subj, from, want := l.names.LedgerSubject(run), at.Ledger+1, msgs[:nrec]
+	if nrec == 0 {
+		subj, from, want = l.names.CheckpointSubject(run), at.Checkpoint+1, nil
+		for _, m := range msgs {
+			if m.Subject == subj {
+				want = append(want, m)
+			}
+		}
+		if len(want) == 0 {
+			return 0, false, nil
+		}
 	}
 	var got []uint64
 	errStop := errors.New("stop")
@@ -234,6 +289,50 @@ func (l *Ledger) Last(ctx context.Context, run string) (Record, error) {
 		return Record{}, err
 	}
 	return Record{Seq: seq, ID: m.Header.Get(hdrMsgID), Batch: m.Header.Get(hdrBatchID), Data: m.Data}, nil
+}
+
+// CheckpointHead returns the stream sequence and headers of the last part
+// of run's checkpoint (ErrNotFound when it has none): the checkpoint's
+// position and the headers its commit set, without reading its body.
+func (l *Ledger) CheckpointHead(ctx context.Context, run string) (uint64, nats.Header, error) {
+	seq, m, err := lastOnSubject(ctx, l.nc, l.stream, l.names.CheckpointSubject(run))
+	if err != nil {
+		return 0, nil, err
+	}
+	return seq, m.Header, nil
+}
+
+// Get returns run's ledger record at stream sequence seq, or ErrNotFound
+// when there is none there (or it is not one of run's records).
+func (l *Ledger) Get(ctx context.Context, run string, seq uint64) (Record, error) {
+	m, err := getSeq(ctx, l.nc, l.stream, seq)
+	if err != nil {
+		return Record{}, err
+	}
+	if m.Subject != l.names.LedgerSubject(run) {
+		return Record{}, fmt.Errorf("record %d of %s: %w", seq, run, ErrNotFound)
+	}
+	return Record{Seq: seq, ID: m.Header.Get(hdrMsgID), Batch: m.Header.Get(hdrBatchID), Data: m.Data}, nil
+}
+
+// Statuses calls fn with the last status message of every run that has
+// one, in no particular order: one direct get of the last message on
+// every status subject when there are at most 1024 runs, otherwise a
+// scan by a short-lived consumer.
+func (l *Ledger) Statuses(ctx context.Context, fn func(run string, data []byte) error) error {
+	filter := l.names.Prefix + ".status.*"
+	each := func(subject string, data []byte) error {
+		run, err := ParseToken(strings.TrimPrefix(subject, l.names.Prefix+".status."))
+		if err != nil {
+			return fmt.Errorf("status subject %s: %w", subject, err)
+		}
+		return fn(run, data)
+	}
+	err := readLastPerSubject(ctx, l.nc, l.stream, filter, each)
+	if errors.Is(err, errTooManySubjects) {
+		return scanLastPerSubject(ctx, l.nc, l.stream, filter, each)
+	}
+	return err
 }
 
 // Checkpoint returns run's checkpoint and the frontier right after the

@@ -171,7 +171,8 @@ func TestRetriedBatchIsDeduplicated(t *testing.T) {
 	must(t, err)
 
 	// What the server itself answers to the copy.
-	_, err = publishBatch(ctx(t), nc, l.batch(run, Frontier{}, recs, nil))
+	msgs, _ := l.batch(run, Frontier{}, Batch{Records: recs})
+	_, err = publishBatch(ctx(t), nc, msgs)
 	if apiCode(err) != codeBatchDuplicate {
 		t.Fatalf("raw retry: %v, want err_code %d", err, codeBatchDuplicate)
 	}
@@ -184,7 +185,8 @@ func TestRetriedBatchIsDeduplicated(t *testing.T) {
 	sameData(t, readAll(t, l, run, 0), recs)
 
 	time.Sleep(1500 * time.Millisecond) // past the dedup window
-	_, err = publishBatch(ctx(t), nc, l.batch(run, Frontier{}, recs, nil))
+	msgs, _ = l.batch(run, Frontier{}, Batch{Records: recs})
+	_, err = publishBatch(ctx(t), nc, msgs)
 	wantErr(t, err, ErrConflict)
 	c3, err := l.Append(ctx(t), run, 0, recs)
 	must(t, err)

@@ -54,8 +54,16 @@ func (n Names) LedgerSubject(run string) string { return n.Prefix + ".ledger." +
 // CheckpointSubject is the subject of run's checkpoint parts: <prefix>.ckpt.<run>.
 func (n Names) CheckpointSubject(run string) string { return n.Prefix + ".ckpt." + Token(run) }
 
+// StatusSubject is the subject of run's status, a small summary written
+// with each checkpoint for listing runs: <prefix>.status.<run>.
+func (n Names) StatusSubject(run string) string { return n.Prefix + ".status." + Token(run) }
+
 // InboxSubject is the subject of run's inbox items: <prefix>.inbox.<run>.
 func (n Names) InboxSubject(run string) string { return n.Prefix + ".inbox." + Token(run) }
+
+// QuarantineSubject is the subject of run's quarantined inbox items:
+// <prefix>.quarantine.<run>.
+func (n Names) QuarantineSubject(run string) string { return n.Prefix + ".quarantine." + Token(run) }
 
 // plain reports whether c needs no escaping in a subject token, a stream
 // name and a KV key.

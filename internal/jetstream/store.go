@@ -116,7 +116,7 @@ func runsStreamConfig(n Names, o Options) natsjs.StreamConfig {
 	return natsjs.StreamConfig{
 		Name:        n.RunsStream(),
 		Description: "acr ledgers and checkpoints, one subject pair per run",
-		Subjects:    []string{n.Prefix + ".ledger.*", n.Prefix + ".ckpt.*"},
+		Subjects:    []string{n.Prefix + ".ledger.*", n.Prefix + ".ckpt.*", n.Prefix + ".status.*"},
 		Storage:     o.storage(),
 		Replicas:    o.Replicas,
 		// Limits retention with no limits: nothing expires, nothing is
@@ -145,7 +145,7 @@ func inboxStreamConfig(n Names, o Options) natsjs.StreamConfig {
 	return natsjs.StreamConfig{
 		Name:              n.InboxStream(),
 		Description:       "acr inboxes (wake, approval, stop), one subject per run",
-		Subjects:          []string{n.Prefix + ".inbox.*"},
+		Subjects:          []string{n.Prefix + ".inbox.*", n.Prefix + ".quarantine.*"},
 		Storage:           o.storage(),
 		Replicas:          o.Replicas,
 		Retention:         natsjs.LimitsPolicy,

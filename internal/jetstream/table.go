@@ -44,3 +44,15 @@ func (t *Table) Get(ctx context.Context, run, key string) ([]byte, error) {
 	}
 	return e.Value(), nil
 }
+
+// Put stores value under key whatever is there: a cache write (an outcome
+// record that can be derived again), not a claim.
+func (t *Table) Put(ctx context.Context, run, key string, value []byte) error {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	err := retryInFlight(ctx, func() error { _, err := t.kv.Put(ctx, tableKey(run, key), value); return err })
+	if err != nil {
+		return fmt.Errorf("cache %s: %w", key, classify(err))
+	}
+	return nil
+}

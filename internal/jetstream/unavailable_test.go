@@ -93,7 +93,7 @@ func TestServerRestartMidBatchLeavesNothingHalfWritten(t *testing.T) {
 	must(t, err)
 
 	recs := records("cycle", 10, 300)
-	msgs := st.Ledger.batch(run, c.Frontier, recs, []byte("ck cycle"))
+	msgs, _ := st.Ledger.batch(run, c.Frontier, Batch{Records: recs, Checkpoint: []byte("ck cycle")})
 	for i, m := range msgs[:len(msgs)-1] {
 		m.Header.Set(hdrBatchID, "interrupted")
 		m.Header.Set(hdrBatchSeq, strconv.Itoa(i+1))
