@@ -49,6 +49,13 @@ func TestUnavailableServerErrors(t *testing.T) {
 		must(t, err)
 		st := openOn(t, nc, Options{})
 		s.Shutdown()
+		// Until the client has seen the connection drop, a request is
+		// written to a dead socket and ends with its deadline instead.
+		for deadline := time.Now().Add(5 * time.Second); nc.IsConnected(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the client did not notice the server stop")
+			}
+		}
 		ops := map[string]func() error{
 			"append": func() error { _, err := st.Ledger.Append(short(t), run, 0, records("x", 2, 10)); return err },
 			"commit": func() error { _, err := st.Ledger.Commit(short(t), run, Frontier{}, nil, []byte("ck")); return err },
