@@ -147,6 +147,49 @@ func publishBatchFailpoint(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg,
 	return ack, nil
 }
 
+// publishOne stores a single message with a plain acknowledged publish:
+// one message is stored whole or not at all without a batch, and a plain
+// publish skips the batch's staging (which costs several synchronous
+// disk writes on a single-replica file stream). The answer is shaped as a
+// batch's, with Count 1; a copy within the dedup window is answered with
+// the first one's sequence and refused as the batch would refuse it
+// (codeBatchDuplicate), so that callers handle both alike. failpoint, when
+// not nil, is called before the message is sent.
+func publishOne(ctx context.Context, nc *nats.Conn, m *nats.Msg, failpoint func(string)) (batchAck, error) {
+	if int64(len(m.Data)+headerSize(m.Header)) > nc.MaxPayload() {
+		return batchAck{}, fmt.Errorf("%w: %d bytes on %s, the server takes %d", ErrTooLarge, len(m.Data), m.Subject, nc.MaxPayload())
+	}
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	if failpoint != nil {
+		failpoint("batch-staged")
+	}
+	m.Reply = ""
+	resp, err := nc.RequestMsgWithContext(ctx, m)
+	if err != nil {
+		return batchAck{}, classify(err)
+	}
+	var ack struct {
+		Stream    string           `json:"stream"`
+		Seq       uint64           `json:"seq"`
+		Duplicate bool             `json:"duplicate"`
+		Error     *natsjs.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(resp.Data, &ack); err != nil {
+		return batchAck{}, fmt.Errorf("publish ack %q: %w", resp.Data, err)
+	}
+	if ack.Error != nil {
+		return batchAck{}, classify(ack.Error)
+	}
+	if ack.Duplicate {
+		return batchAck{}, &natsjs.APIError{Code: 400, ErrorCode: codeBatchDuplicate, Description: "duplicate message id"}
+	}
+	if ack.Seq == 0 {
+		return batchAck{}, fmt.Errorf("publish ack %q: no sequence", resp.Data)
+	}
+	return batchAck{Stream: ack.Stream, Seq: ack.Seq, Count: 1}, nil
+}
+
 // headerSize approximates the encoded size of h.
 func headerSize(h nats.Header) int {
 	n := len("NATS/1.0\r\n\r\n")

@@ -91,7 +91,9 @@ type Batch struct {
 }
 
 // CommitBatch stores b in one atomic batch: either every message is
-// stored or none is.
+// stored or none is. A commit of a single message (one record) is a
+// plain publish with the same headers, atomic by itself and without the
+// batch's staging cost.
 //
 // The batch is guarded by the frontier at: its first ledger record carries
 // Nats-Expected-Last-Subject-Sequence = at.Ledger and the first checkpoint
@@ -119,7 +121,11 @@ func (l *Ledger) CommitBatch(ctx context.Context, run string, at Frontier, b Bat
 	msgs, nparts := l.batch(run, at, b)
 	var ack batchAck
 	err := retryInFlight(ctx, func() (err error) {
-		ack, err = publishBatchFailpoint(ctx, l.nc, msgs, b.Failpoint)
+		if len(msgs) == 1 {
+			ack, err = publishOne(ctx, l.nc, msgs[0], b.Failpoint)
+		} else {
+			ack, err = publishBatchFailpoint(ctx, l.nc, msgs, b.Failpoint)
+		}
 		return err
 	})
 	if err == nil {

@@ -242,3 +242,37 @@ func TestReadPagesThroughLongLedger(t *testing.T) {
 	_, err := st.Ledger.Append(ctx(t), run, at, records("big", MaxBatch+1, 10))
 	wantErr(t, err, ErrTooLarge)
 }
+
+// A one-record append is a plain publish: a retry is recognised as the
+// batch's would be (within the dedup window by its message id, after it
+// by reading what follows the frontier), another record at the same
+// frontier is a conflict.
+func TestSingleRecordAppend(t *testing.T) {
+	_, _, st := open(t, Options{LedgerDedup: time.Second})
+	l := st.Ledger
+	rec := records("one", 1, 100)
+	c1, err := l.Append(ctx(t), run, 0, rec)
+	must(t, err)
+	if c1.First != c1.Frontier.Ledger || c1.Duplicate {
+		t.Fatalf("append: %+v", c1)
+	}
+	c2, err := l.Append(ctx(t), run, 0, rec)
+	must(t, err)
+	if !c2.Duplicate || c2.Frontier != c1.Frontier || c2.First != c1.First {
+		t.Fatalf("retry: %+v, first: %+v", c2, c1)
+	}
+	_, err = l.Append(ctx(t), run, 0, records("other", 1, 100))
+	wantErr(t, err, ErrConflict)
+	time.Sleep(1500 * time.Millisecond) // past the dedup window
+	c3, err := l.Append(ctx(t), run, 0, rec)
+	must(t, err)
+	if !c3.Duplicate || c3.Frontier != c1.Frontier {
+		t.Fatalf("late retry: %+v", c3)
+	}
+	c4, err := l.Append(ctx(t), run, c1.Frontier.Ledger, records("two", 1, 100))
+	must(t, err)
+	sameData(t, readAll(t, l, run, 0), append(rec, records("two", 1, 100)...))
+	if c4.Frontier.Ledger != c4.First {
+		t.Fatalf("second append: %+v", c4)
+	}
+}
