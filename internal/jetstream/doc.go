@@ -15,7 +15,9 @@
 //
 //	stream P-runs    subjects P.ledger.*  run R's ledger records on P.ledger.<R>
 //	                          P.ckpt.*    run R's checkpoint parts on P.ckpt.<R>
+//	                          P.status.*  run R's status (for listing runs) on P.status.<R>
 //	stream P-inbox   subject  P.inbox.*   run R's inbox items on P.inbox.<R>
+//	                          P.quarantine.*  items set aside, on P.quarantine.<R>
 //	bucket P-idem    key <R>.<key>        idempotency records (stream KV_P-idem)
 //	bucket P-lease   key <R>              run leases (stream KV_P-lease)
 //	bucket P-ckpt    key <R>              checkpoints, KV design (stream KV_P-ckpt)
@@ -34,10 +36,18 @@
 //	                        Nats-Rollup: sub   Acr-Part: 1/k   Acr-Ledger: -1 | =F.Ledger
 //	P.ckpt.<R>    part 2/k…k/k                 (the last message: Nats-Batch-Commit: 1)
 //
+//	P.status.<R>  status    Nats-Rollup: sub   (a batch without records:
+//	                        Nats-Expected-Last-Subject-Sequence: F.Ledger,
+//	                        Nats-Expected-Last-Subject-Sequence-Subject: P.ledger.<R>)
+//
 // F is the Frontier the writer read: the stream sequences of the run's
 // last record and last checkpoint part. If another writer has moved either
 // subject since, the whole batch is refused (ErrConflict) and nothing is
-// stored. Every message has a Nats-Msg-Id derived from its subject, F, its
+// stored. A checkpoint-only batch guards the ledger from its status
+// message, so a checkpoint is stored only while the ledger still ends
+// where its writer thinks. A commit of one message (a one-record append)
+// is a plain publish with the same headers: one message is atomic by
+// itself, and it skips the batch's staging cost. Every message has a Nats-Msg-Id derived from its subject, F, its
 // place and its bytes, so a retried commit is recognised (ErrConflict or
 // the server's duplicate error, then a read of what follows F) and answered
 // as a Duplicate instead of being stored twice.

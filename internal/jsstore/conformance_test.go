@@ -36,14 +36,14 @@ var testOptions = Options{Prefix: "t", ExpiryGrace: -1}
 
 // connect opens a connection as a store process does, closed with the
 // test.
-func connect(t *testing.T, url string, opts ...nats.Option) *nats.Conn {
+func connect(t testing.TB, url string, opts ...nats.Option) *nats.Conn {
 	t.Helper()
 	opts = append([]nats.Option{nats.ReconnectBufSize(-1), nats.ReconnectWait(20 * time.Millisecond)}, opts...)
 	return natstest.Connect(t, url, opts...)
 }
 
 // openStore opens the test store on a new connection.
-func openStore(t *testing.T, url string) (*nats.Conn, *Store) {
+func openStore(t testing.TB, url string) (*nats.Conn, *Store) {
 	t.Helper()
 	nc := connect(t, url)
 	s, err := Open(ctx(t), nc, testOptions)
@@ -51,7 +51,7 @@ func openStore(t *testing.T, url string) (*nats.Conn, *Store) {
 	return nc, s
 }
 
-func ctx(t *testing.T) context.Context {
+func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return c
@@ -59,7 +59,7 @@ func ctx(t *testing.T) context.Context {
 
 // openJS opens run id as one process: its own connection, store and
 // handles.
-func openJS(t *testing.T, url, id string) (storagetest.Backend, error) {
+func openJS(t testing.TB, url, id string) (storagetest.Backend, error) {
 	nc, s := openStore(t, url)
 	r, err := s.Run(ctx(t), id)
 	require.NoError(t, err)
@@ -73,14 +73,14 @@ func openJS(t *testing.T, url, id string) (storagetest.Backend, error) {
 		Checkpoints: r.Checkpoints(),
 		Ledger:      led,
 		Inbox:       ib,
-		Reopen:      func(t *testing.T) (storagetest.Backend, error) { return openJS(t, url, id) },
+		Reopen:      func(t testing.TB) (storagetest.Backend, error) { return openJS(t, url, id) },
 		Close:       nc.Close,
 		Put:         ib.Put,
 		PutRaw:      ib.putRaw,
 		// The writer dies with its batch staged on the server and the
 		// commit not sent: the goroutine ends at the failpoint and the
 		// connection closes.
-		CrashAppend: func(t *testing.T, events []event.Event) {
+		CrashAppend: func(t testing.TB, events []event.Event) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
@@ -93,4 +93,24 @@ func openJS(t *testing.T, url, id string) (storagetest.Backend, error) {
 		},
 		Features: storagetest.Features{AtomicAppend: true, Fenced: true, Expiry: 3 * time.Second},
 	}, nil
+}
+
+// BenchmarkJetStream measures the suite's operations on an embedded
+// server with file storage (sync_interval default) and, as
+// SyncAlways, with every write fsynced before its ack.
+func BenchmarkJetStream(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		opts []natstest.Option
+	}{{"sync-default", nil}, {"sync-always", []natstest.Option{natstest.SyncAlways()}}} {
+		b.Run(mode.name, func(b *testing.B) {
+			srv := natstest.Start(b, mode.opts...)
+			var n atomic.Int64
+			storagetest.Benchmark(b, func(tb testing.TB) storagetest.Backend {
+				be, err := openJS(tb, srv.ClientURL(), fmt.Sprintf("run:bench:%d", n.Add(1)))
+				require.NoError(tb, err)
+				return be
+			})
+		})
+	}
 }

@@ -30,7 +30,7 @@ func TestDirectory(t *testing.T) {
 // openDir opens the run in dir as one acr process does: the run lock
 // first, then the store, the ledger (created for a fresh run) and the
 // inbox.
-func openDir(t *testing.T, dir string, create bool) (storagetest.Backend, error) {
+func openDir(t testing.TB, dir string, create bool) (storagetest.Backend, error) {
 	fsys, err := disk.OpenOSDir(dir)
 	require.NoError(t, err)
 	store := dirstore.NewStore(fsys)
@@ -58,7 +58,7 @@ func openDir(t *testing.T, dir string, create bool) (storagetest.Backend, error)
 		Checkpoints: store,
 		Ledger:      led,
 		Inbox:       ib,
-		Reopen:      func(t *testing.T) (storagetest.Backend, error) { return openDir(t, dir, false) },
+		Reopen:      func(t testing.TB) (storagetest.Backend, error) { return openDir(t, dir, false) },
 		Close:       closeRun,
 		Put:         ib.Write,
 		PutRaw: func(id string, b []byte) error {
@@ -69,7 +69,7 @@ func openDir(t *testing.T, dir string, create bool) (storagetest.Backend, error)
 		},
 		// A kill in the middle of the one write of a batch: the file
 		// keeps the batch's first line and half of its second.
-		CrashAppend: func(t *testing.T, events []event.Event) {
+		CrashAppend: func(t testing.TB, events []event.Event) {
 			require.GreaterOrEqual(t, len(events), 2)
 			recs, err := led.Append(events)
 			require.NoError(t, err)
@@ -78,4 +78,13 @@ func openDir(t *testing.T, dir string, create bool) (storagetest.Backend, error)
 		},
 		Features: storagetest.Features{Exclusive: true},
 	}, nil
+}
+
+func BenchmarkDirectory(b *testing.B) {
+	storagetest.Benchmark(b, func(tb testing.TB) storagetest.Backend {
+		be, err := openDir(tb, tb.TempDir(), true)
+		require.NoError(tb, err)
+		tb.Cleanup(be.Close)
+		return be
+	})
 }

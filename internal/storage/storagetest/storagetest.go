@@ -32,7 +32,7 @@ type Backend struct {
 	// what is durable. A backend that admits one writer at a time
 	// (Features.Exclusive) fails with storage.ErrBusy while this one
 	// holds the run.
-	Reopen func(t *testing.T) (Backend, error)
+	Reopen func(t testing.TB) (Backend, error)
 	// Close ends this process's hold on the run as its exit would (a
 	// kill included): locks and connections go, nothing is flushed or
 	// tidied.
@@ -47,7 +47,7 @@ type Backend struct {
 	// CrashAppend appends events as a process killed in the middle of
 	// the write would leave them, and ends this process (Close). The
 	// test reopens the run afterwards.
-	CrashAppend func(t *testing.T, events []event.Event)
+	CrashAppend func(t testing.TB, events []event.Event)
 
 	Features Features
 }
