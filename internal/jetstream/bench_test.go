@@ -29,7 +29,7 @@ var syncModes = []struct {
 
 func benchOpen(b *testing.B, sopts ...natstest.Option) (*nats.Conn, *Store) {
 	b.Helper()
-	_, nc, st := open(b, Options{}, sopts...)
+	_, nc, st := open(b, Options{KVCheckpoints: true}, sopts...)
 	return nc, st
 }
 

@@ -14,7 +14,7 @@ import (
 // KV design: Create for the first checkpoint, Update on the revision read;
 // a writer holding a stale revision stores nothing.
 func TestCheckpointKVUpdateOnRevision(t *testing.T) {
-	_, _, st := open(t, Options{})
+	_, _, st := open(t, Options{KVCheckpoints: true})
 	c := st.Checkpoints
 	_, _, err := c.Get(ctx(t), run)
 	wantErr(t, err, ErrNotFound)
@@ -38,7 +38,7 @@ func TestCheckpointKVUpdateOnRevision(t *testing.T) {
 // A KV value is one message: above the server's max_payload (1 MiB by
 // default) the client refuses it before sending.
 func TestCheckpointKVTooLarge(t *testing.T) {
-	_, nc, st := open(t, Options{})
+	_, nc, st := open(t, Options{KVCheckpoints: true})
 	big := make([]byte, nc.MaxPayload()+1)
 	_, err := st.Checkpoints.Create(ctx(t), run, big)
 	wantErr(t, err, ErrTooLarge)

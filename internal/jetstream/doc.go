@@ -20,7 +20,7 @@
 //	                          P.quarantine.*  items set aside, on P.quarantine.<R>
 //	bucket P-idem    key <R>.<key>        idempotency records (stream KV_P-idem)
 //	bucket P-lease   key <R>              run leases (stream KV_P-lease)
-//	bucket P-ckpt    key <R>              checkpoints, KV design (stream KV_P-ckpt)
+//	bucket P-ckpt    key <R>              checkpoints, KV design, only with Options.KVCheckpoints
 //
 // # Commit: records and checkpoint in one atomic batch
 //

@@ -27,6 +27,11 @@ type Options struct {
 	// MemoryStorage keeps everything in memory (tests and benchmarks
 	// only: a server restart loses it).
 	MemoryStorage bool
+	// KVCheckpoints creates the checkpoint bucket of the KV design
+	// (Store.Checkpoints), which the recommended design does not use;
+	// kept for the tests and benchmarks that compare the two. Without it
+	// Store.Checkpoints is nil.
+	KVCheckpoints bool
 }
 
 func (o Options) withDefaults() Options {
@@ -83,11 +88,15 @@ func Open(ctx context.Context, nc *nats.Conn, names Names, opts Options) (*Store
 	if _, err := js.CreateOrUpdateStream(ctx, inboxStreamConfig(names, o)); err != nil {
 		return nil, fmt.Errorf("open %s: %w", names.InboxStream(), classify(err))
 	}
-	ckpt, err := js.CreateOrUpdateKeyValue(ctx, natsjs.KeyValueConfig{
-		Bucket: names.CheckpointBucket(), History: 1, Storage: o.storage(), Replicas: o.Replicas,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", names.CheckpointBucket(), classify(err))
+	var ckpt *Checkpoints
+	if o.KVCheckpoints {
+		kv, err := js.CreateOrUpdateKeyValue(ctx, natsjs.KeyValueConfig{
+			Bucket: names.CheckpointBucket(), History: 1, Storage: o.storage(), Replicas: o.Replicas,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", names.CheckpointBucket(), classify(err))
+		}
+		ckpt = &Checkpoints{kv: kv}
 	}
 	idem, err := js.CreateOrUpdateKeyValue(ctx, natsjs.KeyValueConfig{
 		Bucket: names.IdempotencyBucket(), History: 1, Storage: o.storage(), Replicas: o.Replicas,
@@ -104,7 +113,7 @@ func Open(ctx context.Context, nc *nats.Conn, names Names, opts Options) (*Store
 	return &Store{
 		Names:       names,
 		Ledger:      &Ledger{nc: nc, names: names, stream: names.RunsStream()},
-		Checkpoints: &Checkpoints{kv: ckpt},
+		Checkpoints: ckpt,
 		Idempotency: &Table{kv: idem},
 		Inbox:       &Inbox{nc: nc, js: js, names: names, stream: names.InboxStream()},
 		Leases:      &Leases{kv: lease, ttl: o.LeaseTTL},

@@ -47,7 +47,7 @@ func TestUnavailableServerErrors(t *testing.T) {
 	} {
 		nc, err := Connect(url, mode.opts...)
 		must(t, err)
-		st := openOn(t, nc, Options{})
+		st := openOn(t, nc, Options{KVCheckpoints: true})
 		s.Shutdown()
 		// Until the client has seen the connection drop, a request is
 		// written to a dead socket and ends with its deadline instead.
