@@ -10,6 +10,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/jetstream"
 	"github.com/acr-project/acr/internal/jetstream/natstest"
 	"github.com/acr-project/acr/internal/ledger"
@@ -329,4 +330,17 @@ func TestDial(t *testing.T) {
 	runs, err := s.Runs(ctx(t))
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
+}
+
+// The status reads the run state's own encoding.
+func TestStatusOfRunState(t *testing.T) {
+	rs := state.RunState{RunID: "run:s", CycleSeq: 4, Status: state.RunRunning, LoopDisposition: state.Sleep,
+		UpdatedAt: "2026-01-01T00:00:00Z", NextWake: &state.Wake{At: "2026-01-02T00:00:00Z", Reason: "sleep"}}
+	b, err := codec.Marshal(rs)
+	require.NoError(t, err)
+	st := statusOf(storage.Commit{RunID: "run:s", CycleSeq: 4, Files: map[string][]byte{"run_state": b}}, storage.Manifest{Generation: 3})
+	require.Equal(t, Status{RunID: "run:s", Generation: 3, CycleSeq: 4, RunStatus: "RUNNING", Disposition: "SLEEP",
+		NextWake: "2026-01-02T00:00:00Z", UpdatedAt: "2026-01-01T00:00:00Z"}, st)
+	require.False(t, st.Due(time.Date(2026, 1, 1, 23, 0, 0, 0, time.UTC)))
+	require.True(t, st.Due(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)))
 }
