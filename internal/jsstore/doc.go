@@ -62,6 +62,8 @@
 //	Store.Acquire, Lease KV create, update on the revision, delete on the revision
 //	Store.Runs, Due      one multi-last direct get of P.status.* (a consumer beyond
 //	                     1024 runs) and the inbox stream's per-subject counts
+//	Store.WatchInbox     a plain subscription on P.inbox.*: a worker hears of an
+//	                     item as it is put
 //
 // # Positions and bytes
 //

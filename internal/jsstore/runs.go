@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/acr-project/acr/internal/jetstream"
 	"github.com/acr-project/acr/internal/storage"
 )
 
@@ -112,4 +115,22 @@ func (s *Store) Due(ctx context.Context, now time.Time) ([]Status, error) {
 		return nil, err
 	}
 	return slices.DeleteFunc(all, func(st Status) bool { return !st.Due(now) }), nil
+}
+
+// WatchInbox calls fn with the run id of every inbox item put from now
+// on, as it is published (a plain NATS subscription on
+// <prefix>.inbox.*: no consumer, nothing stored), so that a worker can
+// start a woken run at once instead of at its next poll of Due. Delivery
+// is at most once: a worker still polls. stop ends the subscription.
+func (s *Store) WatchInbox(fn func(run string)) (stop func() error, err error) {
+	prefix := s.opts.Prefix + ".inbox."
+	sub, err := s.nc.Subscribe(prefix+"*", func(m *nats.Msg) {
+		if run, err := jetstream.ParseToken(strings.TrimPrefix(m.Subject, prefix)); err == nil {
+			fn(run)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watch inbox: %w", err)
+	}
+	return sub.Unsubscribe, nil
 }

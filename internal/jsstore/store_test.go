@@ -344,3 +344,29 @@ func TestStatusOfRunState(t *testing.T) {
 	require.False(t, st.Due(time.Date(2026, 1, 1, 23, 0, 0, 0, time.UTC)))
 	require.True(t, st.Due(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)))
 }
+
+// A worker watching the inbox hears of an item as it is put, from
+// another process.
+func TestWatchInbox(t *testing.T) {
+	srv := natstest.Start(t)
+	_, worker := openStore(t, srv.ClientURL())
+	woken := make(chan string, 1)
+	stop, err := worker.WatchInbox(func(run string) { woken <- run })
+	require.NoError(t, err)
+	defer stop()
+
+	_, cli := openStore(t, srv.ClientURL())
+	r, err := cli.Run(ctx(t), "run:woken")
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = r.Inbox().Put(&state.WakeSignal{Schema: state.WakeSignalSchema, Source: "external_event", DedupKey: "w",
+		CreatedAt: "2026-01-01T00:00:00Z", ExpiresAt: time.Now().UTC().Add(time.Hour).Format(time.RFC3339), By: "op"})
+	require.NoError(t, err)
+	select {
+	case run := <-woken:
+		require.Equal(t, "run:woken", run)
+		t.Logf("heard %v after the put began", time.Since(start))
+	case <-time.After(5 * time.Second):
+		t.Fatal("no notification")
+	}
+}
