@@ -86,10 +86,10 @@ type Controller struct {
 func (c *Controller) add(ev event.Event) error {
 	var err error
 	switch ev.Type {
-	case event.Transition:
-		var t *controller.Transition
-		if t, err = decode[controller.Transition](ev.Object); err == nil {
-			c.Transitions = append(c.Transitions, *t)
+	case event.Transition, event.Transitions:
+		var ts []controller.Transition
+		if ts, err = ev.ControllerTransitions(); err == nil {
+			c.Transitions = append(c.Transitions, ts...)
 		}
 	case event.CycleDeclared:
 		c.Declaration, err = decode[controller.Declaration](ev.Object)
@@ -375,11 +375,11 @@ func findCompaction(lr *ledger.Reader, cycle int64) (*Compaction, error) {
 			if r.Event.Type != event.CompactionCompleted {
 				continue
 			}
-			var comp memory.Compression
-			if err := r.Event.Object.Decode(&comp); err != nil {
-				return nil, err
+			comp, err := memory.ViewCompaction(r.Event.Object.Body)
+			if err != nil {
+				return nil, fmt.Errorf("cycle %d: %w", c, err)
 			}
-			if slices.ContainsFunc(comp.Summarised, func(u memory.Unit) bool { return u.CycleSeq == cycle }) {
+			if comp.Covers(cycle) {
 				return &Compaction{Cycle: c, EventRef: r.Ref, BlockID: comp.Block.ID, From: comp.Block.FromCycle, To: comp.Block.ToCycle, Trigger: comp.Trigger}, nil
 			}
 		}

@@ -128,7 +128,11 @@ const (
 
 // The cycle controller's transitions and artifacts.
 const (
-	Transition          Kind = "controller.transition.recorded"
+	// Transition is one controller transition (ledger format 1).
+	Transition Kind = "controller.transition.recorded"
+	// Transitions are the controller transitions of one durable batch of
+	// a cycle (ledger format 2).
+	Transitions         Kind = "controller.transitions.recorded"
 	CycleDeclared       Kind = "controller.cycle.declared"
 	CycleBlocked        Kind = "controller.cycle.blocked"
 	TensionAssessed     Kind = "controller.tension.assessed"
@@ -160,7 +164,7 @@ const (
 
 // Kinds lists every kind acr writes, in catalog order.
 func Kinds() []Kind {
-	return []Kind{GoalPinned, ContractPinned, SpecPinned, RunStarted, RunStopped, RunFaulted, RunResumed, CycleStarted, CycleCompleted, CheckpointCreated, Observed, InboxConsumed, KnowledgeObserved, LoopWoke, LoopIdled, LoopSlept, LoopDeferred, LoopWaitingApproval, WakeAccepted, WakeRejected, WakeCoalesced, StopRequested, ApprovalRequested, ApprovalResolved, ApprovalIgnored, BudgetSoftLimitReached, BudgetReplenished, BudgetReplenishIgnored, SemanticEncoded, SelfObserved, ConditionsEvaluated, CommitmentCreated, CommitmentModified, CommitmentSuspended, CommitmentResumed, CommitmentCompleted, CommitmentExpired, CommitmentAbandoned, CommitmentResumeAnnounced, DeferralLifted, SuppressionLifted, CandidatesProposed, AgendaSelected, AgendaEmpty, PromotionRecorded, WorkDeferred, GuardTripped, StrategicTension, ReviewEvaluated, ReviewRequested, ReviewCapped, LensRetrieved, RoutingOverlaid, KnowledgeCandidate, ProgramCompiled, ProposalRequested, ProposalReceived, DialogueCompleted, ActionProposed, DecisionRecorded, ReceiptRecorded, ActionRequested, ActionIntent, ActionBlocked, ActionCommitted, ActionNotApplied, ReadbackRecorded, EvaluationRecorded, Transition, CycleDeclared, CycleBlocked, TensionAssessed, FitnessFixed, FitnessCarried, ViolationRefused, LearningMetabolized, CandidateForged, CascadeRecorded, RollbackRequested, ProposalReviewed, CompactionCompleted, CompactionFailed, RecoveryStarted, RecoveryCompleted, CycleAbandoned, ProviderFailed, TailRepaired, InboxQuarantined}
+	return []Kind{GoalPinned, ContractPinned, SpecPinned, RunStarted, RunStopped, RunFaulted, RunResumed, CycleStarted, CycleCompleted, CheckpointCreated, Observed, InboxConsumed, KnowledgeObserved, LoopWoke, LoopIdled, LoopSlept, LoopDeferred, LoopWaitingApproval, WakeAccepted, WakeRejected, WakeCoalesced, StopRequested, ApprovalRequested, ApprovalResolved, ApprovalIgnored, BudgetSoftLimitReached, BudgetReplenished, BudgetReplenishIgnored, SemanticEncoded, SelfObserved, ConditionsEvaluated, CommitmentCreated, CommitmentModified, CommitmentSuspended, CommitmentResumed, CommitmentCompleted, CommitmentExpired, CommitmentAbandoned, CommitmentResumeAnnounced, DeferralLifted, SuppressionLifted, CandidatesProposed, AgendaSelected, AgendaEmpty, PromotionRecorded, WorkDeferred, GuardTripped, StrategicTension, ReviewEvaluated, ReviewRequested, ReviewCapped, LensRetrieved, RoutingOverlaid, KnowledgeCandidate, ProgramCompiled, ProposalRequested, ProposalReceived, DialogueCompleted, ActionProposed, DecisionRecorded, ReceiptRecorded, ActionRequested, ActionIntent, ActionBlocked, ActionCommitted, ActionNotApplied, ReadbackRecorded, EvaluationRecorded, Transition, Transitions, CycleDeclared, CycleBlocked, TensionAssessed, FitnessFixed, FitnessCarried, ViolationRefused, LearningMetabolized, CandidateForged, CascadeRecorded, RollbackRequested, ProposalReviewed, CompactionCompleted, CompactionFailed, RecoveryStarted, RecoveryCompleted, CycleAbandoned, ProviderFailed, TailRepaired, InboxQuarantined}
 }
 
 // Valid reports whether k is a kind acr writes.

@@ -92,13 +92,38 @@ func (b *builder) moveAs(role controller.Role, to controller.Phase, reason strin
 		b.fail(err)
 		return
 	}
-	ref := b.record(event.Transition, "ctrans", t, nil, reason)
-	b.rec.ControllerTransitionRef = append(b.rec.ControllerTransitionRef, ref)
+	if b.s.Run.Format() == state.LedgerFormat1 {
+		ref := b.record(event.Transition, "ctrans", t, nil, reason)
+		b.rec.ControllerTransitionRef = append(b.rec.ControllerTransitionRef, ref)
+	} else {
+		b.moves = append(b.moves, t)
+	}
 	b.evMark = b.nEvents
 	b.handoff = slices.Clone(t.OutputHashes)
 	if to != controller.Sleep {
 		b.via = to
 	}
+}
+
+// logMoves records the transitions taken since the last log as one
+// record (ledger format 2), at the end of a durable batch: the cycle's
+// first batch (up to the governance boundary) and its last.
+func (b *builder) logMoves() {
+	if len(b.moves) == 0 || b.err != nil {
+		return
+	}
+	l, err := controller.LogOf(b.moves)
+	if err != nil {
+		b.fail(err)
+		return
+	}
+	b.moves = nil
+	reasons := make([]string, 0, len(l.Transitions))
+	for _, m := range l.Transitions {
+		reasons = append(reasons, m.NextState.String())
+	}
+	ref := b.record(event.Transitions, "ctlog", l, nil, reasons...)
+	b.rec.ControllerTransitionRef = append(b.rec.ControllerTransitionRef, ref)
 }
 
 // authorityUsed is the authority a state exercises: reading the world to

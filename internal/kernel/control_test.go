@@ -24,9 +24,9 @@ func transitions(t *testing.T, evs ...[]event.Event) []string {
 	t.Helper()
 	var out []string
 	for _, ev := range slices.Concat(evs...) {
-		if ev.Type == event.Transition {
-			var tr controller.Transition
-			require.NoError(t, ev.Object.Decode(&tr))
+		ts, err := ev.ControllerTransitions()
+		require.NoError(t, err)
+		for _, tr := range ts {
 			out = append(out, tr.PreviousState.String()+">"+tr.NextState.String()+":"+tr.Reason)
 		}
 	}

@@ -118,6 +118,7 @@ type builder struct {
 
 	// the controller's view of the cycle (control.go)
 	ctl        *controller.Machine
+	moves      []controller.Transition // not logged yet (ledger format 2)
 	guard      *controller.Guard
 	coords     controller.Coordinates
 	cycleID    string
@@ -172,7 +173,7 @@ func (b *builder) emit(typ event.Kind, obj *event.Object, refs map[string]codec.
 	}
 	b.events = append(b.events, ev)
 	b.refs = append(b.refs, ref)
-	b.isTransition = append(b.isTransition, typ == event.Transition)
+	b.isTransition = append(b.isTransition, typ == event.Transition || typ == event.Transitions)
 	b.last = ref
 	b.nEvents++
 	return ref
@@ -246,11 +247,21 @@ func (b *builder) pending() (*Pending, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
-	p := &Pending{Events: b.events, Effect: b.effect, b: b}
+	p := &Pending{Effect: b.effect, b: b}
 	if t := b.thought; t != nil && t.prog.Proposer && t.reply == nil && b.err == nil {
 		req := b.thought.request
 		p.Ask = &req
 	}
+	if p.Ask == nil && p.Effect != nil {
+		// The first batch ends here, durable before the effect: its
+		// transitions go with it. A cycle without an effect is one
+		// batch, so they wait for the end of the cycle.
+		b.logMoves()
+		if b.err != nil {
+			return nil, b.err
+		}
+	}
+	p.Events = b.events
 	return p, nil
 }
 

@@ -53,7 +53,11 @@ func (b *builder) finish() {
 			} else {
 				b.s.Context = nb
 				rs.Budget.Compactions++
-				b.rec.ContextCompressionRef = b.record(event.CompactionCompleted, "ccomp", comp, nil, trigger)
+				var rec any = comp
+				if rs.Format() != state.LedgerFormat1 {
+					rec = comp.Pointed()
+				}
+				b.rec.ContextCompressionRef = b.record(event.CompactionCompleted, "ccomp", rec, nil, trigger)
 				b.sum.Compacted = true
 			}
 		}
@@ -77,6 +81,7 @@ func (b *builder) finish() {
 	}
 	from := b.ctl.State()
 	b.moveAs(roleOf(from), controller.Sleep, "rest_"+strings.ToLower(d.String()), b.restUsed, b.restOut...)
+	b.logMoves()
 	rs.Controller = b.via.String()
 	b.sum.Controller = rs.Controller
 	b.setWaiting(d)

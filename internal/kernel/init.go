@@ -23,6 +23,10 @@ type Bootstrap struct {
 	Contract    governance.Contract
 	Spec        world.Spec
 	Observation world.Observation
+	// LedgerFormat is the format the run records in; zero means the
+	// current one. Older formats are for tests of the readers that keep
+	// older runs working.
+	LedgerFormat state.LedgerFormat
 }
 
 // DefaultRunID derives a run id from the pinned inputs and the start time.
@@ -52,6 +56,16 @@ func Init(bs Bootstrap) (EngineState, []event.Event, error) {
 			Budget: state.BudgetUsage{SoftWarned: []string{}},
 		},
 	}
+	f := bs.LedgerFormat
+	if f == 0 {
+		f = state.CurrentLedgerFormat
+	}
+	s.Run.SetFormat(f)
+	why := []string{"single_input_bootstrap"}
+	if f != state.LedgerFormat1 {
+		// The start says the format, so that replay starts the same way.
+		why = append(why, formatReason(f))
+	}
 	b := &builder{s: s, at: at}
 	goalRef := b.record(event.GoalPinned, kindGoal, s.Goal, nil)
 	contractRef := b.record(event.ContractPinned, kindContract, s.Contract, nil)
@@ -59,7 +73,7 @@ func Init(bs Bootstrap) (EngineState, []event.Event, error) {
 	obsRef := b.record(event.Observed, kindObservation, s.Environment, nil)
 	b.emit(event.RunStarted, nil, map[string]codec.Ref{
 		"goal": goalRef, "contract": contractRef, "authority": s.Contract.AuthorityRef(), "environment_spec": specRef, "observation": obsRef,
-	}, "single_input_bootstrap")
+	}, why...)
 	b.s.seal()
 	chk := state.Checkpoint{
 		Schema: state.CheckpointSchema, RunID: bs.RunID, RunStateRef: runStateRef(b.s.Run), ContextBindingRef: b.s.Run.ContextBindingRef,
@@ -95,3 +109,7 @@ func Fault(s EngineState, now time.Time, reasons []string) (EngineState, []event
 	}
 	return b.s, b.events, nil
 }
+
+// formatReason is the reason code of persistent.run.started that names the
+// run's ledger format (format 1 runs have none).
+func formatReason(f state.LedgerFormat) string { return fmt.Sprintf("ledger_format_%d", f) }

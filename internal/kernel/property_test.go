@@ -191,15 +191,14 @@ func randomSettlement(rng *rand.Rand, p *Pending) Settlement {
 func checkPath(evs []event.Event, ct governance.Contract, seen map[controller.Phase]int) error {
 	var path []controller.Transition
 	for _, ev := range evs {
-		if ev.Type != event.Transition {
-			continue
-		}
-		var tr controller.Transition
-		if err := ev.Object.Decode(&tr); err != nil {
+		ts, err := ev.ControllerTransitions()
+		if err != nil {
 			return err
 		}
-		path = append(path, tr)
-		seen[tr.NextState]++
+		for _, tr := range ts {
+			path = append(path, tr)
+			seen[tr.NextState]++
+		}
 	}
 	if len(path) < 2 || path[0].PreviousState != controller.Sleep || path[len(path)-1].NextState != controller.Sleep {
 		return fmt.Errorf("controller path does not go from sleep back to sleep: %v", path)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/event"
+	"github.com/acr-project/acr/internal/state"
 )
 
 // Divergence is the first place where the current code derives something
@@ -147,6 +148,12 @@ func replayInit(recs []event.Record) (EngineState, error) {
 			err, found = o.Decode(&bs.Observation), found+1
 		case event.RunStarted:
 			bs.RunID, bs.Now, found = r.Event.RunID, parseAt(r.Event.At), found+1
+			bs.LedgerFormat = state.LedgerFormat1
+			for _, f := range []state.LedgerFormat{state.LedgerFormat2} {
+				if slices.Contains(r.Event.Reasons, formatReason(f)) {
+					bs.LedgerFormat = f
+				}
+			}
 		}
 		if err != nil {
 			return EngineState{}, fmt.Errorf("replay init: %w", err)

@@ -32,10 +32,13 @@
 //
 // # Writing
 //
-// Appends happen in batches (one cycle substage at a time): all lines of a
-// batch are written with one write and made durable with one fsync before
-// anything that depends on them happens. The frontier (last seq, last hash,
-// byte length) is read from the tail of the file in O(1), never by scanning.
+// Appends happen in batches: all lines of a batch are written with one
+// write. Append makes them durable with one fsync before it returns; Write
+// leaves the fsync to the next Append or Sync, for a batch nothing depends
+// on until then (a cycle's last batch, which the next cycle's decision
+// fsyncs). Either way, a crash keeps a prefix of the batches, never a gap.
+// The frontier (last seq, last hash, byte length) is read from the tail of
+// the file in O(1), never by scanning.
 //
 // # Damage
 //

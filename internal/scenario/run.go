@@ -639,9 +639,9 @@ func Analyse(dir string) (*History, error) {
 			c["knowledge_candidate"]++
 		case ev.Type == event.GuardTripped:
 			c["loop_guard"]++
-		case ev.Type == event.Transition:
-			var t controller.Transition
-			if ev.Object != nil && ev.Object.Decode(&t) == nil {
+		case ev.Type == event.Transition || ev.Type == event.Transitions:
+			ts, _ := ev.ControllerTransitions()
+			for _, t := range ts {
 				c["controller_"+t.NextState.String()]++
 				c["role_"+t.ActorRole.String()+"_leaves_"+t.PreviousState.String()]++
 				c["authority_"+string(t.AuthorityUsed)]++

@@ -97,6 +97,42 @@ const (
 	RunFaulted RunStatus = "FAULTED"
 )
 
+// LedgerFormat numbers the forms a run's cycle events can take. A run
+// records in the format it started with; readers (verify, audit, report,
+// replay) accept every format listed here.
+type LedgerFormat int
+
+const (
+	// LedgerFormat1 records one event per controller transition and
+	// copies every summarised unit into a compaction record. Runs that
+	// predate the field have it; it is stored as the field's absence, so
+	// their run state keeps its bytes.
+	LedgerFormat1 LedgerFormat = 1
+	// LedgerFormat2 records a cycle's controller transitions as one
+	// record per durable batch and a compaction's summarised cycles as
+	// pointers into the ledger, not copies.
+	LedgerFormat2 LedgerFormat = 2
+	// CurrentLedgerFormat is the format new runs start in.
+	CurrentLedgerFormat = LedgerFormat2
+)
+
+// Format is the run's ledger format (the absent field is format 1).
+func (rs *RunState) Format() LedgerFormat {
+	if rs.LedgerFormat == 0 {
+		return LedgerFormat1
+	}
+	return rs.LedgerFormat
+}
+
+// SetFormat fixes the run's ledger format, storing format 1 as the
+// field's absence.
+func (rs *RunState) SetFormat(f LedgerFormat) {
+	if f == LedgerFormat1 {
+		f = 0
+	}
+	rs.LedgerFormat = f
+}
+
 // RunState is the current runtime state of a run (seed §4.1). It is the
 // present, not history: the ledger is the history.
 type RunState struct {
@@ -105,8 +141,12 @@ type RunState struct {
 	Version     int64             `json:"version"`
 	Fingerprint codec.Fingerprint `json:"fingerprint"`
 	RunID       string            `json:"run_id"`
-	CycleSeq    int64             `json:"cycle_seq"`
-	Status      RunStatus         `json:"status"`
+	// LedgerFormat is the form of the events this run's cycles record
+	// (see Format). It is fixed when the run starts, so that a run keeps
+	// replaying byte for byte under a newer acr; absent means 1.
+	LedgerFormat LedgerFormat `json:"ledger_format,omitempty"`
+	CycleSeq     int64        `json:"cycle_seq"`
+	Status       RunStatus    `json:"status"`
 	// LoopDisposition is the scheduler state the last cycle ended in.
 	LoopDisposition Disposition `json:"loop_disposition"`
 	ReasonCodes     []string    `json:"reason_codes"`

@@ -52,6 +52,7 @@ func frozenTypes() map[string]reflect.Type {
 		"controller.TensionReport": reflect.TypeFor[controller.TensionReport](), "controller.FitnessContract": reflect.TypeFor[controller.FitnessContract](),
 		"controller.LearningDelta": reflect.TypeFor[controller.LearningDelta](), "controller.Candidate": reflect.TypeFor[controller.Candidate](),
 		"controller.CascadeRecord": reflect.TypeFor[controller.CascadeRecord](), "controller.Violation": reflect.TypeFor[controller.Violation](),
+		"controller.TransitionLog": reflect.TypeFor[controller.TransitionLog](), "memory.PointedCompression": reflect.TypeFor[memory.PointedCompression](),
 	}
 }
 

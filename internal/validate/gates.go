@@ -606,11 +606,8 @@ func gateL(ev *Evidence) Gate {
 	var summarised []int64
 	for _, r := range run.Records {
 		if r.Event.Type == event.CompactionCompleted {
-			var comp memory.Compression
-			if r.Event.Object.Decode(&comp) == nil {
-				for _, u := range comp.Summarised {
-					summarised = append(summarised, u.CycleSeq)
-				}
+			if comp, err := memory.ViewCompaction(r.Event.Object.Body); err == nil {
+				summarised = append(summarised, comp.Cycles...)
 			}
 		}
 	}
