@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -35,6 +36,9 @@ func verifyWholeLedger(a *app) error {
 	return nil
 }
 
+// recoverOptions are acr recover's flags: it has none of its own.
+type recoverOptions struct{}
+
 func newRecoverCommand(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "recover",
@@ -53,57 +57,63 @@ finished.`,
 		Example: `  acr recover
   acr recover --json | jq .classification`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if a.cfg.NoLoadState {
-				return noLoadState(a)
-			}
-			// A run whose manifest is gone gets it back first, if the
-			// checkpoint files and the ledger allow it without guessing.
-			opt, err := a.clock()
-			if err != nil {
-				return err
-			}
-			rebuilt, err := rundir.RebuildManifest(a.cfg.StateDir, opt)
-			if err != nil {
-				return err
-			}
-			if rebuilt != nil {
-				a.log.Warn().Int64("cycle", rebuilt.CycleSeq).Int64("ledger_seq", rebuilt.Frontier.Seq).Msg("manifest.json was missing; rebuilt it")
-				if !a.cfg.JSON {
-					a.printf("rebuilt %s from the checkpoint of cycle %d (recorded at ledger seq %d) and the ledger\n",
-						dirstore.ManifestName, rebuilt.CycleSeq, rebuilt.Frontier.Seq)
-					if rebuilt.Kept != "" {
-						a.printf("  %d checkpoint files that belong to no recorded checkpoint were kept in %s\n", len(rebuilt.Unused),
-							filepath.Join(a.cfg.StateDir, filepath.FromSlash(rebuilt.Kept)))
-					}
-				}
-			}
-			// An explicit recover walks the whole chain first: it is the
-			// operator's check, so O(history) is fine here.
-			if err := verifyWholeLedger(a); err != nil {
-				return err
-			}
-			r, err := a.openRun()
-			if err != nil {
-				return err
-			}
-			rec := r.Driver.Recovery()
-			if err := r.Close(); err != nil {
-				return err
-			}
-			var out any = rec
-			if rebuilt != nil {
-				out = struct {
-					kernel.Recovery
-					Rebuilt *rundir.Rebuilt `json:"manifest_rebuilt"`
-				}{rec, rebuilt}
-			}
-			a.report(out, "recovered: %t, classification: %s, cycles rolled forward: %d, actions reused: %d, ledger repaired: %t\n",
-				rec.Recovered, rec.Classification, rec.CyclesRolledForward, rec.ActionsReused, rec.LedgerRepaired)
-			if !a.cfg.JSON {
-				a.printHint(r.Driver.State())
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runRecover(cmd.Context(), recoverOptions{}, a) },
 	}
+}
+
+// runRecover runs the recovery path and reports it: the manifest rebuilt
+// if it is missing, the whole ledger verified, then the run opened, which
+// repairs a torn tail and rolls forward what the ledger holds beyond the
+// checkpoint.
+func runRecover(ctx context.Context, opts recoverOptions, a *app) error {
+	if a.cfg.NoLoadState {
+		return noLoadState(a)
+	}
+	// A run whose manifest is gone gets it back first, if the
+	// checkpoint files and the ledger allow it without guessing.
+	opt, err := a.clock()
+	if err != nil {
+		return err
+	}
+	rebuilt, err := rundir.RebuildManifest(a.cfg.StateDir, opt)
+	if err != nil {
+		return err
+	}
+	if rebuilt != nil {
+		a.log.Warn().Int64("cycle", rebuilt.CycleSeq).Int64("ledger_seq", rebuilt.Frontier.Seq).Msg("manifest.json was missing; rebuilt it")
+		if !a.cfg.JSON {
+			a.printf("rebuilt %s from the checkpoint of cycle %d (recorded at ledger seq %d) and the ledger\n",
+				dirstore.ManifestName, rebuilt.CycleSeq, rebuilt.Frontier.Seq)
+			if rebuilt.Kept != "" {
+				a.printf("  %d checkpoint files that belong to no recorded checkpoint were kept in %s\n", len(rebuilt.Unused),
+					filepath.Join(a.cfg.StateDir, filepath.FromSlash(rebuilt.Kept)))
+			}
+		}
+	}
+	// An explicit recover walks the whole chain first: it is the
+	// operator's check, so O(history) is fine here.
+	if err := verifyWholeLedger(a); err != nil {
+		return err
+	}
+	r, err := a.openRun(slateOptions{})
+	if err != nil {
+		return err
+	}
+	rec := r.Driver.Recovery()
+	if err := r.Close(); err != nil {
+		return err
+	}
+	var out any = rec
+	if rebuilt != nil {
+		out = struct {
+			kernel.Recovery
+			Rebuilt *rundir.Rebuilt `json:"manifest_rebuilt"`
+		}{rec, rebuilt}
+	}
+	a.report(out, "recovered: %t, classification: %s, cycles rolled forward: %d, actions reused: %d, ledger repaired: %t\n",
+		rec.Recovered, rec.Classification, rec.CyclesRolledForward, rec.ActionsReused, rec.LedgerRepaired)
+	if !a.cfg.JSON {
+		a.printHint(r.Driver.State())
+	}
+	return nil
 }

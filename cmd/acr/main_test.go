@@ -22,9 +22,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
-		"acr": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
-	})
+	testscript.Main(m, map[string]func(){"acr": main})
 }
 
 // updateScripts rewrites the files that cmp compares with in the scripts
