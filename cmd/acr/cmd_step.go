@@ -36,9 +36,11 @@ disposition (executed: false).`,
 	return finishesCycleOnInterrupt(cmd)
 }
 
-// runStep runs at most one cycle. A cycle that has begun always finishes;
-// if ctx is cancelled before it begins (SIGINT or SIGTERM while the run is
-// recovered), none is begun and the reason is "interrupted".
+// runStep runs at most one cycle. A cycle that has begun always finishes
+// (and step says it was interrupted, naming the signal with --json in
+// "interrupted_by"); if ctx is cancelled before it begins (SIGINT or
+// SIGTERM while the run is recovered), none is begun and the reason is
+// "interrupted".
 func runStep(ctx context.Context, opts stepOptions, a *app) error {
 	r, err := a.openRun(opts.Slate)
 	if err != nil {
@@ -61,11 +63,17 @@ func runStep(ctx context.Context, opts stepOptions, a *app) error {
 	}
 	switch {
 	case a.cfg.JSON:
-		a.printJSON(sum)
+		a.printJSON(struct {
+			kernel.Summary
+			InterruptedBy string `json:"interrupted_by,omitempty"`
+		}{sum, interruptedBy(ctx)})
 	case interrupted:
 		a.printf("%s before the cycle began: nothing run (cycle %d, %s)\n", interruptedText(ctx), sum.CycleSeq, sum.LoopDisposition)
 	default:
 		a.printCycle(sum)
+		if ctx.Err() != nil && sum.Executed {
+			a.printf("%s during cycle %d, which finished and is checkpointed\n", interruptedText(ctx), sum.CycleSeq)
+		}
 		a.printHint(r.Driver.State())
 	}
 	return err

@@ -91,7 +91,7 @@ func finishesCycleOnInterrupt(cmd *cobra.Command) *cobra.Command {
 // marked with finishesCycleOnInterrupt. It returns a function that stops
 // watching. A context cancelled by anything but a signal kills nothing.
 func dieOnInterrupt(ctx context.Context, cmd *cobra.Command) (stop func() bool) {
-	if cmd.Annotations[interruptAnnotation] != "" {
+	if cmd.Annotations[interruptAnnotation] != "" || ctx == nil {
 		return func() bool { return true }
 	}
 	return context.AfterFunc(ctx, func() {
