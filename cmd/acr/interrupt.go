@@ -33,7 +33,14 @@ func (e *interruptError) Error() string { return "interrupted by " + unix.Signal
 func interruptContext(parent context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(parent)
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	for _, sig := range []os.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		// A signal ignored from the start stays ignored, as it always
+		// was: a non-interactive shell starts "acr run &" with SIGINT
+		// ignored.
+		if !signal.Ignored(sig) {
+			signal.Notify(sigs, sig)
+		}
+	}
 	done := make(chan struct{})
 	go func() {
 		select {

@@ -1,5 +1,15 @@
 // Command acr runs a governed, crash-safe, auditable autonomous loop from a
 // state directory. See README.md and docs/cli.md.
+//
+// Each command lives in cmd_<name>.go: an options struct that its flags
+// are decoded into (decodeFlags: flag > ACR_* > acr.yaml > default), a
+// newXCommand(a) that builds its cobra command, and a runX(ctx, opts, a)
+// that does the work and writes only to the app's writers, so that a test
+// calls it without a process. app.go holds what one invocation shares (the
+// writers, the viper instance, the typed global config, the logger), root.go
+// the command tree and its configuration, exit.go the one map from errors
+// to exit codes, interrupt.go what SIGINT and SIGTERM do. main builds the
+// context that those signals cancel and nothing else.
 package main
 
 import (
