@@ -282,7 +282,7 @@ func noLoadState(a *app) error {
 
 // rundirState is a checkpoint read without the lock.
 type rundirState struct {
-	State    kernel.State
+	State    kernel.EngineState
 	Manifest storage.Manifest
 }
 

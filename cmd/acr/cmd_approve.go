@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/state"
@@ -106,7 +107,7 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 	if err != nil {
 		return err
 	}
-	items, _, err := inbox.List(fsys)
+	items, _, err := dirstore.Inbox{FS: fsys}.List()
 	if err != nil {
 		return err
 	}
@@ -129,7 +130,7 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 		// records both and acts on this one.
 		ap.Replaces = prev.ID
 	}
-	id, err := inbox.Write(fsys, ap)
+	id, err := dirstore.Inbox{FS: fsys}.Write(ap)
 	if err != nil {
 		return err
 	}

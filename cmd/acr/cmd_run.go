@@ -172,7 +172,7 @@ func cycleLine(s kernel.Summary) string {
 	return line
 }
 
-func (a *app) printHint(s kernel.State) {
+func (a *app) printHint(s kernel.EngineState) {
 	if a.cfg.NoLoadState {
 		a.printf("clean slate: the run is discarded; nothing was written (--no-load-state)\n")
 		return

@@ -9,9 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/state"
@@ -139,7 +140,7 @@ func (a *app) readInbox(r state.RunState) ([]inbox.Item, []inbox.Rejected, error
 	if err != nil {
 		return nil, nil, fmt.Errorf("open state directory: %w", err)
 	}
-	items, bad, err := inbox.List(fsys)
+	items, bad, err := dirstore.Inbox{FS: fsys}.List()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -251,8 +252,8 @@ func nextWake(r state.RunState, now time.Time) string {
 
 // budgetLine renders each budget as used/limit. A limit whose soft level
 // was passed says so, because that is the operator's early warning.
-func budgetLine(b state.BudgetUsage, l governance.Budgets) string {
-	soft := func(name string, lim governance.Limit) string {
+func budgetLine(b state.BudgetUsage, l budget.Run) string {
+	soft := func(name string, lim budget.Limit) string {
 		if lim.Soft > 0 && slices.Contains(b.SoftWarned, name) {
 			return fmt.Sprintf(" (past soft %d)", lim.Soft)
 		}
@@ -268,14 +269,14 @@ func budgetLine(b state.BudgetUsage, l governance.Budgets) string {
 	return strings.Join(parts, ", ")
 }
 
-func usage(used int64, l governance.Limit) string {
+func usage(used int64, l budget.Limit) string {
 	if l.Hard > 0 {
 		return fmt.Sprintf("%d/%d", used, l.Hard)
 	}
 	return fmt.Sprintf("%d/unlimited", used)
 }
 
-func secondsUsage(used int64, l governance.Limit) string {
+func secondsUsage(used int64, l budget.Limit) string {
 	u := humanDuration(time.Duration(used) * time.Second)
 	if l.Hard > 0 {
 		return u + "/" + humanDuration(time.Duration(l.Hard)*time.Second)
@@ -303,7 +304,7 @@ func failing(cs []world.CheckResult) int {
 // nextCommand suggests the most useful next command for a run that waits,
 // or "" when the run needs nothing from anybody (IDLE). queued is what
 // waits in the inbox: an approval already given is not asked for again.
-func nextCommand(s kernel.State, queued []inbox.Item) string {
+func nextCommand(s kernel.EngineState, queued []inbox.Item) string {
 	r := s.Run
 	for _, p := range r.PendingApprovals {
 		if p.Resolution == nil && queuedVerdict(queued, p) == "" {

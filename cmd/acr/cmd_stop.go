@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -61,7 +61,7 @@ func runStop(ctx context.Context, opts stopOptions, a *app) error {
 	if err != nil {
 		return err
 	}
-	id, err := inbox.Write(fsys, &state.StopRequest{Schema: state.StopSchema, By: by, Reason: opts.Reason, Kill: opts.Kill,
+	id, err := dirstore.Inbox{FS: fsys}.Write(&state.StopRequest{Schema: state.StopSchema, By: by, Reason: opts.Reason, Kill: opts.Kill,
 		CreatedAt: state.FormatTime(a.now().UTC().Truncate(time.Second))})
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/rundir"
@@ -152,7 +153,7 @@ func runWake(ctx context.Context, opts wakeOptions, a *app) error {
 	if with := coalescesWith(fsys, rs.State.Run, sig, now); with != "" {
 		return noEffectf("coalesced with %s (same dedup key %q); nothing queued", with, sig.DedupKey)
 	}
-	id, err := inbox.Write(fsys, sig)
+	id, err := dirstore.Inbox{FS: fsys}.Write(sig)
 	if err != nil {
 		return err
 	}
@@ -169,7 +170,7 @@ func runWake(ctx context.Context, opts wakeOptions, a *app) error {
 // coalescesWith returns the id of a pending or recently consumed signal
 // with the same dedup key.
 func coalescesWith(fsys disk.FS, r state.RunState, sig *state.WakeSignal, now time.Time) string {
-	items, _, err := inbox.List(fsys)
+	items, _, err := dirstore.Inbox{FS: fsys}.List()
 	if err == nil {
 		for _, it := range items {
 			if it.Kind == inbox.KindWake && it.Wake.DedupKey == sig.DedupKey && !slices.Contains(r.InboxSeen, it.ID) {

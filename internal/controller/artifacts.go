@@ -3,8 +3,8 @@ package controller
 import (
 	"slices"
 
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
-	"github.com/acr-project/acr/internal/governance"
 )
 
 // Schema names of the controller's artifacts.
@@ -27,8 +27,8 @@ type Declaration struct {
 	Coordinates   Coordinates `json:"coordinates"`
 	// MaxDepth is the cognitive depth the cycle may reach: the lower of
 	// the coordinate and the budget's max_recursive_depth.
-	MaxDepth int64                  `json:"max_depth"`
-	Budget   governance.CycleBudget `json:"budget"`
+	MaxDepth int64        `json:"max_depth"`
+	Budget   budget.Cycle `json:"budget"`
 }
 
 // Tension classes of a TensionReport.

@@ -16,16 +16,17 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/governance"
 )
 
-// State is a controller state. The zero value is invalid.
-type State uint8
+// Phase is a controller state. The zero value is invalid.
+type Phase uint8
 
 // The controller states, in the order of a full cycle.
 const (
-	StateInvalid State = iota
+	StateInvalid Phase = iota
 	Sleep
 	Wake
 	Observe
@@ -56,15 +57,15 @@ var stateNames = [...]string{
 }
 
 // States lists every valid state in cycle order.
-func States() []State {
-	out := make([]State, 0, len(stateNames)-1)
+func States() []Phase {
+	out := make([]Phase, 0, len(stateNames)-1)
 	for s := Sleep; s <= Failed; s++ {
 		out = append(out, s)
 	}
 	return out
 }
 
-func (s State) String() string {
+func (s Phase) String() string {
 	if s > StateInvalid && int(s) < len(stateNames) {
 		return stateNames[s]
 	}
@@ -72,7 +73,7 @@ func (s State) String() string {
 }
 
 // MarshalText writes the state's name; the invalid state cannot be written.
-func (s State) MarshalText() ([]byte, error) {
+func (s Phase) MarshalText() ([]byte, error) {
 	if s > StateInvalid && int(s) < len(stateNames) {
 		return []byte(stateNames[s]), nil
 	}
@@ -80,7 +81,7 @@ func (s State) MarshalText() ([]byte, error) {
 }
 
 // UnmarshalText accepts exactly the names of the states.
-func (s *State) UnmarshalText(b []byte) error {
+func (s *Phase) UnmarshalText(b []byte) error {
 	for _, c := range States() {
 		if stateNames[c] == string(b) {
 			*s = c
@@ -93,56 +94,56 @@ func (s *State) UnmarshalText(b []byte) error {
 // next is the transition relation. Sleep is where every cycle starts and
 // ends; blocked and failed are reachable from every working state (a stop
 // rule or a fault can end a cycle anywhere) and lead back to sleep.
-func next(s State) []State {
+func next(s Phase) []Phase {
 	switch s {
 	case Sleep:
-		return []State{Wake}
+		return []Phase{Wake}
 	case Wake:
-		return []State{Observe}
+		return []Phase{Observe}
 	case Observe:
-		return []State{Align}
+		return []Phase{Align}
 	case Align:
-		return []State{AssessTension}
+		return []Phase{AssessTension}
 	case AssessTension:
-		return []State{NoCycle, Distill}
+		return []Phase{NoCycle, Distill}
 	case NoCycle:
-		return []State{Sleep}
+		return []Phase{Sleep}
 	case Distill:
 		// The distiller may produce no Resultant: the controller does not
 		// force a non-empty action.
-		return []State{Plan, NoCycle}
+		return []Phase{Plan, NoCycle}
 	case Plan:
-		return []State{Preflight}
+		return []Phase{Preflight}
 	case Preflight:
 		// Preflight may find nothing left to do (the check already passes).
-		return []State{Propose, Checkpoint, NoCycle}
+		return []Phase{Propose, Checkpoint, NoCycle}
 	case Propose:
-		return []State{Sleep}
+		return []Phase{Sleep}
 	case Checkpoint:
-		return []State{Act}
+		return []Phase{Act}
 	case Act:
-		return []State{ObserveEffect}
+		return []Phase{ObserveEffect}
 	case ObserveEffect:
-		return []State{Evaluate}
+		return []Phase{Evaluate}
 	case Evaluate:
-		return []State{Rollback, Metabolize}
+		return []Phase{Rollback, Metabolize}
 	case Rollback:
-		return []State{Metabolize}
+		return []Phase{Metabolize}
 	case Metabolize:
-		return []State{ForgeCandidate, Cascade}
+		return []Phase{ForgeCandidate, Cascade}
 	case ForgeCandidate:
-		return []State{Cascade}
+		return []Phase{Cascade}
 	case Cascade:
-		return []State{Sleep}
+		return []Phase{Sleep}
 	case Blocked, Failed:
-		return []State{Sleep}
+		return []Phase{Sleep}
 	}
 	return nil
 }
 
 // Allowed reports whether the controller may go from one state to the
 // other.
-func Allowed(from, to State) bool {
+func Allowed(from, to Phase) bool {
 	if slices.Contains(next(from), to) {
 		return true
 	}
@@ -205,17 +206,17 @@ func (r *Role) UnmarshalText(b []byte) error {
 // Coordinates are a cycle's four operating coordinates. They are declared
 // from the Contract at the start of every cycle; no coordinate implies
 // another, and nothing in a cycle can raise any of them.
+//
+// Three of them are the Contract's own coordinates (one definition, in
+// governance); the fourth, authority, is the Contract's authority mode.
 type Coordinates struct {
-	Readiness      string                   `json:"readiness"`
-	Autonomy       string                   `json:"autonomy"`
-	Authority      governance.AuthorityMode `json:"authority"`
-	CognitiveDepth string                   `json:"cognitive_depth"`
+	governance.Coordinates
+	Authority governance.AuthorityMode `json:"authority"`
 }
 
 // Declare reads the coordinates the Contract grants.
 func Declare(c *governance.Contract) Coordinates {
-	return Coordinates{Readiness: c.Coordinates.Readiness, Autonomy: c.Coordinates.Autonomy,
-		Authority: c.Authority.Mode, CognitiveDepth: c.Coordinates.CognitiveDepth}
+	return Coordinates{Coordinates: c.Coordinates, Authority: c.Authority.Mode}
 }
 
 // ErrRaise is returned when something asks for more authority, autonomy,
@@ -268,15 +269,15 @@ type Transition struct {
 	CycleID        string                   `json:"cycle_id"`
 	ParentCycleID  string                   `json:"parent_cycle_id"`
 	Seq            int                      `json:"seq"`
-	PreviousState  State                    `json:"previous_state"`
-	NextState      State                    `json:"next_state"`
+	PreviousState  Phase                    `json:"previous_state"`
+	NextState      Phase                    `json:"next_state"`
 	ActorRole      Role                     `json:"actor_role"`
 	InputHashes    []codec.Ref              `json:"input_hashes"`
 	OutputHashes   []codec.Ref              `json:"output_hashes"`
 	Timestamp      string                   `json:"timestamp"`
 	Reason         string                   `json:"reason"`
 	AuthorityUsed  governance.AuthorityMode `json:"authority_used"`
-	BudgetConsumed Usage                    `json:"budget_consumed"`
+	BudgetConsumed budget.Usage             `json:"budget_consumed"`
 }
 
 // CycleID names a cycle for transition records.
@@ -290,7 +291,7 @@ func CycleID(runID string, seq int64) string {
 // IllegalTransitionError is the error for a transition the state machine
 // does not allow. The kernel ends the run in FAULTED on it.
 type IllegalTransitionError struct {
-	From, To State
+	From, To Phase
 }
 
 func (e *IllegalTransitionError) Error() string {
@@ -299,13 +300,13 @@ func (e *IllegalTransitionError) Error() string {
 
 // Step is one move of the machine: where to, who acts, why, on what.
 type Step struct {
-	To        State
+	To        Phase
 	Role      Role
 	Reason    string
 	Inputs    []codec.Ref
 	Outputs   []codec.Ref
 	Authority governance.AuthorityMode // authority exercised by the step
-	Used      Usage                    // budget consumed by the step
+	Used      budget.Usage             // budget consumed by the step
 }
 
 // Machine is the controller state machine of one cycle. It starts in
@@ -313,25 +314,25 @@ type Step struct {
 type Machine struct {
 	cycleID, parentID string
 	at                string
-	cur               State
+	cur               Phase
 	seq               int
-	used              Usage
-	budget            governance.CycleBudget
+	used              budget.Usage
+	budget            budget.Cycle
 }
 
 // Start begins a cycle's machine in sleep.
-func Start(cycleID, parentID, at string, budget governance.CycleBudget) *Machine {
+func Start(cycleID, parentID, at string, budget budget.Cycle) *Machine {
 	return &Machine{cycleID: cycleID, parentID: parentID, at: at, cur: Sleep, budget: budget.Defaults()}
 }
 
 // State is the current state.
-func (m *Machine) State() State { return m.cur }
+func (m *Machine) State() Phase { return m.cur }
 
 // Used is the budget consumed so far in this cycle.
-func (m *Machine) Used() Usage { return m.used }
+func (m *Machine) Used() budget.Usage { return m.used }
 
 // Budget is the cycle budget in force.
-func (m *Machine) Budget() governance.CycleBudget { return m.budget }
+func (m *Machine) Budget() budget.Cycle { return m.budget }
 
 // Move takes one transition and returns its record, or an
 // *IllegalTransitionError without moving.

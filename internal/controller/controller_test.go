@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/governance"
 )
@@ -17,13 +18,13 @@ func TestStateNamesRoundTrip(t *testing.T) {
 	for _, s := range States() {
 		b, err := s.MarshalText()
 		require.NoError(t, err)
-		var back State
+		var back Phase
 		require.NoError(t, back.UnmarshalText(b))
 		assert.Equal(t, s, back)
 	}
 	_, err := StateInvalid.MarshalText()
 	assert.Error(t, err)
-	var s State
+	var s Phase
 	assert.Error(t, s.UnmarshalText([]byte("Sleep")), "names are case-sensitive")
 	for _, r := range Roles() {
 		b, err := r.MarshalText()
@@ -36,7 +37,7 @@ func TestStateNamesRoundTrip(t *testing.T) {
 
 func TestAllowed(t *testing.T) {
 	for _, tc := range []struct {
-		from, to State
+		from, to Phase
 		ok       bool
 	}{
 		{Sleep, Wake, true}, {Sleep, Observe, false}, {Sleep, Blocked, false},
@@ -56,7 +57,7 @@ func TestAllowed(t *testing.T) {
 }
 
 func TestMachineRecordsEveryTransition(t *testing.T) {
-	m := Start("run:x/cycle/2", "run:x/cycle/1", "2026-01-01T00:00:00Z", governance.CycleBudget{})
+	m := Start("run:x/cycle/2", "run:x/cycle/1", "2026-01-01T00:00:00Z", budget.Cycle{})
 	path := []Step{
 		{To: Wake, Role: Observer, Reason: "environment_changed"},
 		{To: Observe, Role: Observer, Outputs: []codec.Ref{"sem:sha256:" + hex64}, Authority: governance.AuthRead},
@@ -90,10 +91,10 @@ const hex64 = "0000000000000000000000000000000000000000000000000000000000000000"
 func TestRandomStepsNeverReachAnIllegalState(t *testing.T) {
 	prop := func(seed uint64, n uint8) bool {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		m := Start("c", "", "t", governance.CycleBudget{})
+		m := Start("c", "", "t", budget.Cycle{})
 		for range int(n) + 1 {
 			from := m.State()
-			to := State(rng.IntN(int(Failed) + 2)) // includes StateInvalid and one past the end
+			to := Phase(rng.IntN(int(Failed) + 2)) // includes StateInvalid and one past the end
 			tr, err := m.Move(Step{To: to, Role: Roles()[rng.IntN(len(Roles()))]})
 			if err != nil {
 				if m.State() != from {
@@ -111,22 +112,22 @@ func TestRandomStepsNeverReachAnIllegalState(t *testing.T) {
 }
 
 func TestWithinNeverRaises(t *testing.T) {
-	granted := Coordinates{Readiness: "L2", Autonomy: "A2", Authority: governance.AuthPropose, CognitiveDepth: "D2"}
+	granted := Coordinates{Coordinates: governance.Coordinates{Readiness: "L2", Autonomy: "A2", CognitiveDepth: "D2"}, Authority: governance.AuthPropose}
 	for _, tc := range []struct {
 		name string
 		req  Coordinates
 		ok   bool
 	}{
 		{"as granted", Coordinates{}, true},
-		{"lower autonomy", Coordinates{Autonomy: "A1"}, true},
+		{"lower autonomy", Coordinates{Coordinates: governance.Coordinates{Autonomy: "A1"}}, true},
 		{"lower authority", Coordinates{Authority: governance.AuthRead}, true},
-		{"higher autonomy", Coordinates{Autonomy: "A3"}, false},
+		{"higher autonomy", Coordinates{Coordinates: governance.Coordinates{Autonomy: "A3"}}, false},
 		{"higher authority", Coordinates{Authority: governance.AuthProjectWrite}, false},
 		{"external action", Coordinates{Authority: governance.AuthExternalAction}, false},
-		{"deeper cognition", Coordinates{CognitiveDepth: "D3"}, false},
-		{"higher readiness", Coordinates{Readiness: "L3"}, false},
+		{"deeper cognition", Coordinates{Coordinates: governance.Coordinates{CognitiveDepth: "D3"}}, false},
+		{"higher readiness", Coordinates{Coordinates: governance.Coordinates{Readiness: "L3"}}, false},
 		{"unknown authority", Coordinates{Authority: "root"}, false},
-		{"malformed autonomy", Coordinates{Autonomy: "A9"}, false},
+		{"malformed autonomy", Coordinates{Coordinates: governance.Coordinates{Autonomy: "A9"}}, false},
 	} {
 		err := Within(granted, tc.req)
 		assert.Equal(t, tc.ok, err == nil, "%s: %v", tc.name, err)
@@ -137,16 +138,16 @@ func TestWithinNeverRaises(t *testing.T) {
 }
 
 func TestBudgetOver(t *testing.T) {
-	b := governance.CycleBudget{MaxToolActions: 1, MaxFilesTouched: 2}
-	assert.Equal(t, "", Over(Usage{ToolActions: 1, FilesTouched: 2}, b))
-	assert.Equal(t, "max_tool_actions", Over(Usage{ToolActions: 2}, b))
-	assert.Equal(t, "max_files_touched", Over(Usage{FilesTouched: 3}, b))
-	assert.Equal(t, "max_recursive_depth", Over(Usage{RecursiveDepth: 4}, b), "defaults apply to unset limits")
+	b := budget.Cycle{MaxToolActions: 1, MaxFilesTouched: 2}
+	assert.Equal(t, "", budget.Over(budget.Usage{ToolActions: 1, FilesTouched: 2}, b))
+	assert.Equal(t, "max_tool_actions", budget.Over(budget.Usage{ToolActions: 2}, b))
+	assert.Equal(t, "max_files_touched", budget.Over(budget.Usage{FilesTouched: 3}, b))
+	assert.Equal(t, "max_recursive_depth", budget.Over(budget.Usage{RecursiveDepth: 4}, b), "defaults apply to unset limits")
 	m := Start("c", "", "t", b)
-	_, err := m.Move(Step{To: Wake, Role: Observer, Used: Usage{Events: 3, RecursiveDepth: 2}})
+	_, err := m.Move(Step{To: Wake, Role: Observer, Used: budget.Usage{Events: 3, RecursiveDepth: 2}})
 	require.NoError(t, err)
-	assert.Equal(t, "", m.Exceeds(Usage{ToolActions: 1, RecursiveDepth: 1}))
-	assert.Equal(t, "max_tool_actions", m.Exceeds(Usage{ToolActions: 2}))
+	assert.Equal(t, "", m.Exceeds(budget.Usage{ToolActions: 1, RecursiveDepth: 1}))
+	assert.Equal(t, "max_tool_actions", m.Exceeds(budget.Usage{ToolActions: 2}))
 	assert.Equal(t, int64(2), m.Used().RecursiveDepth, "depth is a high-water mark")
 }
 
@@ -211,9 +212,9 @@ func TestNonSelfApproval(t *testing.T) {
 	})
 	t.Run("a cycle cannot raise authority", func(t *testing.T) {
 		g := newGuard()
-		granted := Coordinates{Readiness: "L2", Autonomy: "A2", Authority: governance.AuthProjectWrite, CognitiveDepth: "D2"}
+		granted := Coordinates{Coordinates: governance.Coordinates{Readiness: "L2", Autonomy: "A2", CognitiveDepth: "D2"}, Authority: governance.AuthProjectWrite}
 		rule(t, g.Raise(granted, Coordinates{Authority: governance.AuthExternalAction}, Distiller, plan), RuleRaise)
-		assert.NoError(t, g.Raise(granted, Coordinates{Autonomy: "A1"}, Distiller, plan))
+		assert.NoError(t, g.Raise(granted, Coordinates{Coordinates: governance.Coordinates{Autonomy: "A1"}}, Distiller, plan))
 	})
 }
 

@@ -132,6 +132,12 @@ func (s *Store) Commit(c storage.Commit) (storage.Manifest, error) {
 	if err != nil && !errors.Is(err, storage.ErrNoRun) {
 		return storage.Manifest{}, err
 	}
+	if prev.Generation != c.Expect {
+		// The run lock keeps a second writer out of a directory; this is
+		// the check that would still refuse a stale one (and the one a
+		// replicated backend relies on).
+		return storage.Manifest{}, fmt.Errorf("commit checkpoint: %w: expected generation %d, found %d", storage.ErrConflict, c.Expect, prev.Generation)
+	}
 	if err := s.fsys.MkdirAll(CheckpointDir); err != nil {
 		return storage.Manifest{}, fmt.Errorf("commit checkpoint: %w", err)
 	}

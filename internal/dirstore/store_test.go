@@ -30,11 +30,30 @@ func files(gen int) map[string][]byte {
 	}
 }
 
+// commitGen commits on top of whatever is committed now.
 func commitGen(t *testing.T, s *Store, gen int) storage.Manifest {
 	t.Helper()
-	m, err := s.Commit(storage.Commit{RunID: "run:t", CycleSeq: int64(gen), Revision: "test", Frontier: state.GenesisFrontier(), Files: files(gen)})
+	prev, err := s.ReadManifest()
+	if err != nil {
+		require.ErrorIs(t, err, storage.ErrNoRun)
+	}
+	m, err := s.Commit(storage.Commit{Expect: prev.Generation, RunID: "run:t", CycleSeq: int64(gen), Revision: "test", Frontier: state.GenesisFrontier(), Files: files(gen)})
 	require.NoError(t, err)
 	return m
+}
+
+// A writer that loaded an older checkpoint stores nothing: the
+// generation it expects is checked against the committed one.
+func TestStaleCommitStoresNothing(t *testing.T) {
+	fsys := disk.NewMem()
+	s := NewStore(fsys)
+	m1 := commitGen(t, s, 1)
+	m2 := commitGen(t, s, 2)
+	_, err := s.Commit(storage.Commit{Expect: m1.Generation, RunID: "run:t", CycleSeq: 3, Revision: "test", Frontier: state.GenesisFrontier(), Files: files(3)})
+	require.ErrorIs(t, err, storage.ErrConflict)
+	snap, err := s.Load()
+	require.NoError(t, err)
+	assert.Equal(t, m2, snap.Manifest)
 }
 
 func TestStoreRoundTripIsByteIdentical(t *testing.T) {
@@ -59,7 +78,7 @@ func TestStoreRoundTripIsByteIdentical(t *testing.T) {
 			require.NoError(t, err)
 			before[fe.Path] = b
 		}
-		m2, err := s.Commit(storage.Commit{RunID: snap.Manifest.RunID, CycleSeq: snap.Manifest.CycleSeq, Revision: snap.Manifest.WrittenAtRevision,
+		m2, err := s.Commit(storage.Commit{Expect: snap.Manifest.Generation, RunID: snap.Manifest.RunID, CycleSeq: snap.Manifest.CycleSeq, Revision: snap.Manifest.WrittenAtRevision,
 			Frontier: snap.Manifest.LedgerFrontier, Files: snap.Files})
 		require.NoError(t, err)
 		for p, b := range before {
@@ -127,7 +146,7 @@ func TestStoreCrashAtEveryStage(t *testing.T) {
 			p.setup(m, s)
 			func() {
 				defer func() { _ = recover() }()
-				_, _ = s.Commit(storage.Commit{RunID: "run:t", CycleSeq: 2, Revision: "test", Frontier: state.GenesisFrontier(), Files: files(2)})
+				_, _ = s.Commit(storage.Commit{Expect: 1, RunID: "run:t", CycleSeq: 2, Revision: "test", Frontier: state.GenesisFrontier(), Files: files(2)})
 			}()
 			m.Crash()
 			m.SkipSync(nil)
@@ -169,7 +188,7 @@ func TestStoreEveryFsyncMatters(t *testing.T) {
 		})
 		func() {
 			defer func() { _ = recover() }()
-			_, _ = s.Commit(storage.Commit{RunID: "run:t", CycleSeq: 2, Revision: "test", Frontier: state.GenesisFrontier(), Files: files(2)})
+			_, _ = s.Commit(storage.Commit{Expect: 1, RunID: "run:t", CycleSeq: 2, Revision: "test", Frontier: state.GenesisFrontier(), Files: files(2)})
 		}()
 		m.Crash()
 		m.SkipSync(nil)

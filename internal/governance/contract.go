@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -31,12 +32,12 @@ type Contract struct {
 	Coordinates Coordinates `json:"coordinates"`
 	// Rules are matched in order; the first whose operation and path match
 	// decides. No match means forbidden.
-	Rules   []Rule  `json:"rules"`
-	Budgets Budgets `json:"budgets"`
+	Rules   []Rule     `json:"rules"`
+	Budgets budget.Run `json:"budgets"`
 	// CycleBudget bounds each single cycle (the controller's budgets);
 	// Budgets bound the whole run.
-	CycleBudget *CycleBudget `json:"cycle_budget,omitempty"`
-	Policy      Policy       `json:"policy"`
+	CycleBudget *budget.Cycle `json:"cycle_budget,omitempty"`
+	Policy      Policy        `json:"policy"`
 	// Proposer is an external program cognition may ask for a proposal
 	// (docs/providers.md). It proposes; governance still decides.
 	Proposer *Proposer `json:"proposer,omitempty"`
@@ -75,53 +76,11 @@ func (p *Proposer) Always() bool { return p != nil && p.Mode == ProposerAlways }
 func (c *Contract) AuthorityRef() codec.Ref { return codec.MustRefOf("authority", c.Authority) }
 
 // Cycle returns the cycle budget in force, defaults filled in.
-func (c *Contract) Cycle() CycleBudget {
+func (c *Contract) Cycle() budget.Cycle {
 	if c.CycleBudget == nil {
-		return CycleBudget{}.Defaults()
+		return budget.Cycle{}.Defaults()
 	}
 	return c.CycleBudget.Defaults()
-}
-
-// CycleBudget is what one cycle may spend. A zero field takes its default;
-// a cycle that would go over a limit stops in the controller's blocked
-// state with the limit's name as the reason.
-type CycleBudget struct {
-	// MaxWallTimeSeconds bounds the time from the cycle's start to its
-	// effect: past it, the effect is not carried out (the watchdog).
-	MaxWallTimeSeconds int64 `json:"max_wall_time_seconds,omitempty"`
-	// MaxEvents bounds the ledger events one cycle writes.
-	MaxEvents int64 `json:"max_events,omitempty"`
-	// MaxRecursiveDepth bounds the cognitive depth a cycle reaches (D0..D3
-	// as 0..3), whatever the contract's coordinate allows.
-	MaxRecursiveDepth int64 `json:"max_recursive_depth,omitempty"`
-	// MaxBranches bounds the agenda candidates one cycle weighs.
-	MaxBranches int64 `json:"max_branches,omitempty"`
-	// MaxToolActions bounds sandbox actions per cycle.
-	MaxToolActions int64 `json:"max_tool_actions,omitempty"`
-	// MaxFilesTouched bounds the files one cycle's action may change.
-	MaxFilesTouched int64 `json:"max_files_touched,omitempty"`
-	// MaxCost bounds cognitive operations per cycle.
-	MaxCost int64 `json:"max_cost,omitempty"`
-	// MaxCascadeFanout bounds the recipients of a cycle's cascade.
-	MaxCascadeFanout int64 `json:"max_cascade_fanout,omitempty"`
-}
-
-// Defaults returns the budget with zero fields replaced by defaults.
-func (b CycleBudget) Defaults() CycleBudget {
-	def := func(v *int64, d int64) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&b.MaxWallTimeSeconds, 300)
-	def(&b.MaxEvents, 256)
-	def(&b.MaxRecursiveDepth, 3)
-	def(&b.MaxBranches, 64)
-	def(&b.MaxToolActions, 1)
-	def(&b.MaxFilesTouched, 8)
-	def(&b.MaxCost, 64)
-	def(&b.MaxCascadeFanout, 8)
-	return b
 }
 
 // Authority is the authority the run holds, fixed for its lifetime.
@@ -183,21 +142,6 @@ type Rule struct {
 	Effect           Effect   `json:"effect"`
 	RequiresEvidence []string `json:"requires_evidence,omitempty"`
 	Reason           string   `json:"reason,omitempty"`
-}
-
-// Budgets bound the run. A zero limit means unbounded.
-type Budgets struct {
-	Cycles              Limit `json:"cycles"`
-	CognitiveOperations Limit `json:"cognitive_operations"`
-	Actions             Limit `json:"actions"`
-	Compactions         Limit `json:"compactions"`
-	WallClockSeconds    Limit `json:"wall_clock_seconds"`
-}
-
-// Limit is a soft level (warn once) and a hard level (stop the run).
-type Limit struct {
-	Soft int64 `json:"soft,omitempty"`
-	Hard int64 `json:"hard,omitempty"`
 }
 
 // Policy tunes the loop within the contract. Zero values take defaults.
@@ -295,14 +239,14 @@ func (c *Contract) Validate() error {
 	}
 	for _, l := range []struct {
 		name string
-		l    Limit
+		l    budget.Limit
 	}{{"cycles", c.Budgets.Cycles}, {"cognitive_operations", c.Budgets.CognitiveOperations}, {"actions", c.Budgets.Actions},
 		{"compactions", c.Budgets.Compactions}, {"wall_clock_seconds", c.Budgets.WallClockSeconds}} {
 		if l.l.Soft < 0 || l.l.Hard < 0 || (l.l.Hard > 0 && l.l.Soft > l.l.Hard) {
 			return &codec.FieldError{Path: "budgets." + l.name, Err: fmt.Errorf("soft and hard must be >= 0 and soft <= hard")}
 		}
 	}
-	cb := CycleBudget{}
+	cb := budget.Cycle{}
 	if c.CycleBudget != nil {
 		cb = *c.CycleBudget
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/state"
@@ -26,7 +27,7 @@ func quickstartContract() governance.Contract {
 			{Operation: "apply_local_patch", Paths: []string{"config/**"}, Effect: governance.Approve, Reason: "configuration changes need a person"},
 			{Operation: "*", Paths: []string{"**"}, Effect: governance.Allow},
 		},
-		Budgets: governance.Budgets{Cycles: governance.Limit{Soft: 80, Hard: 100}, Actions: governance.Limit{Hard: 20}},
+		Budgets: budget.Run{Cycles: budget.Limit{Soft: 80, Hard: 100}, Actions: budget.Limit{Hard: 20}},
 	}
 }
 
@@ -58,10 +59,10 @@ func TestContractValidateNamesTheField(t *testing.T) {
 		{"rule operation empty", func(c *governance.Contract) { c.Rules[0].Operation = "" }, "rules[0].operation"},
 		{"rule paths", func(c *governance.Contract) { c.Rules[2].Paths = nil }, "rules[2].paths"},
 		{"rule effect", func(c *governance.Contract) { c.Rules[0].Effect = "maybe" }, "rules[0].effect"},
-		{"budget soft > hard", func(c *governance.Contract) { c.Budgets.Cycles = governance.Limit{Soft: 101, Hard: 100} }, "budgets.cycles"},
+		{"budget soft > hard", func(c *governance.Contract) { c.Budgets.Cycles = budget.Limit{Soft: 101, Hard: 100} }, "budgets.cycles"},
 		{"budget negative soft", func(c *governance.Contract) { c.Budgets.CognitiveOperations.Soft = -1 }, "budgets.cognitive_operations"},
 		{"budget negative hard", func(c *governance.Contract) { c.Budgets.Actions.Hard = -1 }, "budgets.actions"},
-		{"budget compactions", func(c *governance.Contract) { c.Budgets.Compactions = governance.Limit{Soft: 5, Hard: 4} }, "budgets.compactions"},
+		{"budget compactions", func(c *governance.Contract) { c.Budgets.Compactions = budget.Limit{Soft: 5, Hard: 4} }, "budgets.compactions"},
 		{"budget wall clock", func(c *governance.Contract) { c.Budgets.WallClockSeconds.Hard = -5 }, "budgets.wall_clock_seconds"},
 		{"defer_to", func(c *governance.Contract) { c.Policy.DeferTo = "wait" }, "policy.defer_to"},
 		{"max_provider_failures", func(c *governance.Contract) { c.Policy.MaxProviderFailures = -1 }, "policy.max_provider_failures"},
@@ -94,8 +95,8 @@ func TestContractValidateAcceptsBoundaries(t *testing.T) {
 		mutate func(c *governance.Contract)
 	}{
 		{"no rules", func(c *governance.Contract) { c.Rules = nil }},
-		{"soft without hard", func(c *governance.Contract) { c.Budgets.Cycles = governance.Limit{Soft: 500} }},
-		{"soft equals hard", func(c *governance.Contract) { c.Budgets.Cycles = governance.Limit{Soft: 5, Hard: 5} }},
+		{"soft without hard", func(c *governance.Contract) { c.Budgets.Cycles = budget.Limit{Soft: 500} }},
+		{"soft equals hard", func(c *governance.Contract) { c.Budgets.Cycles = budget.Limit{Soft: 5, Hard: 5} }},
 		{"readiness L0 and L3", func(c *governance.Contract) { c.Coordinates.Readiness = "L3" }},
 		{"autonomy A0", func(c *governance.Contract) { c.Coordinates.Autonomy = "A0" }},
 		{"autonomy A4", func(c *governance.Contract) { c.Coordinates.Autonomy = "A4" }},

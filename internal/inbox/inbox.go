@@ -1,28 +1,24 @@
 // Package inbox is how the outside world talks to a run without touching
-// it: `acr wake`, `acr approve`, `acr deny` and `acr stop` each drop one
-// atomic file into the inbox directory and never take the run lock, so they
-// work while another invocation is running. A cycle consumes the items and
-// records each one in the ledger; the run state remembers consumed ids so
-// that a file left behind by a crash is never consumed twice.
+// it: the items `acr wake`, `acr approve`, `acr deny` and `acr stop` leave
+// for the next cycle (wake signals, answers, stop requests), sealed with an
+// id derived from their content, decoded strictly, and checked (a wake
+// payload never carries authority). A cycle consumes the items and records
+// each one in the ledger; the run state remembers consumed ids so that an
+// item left behind by a crash is never consumed twice.
 //
-// An item's id is derived from its content (with the id field blank), so a
-// file whose content does not match its name is detected as tampered.
+// The package is pure: where items are kept is the storage side's business
+// (dirstore.Inbox keeps them as files in the state directory).
 package inbox
 
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 
 	"github.com/acr-project/acr/internal/codec"
-	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/state"
 )
-
-// Dir is the inbox directory inside the state directory.
-const Dir = "inbox"
 
 // Kind says what an item asks for.
 type Kind string
@@ -96,61 +92,6 @@ func describe(v any) (Kind, func(string), error) {
 	return "", nil, fmt.Errorf("inbox: cannot hold %T", v)
 }
 
-// Write seals an item and drops it into the inbox atomically (temp file,
-// fsync, rename, fsync of the directory). It returns the item's id. Writing
-// the same item twice is harmless: it has the same id and file.
-func Write(fsys disk.FS, v any) (string, error) {
-	id, b, err := Seal(v)
-	if err != nil {
-		return "", err
-	}
-	if err := fsys.MkdirAll(Dir); err != nil {
-		return "", fmt.Errorf("write inbox item: %w", err)
-	}
-	if err := disk.ReplaceFile(fsys, Dir+"/"+id+".json", b); err != nil {
-		return "", fmt.Errorf("write inbox item %s: %w", id, err)
-	}
-	return id, nil
-}
-
-// List reads every item in the inbox, sorted by creation time then id, and
-// reports files that fail to decode or whose content does not match their
-// name. It never changes the directory.
-func List(fsys disk.FS) ([]Item, []Rejected, error) {
-	entries, err := fsys.ReadDir(Dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("list inbox: %w", err)
-	}
-	var items []Item
-	var bad []Rejected
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") {
-			continue
-		}
-		b, err := fsys.ReadFile(Dir + "/" + name)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read inbox item %s: %w", name, err)
-		}
-		it, err := Decode(strings.TrimSuffix(name, ".json"), b)
-		if err != nil {
-			bad = append(bad, Rejected{Name: name, Reason: err.Error()})
-			continue
-		}
-		items = append(items, it)
-	}
-	slices.SortFunc(items, func(a, b Item) int {
-		if c := strings.Compare(a.CreatedAt(), b.CreatedAt()); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	return items, bad, nil
-}
-
 // Decode strictly decodes an item's bytes and checks that its id is the one
 // its content implies.
 func Decode(id string, b []byte) (Item, error) {
@@ -184,39 +125,6 @@ func Decode(id string, b []byte) (Item, error) {
 		return Item{}, fmt.Errorf("inbox item %q: content does not match its id (want %s)", id, want)
 	}
 	return it, nil
-}
-
-// Remove deletes consumed items. It is called only after a checkpoint that
-// records their consumption is durable; a crash before the removal is
-// harmless because the run state lists the ids as seen. The removals are not
-// fsynced for the same reason.
-func Remove(fsys disk.FS, ids []string) error {
-	for _, id := range ids {
-		err := fsys.Remove(Dir + "/" + id + ".json")
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("remove inbox item %s: %w", id, err)
-		}
-	}
-	return nil
-}
-
-// Quarantine moves a file that failed to decode out of the way, into
-// inbox/rejected/, so that it is reported once and kept for the operator.
-func Quarantine(fsys disk.FS, name string) error {
-	b, err := fsys.ReadFile(Dir + "/" + name)
-	if err != nil {
-		return fmt.Errorf("quarantine inbox file %s: %w", name, err)
-	}
-	if err := fsys.MkdirAll(Dir + "/rejected"); err != nil {
-		return err
-	}
-	if err := disk.ReplaceFile(fsys, Dir+"/rejected/"+name, b); err != nil {
-		return fmt.Errorf("quarantine inbox file %s: %w", name, err)
-	}
-	if err := fsys.Remove(Dir + "/" + name); err != nil {
-		return fmt.Errorf("quarantine inbox file %s: %w", name, err)
-	}
-	return fsys.SyncDir(Dir)
 }
 
 // forbiddenPayloadKeys are keys a wake payload may not carry anywhere: a

@@ -3,7 +3,6 @@ package inbox_test
 import (
 	"bytes"
 	"errors"
-	"io/fs"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acr-project/acr/internal/codec"
-	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -171,121 +169,6 @@ func TestDecodeRejects(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.msg)
 		})
 	}
-}
-
-func TestWriteListRemove(t *testing.T) {
-	m := disk.NewMem()
-	items, bad, err := inbox.List(m)
-	require.NoError(t, err)
-	assert.Nil(t, items, "no inbox directory means no items")
-	assert.Nil(t, bad)
-
-	late := stopItem("2026-01-03T00:00:00Z")
-	early := approvalItem("2026-01-01T00:00:00Z", "approve")
-	mid1 := wake(t, "2026-01-02T00:00:00Z")
-	mid2 := approvalItem("2026-01-02T00:00:00Z", "deny")
-	var ids []string
-	for _, v := range []any{late, early, mid1, mid2} {
-		id, err := inbox.Write(m, v)
-		require.NoError(t, err)
-		ids = append(ids, id)
-	}
-	// Writing the same item again is harmless.
-	again, err := inbox.Write(m, early)
-	require.NoError(t, err)
-	assert.Equal(t, ids[1], again)
-
-	// Files that are not items.
-	require.NoError(t, m.WriteFile("inbox/notes.txt", []byte("ignore me")))
-	require.NoError(t, m.WriteFile("inbox/.wake-tmp.json", []byte("partial")))
-	require.NoError(t, m.MkdirAll("inbox/rejected"))
-	require.NoError(t, m.WriteFile("inbox/rejected/wake-old.json", []byte("old")))
-	// Files that claim to be items but are not.
-	require.NoError(t, m.WriteFile("inbox/wake-bogus.json", []byte("{}")))
-	require.NoError(t, m.WriteFile("inbox/junk.json", []byte("not json")))
-
-	namesBefore := dirNames(t, m, "inbox")
-	items, bad, err = inbox.List(m)
-	require.NoError(t, err)
-	assert.Equal(t, namesBefore, dirNames(t, m, "inbox"), "List never changes the directory")
-
-	// Ordered by creation time, then id.
-	midIDs := []string{ids[2], ids[3]}
-	if midIDs[1] < midIDs[0] {
-		midIDs[0], midIDs[1] = midIDs[1], midIDs[0]
-	}
-	var got []string
-	for _, it := range items {
-		got = append(got, it.ID)
-	}
-	assert.Equal(t, []string{ids[1], midIDs[0], midIDs[1], ids[0]}, got)
-
-	require.Len(t, bad, 2)
-	assert.Equal(t, "junk.json", bad[0].Name)
-	assert.Contains(t, bad[0].Reason, "malformed name")
-	assert.Equal(t, "wake-bogus.json", bad[1].Name)
-	assert.NotEmpty(t, bad[1].Reason)
-
-	// Items survive a crash: Write makes the entry durable.
-	m.Crash()
-	items, _, err = inbox.List(m)
-	require.NoError(t, err)
-	assert.Len(t, items, 4)
-
-	// Remove is idempotent and ignores ids that are not there.
-	require.NoError(t, inbox.Remove(m, []string{ids[0], ids[1]}))
-	require.NoError(t, inbox.Remove(m, []string{ids[0], ids[1], "stop-doesnotexist"}))
-	require.NoError(t, inbox.Remove(m, nil))
-	items, _, err = inbox.List(m)
-	require.NoError(t, err)
-	got = nil
-	for _, it := range items {
-		got = append(got, it.ID)
-	}
-	assert.ElementsMatch(t, []string{ids[2], ids[3]}, got)
-	ok, err := disk.Exists(m, "inbox/"+ids[0]+".json")
-	require.NoError(t, err)
-	assert.False(t, ok)
-}
-
-func dirNames(t *testing.T, fsys disk.FS, dir string) []string {
-	t.Helper()
-	es, err := fsys.ReadDir(dir)
-	require.NoError(t, err)
-	var out []string
-	for _, e := range es {
-		out = append(out, e.Name())
-	}
-	return out
-}
-
-func TestQuarantineSurvivesPowerLoss(t *testing.T) {
-	m := disk.NewMem()
-	require.NoError(t, m.MkdirAll(inbox.Dir))
-	require.NoError(t, disk.ReplaceFile(m, "inbox/wake-bad.json", []byte("garbage")))
-
-	require.NoError(t, inbox.Quarantine(m, "wake-bad.json"))
-	check := func() {
-		t.Helper()
-		got, err := m.ReadFile("inbox/rejected/wake-bad.json")
-		require.NoError(t, err)
-		assert.Equal(t, "garbage", string(got))
-		_, err = m.Stat("inbox/wake-bad.json")
-		assert.ErrorIs(t, err, fs.ErrNotExist)
-	}
-	check()
-	// The move is durable.
-	m.Crash()
-	check()
-
-	// The quarantined file is no longer listed or rejected again.
-	items, bad, err := inbox.List(m)
-	require.NoError(t, err)
-	assert.Empty(t, items)
-	assert.Empty(t, bad)
-
-	// Quarantining a file that is not there is an error.
-	assert.Error(t, inbox.Quarantine(m, "wake-bad.json"))
 }
 
 func TestCheckPayload(t *testing.T) {

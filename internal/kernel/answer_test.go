@@ -18,7 +18,7 @@ import (
 
 // waitingForApproval returns a run whose first cycle escalated the fix of
 // check a to a person, and the observation it runs under.
-func waitingForApproval(t *testing.T) (State, Inputs) {
+func waitingForApproval(t *testing.T) (EngineState, Inputs) {
 	t.Helper()
 	spec := testSpec(patchCheck("a", "a.txt"))
 	failing := observe(spec, map[string]bool{"a": true}, false)

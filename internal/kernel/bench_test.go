@@ -49,7 +49,7 @@ func BenchmarkCycle(b *testing.B) {
 	_ = state.Continue
 }
 
-func newStateB(b *testing.B, spec world.Spec, obs world.Observation) State {
+func newStateB(b *testing.B, spec world.Spec, obs world.Observation) EngineState {
 	b.Helper()
 	t := &testing.T{}
 	return newState(t, spec, testContract(), obs)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/event"
@@ -19,7 +20,7 @@ import (
 
 // cycleOnce runs one cycle whose effect (if any) commits and passes. The
 // result's Events are both batches.
-func cycleOnce(t *testing.T, s State, in Inputs) *Result {
+func cycleOnce(t *testing.T, s EngineState, in Inputs) *Result {
 	t.Helper()
 	p, err := Begin(s, in)
 	require.NoError(t, err)
@@ -35,7 +36,7 @@ func cycleOnce(t *testing.T, s State, in Inputs) *Result {
 	return r
 }
 
-func budgeted(b governance.Budgets) governance.Contract {
+func budgeted(b budget.Run) governance.Contract {
 	c := testContract()
 	c.Budgets = b
 	return c
@@ -52,21 +53,21 @@ func TestHardBudgetsAreCheckedBeforeSpending(t *testing.T) {
 		prog := cognition.Compile(1, "check:a", spec.Checks[0], nil, cognition.Routing{})
 		cost := int64(cognition.Cost(prog))
 		require.Positive(t, cost)
-		s := newState(t, spec, budgeted(governance.Budgets{CognitiveOperations: governance.Limit{Hard: cost - 1}}), failing)
+		s := newState(t, spec, budgeted(budget.Run{CognitiveOperations: budget.Limit{Hard: cost - 1}}), failing)
 		r := cycleOnce(t, s, in)
 		assert.Equal(t, state.Stopped, r.State.Run.LoopDisposition)
 		assert.Equal(t, []string{"budget_limit", "budget_cognitive_operations"}, r.State.Run.ReasonCodes)
 		assert.Zero(t, r.State.Run.Budget.CognitiveOperations, "nothing was spent")
 		assert.Empty(t, reasonsOf(r.Events, event.DialogueCompleted))
 
-		s = newState(t, spec, budgeted(governance.Budgets{CognitiveOperations: governance.Limit{Hard: cost}}), failing)
+		s = newState(t, spec, budgeted(budget.Run{CognitiveOperations: budget.Limit{Hard: cost}}), failing)
 		r = cycleOnce(t, s, in)
 		assert.Equal(t, cost, r.State.Run.Budget.CognitiveOperations, "a program that fits exactly runs")
 		assert.NotEqual(t, state.Stopped, r.State.Run.LoopDisposition)
 	})
 
 	t.Run("actions: the effect past the limit is never carried out", func(t *testing.T) {
-		s := newState(t, spec, budgeted(governance.Budgets{Actions: governance.Limit{Hard: 1}}), failing)
+		s := newState(t, spec, budgeted(budget.Run{Actions: budget.Limit{Hard: 1}}), failing)
 		r := cycleOnce(t, s, in)
 		assert.Equal(t, int64(1), r.State.Run.Budget.Actions)
 		p, err := Begin(r.State, Inputs{Now: t0.Add(2 * time.Minute), Observation: observe(spec, map[string]bool{"b": true}, false)})
@@ -80,14 +81,14 @@ func TestHardBudgetsAreCheckedBeforeSpending(t *testing.T) {
 	})
 
 	t.Run("cycles: the run stops at the end of its last allowed cycle", func(t *testing.T) {
-		s := newState(t, spec, budgeted(governance.Budgets{Cycles: governance.Limit{Hard: 1}}), failing)
+		s := newState(t, spec, budgeted(budget.Run{Cycles: budget.Limit{Hard: 1}}), failing)
 		r := cycleOnce(t, s, in)
 		assert.Equal(t, state.Stopped, r.State.Run.LoopDisposition)
 		assert.Equal(t, int64(1), r.State.Run.Budget.Cycles)
 	})
 
 	t.Run("wall clock: a cycle at the deadline stops without working or counting", func(t *testing.T) {
-		s := newState(t, spec, budgeted(governance.Budgets{WallClockSeconds: governance.Limit{Hard: 600}}), failing)
+		s := newState(t, spec, budgeted(budget.Run{WallClockSeconds: budget.Limit{Hard: 600}}), failing)
 		r := cycleOnce(t, s, Inputs{Now: t0.Add(10 * time.Minute), Observation: failing})
 		assert.Equal(t, state.Stopped, r.State.Run.LoopDisposition)
 		assert.Equal(t, []string{"budget_limit", "budget_wall_clock_seconds"}, r.State.Run.ReasonCodes)
@@ -96,7 +97,7 @@ func TestHardBudgetsAreCheckedBeforeSpending(t *testing.T) {
 	})
 
 	t.Run("wall clock: the watchdog keeps an effect from running past the run's deadline", func(t *testing.T) {
-		s := newState(t, spec, budgeted(governance.Budgets{WallClockSeconds: governance.Limit{Hard: 120}}), failing)
+		s := newState(t, spec, budgeted(budget.Run{WallClockSeconds: budget.Limit{Hard: 120}}), failing)
 		p, err := Begin(s, in)
 		require.NoError(t, err)
 		require.NotNil(t, p.Effect)
@@ -113,7 +114,7 @@ func TestHardBudgetsAreCheckedBeforeSpending(t *testing.T) {
 func TestSoftBudgetRestsUntilReplenished(t *testing.T) {
 	spec := testSpec(patchCheck("a", "a.txt"), patchCheck("b", "b.txt"), patchCheck("c", "c.txt"))
 	failing := observe(spec, map[string]bool{"a": true, "b": true, "c": true}, false)
-	s := newState(t, spec, budgeted(governance.Budgets{Actions: governance.Limit{Soft: 1, Hard: 5}}), failing)
+	s := newState(t, spec, budgeted(budget.Run{Actions: budget.Limit{Soft: 1, Hard: 5}}), failing)
 	r := cycleOnce(t, s, Inputs{Now: t0.Add(time.Minute), Observation: failing})
 	rs := r.State.Run
 	assert.Equal(t, state.Deferred, rs.LoopDisposition)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/event"
@@ -23,7 +24,7 @@ const ()
 
 // roleOf is the role that works in a controller state, and so the actor of
 // the transition that leaves it.
-func roleOf(s controller.State) controller.Role {
+func roleOf(s controller.Phase) controller.Role {
 	switch s {
 	case controller.Sleep, controller.Wake, controller.Observe, controller.ObserveEffect:
 		return controller.Observer
@@ -73,13 +74,13 @@ func (b *builder) declare(why []string) {
 // move takes the controller to the next state and records the transition.
 // Its inputs are what the state being left was handed; its outputs (out)
 // are what that state produced, and become the next state's inputs.
-func (b *builder) move(to controller.State, reason string, out ...codec.Ref) {
-	b.moveAs(roleOf(b.ctl.State()), to, reason, controller.Usage{}, out...)
+func (b *builder) move(to controller.Phase, reason string, out ...codec.Ref) {
+	b.moveAs(roleOf(b.ctl.State()), to, reason, budget.Usage{}, out...)
 }
 
 // moveAs is move with an explicit actor (the operator, for a stop) and the
 // budget the left state consumed beyond its events.
-func (b *builder) moveAs(role controller.Role, to controller.State, reason string, used controller.Usage, out ...codec.Ref) {
+func (b *builder) moveAs(role controller.Role, to controller.Phase, reason string, used budget.Usage, out ...codec.Ref) {
 	if b.err != nil || b.ctl == nil {
 		return
 	}
@@ -102,7 +103,7 @@ func (b *builder) moveAs(role controller.Role, to controller.State, reason strin
 
 // authorityUsed is the authority a state exercises: reading the world to
 // observe it, the action's own authority to act, proposing to propose.
-func (b *builder) authorityUsed(s controller.State) governance.AuthorityMode {
+func (b *builder) authorityUsed(s controller.Phase) governance.AuthorityMode {
 	switch s {
 	case controller.Observe, controller.ObserveEffect:
 		return governance.AuthRead
@@ -119,7 +120,7 @@ func (b *builder) authorityUsed(s controller.State) governance.AuthorityMode {
 
 // block ends the cycle's controller path in blocked, with reason.
 func (b *builder) block(role controller.Role, reason string, out ...codec.Ref) {
-	b.moveAs(role, controller.Blocked, reason, controller.Usage{}, out...)
+	b.moveAs(role, controller.Blocked, reason, budget.Usage{}, out...)
 }
 
 // refused records a violation the guard refused. The act does not happen.
@@ -134,7 +135,7 @@ func (b *builder) refused(err error) bool {
 }
 
 // overBudget checks a cost against the cycle budget before it is spent.
-func (b *builder) overBudget(more controller.Usage) string {
+func (b *builder) overBudget(more budget.Usage) string {
 	more.Events = b.nEvents - b.evMark
 	return b.ctl.Exceeds(more)
 }
@@ -335,7 +336,7 @@ func (b *builder) forge(gap string, evidence codec.Ref) codec.Ref {
 
 // cascade records the impacted surfaces and who should hear of them,
 // capped at the cycle's fan-out budget.
-func (b *builder) cascade(target string) (codec.Ref, controller.Usage) {
+func (b *builder) cascade(target string) (codec.Ref, budget.Usage) {
 	cr := controller.CascadeRecord{Schema: controller.CascadeSchema, CycleID: b.cycleID, Surfaces: []string{}, Recipients: []string{}, Impact: "none"}
 	if target != "" {
 		cr.Surfaces = append(cr.Surfaces, target)
@@ -355,7 +356,7 @@ func (b *builder) cascade(target string) (codec.Ref, controller.Usage) {
 		cr.Impact += ",fanout_capped"
 	}
 	ref := b.record(event.CascadeRecorded, "casc", cr, nil)
-	return ref, controller.Usage{CascadeFanout: int64(len(cr.Recipients))}
+	return ref, budget.Usage{CascadeFanout: int64(len(cr.Recipients))}
 }
 
 // noteFixed remembers that the current item was fixed, for drift.

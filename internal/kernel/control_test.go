@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/event"
@@ -61,7 +62,7 @@ func TestStopRules(t *testing.T) {
 			"preflight>blocked:governance_refused_authority_insufficient", false},
 		{"D0 thinks about nothing", func(c *governance.Contract) { c.Coordinates.CognitiveDepth = "D0" }, nil, false, "distill>no_cycle:cognitive_depth_D0", false},
 		{"A1 only proposes", func(c *governance.Contract) { c.Coordinates.Autonomy = "A1" }, nil, false, "preflight>propose:autonomy_A1_proposal_only", false},
-		{"cognition over max_cost", func(c *governance.Contract) { c.CycleBudget = &governance.CycleBudget{MaxCost: 1} }, nil, false, "distill>blocked:budget_max_cost", false},
+		{"cognition over max_cost", func(c *governance.Contract) { c.CycleBudget = &budget.Cycle{MaxCost: 1} }, nil, false, "distill>blocked:budget_max_cost", false},
 		{"kill switch", nil, nil, true, "wake>blocked:operator_kill_switch", false},
 		{"stop request", nil, []inbox.Item{stopItem()}, false, "wake>blocked:explicit_stop", false},
 	}

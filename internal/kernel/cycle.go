@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acr-project/acr/internal/agenda"
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/commitment"
@@ -53,7 +54,7 @@ type Pending struct {
 type Result struct {
 	// State is the state after the cycle. The driver may checkpoint it
 	// only after Events are durable.
-	State State
+	State EngineState
 	// Events must be appended (one durable batch) before the next cycle
 	// starts or the cycle is reported.
 	Events  []event.Event
@@ -83,7 +84,7 @@ type Summary struct {
 // builder accumulates one cycle's events, linking each to the previous one
 // as its causal parent.
 type builder struct {
-	s      State
+	s      EngineState
 	cycle  int64
 	now    time.Time
 	at     string
@@ -126,14 +127,14 @@ type builder struct {
 	handoff    []codec.Ref // outputs of the last transition
 	nEvents    int64       // events emitted by the cycle, both batches
 	evMark     int64       // nEvents at the last transition
-	via        controller.State
+	via        controller.Phase
 	fitness    controller.FitnessContract
 	fitnessRef codec.Ref
 	areqRef    codec.Ref
 	carried    *codec.Value // the fitness contract an approved plan keeps
 	woken      []string     // commitments whose condition or deadline came
 	restOut    []codec.Ref
-	restUsed   controller.Usage
+	restUsed   budget.Usage
 
 	// budgets (schedule.go): the limit the deadline comes from, and the
 	// stop or rest decided at the cycle's start
@@ -202,7 +203,7 @@ var ErrNotEligible = errors.New("no cycle is eligible")
 // Begin runs a cycle up to the governance boundary. It is a pure function
 // of the state and the inputs: the same arguments always give the same
 // events, byte for byte.
-func Begin(s State, in Inputs) (*Pending, error) {
+func Begin(s EngineState, in Inputs) (*Pending, error) {
 	if ok, _ := Eligible(s, in); !ok {
 		return nil, ErrNotEligible
 	}
@@ -473,7 +474,7 @@ func (b *builder) run() {
 		b.conclude(b.resting(), b.restingReasons())
 		return
 	}
-	if over := b.overBudget(controller.Usage{Branches: int64(b.candidates)}); over != "" {
+	if over := b.overBudget(budget.Usage{Branches: int64(b.candidates)}); over != "" {
 		b.block(controller.Distiller, "budget_"+over, b.resRef)
 		b.conclude(b.resting(), []string{"cycle_budget", "budget_" + over})
 		return
@@ -483,7 +484,7 @@ func (b *builder) run() {
 
 // assessTension writes the controller's TensionReport: is anything worth
 // a cycle, and why, with the evidence ref of each claim.
-func (b *builder) assessTension(sem semantic.State) (controller.TensionReport, codec.Ref) {
+func (b *builder) assessTension(sem semantic.Encoded) (controller.TensionReport, codec.Ref) {
 	rs := &b.s.Run
 	obs := b.s.Environment.Ref()
 	blocked := b.blocked()
@@ -684,7 +685,7 @@ func (b *builder) blocked() map[string]string {
 	return out
 }
 
-func (b *builder) resolveAgenda(sem semantic.State) {
+func (b *builder) resolveAgenda(sem semantic.Encoded) {
 	in := agenda.Inputs{CycleSeq: b.cycle, Blocked: b.blocked()}
 	for _, f := range sem.Failing() {
 		summary := f.Subject
@@ -795,7 +796,7 @@ func (b *builder) decide() {
 	if b.sum.StrategicReview {
 		depth = 2
 	}
-	used := controller.Usage{Branches: int64(b.candidates), Cost: int64(dlg.Operations), RecursiveDepth: depth}
+	used := budget.Usage{Branches: int64(b.candidates), Cost: int64(dlg.Operations), RecursiveDepth: depth}
 	if action == nil {
 		// The distiller produced no Resultant: the controller does not
 		// force one. A proposer that found nothing (or only actions the
@@ -974,7 +975,7 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 		if action.Operation.Writes() {
 			files = 1
 		}
-		if over := b.overBudget(controller.Usage{ToolActions: 1, FilesTouched: files}); over != "" {
+		if over := b.overBudget(budget.Usage{ToolActions: 1, FilesTouched: files}); over != "" {
 			b.block(controller.IntentCustodian, "budget_"+over, decRef)
 			b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "cycle_budget_" + over, Since: b.at, EvidenceRef: b.evidence})
 			b.conclude(b.orResting(more), []string{"cycle_budget", "budget_" + over})
@@ -1090,7 +1091,7 @@ func (b *builder) settle(st Settlement) {
 			ItemID: b.item, Reason: "uncertain_effect", RequestedAt: b.at, CycleSeq: b.cycle, Action: mustValue(e.Action),
 		})
 		b.emit(event.ApprovalRequested, nil, map[string]codec.Ref{"action": e.ActionRef}, "recovery_uncertain_effect")
-		b.moveAs(controller.Executor, controller.ObserveEffect, "effect_uncertain", controller.Usage{ToolActions: 1})
+		b.moveAs(controller.Executor, controller.ObserveEffect, "effect_uncertain", budget.Usage{ToolActions: 1})
 		b.move(controller.Evaluate, "no_readback")
 		ev := event.Evaluation{Schema: event.EvaluationSchema, ActionRef: e.ActionRef, FitnessRef: b.fitnessRef, Expected: b.expected(e.Action),
 			Observed: "unknown: recovery could not tell whether the effect happened", Result: "operator_review_required", Actor: "evaluator"}
@@ -1118,7 +1119,7 @@ func (b *builder) settle(st Settlement) {
 	case out.AfterSHA256 != out.BeforeSHA256:
 		files = 1
 	}
-	b.moveAs(controller.Executor, controller.ObserveEffect, string(out.Status), controller.Usage{ToolActions: 1, FilesTouched: files}, outRef)
+	b.moveAs(controller.Executor, controller.ObserveEffect, string(out.Status), budget.Usage{ToolActions: 1, FilesTouched: files}, outRef)
 
 	var rbRef codec.Ref
 	if st.Readback != nil {
@@ -1236,7 +1237,7 @@ func (b *builder) finish() {
 	if !b.stoppedAtStart {
 		rs.Budget.Cycles++
 	}
-	rs.Budget.WallClockSeconds = wallClock(rs, b.now)
+	rs.Budget.WallClockSeconds = budget.WallClock(rs, b.now)
 
 	// Working memory: record this cycle, then compact if the cadence says so.
 	// The unit lists the cycle's events except its controller transitions:

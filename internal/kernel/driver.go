@@ -10,32 +10,16 @@ import (
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/event"
-	"github.com/acr-project/acr/internal/inbox"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/storage"
 	"github.com/acr-project/acr/internal/strategy"
 	"github.com/acr-project/acr/internal/world"
 )
 
-// The driver's dependencies, declared here by the consumer and kept small
-// so that another backend (for example a replicated log) can stand in.
-
-// Store holds checkpoints.
-type Store interface {
-	Load() (storage.Snapshot, error)
-	Commit(storage.Commit) (storage.Manifest, error)
-}
-
-// Ledger is the append-only history.
-type Ledger interface {
-	Frontier() state.Frontier
-	Append([]event.Event) ([]event.Record, error)
-	ReadRange(from state.Frontier, to int64) ([]event.Record, error)
-	CheckFrontier(state.Frontier) error
-	Torn() *ledger.Torn
-	RepairTail() (*ledger.Torn, []byte, error)
-}
+// The driver's dependencies. Storage (checkpoints, ledger, inbox) is the
+// storage seam's (package storage), so that every backend implements one
+// set of interfaces; the world and the other providers are declared here by
+// their one consumer.
 
 // World is the sandbox adapter. Prepare computes an action's intent (or
 // returns the outcome already recorded for its key); the driver makes the
@@ -47,13 +31,6 @@ type World interface {
 	// Readback is the observer's own reading, after an effect, of what
 	// the action changed (its target, or the files a command touches).
 	Readback(a world.Action, out world.Outcome) (world.Readback, error)
-}
-
-// Inbox is where wake signals, approvals and stop requests arrive.
-type Inbox interface {
-	List() ([]inbox.Item, []inbox.Rejected, error)
-	Remove(ids []string) error
-	Quarantine(name string) error
 }
 
 // Clock tells the time. Cycles never read the wall clock themselves.
@@ -75,12 +52,6 @@ type KnowledgeSource interface {
 	Poll(now time.Time) ([]strategy.KnowledgeUpdate, error)
 }
 
-// CycleIndex is told where each completed cycle's events are. It is a
-// rebuildable cache: the driver ignores its errors.
-type CycleIndex interface {
-	Add(ledger.IndexEntry) error
-}
-
 // Errors the CLI maps to exit codes.
 var (
 	// ErrFaulted: the run is FAULTED.
@@ -88,9 +59,6 @@ var (
 	// ErrProvider: an input provider failed; the run state did not advance
 	// and a later invocation retries.
 	ErrProvider = errors.New("input provider failed")
-	// ErrUncertainEffect marks the error the world returns when it cannot
-	// tell whether an interrupted effect happened.
-	ErrUncertainEffect = errors.New("cannot tell whether an interrupted effect happened")
 )
 
 // ReplayError reports a ledger whose recorded cycle differs from what the
@@ -109,11 +77,10 @@ func (e *ReplayError) Error() string {
 // gathers inputs, appends events, executes effects and commits
 // checkpoints, in the order the Pending and Result types prescribe.
 type Driver struct {
-	Store     Store
-	Ledger    Ledger
+	Store     storage.Checkpoints
+	Ledger    storage.Ledger
 	World     World
-	Inbox     Inbox
-	Index     CycleIndex
+	Inbox     storage.Inbox
 	Clock     Clock
 	Knowledge KnowledgeSource
 	// Proposer is asked when a cycle needs a proposal; nil when the
@@ -143,7 +110,7 @@ type Driver struct {
 	// again (the caller had to read it to open the sandbox).
 	Snapshot *storage.Snapshot
 
-	state       State
+	state       EngineState
 	files       map[string][]byte // checkpoint files not decoded yet (nil once complete)
 	manifest    storage.Manifest
 	pending     int      // cycles since the last directory checkpoint
@@ -174,7 +141,7 @@ type Recovery struct {
 // recovery needed it), only the run state, the checkpoint record, the
 // environment spec and the strategy state are decoded: that is all an idle
 // invocation looks at.
-func (d *Driver) State() State { return d.state }
+func (d *Driver) State() EngineState { return d.state }
 
 // complete decodes the parts of the state that Open left undecoded
 // because an idle invocation does not need them.
@@ -231,16 +198,14 @@ func (d *Driver) Open() error {
 		return err
 	}
 	// Then repair a torn tail: nothing can be appended after it.
-	var torn *ledger.Torn
-	var tornBytes []byte
-	if d.Ledger.Torn() != nil {
-		torn, tornBytes, err = d.Ledger.RepairTail()
-		if err != nil {
-			return err
-		}
+	torn, err := d.Ledger.Repair()
+	if err != nil {
+		return err
+	}
+	if torn != nil {
 		rec.LedgerRepaired, rec.Recovered = true, true
 	}
-	recs, err := d.Ledger.ReadRange(snap.Manifest.LedgerFrontier, d.Ledger.Frontier().Offset)
+	recs, err := d.Ledger.After(snap.Manifest.LedgerFrontier)
 	if err != nil {
 		return err
 	}
@@ -264,7 +229,7 @@ func (d *Driver) Open() error {
 		}
 	}
 	if torn != nil {
-		obj, _ := event.NewObject("torn", map[string]any{"offset": torn.Offset, "length": torn.Length, "sha256": codec.FingerprintOf(tornBytes)})
+		obj, _ := event.NewObject("torn", torn)
 		if err := d.appendOOB(event.TailRepaired, obj, []string{"torn_last_line_truncated"}); err != nil {
 			return err
 		}
@@ -362,40 +327,25 @@ func (d *Driver) replayCycle(recs []event.Record, last bool, rec *Recovery) erro
 		}
 	}
 	rec.Recovered = true
-	in, _, err := inputsFromRecords(&d.state, evs)
-	if err != nil {
+	r, err := rederive(d.state, evs, recs)
+	var div *Divergence
+	switch {
+	case errors.Is(err, errUnrecorded):
 		if !last {
 			return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: "an interrupted cycle is followed by more history: " + err.Error()}
 		}
-		// The cycle's first batch never became durable: no decision was
-		// made durable, so no effect can have run. Abandon it; the next
-		// cycle derives afresh.
+		// The cycle's first batch never became durable (its inputs, or the
+		// proposer's reply): no decision was, so no effect can have run.
+		// Abandon it; the next cycle derives afresh.
 		rec.CycleAbandoned = true
 		rec.Classification = "interrupted_before_inputs_durable"
 		return d.appendOOB(event.CycleAbandoned, nil, []string{"first_batch_incomplete"})
-	}
-	p, err := Begin(d.state, in)
-	if err != nil {
+	case errors.As(err, &div):
+		return &ReplayError{Seq: div.Seq, CycleSeq: div.Cycle, Msg: div.Error()}
+	case err != nil:
 		return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: err.Error()}
 	}
-	p, answered, err := answerRecorded(p, evs)
-	if err != nil {
-		return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: err.Error()}
-	}
-	if !answered {
-		if !last {
-			return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: "a cycle that asked the proposer has no recorded reply and more history follows"}
-		}
-		// The proposer's reply never became durable, and with it no
-		// decision: abandon the cycle, the next one asks afresh.
-		rec.CycleAbandoned = true
-		rec.Classification = "interrupted_before_proposal_durable"
-		return d.appendOOB(event.CycleAbandoned, nil, []string{"proposal_not_durable"})
-	}
-	n, err := matchPrefix(evs, p.Events)
-	if err != nil {
-		return err
-	}
+	in, p, n := r.in, r.p, r.matched
 	if n < len(p.Events) {
 		// Part of the first batch is missing: it was never fsynced, so the
 		// effect did not run. Finish the batch from the recorded inputs.
@@ -404,8 +354,7 @@ func (d *Driver) replayCycle(recs []event.Record, last bool, rec *Recovery) erro
 		}
 		rec.Classification = "interrupted_in_first_batch"
 	}
-	rest := evs[n:]
-	st := recordedSettlement(recs, rest, p)
+	rest, st := r.rest, r.st
 	if p.Effect != nil && st.Blocked == "" && st.Outcome == nil {
 		in, blocked, err := d.recoveredIntent(recs, p, rec)
 		if err != nil {
@@ -445,20 +394,17 @@ func (d *Driver) replayCycle(recs []event.Record, last bool, rec *Recovery) erro
 	if err != nil {
 		return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: err.Error()}
 	}
-	m, err := matchPrefix(rest, res.Events)
-	if err != nil {
-		return err
+	if div := compare(rest, res.Events); div != nil {
+		return &ReplayError{Seq: div.Seq, CycleSeq: div.Cycle, Msg: div.Error()}
 	}
+	m := min(len(rest), len(res.Events))
 	if m < len(rest) {
 		return &ReplayError{Seq: rest[m].Seq, CycleSeq: rest[m].Event.CycleSeq, Msg: "ledger has events the replay does not produce"}
 	}
-	lastRec := evs[len(evs)-1]
 	if m < len(res.Events) {
-		added, err := d.appendRecovered(res.Events[m:], rec)
-		if err != nil {
+		if _, err := d.appendRecovered(res.Events[m:], rec); err != nil {
 			return err
 		}
-		lastRec = added[len(added)-1]
 		if rec.Classification == "clean" || rec.Classification == "" {
 			rec.Classification = "interrupted_after_first_batch"
 		}
@@ -466,7 +412,6 @@ func (d *Driver) replayCycle(recs []event.Record, last bool, rec *Recovery) erro
 		rec.Classification = "ledger_ahead_rolled_forward"
 	}
 	rec.CyclesRolledForward++
-	d.indexCycle(evs[0], lastRec)
 	d.state = res.State
 	d.noteConsumed(in)
 	return nil
@@ -581,23 +526,6 @@ func recordedSettlement(all, rest []event.Record, p *Pending) Settlement {
 	return st
 }
 
-// matchPrefix checks that the recorded events equal the derived ones for
-// as long as both last, and returns how many matched.
-func matchPrefix(recorded []event.Record, derived []event.Event) (int, error) {
-	n := min(len(recorded), len(derived))
-	for i := range n {
-		ref, err := derived[i].Ref()
-		if err != nil {
-			return 0, err
-		}
-		if ref != recorded[i].Ref {
-			return 0, &ReplayError{Seq: recorded[i].Seq, CycleSeq: recorded[i].Event.CycleSeq, Msg: fmt.Sprintf(
-				"recorded %s (%s), replay derives %s (%s)", recorded[i].Event.Type, recorded[i].Ref, derived[i].Type, ref)}
-		}
-	}
-	return n, nil
-}
-
 func recordedOutcome(recs []event.Record) (world.Outcome, bool) {
 	for _, r := range recs {
 		if (r.Event.Type == event.ActionCommitted || r.Event.Type == event.ActionNotApplied) && r.Event.Object != nil {
@@ -640,7 +568,7 @@ func (d *Driver) commit() error {
 	if err != nil {
 		return err
 	}
-	m, err := d.Store.Commit(storage.Commit{RunID: d.state.Run.RunID, CycleSeq: d.state.Run.CycleSeq, Revision: d.Revision,
+	m, err := d.Store.Commit(storage.Commit{Expect: d.manifest.Generation, RunID: d.state.Run.RunID, CycleSeq: d.state.Run.CycleSeq, Revision: d.Revision,
 		Frontier: d.Ledger.Frontier(), Files: files})
 	if err != nil {
 		return err
@@ -648,7 +576,7 @@ func (d *Driver) commit() error {
 	d.manifest, d.pending = m, 0
 	d.failpoint("after-checkpoint")
 	if d.Inbox != nil && len(d.consumed) > 0 {
-		if err := d.Inbox.Remove(d.consumed); err != nil {
+		if err := d.Inbox.Consumed(d.consumed); err != nil {
 			return err
 		}
 		d.consumed = nil
@@ -808,8 +736,7 @@ func (d *Driver) Step() (Summary, error) {
 		// one fsync.
 		return d.finishQuiet(p, in)
 	}
-	first, err := d.Ledger.Append(batch)
-	if err != nil {
+	if _, err := d.Ledger.Append(batch); err != nil {
 		return Summary{}, err
 	}
 	d.failpoint("after-decision")
@@ -835,11 +762,9 @@ func (d *Driver) Step() (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	last, err := d.Ledger.Append(res.Events)
-	if err != nil {
+	if _, err := d.Ledger.Append(res.Events); err != nil {
 		return Summary{}, err
 	}
-	d.indexCycle(first[0], last[len(last)-1])
 	d.failpoint("after-ledger-append")
 	return d.advance(res, in)
 }
@@ -851,12 +776,10 @@ func (d *Driver) finishQuiet(p *Pending, in Inputs) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	recs, err := d.Ledger.Append(slices.Concat(p.Events, res.Events))
-	if err != nil {
+	if _, err := d.Ledger.Append(slices.Concat(p.Events, res.Events)); err != nil {
 		return Summary{}, err
 	}
 	d.failpoint("after-decision")
-	d.indexCycle(recs[0], recs[len(recs)-1])
 	d.failpoint("after-ledger-append")
 	return d.advance(res, in)
 }
@@ -902,14 +825,6 @@ func recordedIntent(recs []event.Record, key string) (world.Intent, bool) {
 		}
 	}
 	return world.Intent{}, false
-}
-
-// indexCycle tells the cycle index where a completed cycle's events are.
-func (d *Driver) indexCycle(started, completed event.Record) {
-	if d.Index != nil {
-		_ = d.Index.Add(ledger.IndexEntry{Cycle: started.Event.CycleSeq, Start: started.Offset,
-			End: completed.Offset + completed.Length, FirstSeq: started.Seq})
-	}
 }
 
 // providerFailed records a provider failure outside any cycle, leaves the

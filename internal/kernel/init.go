@@ -36,12 +36,12 @@ func DefaultRunID(g intent.Goal, c governance.Contract, sp world.Spec, now time.
 // start: the pinned goal, contract and environment (bodies, so the ledger
 // alone can answer what was in force), the first observation, and
 // persistent.run.started.
-func Init(bs Bootstrap) (State, []event.Event, error) {
+func Init(bs Bootstrap) (EngineState, []event.Event, error) {
 	if bs.RunID == "" {
-		return State{}, nil, fmt.Errorf("init: run id is required")
+		return EngineState{}, nil, fmt.Errorf("init: run id is required")
 	}
 	at := state.FormatTime(bs.Now)
-	s := State{
+	s := EngineState{
 		Goal: bs.Goal, Contract: bs.Contract, Spec: bs.Spec, Environment: bs.Observation,
 		Commitments: commitment.NewStore(), Context: memory.NewBinding(), Strategy: strategy.NewState(bs.Goal.Registry()),
 		Run: state.RunState{
@@ -69,14 +69,14 @@ func Init(bs Bootstrap) (State, []event.Event, error) {
 	b.s.Checkpoint = chk
 	b.record(event.CheckpointCreated, kindCheckpoint, chk, nil)
 	if b.err != nil {
-		return State{}, nil, b.err
+		return EngineState{}, nil, b.err
 	}
 	return b.s, b.events, nil
 }
 
 // Fault moves the run to FAULTED outside any cycle (for example after
 // repeated provider failures), with the reason recorded.
-func Fault(s State, now time.Time, reasons []string) (State, []event.Event, error) {
+func Fault(s EngineState, now time.Time, reasons []string) (EngineState, []event.Event, error) {
 	b := &builder{s: s.clone(), cycle: s.Run.CycleSeq, now: now, at: state.FormatTime(now)}
 	b.s.Run.Status = state.RunFaulted
 	b.s.Run.LoopDisposition = state.Faulted
@@ -91,7 +91,7 @@ func Fault(s State, now time.Time, reasons []string) (State, []event.Event, erro
 	b.s.Checkpoint = chk
 	b.record(event.CheckpointCreated, kindCheckpoint, chk, nil)
 	if b.err != nil {
-		return State{}, nil, b.err
+		return EngineState{}, nil, b.err
 	}
 	return b.s, b.events, nil
 }

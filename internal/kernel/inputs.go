@@ -52,7 +52,7 @@ func inboxKind(k inbox.Kind) string {
 }
 
 // inputRecords builds the manifest and the input-carrying events.
-func inputRecords(s *State, cycle int64, in Inputs) (event.Inputs, []event.Event, error) {
+func inputRecords(s *EngineState, cycle int64, in Inputs) (event.Inputs, []event.Event, error) {
 	at := state.FormatTime(in.Now)
 	m := event.Inputs{Schema: event.InputsSchema, CycleSeq: cycle, At: at, ObservationRef: in.Observation.Ref(),
 		InboxPresent: slices.Clone(in.InboxPresent), InboxItems: []codec.Ref{}, Knowledge: []codec.Ref{}, KillSwitch: in.KillSwitch,
@@ -89,7 +89,7 @@ func inputRecords(s *State, cycle int64, in Inputs) (event.Inputs, []event.Event
 // events. The observation is either in the cycle's own events or, when
 // unchanged, the state's environment. It fails when something the manifest
 // names is missing: the cycle's first batch never became durable.
-func inputsFromRecords(s *State, recs []event.Record) (Inputs, event.Inputs, error) {
+func inputsFromRecords(s *EngineState, recs []event.Record) (Inputs, event.Inputs, error) {
 	var m event.Inputs
 	if len(recs) == 0 || recs[0].Event.Type != event.CycleStarted || recs[0].Event.Object == nil {
 		return Inputs{}, m, fmt.Errorf("cycle does not begin with %s", event.CycleStarted)

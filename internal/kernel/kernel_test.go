@@ -53,7 +53,7 @@ func observe(spec world.Spec, failing map[string]bool, evidence bool) world.Obse
 	return o
 }
 
-func newState(t *testing.T, spec world.Spec, c governance.Contract, obs world.Observation) State {
+func newState(t *testing.T, spec world.Spec, c governance.Contract, obs world.Observation) EngineState {
 	t.Helper()
 	g := intent.Goal{Schema: intent.Schema, ID: "g", Mission: "m", Success: intent.Success{AllChecksPass: true}}
 	s, evs, err := Init(Bootstrap{RunID: "run:test", Now: t0, Goal: g, Contract: c, Spec: spec, Observation: obs})
@@ -202,7 +202,7 @@ func TestEligibility(t *testing.T) {
 
 	cases := []struct {
 		name string
-		s    State
+		s    EngineState
 		in   Inputs
 		want bool
 		why  string

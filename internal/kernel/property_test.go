@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/event"
@@ -31,7 +32,7 @@ import (
 // starts and ends in sleep, takes only allowed transitions, and never
 // exercises more authority than the contract grants or acts below A2.
 func TestRandomEventsNeverReachAnIllegalTransition(t *testing.T) {
-	seen := map[controller.State]int{}
+	seen := map[controller.Phase]int{}
 	prop := func(seed uint64) bool {
 		if err := randomRun(seed, seen); err != nil {
 			t.Logf("seed %d: %v", seed, err)
@@ -54,7 +55,7 @@ func TestRandomEventsNeverReachAnIllegalTransition(t *testing.T) {
 	}
 }
 
-func randomRun(seed uint64, seen map[controller.State]int) error {
+func randomRun(seed uint64, seen map[controller.Phase]int) error {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
 	keep := world.Check{ID: "c", Summary: "c", Kind: world.CheckPresentText, Path: "a.txt", Text: "keep", Priority: 1}
@@ -67,7 +68,7 @@ func randomRun(seed uint64, seen map[controller.State]int) error {
 	ct.Coordinates.Autonomy = pick("A0", "A1", "A2", "A2", "A3", "A4", "A4")
 	ct.Coordinates.CognitiveDepth = pick("D0", "D1", "D2", "D2", "D3")
 	if rng.IntN(5) == 0 {
-		ct.CycleBudget = &governance.CycleBudget{MaxCost: int64(2 + rng.IntN(8)), MaxEvents: int64(30 + rng.IntN(60)), MaxCascadeFanout: 1}
+		ct.CycleBudget = &budget.Cycle{MaxCost: int64(2 + rng.IntN(8)), MaxEvents: int64(30 + rng.IntN(60)), MaxCascadeFanout: 1}
 	}
 	failing := map[string]bool{"a": rng.IntN(2) == 0, "b": rng.IntN(2) == 0}
 	g := spec
@@ -116,7 +117,7 @@ func randomRun(seed uint64, seen map[controller.State]int) error {
 	return nil
 }
 
-func randomItem(rng *rand.Rand, s State, now time.Time, id string) inbox.Item {
+func randomItem(rng *rand.Rand, s EngineState, now time.Time, id string) inbox.Item {
 	at := state.FormatTime(now)
 	switch rng.IntN(6) {
 	case 0, 1, 2:
@@ -187,7 +188,7 @@ func randomSettlement(rng *rand.Rand, p *Pending) Settlement {
 }
 
 // checkPath checks one cycle's controller transitions.
-func checkPath(evs []event.Event, ct governance.Contract, seen map[controller.State]int) error {
+func checkPath(evs []event.Event, ct governance.Contract, seen map[controller.Phase]int) error {
 	var path []controller.Transition
 	for _, ev := range evs {
 		if ev.Type != event.Transition {
@@ -241,7 +242,7 @@ func TestFailedCompactionEndsInFailed(t *testing.T) {
 	r, err := Finish(p, settled(&world.Outcome{Schema: world.OutcomeSchema, Key: "k", Operation: world.OpApplyPatch, Target: "a.txt", Status: world.OutcomeCommitted}, "a"))
 	require.NoError(t, err)
 	require.Equal(t, state.Faulted, r.Summary.LoopDisposition)
-	seen := map[controller.State]int{}
+	seen := map[controller.Phase]int{}
 	require.NoError(t, checkPath(append(append([]event.Event{}, p.Events...), r.Events...), ct, seen))
 	require.Equal(t, 1, seen[controller.Failed])
 	require.Equal(t, "failed", r.Summary.Controller)

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -17,6 +18,10 @@ type Divergence struct {
 	Field    string     `json:"field"`
 	Recorded string     `json:"recorded"`
 	Derived  string     `json:"derived"`
+}
+
+func (d *Divergence) Error() string {
+	return fmt.Sprintf("cycle %d, seq %d (%s): field %s recorded %s, derived %s", d.Cycle, d.Seq, d.Event, d.Field, d.Recorded, d.Derived)
 }
 
 // ReplayReport says how far a replay got.
@@ -113,7 +118,7 @@ func lastIndex(recs []event.Record, typ event.Kind) int {
 }
 
 // replayFault applies a fault recorded outside any cycle.
-func replayFault(s State, group []event.Record) (State, bool, error) {
+func replayFault(s EngineState, group []event.Record) (EngineState, bool, error) {
 	for _, r := range group {
 		if r.Event.Type == event.RunFaulted {
 			st, _, err := Fault(s, parseAt(r.Event.At), r.Event.Reasons)
@@ -125,7 +130,7 @@ func replayFault(s State, group []event.Record) (State, bool, error) {
 
 // replayInit rebuilds the initial state from the pinned documents and the
 // first observation, and checks that Init derives the recorded events.
-func replayInit(recs []event.Record) (State, error) {
+func replayInit(recs []event.Record) (EngineState, error) {
 	var bs Bootstrap
 	var found int
 	for _, r := range recs {
@@ -144,15 +149,15 @@ func replayInit(recs []event.Record) (State, error) {
 			bs.RunID, bs.Now, found = r.Event.RunID, parseAt(r.Event.At), found+1
 		}
 		if err != nil {
-			return State{}, fmt.Errorf("replay init: %w", err)
+			return EngineState{}, fmt.Errorf("replay init: %w", err)
 		}
 	}
 	if found != 5 {
-		return State{}, fmt.Errorf("replay init: the ledger does not begin with a run's pinned goal, contract, environment and start")
+		return EngineState{}, fmt.Errorf("replay init: the ledger does not begin with a run's pinned goal, contract, environment and start")
 	}
 	s, evs, err := Init(bs)
 	if err != nil {
-		return State{}, err
+		return EngineState{}, err
 	}
 	var ours []event.Record
 	for _, r := range recs {
@@ -161,43 +166,84 @@ func replayInit(recs []event.Record) (State, error) {
 		}
 	}
 	if div := compare(ours, evs); div != nil {
-		return State{}, fmt.Errorf("replay init diverges at seq %d (%s): field %s", div.Seq, div.Event, div.Field)
+		return EngineState{}, fmt.Errorf("replay init diverges at seq %d (%s): field %s", div.Seq, div.Event, div.Field)
 	}
 	return s, nil
 }
 
-// replayCycle derives one recorded cycle and compares. oob holds the
-// cycle's out-of-band records: an effect's intent or missing control.
-func replayCycle(s State, recs, oob []event.Record) (State, *Divergence, error) {
+// rederived is a recorded cycle derived again from its recorded inputs,
+// up to its governance boundary: the one derivation both replay (which
+// compares) and recovery (which also finishes an interrupted cycle) use.
+type rederived struct {
+	in Inputs
+	p  *Pending
+	// matched is how much of the derived first batch the ledger holds (a
+	// prefix: a crash can only cut the end off).
+	matched int
+	// rest are the cycle's records after its first batch.
+	rest []event.Record
+	// st is what the records say about the effect (an outcome, a
+	// readback, a missing control, the intent's rollback bundle).
+	st Settlement
+}
+
+// errUnrecorded: a cycle's inputs or the proposer's reply are not all in
+// the ledger, so its first batch never became durable (and no decision,
+// let alone an effect, can rest on it).
+var errUnrecorded = errors.New("the cycle's first batch is not all recorded")
+
+// rederive derives a recorded cycle again. recs are the cycle's own records
+// (out of band ones left out), all every record of it; the out-of-band ones
+// carry its intent or missing control. A recorded event that differs from
+// the derived one is a *Divergence.
+func rederive(s EngineState, recs, all []event.Record) (*rederived, error) {
 	in, _, err := inputsFromRecords(&s, recs)
 	if err != nil {
-		return s, nil, fmt.Errorf("replay cycle %d: %w", recs[0].Event.CycleSeq, err)
+		return nil, fmt.Errorf("%w: %w", errUnrecorded, err)
 	}
 	p, err := Begin(s, in)
 	if err != nil {
-		return s, &Divergence{Cycle: recs[0].Event.CycleSeq, Seq: recs[0].Seq, Event: recs[0].Event.Type, Field: "(eligibility)", Derived: err.Error()}, nil
+		return nil, &Divergence{Cycle: recs[0].Event.CycleSeq, Seq: recs[0].Seq, Event: recs[0].Event.Type, Field: "(eligibility)", Derived: err.Error()}
 	}
 	p, answered, err := answerRecorded(p, recs)
 	if err != nil {
-		return s, nil, fmt.Errorf("replay cycle %d: %w", recs[0].Event.CycleSeq, err)
+		return nil, fmt.Errorf("cycle %d: %w", recs[0].Event.CycleSeq, err)
 	}
 	if !answered {
-		return s, &Divergence{Cycle: recs[0].Event.CycleSeq, Seq: recs[0].Seq, Event: recs[0].Event.Type, Field: "(proposal)",
-			Derived: "the cycle asks the proposer, and the ledger records no reply"}, nil
+		return nil, fmt.Errorf("%w: the cycle asked the proposer, and the ledger records no reply", errUnrecorded)
 	}
 	if div := compare(recs, p.Events); div != nil {
-		return s, div, nil
+		return nil, div
 	}
-	rest := recs[min(len(p.Events), len(recs)):]
-	st := recordedSettlement(oob, rest, p)
-	st.Uncertain = p.Effect != nil && st.Outcome == nil && st.Blocked == ""
-	res, err := Finish(p, st)
+	n := min(len(p.Events), len(recs))
+	r := &rederived{in: in, p: p, matched: n, rest: recs[n:]}
+	r.st = recordedSettlement(all, r.rest, p)
+	return r, nil
+}
+
+// replayCycle derives one recorded cycle and compares. oob holds the
+// cycle's out-of-band records: an effect's intent or missing control.
+func replayCycle(s EngineState, recs, oob []event.Record) (EngineState, *Divergence, error) {
+	r, err := rederive(s, recs, oob)
+	var div *Divergence
+	switch {
+	case errors.As(err, &div):
+		return s, div, nil
+	case errors.Is(err, errUnrecorded):
+		return s, &Divergence{Cycle: recs[0].Event.CycleSeq, Seq: recs[0].Seq, Event: recs[0].Event.Type, Field: "(inputs)", Derived: err.Error()}, nil
+	case err != nil:
+		return s, nil, fmt.Errorf("replay cycle %d: %w", recs[0].Event.CycleSeq, err)
+	}
+	st := r.st
+	st.Uncertain = r.p.Effect != nil && st.Outcome == nil && st.Blocked == ""
+	res, err := Finish(r.p, st)
 	if err != nil {
 		return s, nil, err
 	}
-	if div := compare(rest, res.Events); div != nil {
+	if div := compare(r.rest, res.Events); div != nil {
 		return s, div, nil
 	}
+	rest := r.rest
 	if len(rest) != len(res.Events) {
 		r := recs[len(recs)-1]
 		return s, &Divergence{Cycle: r.Event.CycleSeq, Seq: r.Seq, Event: r.Event.Type, Field: "(event count)",

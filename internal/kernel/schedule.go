@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/event"
-	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
@@ -23,7 +23,7 @@ import (
 // run resting on a used-up soft budget is eligible only for a
 // budget_replenished signal, a stop or the kill switch. The reasons say why
 // (or, when not eligible, what the run is doing).
-func Eligible(s State, in Inputs) (bool, []string) {
+func Eligible(s EngineState, in Inputs) (bool, []string) {
 	rs := &s.Run
 	if rs.Status == state.RunStopped {
 		return false, []string{"run_stopped"}
@@ -201,41 +201,10 @@ func (b *builder) setWaiting(d state.Disposition) {
 // size the contract fixed (the signal carries no amount, and no cycle can
 // send itself one). A stop request is still honoured while it waits.
 
-// budgetLimit returns the contract's limit and the run's use of a budget at
-// now (the wall clock is the time since the run started).
-func budgetLimit(s *State, name string, now time.Time) (governance.Limit, int64) {
-	bu, u := s.Contract.Budgets, s.Run.Budget
-	switch name {
-	case "cycles":
-		return bu.Cycles, u.Cycles
-	case "cognitive_operations":
-		return bu.CognitiveOperations, u.CognitiveOperations
-	case "actions":
-		return bu.Actions, u.Actions
-	case "compactions":
-		return bu.Compactions, u.Compactions
-	default:
-		return bu.WallClockSeconds, wallClock(&s.Run, now)
-	}
-}
-
-// wallClock is the number of seconds from the run's start to now.
-func wallClock(rs *state.RunState, now time.Time) int64 {
-	started, err := state.ParseTime(rs.StartedAt)
-	if err != nil {
-		return rs.Budget.WallClockSeconds
-	}
-	return int64(now.Sub(started) / time.Second)
-}
-
-func budgetNames() []string {
-	return []string{"cycles", "cognitive_operations", "actions", "compactions", "wall_clock_seconds"}
-}
-
 // exhausts reports whether spending cost more of a budget would take it
 // past its hard level.
 func (b *builder) exhausts(name string, cost int64) bool {
-	l, used := budgetLimit(&b.s, name, b.now)
+	l, used := budget.Of(b.s.Contract.Budgets, &b.s.Run, name, b.now)
 	return l.Hard > 0 && used+cost > l.Hard
 }
 
@@ -244,9 +213,9 @@ func (b *builder) exhausts(name string, cost int64) bool {
 // the cycles (used up, which a run only finds when it resumes from FAULTED
 // after its last allowed cycle). A cycle stopped here spends nothing.
 func (b *builder) hardBudgetAtStart() (string, bool) {
-	b.s.Run.Budget.WallClockSeconds = wallClock(&b.s.Run, b.now)
+	b.s.Run.Budget.WallClockSeconds = budget.WallClock(&b.s.Run, b.now)
 	for _, n := range []string{"wall_clock_seconds", "cycles"} {
-		if l, used := budgetLimit(&b.s, n, b.now); l.Hard > 0 && used >= l.Hard {
+		if l, used := budget.Of(b.s.Contract.Budgets, &b.s.Run, n, b.now); l.Hard > 0 && used >= l.Hard {
 			return n, true
 		}
 	}
@@ -255,10 +224,10 @@ func (b *builder) hardBudgetAtStart() (string, bool) {
 
 // softExhausted lists the budgets temporarily exhausted at now: their use
 // since the last replenishment has reached their soft level.
-func softExhausted(s *State, now time.Time) []string {
+func softExhausted(s *EngineState, now time.Time) []string {
 	var out []string
-	for _, n := range budgetNames() {
-		if l, used := budgetLimit(s, n, now); l.Soft > 0 && used-s.Run.Budget.SoftBase[n] >= l.Soft {
+	for _, n := range budget.Names() {
+		if l, used := budget.Of(s.Contract.Budgets, &s.Run, n, now); l.Soft > 0 && used-s.Run.Budget.SoftBase[n] >= l.Soft {
 			out = append(out, n)
 		}
 	}
@@ -294,8 +263,8 @@ func resumesBudget(it inbox.Item) bool {
 func (b *builder) replenish(w state.WakeSignal, refs map[string]codec.Ref) {
 	rs := &b.s.Run
 	var done []string
-	for _, n := range budgetNames() {
-		l, used := budgetLimit(&b.s, n, b.now)
+	for _, n := range budget.Names() {
+		l, used := budget.Of(b.s.Contract.Budgets, &b.s.Run, n, b.now)
 		if l.Soft == 0 || (w.Ref != "" && w.Ref != n) {
 			continue
 		}

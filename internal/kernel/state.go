@@ -43,9 +43,10 @@ const (
 	kindStrategy    = "strat"
 )
 
-// State is the hot state of a run: exactly what the checkpoint holds. It is
-// the present, not history; the ledger is history.
-type State struct {
+// EngineState is the hot state of a run (the ADR's engine-state): exactly
+// what the checkpoint holds. It is the present, not history; the ledger is
+// history.
+type EngineState struct {
 	Run         state.RunState
 	Checkpoint  state.Checkpoint
 	Goal        intent.Goal
@@ -54,11 +55,11 @@ type State struct {
 	Environment world.Observation
 	Commitments commitment.Store
 	Context     memory.Binding
-	Strategy    strategy.State
+	Strategy    strategy.Memory
 }
 
 // parts maps each checkpoint file to the value it holds.
-func (s *State) parts() map[string]any {
+func (s *EngineState) parts() map[string]any {
 	return map[string]any{
 		FileRunState: &s.Run, FileCheckpoint: &s.Checkpoint, FileGoal: &s.Goal, FileContract: &s.Contract,
 		FileSpec: &s.Spec, FileEnvironment: &s.Environment, FileCommitments: &s.Commitments,
@@ -67,7 +68,7 @@ func (s *State) parts() map[string]any {
 }
 
 // Encode returns the canonical bytes of every checkpoint file.
-func (s *State) Encode() (map[string][]byte, error) {
+func (s *EngineState) Encode() (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for name, v := range s.parts() {
 		b, err := codec.Marshal(v)
@@ -83,7 +84,7 @@ func (s *State) Encode() (map[string][]byte, error) {
 // must be present, canonical and of the right shape, and the refs the run
 // state records must match the files' content. A mismatch is an
 // integrity error naming the file.
-func Decode(files map[string][]byte) (State, error) {
+func Decode(files map[string][]byte) (EngineState, error) {
 	return decodeFiles(files, nil)
 }
 
@@ -93,12 +94,12 @@ func Decode(files map[string][]byte) (State, error) {
 // decoding those. An idle invocation, which is most of them, then costs
 // O(run state), not O(checkpoint); DecodeRest completes the state when a
 // cycle is going to run.
-func DecodeLight(files map[string][]byte) (State, error) {
+func DecodeLight(files map[string][]byte) (EngineState, error) {
 	return decodeFiles(files, lightFiles())
 }
 
 // DecodeRest decodes the files DecodeLight left out into s.
-func DecodeRest(s *State, files map[string][]byte) error {
+func DecodeRest(s *EngineState, files map[string][]byte) error {
 	parts := s.parts()
 	for _, name := range slices.Sorted(maps.Keys(parts)) {
 		if slices.Contains(lightFiles(), name) {
@@ -117,18 +118,18 @@ func lightFiles() []string { return []string{FileRunState, FileCheckpoint, FileS
 // every file's ref against the run state from its bytes: the bytes of a
 // decoded file are its canonical encoding, and an undecoded file's bytes
 // are what its ref was computed over when it was written.
-func decodeFiles(files map[string][]byte, only []string) (State, error) {
-	var s State
+func decodeFiles(files map[string][]byte, only []string) (EngineState, error) {
+	var s EngineState
 	parts := s.parts()
 	known := map[string]codec.Ref{}
 	for _, name := range slices.Sorted(maps.Keys(parts)) {
 		b, ok := files[name]
 		if !ok {
-			return State{}, &state.IntegrityError{File: name, Msg: "checkpoint file missing from the manifest"}
+			return EngineState{}, &state.IntegrityError{File: name, Msg: "checkpoint file missing from the manifest"}
 		}
 		if only == nil || slices.Contains(only, name) {
 			if err := codec.UnmarshalExact(b, parts[name]); err != nil {
-				return State{}, &state.IntegrityError{File: name, Msg: err.Error()}
+				return EngineState{}, &state.IntegrityError{File: name, Msg: err.Error()}
 			}
 		}
 		if kind, ok := fileKinds()[name]; ok {
@@ -137,11 +138,11 @@ func decodeFiles(files map[string][]byte, only []string) (State, error) {
 	}
 	for name := range files {
 		if _, ok := parts[name]; !ok {
-			return State{}, &state.IntegrityError{File: name, Msg: "unknown checkpoint file"}
+			return EngineState{}, &state.IntegrityError{File: name, Msg: "unknown checkpoint file"}
 		}
 	}
 	if err := s.checkRefsWith(known); err != nil {
-		return State{}, err
+		return EngineState{}, err
 	}
 	return s, nil
 }
@@ -175,7 +176,7 @@ func fileKinds() map[string]string {
 
 // checkRefsWith verifies that the run state points at exactly the objects
 // whose refs are given.
-func (s *State) checkRefsWith(want map[string]codec.Ref) error {
+func (s *EngineState) checkRefsWith(want map[string]codec.Ref) error {
 	got := map[string]codec.Ref{
 		FileContract: s.Run.ContractRef, FileSpec: s.Run.EnvironmentSpecRef, FileEnvironment: s.Run.EnvironmentRef,
 		FileCommitments: s.Run.CommitmentStoreRef, FileContext: s.Run.ContextBindingRef, FileStrategy: s.Run.StrategyStateRef,
@@ -198,7 +199,7 @@ func (s *State) checkRefsWith(want map[string]codec.Ref) error {
 }
 
 // refs computes the content ref of every object in the state.
-func (s *State) refs() map[string]codec.Ref {
+func (s *EngineState) refs() map[string]codec.Ref {
 	return map[string]codec.Ref{
 		FileGoal:        codec.MustRefOf(kindGoal, s.Goal),
 		FileContract:    codec.MustRefOf(kindContract, s.Contract),
@@ -222,7 +223,7 @@ func runStateRef(r state.RunState) codec.Ref { return codec.MustRefOf(kindRunSta
 // seal refreshes the run state's refs, version, id and fingerprint after a
 // change. The goal, contract and environment spec never change after
 // init, so their refs are computed only when missing.
-func (s *State) seal() {
+func (s *EngineState) seal() {
 	if len(s.Run.GoalRefs) == 0 || s.Run.ContractRef == "" || s.Run.EnvironmentSpecRef == "" || s.Run.AuthorityRef == "" {
 		s.Run.GoalRefs = []codec.Ref{codec.MustRefOf(kindGoal, s.Goal)}
 		s.Run.ContractRef = codec.MustRefOf(kindContract, s.Contract)
@@ -240,8 +241,8 @@ func (s *State) seal() {
 }
 
 // clone returns a deep copy, so that a step never mutates its input state.
-func (s State) clone() State {
-	var out State
+func (s EngineState) clone() EngineState {
+	var out EngineState
 	deepCopy(reflect.ValueOf(&out).Elem(), reflect.ValueOf(s))
 	return out
 }

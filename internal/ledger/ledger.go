@@ -11,6 +11,7 @@ import (
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 )
 
 // FileName is the ledger's path inside the state directory.
@@ -62,6 +63,13 @@ type Ledger struct {
 	front    state.Frontier
 	torn     *Torn
 	poisoned bool
+
+	// Index, when set, is told where each cycle appended through this
+	// handle lies, so that readers find a cycle without a scan. It is a
+	// cache: its errors are ignored, and a stale one is rebuilt.
+	Index *Index
+	// started is the record that began the cycle being appended.
+	started *event.Record
 }
 
 // Create makes a new, empty ledger. It fails with ErrExists if one is there.
@@ -262,7 +270,41 @@ func (l *Ledger) Append(events []event.Event) ([]event.Record, error) {
 		return nil, fmt.Errorf("append to ledger: %w", err)
 	}
 	l.front = front
+	l.indexCycles(recs)
 	return recs, nil
+}
+
+// indexCycles tells the index about every cycle a batch completes.
+func (l *Ledger) indexCycles(recs []event.Record) {
+	if l.Index == nil {
+		return
+	}
+	for i := range recs {
+		r := &recs[i]
+		switch r.Event.Type {
+		case event.CycleStarted:
+			l.started = r
+		case event.CycleCompleted:
+			if s := l.started; s != nil && s.Event.CycleSeq == r.Event.CycleSeq {
+				_ = l.Index.Add(IndexEntry{Cycle: s.Event.CycleSeq, Start: s.Offset, End: r.Offset + r.Length, FirstSeq: s.Seq})
+			}
+			l.started = nil
+		}
+	}
+}
+
+// Repair implements storage.Ledger: RepairTail, reporting the cut.
+func (l *Ledger) Repair() (*storage.Repair, error) {
+	t, torn, err := l.RepairTail()
+	if err != nil || t == nil {
+		return nil, err
+	}
+	return &storage.Repair{At: t.Offset, Length: t.Length, SHA256: codec.FingerprintOf(torn)}, nil
+}
+
+// After implements storage.Ledger: the records after from, to the end.
+func (l *Ledger) After(from state.Frontier) ([]event.Record, error) {
+	return readRange(l.f, from, l.front.Offset)
 }
 
 // RepairTail cuts a torn last line off: the torn bytes are kept in

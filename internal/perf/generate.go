@@ -189,7 +189,7 @@ func Generate(dir string, events, cycles int64) (Generated, error) {
 	if err != nil {
 		return g, err
 	}
-	if _, err := store.Commit(storage.Commit{RunID: st.Run.RunID, CycleSeq: st.Run.CycleSeq, Revision: "perf", Frontier: led.Frontier(), Files: files}); err != nil {
+	if _, err := store.Commit(storage.Commit{Expect: snap.Manifest.Generation, RunID: st.Run.RunID, CycleSeq: st.Run.CycleSeq, Revision: "perf", Frontier: led.Frontier(), Files: files}); err != nil {
 		return g, err
 	}
 	fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(ledger.FileName)))

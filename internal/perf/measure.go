@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/intent"
@@ -214,7 +215,7 @@ func QueueInputs(n int) rundir.Inputs {
 		Contract: governance.Contract{Schema: governance.ContractSchema, ID: "queue", Authority: governance.Authority{ID: "op", Mode: governance.AuthProjectWrite},
 			Coordinates: governance.Coordinates{Readiness: "L2", Autonomy: "A2", CognitiveDepth: "D2"},
 			Rules:       []governance.Rule{{Operation: "*", Paths: []string{"**"}, Effect: governance.Allow}},
-			Budgets:     governance.Budgets{Cycles: governance.Limit{Hard: int64(n) + 10}}},
+			Budgets:     budget.Run{Cycles: budget.Limit{Hard: int64(n) + 10}}},
 		Spec: world.Spec{Schema: world.SpecSchema, Files: map[string]string{"queue.txt": strings.Repeat("p\n", n)},
 			Checks: []world.Check{{ID: "queue", Summary: "items pending", Kind: world.CheckAbsentText, Path: "queue.txt", Text: "p", Priority: 10,
 				Fixes: []world.Fix{{Operation: world.OpApplyPatch, Find: "p", Replace: "d", Occurrences: 1}}}}},

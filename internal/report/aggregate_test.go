@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/event"
-	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -75,7 +75,7 @@ func seqs(ds []CycleView) []int64 {
 
 func TestAggregate(t *testing.T) {
 	head := Head{RunID: "run:t", Status: "RUNNING", Disposition: state.Idle, CheckpointCycle: 0,
-		Limits: governance.Budgets{Cycles: governance.Limit{Soft: 5, Hard: 10}}}
+		Limits: budget.Run{Cycles: budget.Limit{Soft: 5, Hard: 10}}}
 	cases := []struct {
 		name    string
 		entries []Entry

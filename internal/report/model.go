@@ -1,9 +1,9 @@
 package report
 
 import (
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/event"
-	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
@@ -113,7 +113,7 @@ type Head struct {
 	// or the sandbox copy.
 	World   string
 	Budget  state.BudgetUsage
-	Limits  governance.Budgets
+	Limits  budget.Run
 	Pending []PendingApproval
 }
 
@@ -127,7 +127,7 @@ type PendingApproval struct {
 }
 
 // HeadOf takes the report's header from a checkpoint.
-func HeadOf(st kernel.State) Head {
+func HeadOf(st kernel.EngineState) Head {
 	r := st.Run
 	h := Head{
 		RunID: r.RunID, Status: string(r.Status), Disposition: r.LoopDisposition, Reasons: r.ReasonCodes,

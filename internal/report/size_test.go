@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/event"
-	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -60,7 +60,7 @@ func worstCycle(seq int64, d state.Disposition) Entry {
 func worstHead() Head {
 	h := Head{RunID: worstText, Status: worstText, Disposition: state.Faulted, Reasons: worstList(maxList+1, 0), CheckpointCycle: 1 << 40,
 		UpdatedAt: worstText, GoalID: worstText, Mission: worstText, ContractID: worstText,
-		Limits: governance.Budgets{Cycles: governance.Limit{Soft: 1 << 40, Hard: 1 << 41}, WallClockSeconds: governance.Limit{Soft: 1, Hard: 2}}}
+		Limits: budget.Run{Cycles: budget.Limit{Soft: 1 << 40, Hard: 1 << 41}, WallClockSeconds: budget.Limit{Soft: 1, Hard: 2}}}
 	for i := range maxList + 1 {
 		h.Pending = append(h.Pending, PendingApproval{Ref: codec.Ref(worstText), Action: worstText, Reason: worstText, RequestedAt: worstText, Cycle: int64(i)})
 	}

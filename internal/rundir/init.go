@@ -13,7 +13,6 @@ import (
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/sandbox"
@@ -69,7 +68,7 @@ const swapSchema = "acr.init-swap/v0.1"
 
 // Created is what Init made.
 type Created struct {
-	State kernel.State
+	State kernel.EngineState
 	// Archive is the directory, relative to the state directory, that the
 	// replaced run was moved to; empty when there was nothing to replace.
 	Archive string
@@ -185,7 +184,7 @@ func mkdirAllRecorded(dir string) ([]string, error) {
 // live on fsys and whose sandbox world lives under worldRoot on the real
 // file system. Tests use it with disk.Mem to model power loss; it follows
 // the same build-beside-and-swap protocol as Init.
-func InitOn(fsys disk.FS, worldRoot string, in Inputs, runID string, opt Options) (kernel.State, error) {
+func InitOn(fsys disk.FS, worldRoot string, in Inputs, runID string, opt Options) (kernel.EngineState, error) {
 	c, err := initOn(store{fsys: fsys, root: worldRoot, world: worldFS(fsys, worldRoot)}, in, runID, false, opt)
 	return c.State, err
 }
@@ -268,22 +267,22 @@ func initOn(s store, in Inputs, runID string, force bool, opt Options) (Created,
 }
 
 // build writes the complete new run into the staging directory.
-func build(s store, in Inputs, runID string, opt Options) (kernel.State, error) {
+func build(s store, in Inputs, runID string, opt Options) (kernel.EngineState, error) {
 	for _, f := range s.all() {
 		if err := f.RemoveAll(stagingDir); err != nil {
-			return kernel.State{}, fmt.Errorf("init: remove an unfinished earlier attempt: %w", err)
+			return kernel.EngineState{}, fmt.Errorf("init: remove an unfinished earlier attempt: %w", err)
 		}
 		if err := f.MkdirAll(stagingDir); err != nil {
-			return kernel.State{}, fmt.Errorf("init: %w", err)
+			return kernel.EngineState{}, fmt.Errorf("init: %w", err)
 		}
 	}
 	sub := disk.Sub(s.fsys, stagingDir)
-	if err := sub.MkdirAll(inbox.Dir); err != nil {
-		return kernel.State{}, discard(s, fmt.Errorf("init: %w", err))
+	if err := sub.MkdirAll(dirstore.InboxDir); err != nil {
+		return kernel.EngineState{}, discard(s, fmt.Errorf("init: %w", err))
 	}
 	st, err := initParts(sub, filepath.Join(s.root, stagingDir), s.root, in, runID, opt)
 	if err != nil {
-		return kernel.State{}, discard(s, err)
+		return kernel.EngineState{}, discard(s, err)
 	}
 	return st, nil
 }
@@ -421,7 +420,7 @@ func install(f disk.FS, p string) error {
 // real directory (spec.Root) is not copied anywhere, and is observed as it
 // will be seen from stateDir, the state directory the run will live in, so
 // that the state directory is kept out of it the same way later.
-func initParts(fsys disk.FS, buildDir, stateDir string, in Inputs, runID string, opt Options) (kernel.State, error) {
+func initParts(fsys disk.FS, buildDir, stateDir string, in Inputs, runID string, opt Options) (kernel.EngineState, error) {
 	store := dirstore.NewStore(fsys)
 	dir := buildDir
 	if in.Spec.Root != "" {
@@ -429,13 +428,13 @@ func initParts(fsys disk.FS, buildDir, stateDir string, in Inputs, runID string,
 	}
 	w, err := sandbox.Create(dir, in.Spec, fsys)
 	if err != nil {
-		return kernel.State{}, fmt.Errorf("create sandbox: %w", err)
+		return kernel.EngineState{}, fmt.Errorf("create sandbox: %w", err)
 	}
 	defer w.Close()
 	w.Environ = opt.Environ
 	obs, err := w.Observe()
 	if err != nil {
-		return kernel.State{}, fmt.Errorf("first observation: %w", err)
+		return kernel.EngineState{}, fmt.Errorf("first observation: %w", err)
 	}
 	now := opt.Clock.Now()
 	if runID == "" {
@@ -443,22 +442,22 @@ func initParts(fsys disk.FS, buildDir, stateDir string, in Inputs, runID string,
 	}
 	st, evs, err := kernel.Init(kernel.Bootstrap{RunID: runID, Now: now, Goal: in.Goal, Contract: in.Contract, Spec: in.Spec, Observation: obs})
 	if err != nil {
-		return kernel.State{}, err
+		return kernel.EngineState{}, err
 	}
 	led, err := ledger.Create(fsys)
 	if err != nil {
-		return kernel.State{}, err
+		return kernel.EngineState{}, err
 	}
 	defer led.Close()
 	if _, err := led.Append(evs); err != nil {
-		return kernel.State{}, err
+		return kernel.EngineState{}, err
 	}
 	files, err := st.Encode()
 	if err != nil {
-		return kernel.State{}, err
+		return kernel.EngineState{}, err
 	}
 	if _, err := store.Commit(storage.Commit{RunID: runID, Revision: opt.Revision, Frontier: led.Frontier(), Files: files}); err != nil {
-		return kernel.State{}, err
+		return kernel.EngineState{}, err
 	}
 	return st, nil
 }

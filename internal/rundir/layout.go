@@ -10,7 +10,6 @@ import (
 
 	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/state"
@@ -20,7 +19,7 @@ import (
 // The parts of a run at the top of a state directory. Init moves exactly
 // these when it replaces a run; everything else there (the lock, the kill
 // switch, archived runs) stays where it is.
-var runParts = []string{dirstore.ManifestName, dirstore.CheckpointDir, "ledger", sandbox.Dir, inbox.Dir}
+var runParts = []string{dirstore.ManifestName, dirstore.CheckpointDir, "ledger", sandbox.Dir, dirstore.InboxDir}
 
 // NotDirError means the state directory named is not a directory.
 type NotDirError struct{ Path string }

@@ -18,10 +18,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
-	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/intent"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
@@ -281,6 +281,6 @@ func TestInboxWriteSurvivesPowerLoss(t *testing.T) {
 }
 
 func writeItem(fsys disk.FS) (string, error) {
-	return inbox.Write(fsys, &state.WakeSignal{Schema: state.WakeSignalSchema, Source: "manual_resume", DedupKey: "k", CreatedAt: "2026-01-01T00:00:00Z",
+	return dirstore.Inbox{FS: fsys}.Write(&state.WakeSignal{Schema: state.WakeSignalSchema, Source: "manual_resume", DedupKey: "k", CreatedAt: "2026-01-01T00:00:00Z",
 		ExpiresAt: "2026-01-02T00:00:00Z", By: "t"})
 }

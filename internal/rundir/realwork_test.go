@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/event"
-	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	. "github.com/acr-project/acr/internal/rundir"
@@ -120,7 +120,7 @@ func (p *project) events(types ...event.Kind) []event.Record {
 	return out
 }
 
-func (p *project) state() kernel.State {
+func (p *project) state() kernel.EngineState {
 	st, _, err := ReadState(p.stateDir)
 	require.NoError(p.t, err)
 	return st
@@ -388,7 +388,7 @@ func TestUncertainCommandWaitsForAPerson(t *testing.T) {
 	assert.Equal(t, "uncertain_effect", st.Run.PendingApprovals[0].Reason)
 	assert.Equal(t, "", p.read("log.txt"), "not run twice silently (here: not at all)")
 
-	_, err = inbox.Write(osFS(t, p.stateDir), &state.Approval{Schema: state.ApprovalSchema, ActionRef: st.Run.PendingApprovals[0].Ref,
+	_, err = dirstore.Inbox{FS: osFS(t, p.stateDir)}.Write(&state.Approval{Schema: state.ApprovalSchema, ActionRef: st.Run.PendingApprovals[0].Ref,
 		RequestCycle: st.Run.PendingApprovals[0].CycleSeq, Verdict: "approve", By: "tester", CreatedAt: "2026-01-01T05:00:00Z"})
 	require.NoError(t, err)
 	_, err = p.run(realOptions(), 1)

@@ -97,7 +97,7 @@ func rebuild(s store, opt Options) (*Rebuilt, error) {
 		best      map[string]string // logical name -> path
 		bestFiles map[string][]byte
 		bestAt    state.Frontier
-		bestState kernel.State
+		bestState kernel.EngineState
 	)
 	tried := 0
 	var try func(names []string, pick map[string]string) error

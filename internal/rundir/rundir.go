@@ -20,7 +20,6 @@ import (
 	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/governance"
-	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/intent"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
@@ -299,6 +298,7 @@ func (r *Run) open(opt Options) error {
 		return err
 	}
 	r.Index = ix
+	led.Index = ix
 	w, err := sandbox.Open(r.Dir, spec, r.FS)
 	if err != nil {
 		return fmt.Errorf("open sandbox: %w", err)
@@ -335,7 +335,7 @@ func (r *Run) open(opt Options) error {
 	r.openedAt = snap.Manifest.CycleSeq
 	guarded := &guardedLedger{Ledger: led, check: func() error { return r.checkBeforeWrite(clock) }}
 	r.Driver = &kernel.Driver{
-		Store: r.Store, Ledger: guarded, World: kw, Inbox: Inbox{FS: r.FS}, Index: ix, Clock: clock, Knowledge: opt.Knowledge,
+		Store: r.Store, Ledger: guarded, World: kw, Inbox: dirstore.Inbox{FS: r.FS}, Clock: clock, Knowledge: opt.Knowledge,
 		Revision: opt.Revision, CheckpointEvery: every, UncertainErr: sandbox.ErrUncertain, RefusedErr: sandbox.ErrConfinement,
 		Failpoint: opt.Failpoint, Proposer: prop,
 		KillSwitch: func() (bool, error) { return killSwitchOn(r.FS) }, Snapshot: &snap,
@@ -395,28 +395,16 @@ func (r *Run) Abandon() {
 	}
 }
 
-// Inbox adapts the inbox package to the kernel's Inbox interface.
-type Inbox struct{ FS disk.FS }
-
-// List implements kernel.Inbox.
-func (i Inbox) List() ([]inbox.Item, []inbox.Rejected, error) { return inbox.List(i.FS) }
-
-// Remove implements kernel.Inbox.
-func (i Inbox) Remove(ids []string) error { return inbox.Remove(i.FS, ids) }
-
-// Quarantine implements kernel.Inbox.
-func (i Inbox) Quarantine(name string) error { return inbox.Quarantine(i.FS, name) }
-
 // ReadState loads the checkpoint without taking the lock, for read-only
 // commands (status, wake, approve) that must work while a run is busy.
-func ReadState(dir string) (kernel.State, storage.Manifest, error) {
+func ReadState(dir string) (kernel.EngineState, storage.Manifest, error) {
 	fsys, err := RequireRun(dir)
 	if err != nil {
-		return kernel.State{}, storage.Manifest{}, err
+		return kernel.EngineState{}, storage.Manifest{}, err
 	}
 	snap, err := dirstore.NewStore(fsys).Load()
 	if err != nil {
-		return kernel.State{}, storage.Manifest{}, err
+		return kernel.EngineState{}, storage.Manifest{}, err
 	}
 	st, err := kernel.Decode(snap.Files)
 	return st, snap.Manifest, err

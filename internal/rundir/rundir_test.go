@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -53,7 +53,7 @@ func TestQuickstartFlow(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, st.Run.PendingApprovals, 1)
 	fsys := mustFS(t, dir)
-	_, err = inbox.Write(fsys, &state.Approval{Schema: state.ApprovalSchema, ActionRef: st.Run.PendingApprovals[0].Ref,
+	_, err = dirstore.Inbox{FS: fsys}.Write(&state.Approval{Schema: state.ApprovalSchema, ActionRef: st.Run.PendingApprovals[0].Ref,
 		RequestCycle: st.Run.PendingApprovals[0].CycleSeq, Verdict: "approve", By: "tester", CreatedAt: "2026-01-01T01:00:00Z"})
 	require.NoError(t, err)
 
@@ -115,7 +115,7 @@ func TestDeterministicLedgerBytes(t *testing.T) {
 		require.NoError(t, r.Close())
 		st, _, err := ReadState(dir)
 		require.NoError(t, err)
-		_, err = inbox.Write(mustFS(t, dir), &state.Approval{Schema: state.ApprovalSchema, ActionRef: st.Run.PendingApprovals[0].Ref,
+		_, err = dirstore.Inbox{FS: mustFS(t, dir)}.Write(&state.Approval{Schema: state.ApprovalSchema, ActionRef: st.Run.PendingApprovals[0].Ref,
 			RequestCycle: st.Run.PendingApprovals[0].CycleSeq, Verdict: "approve", By: "tester", CreatedAt: "2026-01-01T01:00:00Z"})
 		require.NoError(t, err)
 		r, err = Open(dir, opt)

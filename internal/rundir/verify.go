@@ -10,6 +10,7 @@ import (
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 )
 
 // The ledger damage rule. Opening a run reads only the ledger's tail, so
@@ -68,7 +69,7 @@ type guardedLedger struct {
 	err   error
 }
 
-var _ kernel.Ledger = (*guardedLedger)(nil)
+var _ storage.Ledger = (*guardedLedger)(nil)
 
 func (g *guardedLedger) before() error {
 	if !g.done {
@@ -77,7 +78,7 @@ func (g *guardedLedger) before() error {
 	return g.err
 }
 
-// Append implements kernel.Ledger.
+// Append implements storage.Ledger.
 func (g *guardedLedger) Append(evs []event.Event) ([]event.Record, error) {
 	if err := g.before(); err != nil {
 		return nil, err
@@ -85,12 +86,15 @@ func (g *guardedLedger) Append(evs []event.Event) ([]event.Record, error) {
 	return g.Ledger.Append(evs)
 }
 
-// RepairTail implements kernel.Ledger.
-func (g *guardedLedger) RepairTail() (*ledger.Torn, []byte, error) {
-	if err := g.before(); err != nil {
-		return nil, nil, err
+// Repair implements storage.Ledger.
+func (g *guardedLedger) Repair() (*storage.Repair, error) {
+	if g.Ledger.Torn() == nil {
+		return nil, nil // nothing to write, so nothing to check first
 	}
-	return g.Ledger.RepairTail()
+	if err := g.before(); err != nil {
+		return nil, err
+	}
+	return g.Ledger.Repair()
 }
 
 // checkBeforeWrite applies the damage rule, then brings a stale cycle

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/acr-project/acr/internal/inbox"
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -37,7 +37,7 @@ func flipLine(t *testing.T, dir string, n int) {
 // nudge queues a wake signal, so that the next invocation has work to do.
 func nudge(t *testing.T, dir string, at time.Time) {
 	t.Helper()
-	_, err := inbox.Write(mustFS(t, dir), &state.WakeSignal{Schema: state.WakeSignalSchema, Source: "manual_resume",
+	_, err := dirstore.Inbox{FS: mustFS(t, dir)}.Write(&state.WakeSignal{Schema: state.WakeSignalSchema, Source: "manual_resume",
 		DedupKey: at.String(), CreatedAt: state.FormatTime(at), ExpiresAt: state.FormatTime(at.Add(time.Hour)), By: "t"})
 	require.NoError(t, err)
 }

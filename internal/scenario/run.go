@@ -17,10 +17,10 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
-	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/memory"
@@ -283,7 +283,7 @@ func (rn *runner) step(st Step) error {
 		case "-":
 			parent = ""
 		}
-		_, err = inbox.Write(fsys, &state.WakeSignal{Schema: state.WakeSignalSchema, Source: st.Wake.Source, Ref: st.Wake.Ref, DedupKey: key,
+		_, err = dirstore.Inbox{FS: fsys}.Write(&state.WakeSignal{Schema: state.WakeSignalSchema, Source: st.Wake.Source, Ref: st.Wake.Ref, DedupKey: key,
 			CreatedAt: state.FormatTime(now), ExpiresAt: state.FormatTime(now.Add(exp)), By: "scenario", Reason: st.Wake.Reason, Payload: st.Wake.Payload,
 			CausalParent: parent, Priority: st.Wake.Priority})
 		return err
@@ -294,7 +294,7 @@ func (rn *runner) step(st Step) error {
 		if err != nil {
 			return err
 		}
-		_, err = inbox.Write(fsys, &state.StopRequest{Schema: state.StopSchema, By: "scenario", Reason: st.Stop.Reason, Kill: st.Stop.Kill, CreatedAt: state.FormatTime(now)})
+		_, err = dirstore.Inbox{FS: fsys}.Write(&state.StopRequest{Schema: state.StopSchema, By: "scenario", Reason: st.Stop.Reason, Kill: st.Stop.Kill, CreatedAt: state.FormatTime(now)})
 		return err
 	case st.KillSwitch != nil:
 		p := filepath.Join(rn.dir, rundir.KillSwitchFile)
@@ -351,7 +351,7 @@ func (rn *runner) resolve(st Step) error {
 			if by == "" {
 				by = "scenario"
 			}
-			_, err = inbox.Write(fsys, &state.Approval{Schema: state.ApprovalSchema, ActionRef: p.Ref, RequestCycle: p.CycleSeq, Verdict: verdict, By: by,
+			_, err = dirstore.Inbox{FS: fsys}.Write(&state.Approval{Schema: state.ApprovalSchema, ActionRef: p.Ref, RequestCycle: p.CycleSeq, Verdict: verdict, By: by,
 				CreatedAt: state.FormatTime(rn.clock.t)})
 			return err
 		}

@@ -41,8 +41,8 @@ type Fact struct {
 	Hash     codec.Fingerprint `json:"hash,omitempty"`
 }
 
-// State is the SemanticState of one cycle.
-type State struct {
+// Encoded is the SemanticState of one cycle.
+type Encoded struct {
 	Schema         string    `json:"schema"`
 	ObservationRef codec.Ref `json:"observation_ref"`
 	Facts          []Fact    `json:"facts"`
@@ -50,8 +50,8 @@ type State struct {
 
 // Encode derives facts from an observation. Facts are sorted by kind and
 // subject so that the same observation always encodes the same way.
-func Encode(obs world.Observation, spec *world.Spec) State {
-	s := State{Schema: StateSchema, ObservationRef: obs.Ref(), Facts: []Fact{}}
+func Encode(obs world.Observation, spec *world.Spec) Encoded {
+	s := Encoded{Schema: StateSchema, ObservationRef: obs.Ref(), Facts: []Fact{}}
 	for _, r := range obs.Checks {
 		f := Fact{Kind: CheckPassing, Subject: r.ID, Detail: r.Detail, Hash: r.TargetSHA256}
 		if r.Status == world.CheckFail {
@@ -79,7 +79,7 @@ func Encode(obs world.Observation, spec *world.Spec) State {
 }
 
 // Failing returns the failing check facts.
-func (s State) Failing() []Fact {
+func (s Encoded) Failing() []Fact {
 	var out []Fact
 	for _, f := range s.Facts {
 		if f.Kind == CheckFailing {
@@ -90,7 +90,7 @@ func (s State) Failing() []Fact {
 }
 
 // Fact returns the fact about a check, if any.
-func (s State) Fact(checkID string) (Fact, bool) {
+func (s Encoded) Fact(checkID string) (Fact, bool) {
 	for _, f := range s.Facts {
 		if (f.Kind == CheckFailing || f.Kind == CheckPassing) && f.Subject == checkID {
 			return f, true

@@ -9,6 +9,8 @@ import (
 	"errors"
 
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/event"
+	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -69,10 +71,70 @@ type Snapshot struct {
 
 // Commit is what a caller asks the store to make durable.
 type Commit struct {
+	// Expect is the generation of the checkpoint the writer loaded (0 for
+	// a run's first): the commit is refused if another one came since.
+	Expect   int64
 	RunID    string
 	CycleSeq int64
 	Revision string
 	Frontier state.Frontier
 	// Files maps logical names (such as "run_state") to canonical bytes.
 	Files map[string][]byte
+}
+
+// ErrConflict means a write was refused because what it was based on is no
+// longer current: another writer committed a newer checkpoint or appended
+// to the ledger first. Nothing of the refused write is stored.
+var ErrConflict = errors.New("a newer write won: nothing stored")
+
+// Checkpoints is where a run's checkpoint is kept.
+type Checkpoints interface {
+	// Load returns the committed checkpoint, verified; ErrNoRun when
+	// there is none.
+	Load() (Snapshot, error)
+	// Commit makes c the checkpoint, atomically, provided the committed
+	// one is still generation c.Expect (ErrConflict otherwise: a stale
+	// writer stores nothing). It returns the new manifest.
+	Commit(c Commit) (Manifest, error)
+}
+
+// Ledger is a run's append-only, hash-chained history. Positions are
+// frontiers: the seq and chain hash of a record (a backend may keep its own
+// position in Frontier.Offset; callers only hand frontiers back).
+type Ledger interface {
+	// Frontier is the position of the last record.
+	Frontier() state.Frontier
+	// CheckFrontier confirms that the ledger holds the record a checkpoint
+	// recorded as its frontier (not behind it, the same record there).
+	CheckFrontier(state.Frontier) error
+	// Repair makes the ledger end at its last complete record, if a crash
+	// left a partial one, and says what it cut (nil when nothing). A
+	// backend whose appends are atomic never has anything to cut.
+	Repair() (*Repair, error)
+	// Append makes events durable after the frontier, in order, before it
+	// returns.
+	Append(events []event.Event) ([]event.Record, error)
+	// After returns the records after position from, in order.
+	After(from state.Frontier) ([]event.Record, error)
+}
+
+// Repair is what Ledger.Repair cut: where, how many bytes, and their hash
+// (the bytes themselves stay with the backend, for people).
+type Repair struct {
+	At     int64             `json:"offset"`
+	Length int64             `json:"length"`
+	SHA256 codec.Fingerprint `json:"sha256"`
+}
+
+// Inbox is where wake signals, answers and stop requests wait for a cycle.
+type Inbox interface {
+	// List returns the items waiting, oldest first, and the ones that
+	// could not be decoded.
+	List() ([]inbox.Item, []inbox.Rejected, error)
+	// Consumed tells the inbox that a durable checkpoint records these
+	// items as consumed: the inbox may drop them.
+	Consumed(ids []string) error
+	// Quarantine puts an item that could not be decoded aside, kept for
+	// the operator.
+	Quarantine(name string) error
 }

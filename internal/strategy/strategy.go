@@ -128,8 +128,8 @@ type KnowledgeCandidate struct {
 	Status string `json:"status"`
 }
 
-// State is the strategy state kept in the checkpoint.
-type State struct {
+// Memory is the strategy state kept in the checkpoint.
+type Memory struct {
 	Schema string `json:"schema"`
 	// Active lists the lenses in force and their exact source versions.
 	Active []SourceVersion `json:"active_lenses"`
@@ -143,8 +143,8 @@ type State struct {
 }
 
 // NewState returns the initial strategy state for a lens registry.
-func NewState(lenses []Lens) State {
-	s := State{Schema: StateSchema, Active: []SourceVersion{}, Candidates: []KnowledgeCandidate{}}
+func NewState(lenses []Lens) Memory {
+	s := Memory{Schema: StateSchema, Active: []SourceVersion{}, Candidates: []KnowledgeCandidate{}}
 	for _, l := range lenses {
 		s.Active = append(s.Active, SourceVersion{LensID: l.ID, SourceRef: l.SourceRef, SourceVersion: l.SourceVersion})
 	}
@@ -229,7 +229,7 @@ type Trigger struct {
 
 // NeedsReview decides on a review: only for material tension that has not
 // already been reviewed. Review is never mandatory.
-func NeedsReview(t Tension, s State) Trigger {
+func NeedsReview(t Tension, s Memory) Trigger {
 	tr := Trigger{Schema: TriggerSchema, CycleSeq: t.CycleSeq, Decision: NoReview, TensionFingerprint: t.Fingerprint()}
 	switch {
 	case len(t.Signals) == 0:
@@ -287,7 +287,7 @@ func (o Overlay) Ref() codec.Ref { return codec.MustRefOf("route", o) }
 // Apply runs a review: it retrieves the lenses that match the tension,
 // derives corrections and a routing overlay, and marks knowledge candidates
 // as reviewed (still candidates). It returns the new strategy state.
-func Apply(t Tension, tr Trigger, registry []Lens, s State) (State, Retrieval, *Overlay) {
+func Apply(t Tension, tr Trigger, registry []Lens, s Memory) (Memory, Retrieval, *Overlay) {
 	r := Retrieval{Schema: RetrievalSchema, CycleSeq: t.CycleSeq, Candidates: []LensCandidate{}, Corrections: []Correction{}, KnowledgeReviewed: []string{}}
 	classes := map[TensionClass]bool{}
 	for _, sig := range t.Signals {
@@ -348,7 +348,7 @@ func Apply(t Tension, tr Trigger, registry []Lens, s State) (State, Retrieval, *
 
 // Settle drops overlay entries for items that no longer fail and removes
 // the overlay when nothing is left of it.
-func Settle(s State, resolved []string) State {
+func Settle(s Memory, resolved []string) Memory {
 	if s.Overlay == nil || len(resolved) == 0 {
 		return s
 	}
@@ -369,7 +369,7 @@ func Settle(s State, resolved []string) State {
 // Receive records knowledge updates as candidates. An update whose
 // observed version is already known, or equals the prior version, is not a
 // change. It returns the new state and the updates that were new.
-func Receive(s State, updates []KnowledgeUpdate, now string) (State, []KnowledgeUpdate) {
+func Receive(s Memory, updates []KnowledgeUpdate, now string) (Memory, []KnowledgeUpdate) {
 	var fresh []KnowledgeUpdate
 	s.Candidates = slices.Clone(s.Candidates)
 	for _, u := range updates {

@@ -126,10 +126,10 @@ func TestNewState(t *testing.T) {
 	}, s.Active)
 	assert.NotNil(t, s.Candidates)
 	assert.Nil(t, s.Overlay)
-	assert.Equal(t, strategy.State{Schema: strategy.StateSchema, Active: []strategy.SourceVersion{}, Candidates: []strategy.KnowledgeCandidate{}}, strategy.NewState(nil))
+	assert.Equal(t, strategy.Memory{Schema: strategy.StateSchema, Active: []strategy.SourceVersion{}, Candidates: []strategy.KnowledgeCandidate{}}, strategy.NewState(nil))
 }
 
-func review(t *testing.T, in strategy.Inputs, s strategy.State) (strategy.Tension, strategy.Trigger) {
+func review(t *testing.T, in strategy.Inputs, s strategy.Memory) (strategy.Tension, strategy.Trigger) {
 	t.Helper()
 	ten := strategy.Assess(in)
 	tr := strategy.NeedsReview(ten, s)
@@ -268,7 +268,7 @@ func TestApplyMergedOverlayNamesEveryContributingLens(t *testing.T) {
 }
 
 func TestSettle(t *testing.T) {
-	base := func() strategy.State {
+	base := func() strategy.Memory {
 		s := strategy.NewState(strategy.DefaultLenses())
 		s.LastReviewed = "sha256:reviewed"
 		s.Overlay = &strategy.Overlay{Schema: strategy.OverlaySchema, FromCycle: 2, CritiqueFirst: true, SkipFailedFixes: []string{"check:a", "check:b"},

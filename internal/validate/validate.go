@@ -47,7 +47,7 @@ type Run struct {
 	Script  scenario.Script
 	Result  *scenario.Result
 	Records []event.Record
-	Final   kernel.State
+	Final   kernel.EngineState
 	// FS is the state directory, kept for gates that audit it.
 	FS disk.FS
 }
