@@ -81,7 +81,7 @@ func runRun(ctx context.Context, opts runOptions, a *app) error {
 		a.printf("%d cycle(s), final disposition %s%s\n", rep.CyclesExecuted, rep.FinalDisposition, tail)
 	}
 	st := r.Driver.State()
-	if interrupted && rep.CyclesExecuted > 0 {
+	if interrupted && rep.CyclesExecuted > 0 && err == nil {
 		a.printf("%s after cycle %d, which finished and is checkpointed\n", interruptedText(ctx), st.Run.CycleSeq)
 	}
 	if interrupted && st.Run.LoopDisposition == state.Continue && !a.cfg.NoLoadState {

@@ -71,7 +71,7 @@ func runStep(ctx context.Context, opts stepOptions, a *app) error {
 		a.printf("%s before the cycle began: nothing run (cycle %d, %s)\n", interruptedText(ctx), sum.CycleSeq, sum.LoopDisposition)
 	default:
 		a.printCycle(sum)
-		if ctx.Err() != nil && sum.Executed {
+		if ctx.Err() != nil && sum.Executed && err == nil {
 			a.printf("%s during cycle %d, which finished and is checkpointed\n", interruptedText(ctx), sum.CycleSeq)
 		}
 		a.printHint(r.Driver.State())
