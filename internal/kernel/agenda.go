@@ -1,0 +1,65 @@
+package kernel
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/acr-project/acr/internal/agenda"
+	"github.com/acr-project/acr/internal/commitment"
+	"github.com/acr-project/acr/internal/event"
+	"github.com/acr-project/acr/internal/semantic"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// The agenda stage: candidates from reactivated commitments and observed
+// issues, what is blocked and why, and the deterministic resolution.
+
+// blocked lists items that must not be proposed now, with the reason.
+func (b *builder) blocked() map[string]string {
+	rs := &b.s.Run
+	out := map[string]string{}
+	for _, sp := range rs.Suppressed {
+		out[sp.ItemID] = sp.Reason
+	}
+	for _, p := range rs.PendingApprovals {
+		out[p.ItemID] = "awaiting_approval"
+	}
+	for _, d := range rs.Deferred {
+		out[d.ItemID] = "awaiting_evidence"
+	}
+	for _, c := range b.s.Commitments.Commitments {
+		if c.Status == commitment.Suspended {
+			out[c.ItemID] = "commitment_suspended"
+		}
+	}
+	return out
+}
+
+func (b *builder) resolveAgenda(sem semantic.Encoded) {
+	in := agenda.Inputs{CycleSeq: b.cycle, Blocked: b.blocked()}
+	for _, f := range sem.Failing() {
+		summary := f.Subject
+		if i := slices.IndexFunc(b.s.Spec.Checks, func(c world.Check) bool { return c.ID == f.Subject }); i >= 0 {
+			summary = b.s.Spec.Checks[i].Summary
+		}
+		in.Issues = append(in.Issues, agenda.Issue{CheckID: f.Subject, Priority: f.Priority, Summary: summary})
+	}
+	for _, c := range b.s.Commitments.Commitments {
+		if c.Status == commitment.Active {
+			in.Reactivated = append(in.Reactivated, agenda.Work{CommitmentID: c.ID, CheckID: c.CheckID, Summary: c.Summary})
+		}
+	}
+	b.res = agenda.Resolve(in)
+	b.candidates = len(b.res.Candidates)
+	typ := event.AgendaSelected
+	if b.res.Outcome == agenda.NoAgenda {
+		typ = event.AgendaEmpty
+	}
+	b.emit(event.CandidatesProposed, nil, nil, fmt.Sprintf("candidates_%d", len(b.res.Candidates)))
+	b.resRef = b.record(typ, "ares", b.res, nil, b.res.ReasonCodes...)
+	b.rec.AgendaResolutionRef = b.resRef
+	b.s.Run.ActiveAgendaResolutionRef = b.resRef
+	if b.res.Selected != nil {
+		b.sum.Agenda = b.res.Selected.ItemID
+	}
+}

@@ -1,0 +1,117 @@
+package kernel
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/commitment"
+	"github.com/acr-project/acr/internal/event"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// The commitments stage: live commitments' conditions evaluated and their
+// transitions applied through the store's explicit API, before any new
+// agenda; deferrals and suppressions lifted when their evidence changed.
+
+// evaluateCommitments evaluates live commitments' conditions and applies
+// the transitions they call for through the store's explicit API.
+func (b *builder) evaluateCommitments() {
+	if len(b.s.Commitments.Commitments) == 0 {
+		return
+	}
+	ctx := commitment.Context{Now: b.now, Observation: b.s.Environment, Signals: b.signals, Approvals: b.approvals}
+	cands := commitment.Evaluate(b.s.Commitments, ctx)
+	evRef := b.record(event.ConditionsEvaluated, "ceval", map[string]any{"candidates": nonNil(cands), "cycle_seq": b.cycle}, nil)
+	for _, c := range cands {
+		b.transition(commitment.Transition{Kind: c.Kind, CommitmentID: c.CommitmentID, ExpectedVersion: c.ExpectedVersion, Reason: c.Reason, At: b.at},
+			map[string]codec.Ref{"evaluation": evRef})
+	}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// transition applies one commitment transition and records its lifecycle
+// event. A conflict is a fault of the cycle, never a silent overwrite.
+func (b *builder) transition(t commitment.Transition, refs map[string]codec.Ref) {
+	store, c, err := b.s.Commitments.Apply(t)
+	if err != nil {
+		b.fail(fmt.Errorf("commitment %s %s: %w", t.Kind, t.CommitmentID, err))
+		return
+	}
+	b.s.Commitments = store
+	ref := b.record(event.Commitment(lifecycleVerb(t.Kind)), "cmt", c, refs, t.Reason)
+	b.rec.CommitmentRefs = append(b.rec.CommitmentRefs, ref)
+	if t.Kind == commitment.Expire {
+		// An expired promise is not renewed on the spot: the item waits
+		// for new evidence (a change to its target) before it is proposed
+		// again.
+		r, _ := b.s.Environment.Check(c.CheckID)
+		b.suppress(state.Suppression{ItemID: c.ItemID, Reason: "commitment_expired", Since: b.at, EvidenceRef: string(r.TargetSHA256)})
+	}
+	if t.Kind == commitment.Resume {
+		b.emit(event.CommitmentResumeAnnounced, nil, map[string]codec.Ref{"commitment": ref}, "explicit_resume")
+	}
+	if t.Kind == commitment.Resume || t.Kind == commitment.Expire {
+		b.woken = append(b.woken, c.ID)
+	}
+}
+
+func lifecycleVerb(k commitment.Kind) string {
+	switch k {
+	case commitment.Create:
+		return "created"
+	case commitment.Modify:
+		return "modified"
+	case commitment.Suspend:
+		return "suspended"
+	case commitment.Resume:
+		return "resumed"
+	case commitment.Complete:
+		return "completed"
+	case commitment.Expire:
+		return "expired"
+	}
+	return "abandoned"
+}
+
+// liftDeferrals releases deferred items whose evidence has arrived.
+func (b *builder) liftDeferrals() {
+	rs := &b.s.Run
+	rs.Deferred = slices.DeleteFunc(rs.Deferred, func(d state.DeferredItem) bool {
+		for _, e := range d.Evidence {
+			if !b.s.Environment.EvidencePresent(e) {
+				return false
+			}
+		}
+		b.emit(event.DeferralLifted, nil, map[string]codec.Ref{"decision": d.DecisionRef}, "evidence_arrived", d.ItemID)
+		return true
+	})
+}
+
+// liftSuppressions releases loop-guard suppressions when the evidence they
+// were made under has changed, and drops suppressions of items whose
+// check now passes.
+func (b *builder) liftSuppressions() {
+	rs := &b.s.Run
+	rs.Suppressed = slices.DeleteFunc(rs.Suppressed, func(sp state.Suppression) bool {
+		checkID := strings.TrimPrefix(sp.ItemID, "check:")
+		r, ok := b.s.Environment.Check(checkID)
+		switch {
+		case !ok || r.Status == world.CheckPass:
+			b.emit(event.SuppressionLifted, nil, nil, "check_passes", sp.ItemID)
+			return true
+		case sp.EvidenceRef != "" && string(r.TargetSHA256) != sp.EvidenceRef:
+			b.emit(event.SuppressionLifted, nil, nil, "new_evidence", sp.ItemID)
+			return true
+		}
+		return false
+	})
+}

@@ -1,0 +1,154 @@
+package kernel
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/acr-project/acr/internal/budget"
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/event"
+	"github.com/acr-project/acr/internal/memory"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// The common tail of every cycle: working memory and compaction, budgets,
+// the cycle and checkpoint records, and the disposition.
+
+// conclude sets the cycle's disposition and reasons. A later call (the
+// end-of-cycle budget stop) may override it.
+func (b *builder) conclude(d state.Disposition, reasons []string) {
+	b.s.Run.LoopDisposition = d
+	b.reasons = slices.DeleteFunc(slices.Clone(reasons), func(s string) bool { return s == "" })
+}
+
+// finish is the common tail of every cycle: working memory and compaction,
+// budgets, the cycle record, the run state, the checkpoint record, and the
+// disposition events.
+func (b *builder) finish() {
+	rs := &b.s.Run
+	pol := b.s.Contract.Policy.Defaults()
+	if !b.stoppedAtStart {
+		rs.Budget.Cycles++
+	}
+	rs.Budget.WallClockSeconds = budget.WallClock(rs, b.now)
+
+	// Working memory: record this cycle, then compact if the cadence says so.
+	// The unit lists the cycle's events except its controller transitions:
+	// those hang off the cycle record (controller_transition_refs), and
+	// listing them here would double working memory for nothing.
+	unit := memory.Unit{CycleSeq: b.cycle, EventRefs: b.memoryRefs(), Item: b.item, Verdict: b.rec.GovernanceDecision, Disposition: rs.LoopDisposition.String()}
+	b.s.Context = memory.Record(b.s.Context, unit, b.protected())
+	mp := memory.Policy{MaxUnits: pol.CompactAfterUnits, EveryCycles: pol.CompactEveryCycles, KeepUnits: 8, KeepBlocks: pol.KeepSummaryBlocks}
+	if due, trigger := memory.Due(b.s.Context, b.cycle, mp, b.compactReq); due && !rs.LoopDisposition.Terminal() {
+		if b.exhausts("compactions", 1) {
+			b.conclude(state.Stopped, []string{"budget_limit", "budget_compactions"})
+		} else {
+			nb, comp, err := memory.Compact(b.s.Context, b.cycle, trigger, mp)
+			if err != nil {
+				b.emit(event.CompactionFailed, nil, nil, err.Error())
+				b.conclude(state.Faulted, []string{"compaction_failed"})
+			} else {
+				b.s.Context = nb
+				rs.Budget.Compactions++
+				b.rec.ContextCompressionRef = b.record(event.CompactionCompleted, "ccomp", comp, nil, trigger)
+				b.sum.Compacted = true
+			}
+		}
+	}
+
+	if b.exhausts("cycles", 1) && !rs.LoopDisposition.Terminal() {
+		// No next cycle fits: stop at the end of the last one.
+		b.conclude(state.Stopped, []string{"budget_limit", "budget_cycles"})
+	}
+	b.softPause()
+
+	d := rs.LoopDisposition
+	switch d {
+	case state.Stopped:
+		rs.Status = state.RunStopped
+	case state.Faulted:
+		rs.Status = state.RunFaulted
+	}
+	if d == state.Faulted && b.ctl.State() != controller.Failed && b.ctl.State() != controller.Blocked {
+		b.move(controller.Failed, strings.Join(b.reasons, ","))
+	}
+	from := b.ctl.State()
+	b.moveAs(roleOf(from), controller.Sleep, "rest_"+strings.ToLower(d.String()), b.restUsed, b.restOut...)
+	rs.Controller = b.via.String()
+	b.sum.Controller = rs.Controller
+	b.setWaiting(d)
+	rs.ReasonCodes = nonNil(b.reasons)
+	rs.CycleSeq = b.cycle
+	rs.UpdatedAt = b.at
+
+	// The cycle record, then the checkpoint record that points at it.
+	b.rec.LoopDisposition = d
+	b.rec.ReasonCodes = rs.ReasonCodes
+	cycRef := codec.MustRefOf(kindCycle, b.rec)
+	rs.LastCheckpointRef = b.s.Run.LastCheckpointRef
+	rs.LastCycleRef = cycRef
+	b.s.seal()
+	b.emitDisposition(d)
+	chk := state.Checkpoint{
+		Schema: state.CheckpointSchema, RunID: rs.RunID, CycleSeq: b.cycle, RunStateRef: runStateRef(*rs), CycleRef: cycRef,
+		ContextBindingRef: rs.ContextBindingRef, CommitmentStoreRef: rs.CommitmentStoreRef, EnvironmentRef: rs.EnvironmentRef,
+		StrategyStateRef: rs.StrategyStateRef, LedgerFrontierRefs: []codec.Ref{b.last}, LastWorldCommitRef: b.s.Checkpoint.LastWorldCommitRef,
+		NextWake: rs.NextWake, BudgetSnapshot: rs.Budget,
+	}
+	if b.rec.WorldOutcomeRef != "" && b.sum.Outcome == string(world.OutcomeCommitted) {
+		chk.LastWorldCommitRef = b.rec.WorldOutcomeRef
+	}
+	b.s.Checkpoint = chk
+	chkRef := b.record(event.CheckpointCreated, kindCheckpoint, chk, map[string]codec.Ref{"cycle": cycRef})
+	b.record(event.CycleCompleted, kindCycle, b.rec, map[string]codec.Ref{"checkpoint": chkRef}, rs.LoopDisposition.String())
+
+	b.sum.CycleRef = cycRef
+	b.sum.LoopDisposition = d
+	b.sum.ReasonCodes = rs.ReasonCodes
+}
+
+// emitDisposition records the scheduler transition (seed §11 names).
+func (b *builder) emitDisposition(d state.Disposition) {
+	switch d {
+	case state.Idle:
+		b.emit(event.LoopIdled, nil, nil, b.reasons...)
+	case state.Sleep:
+		b.emit(event.LoopSlept, nil, nil, b.reasons...)
+	case state.Deferred:
+		b.emit(event.LoopDeferred, nil, nil, b.reasons...)
+	case state.WaitApproval:
+		b.emit(event.LoopWaitingApproval, nil, nil, b.reasons...)
+	case state.Stopped:
+		b.emit(event.RunStopped, nil, nil, b.reasons...)
+	case state.Faulted:
+		b.emit(event.RunFaulted, nil, nil, b.reasons...)
+	}
+}
+
+// protected lists what compaction must never drop.
+func (b *builder) protected() []memory.Protected {
+	rs := &b.s.Run
+	ps := []memory.Protected{
+		{Kind: "goal", Ref: string(codec.MustRefOf(kindGoal, b.s.Goal))},
+		{Kind: "contract", Ref: string(codec.MustRefOf(kindContract, b.s.Contract))},
+		{Kind: "authority", Ref: string(b.s.Contract.AuthorityRef())},
+	}
+	for _, c := range b.s.Commitments.Commitments {
+		ps = append(ps, memory.Protected{Kind: "commitment", Ref: fmt.Sprintf("%s@v%d", c.ID, c.Version)})
+	}
+	for _, sv := range b.s.Strategy.Active {
+		ps = append(ps, memory.Protected{Kind: "strategy_source", Ref: sv.SourceRef + "@" + sv.SourceVersion})
+	}
+	for _, p := range rs.PendingApprovals {
+		ps = append(ps, memory.Protected{Kind: "pending_approval", Ref: string(p.Ref)})
+	}
+	for _, d := range rs.Deferred {
+		for _, e := range d.Evidence {
+			ps = append(ps, memory.Protected{Kind: "deferred_evidence", Ref: d.ItemID + "<-" + e})
+		}
+	}
+	return ps
+}

@@ -1,0 +1,230 @@
+package kernel
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/acr-project/acr/internal/agenda"
+	"github.com/acr-project/acr/internal/budget"
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/cognition"
+	"github.com/acr-project/acr/internal/commitment"
+	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/event"
+	"github.com/acr-project/acr/internal/governance"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// The governance stage: an action request taken across the boundary (a
+// fresh one, an approved one, or an undo the evaluator required), and the
+// decision mapped onto the scheduler without changing it.
+
+// resumeApproval acts on a resolved approval: governance rules again on
+// the recorded action, with the approval as evidence. Nothing is re-derived.
+func (b *builder) resumeApproval(i int) {
+	rs := &b.s.Run
+	p := rs.PendingApprovals[i]
+	rs.PendingApprovals = slices.Delete(slices.Clone(rs.PendingApprovals), i, i+1)
+	var action world.Action
+	if err := codec.DecodeValue(p.Action, &action); err != nil {
+		b.fail(fmt.Errorf("pending approval %s: %w", p.Ref, err))
+		return
+	}
+	b.selectRecorded(p.ItemID, action.CheckID, "approval", "approval_resolved_first", map[string]codec.Ref{"approved_action": p.Ref})
+	r, _ := b.s.Environment.Check(action.CheckID)
+	b.fp, b.evidence = cognition.Fingerprint(action), string(r.TargetSHA256)
+	if p.ProposalOnly {
+		// A1: the person reviewed a proposal. The loop acts on nothing;
+		// the item waits for its target to change.
+		b.record(event.ProposalReviewed, "prev", map[string]any{"proposal": p.Ref, "verdict": p.Resolution.Verdict,
+			"by": p.Resolution.By, "fitness_ref": p.FitnessRef, "cycle_seq": b.cycle}, map[string]codec.Ref{"action": p.Ref}, "verdict_"+p.Resolution.Verdict)
+		b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "proposal_reviewed", Since: b.at, EvidenceRef: b.evidence})
+		b.move(controller.NoCycle, "proposal_reviewed_by_operator", b.resRef)
+		b.conclude(b.resting(), []string{"proposal_reviewed", "autonomy_A1_proposal_only"})
+		return
+	}
+	b.carried = p.Fitness
+	b.move(controller.Plan, "approved_plan", b.resRef)
+	b.govern(action, p.Resolution, "")
+}
+
+// selectRecorded makes work decided in an earlier cycle (an approved
+// action, a required undo) this cycle's agenda, ahead of anything new.
+func (b *builder) selectRecorded(itemID, checkID string, source agenda.Source, reason string, refs map[string]codec.Ref) {
+	b.item = itemID
+	if ci := slices.IndexFunc(b.s.Spec.Checks, func(c world.Check) bool { return c.ID == checkID }); ci >= 0 {
+		b.check = b.s.Spec.Checks[ci]
+	}
+	b.res = agenda.Resolution{Schema: agenda.Schema, CycleSeq: b.cycle, Candidates: []agenda.Candidate{}, Excluded: []agenda.Exclusion{},
+		Outcome: agenda.Selected, Selected: &agenda.Candidate{ItemID: itemID, CheckID: checkID, Source: source}, ReasonCodes: []string{reason}}
+	b.resRef = b.record(event.AgendaSelected, "ares", b.res, refs, b.res.ReasonCodes...)
+	b.rec.AgendaResolutionRef = b.resRef
+	b.s.Run.ActiveAgendaResolutionRef = b.resRef
+	b.sum.Agenda = itemID
+}
+
+// rollback plans the undo an evaluation required: the restore action from
+// the effect's rollback bundle, governed like any action.
+func (b *builder) rollback() {
+	rs := &b.s.Run
+	r := rs.Rollbacks[0]
+	rs.Rollbacks = slices.Delete(slices.Clone(rs.Rollbacks), 0, 1)
+	var action world.Action
+	if err := codec.DecodeValue(r.Action, &action); err != nil {
+		b.fail(fmt.Errorf("rollback of %s: %w", r.ItemID, err))
+		return
+	}
+	b.selectRecorded(r.ItemID, r.CheckID, "rollback", "rollback_first", map[string]codec.Ref{"evaluation": r.EvaluationRef})
+	b.fp, b.evidence = cognition.Fingerprint(action), string(action.ExpectSHA256)
+	b.move(controller.Plan, "rollback_bundle", b.resRef, r.EvaluationRef)
+	b.govern(action, nil, "")
+}
+
+// govern takes an action request across the governance boundary (the
+// controller's plan and preflight) and maps the decision onto the
+// scheduler without altering it.
+func (b *builder) govern(action world.Action, approval *state.Approval, commitmentID string) {
+	rs := &b.s.Run
+	actionRef := action.Ref()
+	b.rec.ActionRequestRef = b.record(event.ActionProposed, "areq", action, nil)
+	b.areqRef = b.rec.ActionRequestRef
+	fitRef := b.plan(action, actionRef, b.areqRef)
+	result, known := b.s.Environment.Check(action.CheckID)
+	present := map[string]bool{}
+	for _, e := range b.s.Environment.Evidence {
+		present[e.ID] = e.Present
+	}
+	req := governance.Request{
+		Action: action, ActionRef: actionRef, ContractRef: rs.ContractRef, CycleSeq: b.cycle, Now: b.at,
+		EvidencePresent: present, RequiredEvidence: b.check.RequiresEvidence, ObservationRef: b.s.Environment.Ref(),
+		StillNeeded: !known || result.Status == world.CheckFail || action.CheckID == "" || action.Operation == world.OpRestore, Approval: approval,
+	}
+	d := governance.Decide(&b.s.Contract, &b.s.Spec, req)
+	decRef := b.record(event.DecisionRecorded, "gdec", d, map[string]codec.Ref{"action": actionRef}, d.ReasonCodes...)
+	rcptRef := b.record(event.ReceiptRecorded, "grcpt", governance.NewReceipt(d, decRef, req), map[string]codec.Ref{"decision": decRef})
+	b.rec.GovernanceDecisionRef = decRef
+	b.rec.GovernanceDecision = d.Verdict.String()
+	b.sum.GovernanceDecision = d.Verdict.String()
+	b.sum.Action = action.Describe()
+	more := b.candidates > 1
+	b.judgeProposed(b.fp, "governance_"+strings.ToLower(d.Verdict.String())+"_"+d.ReasonCodes[0])
+
+	switch d.Verdict {
+	case governance.Execute:
+		approver := controller.IntentCustodian
+		if approval != nil {
+			approver = controller.Operator
+		}
+		if err := b.guard.ApprovePlan(b.areqRef, approver); err != nil {
+			b.refused(err)
+			b.block(approver, controller.RuleOwnPlan, decRef)
+			b.conclude(b.orResting(more), []string{"self_approval_refused"})
+			return
+		}
+		if b.exhausts("actions", 1) {
+			b.block(controller.IntentCustodian, "budget_actions", decRef)
+			b.conclude(state.Stopped, []string{"budget_limit", "budget_actions"})
+			return
+		}
+		files := int64(0)
+		if action.Operation.Writes() {
+			files = 1
+		}
+		if over := b.overBudget(budget.Usage{ToolActions: 1, FilesTouched: files}); over != "" {
+			b.block(controller.IntentCustodian, "budget_"+over, decRef)
+			b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "cycle_budget_" + over, Since: b.at, EvidenceRef: b.evidence})
+			b.conclude(b.orResting(more), []string{"cycle_budget", "budget_" + over})
+			return
+		}
+		key := world.IdempotencyKey(rs.RunID, b.cycle, actionRef, decRef)
+		b.effect = &Effect{Key: key, Action: action, ActionRef: actionRef, DecisionRef: decRef}
+		b.rec.IdempotencyKey = key
+		b.sum.IdempotencyKey = key
+		b.move(controller.Checkpoint, "governance_execute", decRef, rcptRef)
+		b.emit(event.ActionRequested, nil, map[string]codec.Ref{"action": actionRef, "decision": decRef}, "idempotency_key_derived")
+	case governance.Refuse:
+		b.block(controller.IntentCustodian, "governance_refused_"+d.ReasonCodes[0], decRef, rcptRef)
+		b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "refused_" + d.ReasonCodes[0], DecisionRef: decRef, Since: b.at})
+		b.conclude(b.orResting(more), append([]string{"governance_refused"}, d.ReasonCodes...))
+	case governance.IdleVerdict:
+		b.move(controller.NoCycle, "nothing_to_do", decRef, rcptRef)
+		b.conclude(b.orResting(more), []string{"governance_idle", "nothing_to_do"})
+	case governance.Escalate:
+		rs.PendingApprovals = append(rs.PendingApprovals, state.PendingApproval{
+			Ref: actionRef, DecisionRef: decRef, Operation: string(action.Operation), Target: action.Target, CheckID: action.CheckID,
+			ItemID: b.item, Reason: d.ReasonCodes[0], RequestedAt: b.at, CycleSeq: b.cycle, Action: mustValue(action),
+			ProposalOnly: b.coords.AutonomyLevel() <= 1, FitnessRef: fitRef, Fitness: ptr(mustValue(b.fitness)),
+		})
+		b.emit(event.ApprovalRequested, nil, map[string]codec.Ref{"action": actionRef, "decision": decRef}, d.ReasonCodes...)
+		b.move(controller.Propose, d.ReasonCodes[0], decRef, rcptRef, fitRef)
+		b.conclude(b.orResting(more), append([]string{"governance_escalated"}, d.ReasonCodes...))
+	case governance.Defer:
+		b.block(controller.IntentCustodian, "evidence_missing", decRef, rcptRef)
+		b.deferItem(d, decRef, commitmentID)
+		b.conclude(b.orResting(more), append([]string{"governance_deferred"}, d.MissingEvidence...))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func mustValue(v any) codec.Value {
+	val, err := codec.Parse(codec.MustMarshal(v))
+	if err != nil {
+		panic(err)
+	}
+	return val
+}
+
+// deferItem keeps deferred work: as a commitment suspended until the
+// evidence arrives (policy "sleep"), or as a deferred item ("defer").
+// Promotion to a commitment is explicit and recorded.
+func (b *builder) deferItem(d governance.Decision, decRef codec.Ref, commitmentID string) {
+	rs := &b.s.Run
+	pol := b.s.Contract.Policy.Defaults()
+	wake := &commitment.Condition{Kind: commitment.WakeEvidence, EvidenceID: d.MissingEvidence[0]}
+	if pol.DeferTo == "defer" {
+		rs.Deferred = append(rs.Deferred, state.DeferredItem{ItemID: b.item, Evidence: d.MissingEvidence, Reason: "evidence_missing", Since: b.at, DecisionRef: decRef})
+		slices.SortFunc(rs.Deferred, func(a, c state.DeferredItem) int { return strings.Compare(a.ItemID, c.ItemID) })
+		b.emit(event.WorkDeferred, nil, map[string]codec.Ref{"decision": decRef}, "evidence_missing")
+		return
+	}
+	if c, ok := b.s.Commitments.ForItem(b.item); ok && commitmentID != "" {
+		b.transition(commitment.Transition{Kind: commitment.Suspend, CommitmentID: c.ID, ExpectedVersion: c.Version, Reason: "evidence_missing", At: b.at, Wake: wake},
+			map[string]codec.Ref{"decision": decRef})
+		return
+	}
+	c := commitment.Commitment{
+		ID: commitment.NewID(b.item, b.cycle), Status: commitment.Suspended, ItemID: b.item, CheckID: b.check.ID, Target: b.check.Path,
+		Summary: b.check.Summary, Wake: wake, ExitOnCheckPass: true,
+		Origin: commitment.Origin{Kind: "PROMOTE_TO_COMMITMENT", CycleSeq: b.cycle, ResolutionRef: b.resRef, DecisionRef: decRef},
+	}
+	if pol.CommitmentDeadlineSeconds > 0 {
+		c.Deadline = state.FormatTime(b.now.Add(time.Duration(pol.CommitmentDeadlineSeconds) * time.Second))
+	}
+	promo := map[string]any{"kind": "PROMOTE_TO_COMMITMENT", "item_id": b.item, "commitment_id": c.ID, "agenda_resolution_ref": b.resRef, "decision_ref": decRef,
+		"policy": "defer_to_sleep", "cycle_seq": b.cycle}
+	pref := b.record(event.PromotionRecorded, "promo", promo, map[string]codec.Ref{"resolution": b.resRef}, "PROMOTE_TO_COMMITMENT")
+	b.transition(commitment.Transition{Kind: commitment.Create, New: &c, Reason: "promoted_deferred_work", At: b.at}, map[string]codec.Ref{"promotion": pref})
+}
+
+func (b *builder) suppress(sp state.Suppression) {
+	rs := &b.s.Run
+	rs.Suppressed = slices.DeleteFunc(rs.Suppressed, func(x state.Suppression) bool { return x.ItemID == sp.ItemID })
+	rs.Suppressed = append(rs.Suppressed, sp)
+	slices.SortFunc(rs.Suppressed, func(a, c state.Suppression) int { return strings.Compare(a.ItemID, c.ItemID) })
+}
+
+// orResting is CONTINUE when other agenda candidates remain this cycle,
+// else the resting disposition.
+func (b *builder) orResting(more bool) state.Disposition {
+	if more {
+		return state.Continue
+	}
+	return b.resting()
+}
+
+// afterSetback is the disposition after an item was set aside.
+func (b *builder) afterSetback() state.Disposition { return b.orResting(b.candidates > 1) }

@@ -1,0 +1,111 @@
+package kernel
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/event"
+	"github.com/acr-project/acr/internal/governance"
+	"github.com/acr-project/acr/internal/inbox"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/strategy"
+)
+
+// The inbox stage: wake signals, answers and stop requests a cycle
+// consumes, and knowledge updates it receives, before anything else.
+
+// consumeInbox processes the new inbox items: wake signals (validated,
+// coalesced by dedup key), approval resolutions and stop requests.
+func (b *builder) consumeInbox(in Inputs) {
+	rs := &b.s.Run
+	present := map[string]bool{}
+	for _, id := range in.InboxPresent {
+		present[id] = true
+	}
+	rs.InboxSeen = slices.DeleteFunc(rs.InboxSeen, func(id string) bool { return !present[id] })
+	rs.DedupKeys = slices.DeleteFunc(rs.DedupKeys, func(k state.DedupKey) bool { return expired(k.Expires, b.now) })
+	replaced := replacedAnswers(in.Inbox)
+	for _, it := range in.Inbox {
+		ref := codec.NewRef(inboxKind(it.Kind), it.Body)
+		refs := map[string]codec.Ref{"item": ref}
+		if !slices.Contains(rs.InboxSeen, it.ID) {
+			rs.InboxSeen = append(rs.InboxSeen, it.ID)
+		}
+		switch it.Kind {
+		case inbox.KindWake:
+			w := *it.Wake
+			switch {
+			case !inbox.ValidSource(w.Source):
+				b.emit(event.WakeRejected, nil, refs, "unknown_source")
+			case expired(w.ExpiresAt, b.now):
+				b.emit(event.WakeRejected, nil, refs, "expired")
+			case w.CausalParent == "":
+				b.emit(event.WakeRejected, nil, refs, "no_causal_parent")
+			case inbox.CheckPayload(w.Payload) != nil:
+				b.emit(event.WakeRejected, nil, refs, "carries_authority")
+				b.refused(b.guard.Raise(b.coords, controller.Coordinates{Authority: governance.AuthExternalAction}, controller.Observer, ref))
+			case slices.ContainsFunc(rs.DedupKeys, func(k state.DedupKey) bool { return k.Key == w.DedupKey }):
+				b.emit(event.WakeCoalesced, nil, refs, "duplicate_dedup_key")
+			default:
+				rs.DedupKeys = append(rs.DedupKeys, state.DedupKey{Key: w.DedupKey, Expires: w.ExpiresAt})
+				b.signals = append(b.signals, w)
+				b.emit(event.WakeAccepted, nil, refs, "source_"+w.Source)
+				if w.Source == "budget_replenished" {
+					b.replenish(w, refs)
+				}
+				if w.Source == "manual_resume" && rs.Status == state.RunFaulted {
+					rs.Status = state.RunRunning
+					b.resumed = true
+					b.emit(event.RunResumed, nil, refs, "manual_resume")
+				}
+				if w.Source == "scheduled_tick" || w.Source == "manual_resume" {
+					b.compactReq = b.compactReq || w.Reason == "compact"
+				}
+			}
+		case inbox.KindApproval:
+			b.answer(it, refs, replaced)
+		case inbox.KindStop:
+			st := *it.Stop
+			b.stop = &st
+			b.emit(event.StopRequested, nil, refs, stopReason(st))
+		}
+	}
+	slices.Sort(rs.InboxSeen)
+	slices.SortFunc(rs.DedupKeys, func(a, c state.DedupKey) int { return strings.Compare(a.Key, c.Key) })
+}
+
+// loopRole reports whether an approver names one of the loop's own roles.
+func loopRole(by string) (controller.Role, bool) {
+	var r controller.Role
+	if r.UnmarshalText([]byte(strings.ToLower(strings.TrimSpace(by)))) != nil || r == controller.Operator {
+		return controller.RoleInvalid, false
+	}
+	return r, true
+}
+
+func stopReason(st state.StopRequest) string {
+	if st.Kill {
+		return "operator_kill_switch"
+	}
+	return "explicit_stop"
+}
+
+func expired(at string, now time.Time) bool {
+	if at == "" {
+		return false
+	}
+	t, err := state.ParseTime(at)
+	return err == nil && !now.Before(t)
+}
+
+func (b *builder) receiveKnowledge(updates []strategy.KnowledgeUpdate) {
+	var fresh []strategy.KnowledgeUpdate
+	b.s.Strategy, fresh = strategy.Receive(b.s.Strategy, updates, b.at)
+	for _, u := range fresh {
+		_, ref := b.object("know", u)
+		b.emit(event.KnowledgeCandidate, nil, map[string]codec.Ref{"update": ref}, "knowledge_source_changed", "candidate_not_promoted")
+	}
+}
