@@ -1,0 +1,216 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+)
+
+// Options are a store's settings; the zero value means the defaults.
+type Options struct {
+	// Replicas of every stream and bucket: 1 (the default) on a single
+	// server, 3 on a three-node cluster.
+	Replicas int
+	// LedgerDedup is the runs stream's dedup window (default 2 min). The
+	// expected sequence, not the window, is what stops a stale write; the
+	// window only makes a retry's answer cheap.
+	LedgerDedup time.Duration
+	// InboxDedup is the inbox's dedup window (default 24 h): a second item
+	// with the same dedup key within it is not stored.
+	InboxDedup time.Duration
+	// LeaseTTL is how long a lease lasts unless renewed (default 30 s).
+	LeaseTTL time.Duration
+	// MemoryStorage keeps everything in memory (tests and benchmarks
+	// only: a server restart loses it).
+	MemoryStorage bool
+	// KVCheckpoints creates the checkpoint bucket of the KV design
+	// (Store.Checkpoints), which the recommended design does not use;
+	// kept for the tests and benchmarks that compare the two. Without it
+	// Store.Checkpoints is nil.
+	KVCheckpoints bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.Replicas == 0 {
+		o.Replicas = 1
+	}
+	if o.LedgerDedup == 0 {
+		o.LedgerDedup = 2 * time.Minute
+	}
+	if o.InboxDedup == 0 {
+		o.InboxDedup = 24 * time.Hour
+	}
+	if o.LeaseTTL == 0 {
+		o.LeaseTTL = 30 * time.Second
+	}
+	return o
+}
+
+func (o Options) storage() natsjs.StorageType {
+	if o.MemoryStorage {
+		return natsjs.MemoryStorage
+	}
+	return natsjs.FileStorage
+}
+
+// Store is one acr store on a NATS account: the streams and buckets that
+// Names derives from one prefix.
+type Store struct {
+	Names       Names
+	Ledger      *Ledger
+	Checkpoints *Checkpoints
+	Idempotency *Table
+	Inbox       *Inbox
+	Leases      *Leases
+}
+
+// Open creates the store's streams and buckets, or updates them to this
+// configuration, and returns the store. It is idempotent; every acr
+// process calls it on start.
+func Open(ctx context.Context, nc *nats.Conn, names Names, opts Options) (*Store, error) {
+	if err := names.Validate(); err != nil {
+		return nil, err
+	}
+	o := opts.withDefaults()
+	js, err := natsjs.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	if _, err := js.CreateOrUpdateStream(ctx, runsStreamConfig(names, o)); err != nil {
+		return nil, fmt.Errorf("open %s: %w", names.RunsStream(), classify(err))
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, inboxStreamConfig(names, o)); err != nil {
+		return nil, fmt.Errorf("open %s: %w", names.InboxStream(), classify(err))
+	}
+	var ckpt *Checkpoints
+	if o.KVCheckpoints {
+		kv, err := js.CreateOrUpdateKeyValue(ctx, natsjs.KeyValueConfig{
+			Bucket: names.CheckpointBucket(), History: 1, Storage: o.storage(), Replicas: o.Replicas,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", names.CheckpointBucket(), classify(err))
+		}
+		ckpt = &Checkpoints{kv: kv}
+	}
+	idem, err := js.CreateOrUpdateKeyValue(ctx, natsjs.KeyValueConfig{
+		Bucket: names.IdempotencyBucket(), History: 1, Storage: o.storage(), Replicas: o.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", names.IdempotencyBucket(), classify(err))
+	}
+	lease, err := js.CreateOrUpdateKeyValue(ctx, natsjs.KeyValueConfig{
+		Bucket: names.LeaseBucket(), History: 1, TTL: o.LeaseTTL, Storage: o.storage(), Replicas: o.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", names.LeaseBucket(), classify(err))
+	}
+	return &Store{
+		Names:       names,
+		Ledger:      &Ledger{nc: nc, names: names, stream: names.RunsStream()},
+		Checkpoints: ckpt,
+		Idempotency: &Table{kv: idem},
+		Inbox:       &Inbox{nc: nc, js: js, names: names, stream: names.InboxStream()},
+		Leases:      &Leases{kv: lease, ttl: o.LeaseTTL},
+	}, nil
+}
+
+// runsStreamConfig is the runs stream: every run's ledger and checkpoint.
+func runsStreamConfig(n Names, o Options) natsjs.StreamConfig {
+	return natsjs.StreamConfig{
+		Name:        n.RunsStream(),
+		Description: "acr ledgers and checkpoints, one subject pair per run",
+		Subjects:    []string{n.Prefix + ".ledger.*", n.Prefix + ".ckpt.*", n.Prefix + ".status.*"},
+		Storage:     o.storage(),
+		Replicas:    o.Replicas,
+		// Limits retention with no limits: nothing expires, nothing is
+		// discarded; if an operator sets limits, new writes are refused
+		// rather than old records dropped.
+		Retention:         natsjs.LimitsPolicy,
+		MaxMsgs:           -1,
+		MaxBytes:          -1,
+		MaxMsgsPerSubject: -1,
+		Discard:           natsjs.DiscardNew,
+		Duplicates:        o.LedgerDedup,
+		// Atomic batches carry a cycle's records and its checkpoint.
+		AllowAtomicPublish: true,
+		// The checkpoint's first part rolls its subject up. Rollup needs
+		// purge allowed; deleting single records is refused.
+		AllowRollup: true,
+		DenyDelete:  true,
+		// Reads are batched direct gets.
+		AllowDirect: true,
+	}
+}
+
+// inboxStreamConfig is the inbox stream: items with a dedup key and a
+// per-message TTL.
+func inboxStreamConfig(n Names, o Options) natsjs.StreamConfig {
+	return natsjs.StreamConfig{
+		Name:              n.InboxStream(),
+		Description:       "acr inboxes (wake, approval, stop), one subject per run",
+		Subjects:          []string{n.Prefix + ".inbox.*", n.Prefix + ".quarantine.*"},
+		Storage:           o.storage(),
+		Replicas:          o.Replicas,
+		Retention:         natsjs.LimitsPolicy,
+		MaxMsgs:           -1,
+		MaxBytes:          -1,
+		MaxMsgsPerSubject: -1,
+		Discard:           natsjs.DiscardNew,
+		Duplicates:        o.InboxDedup,
+		AllowMsgTTL:       true,
+		AllowDirect:       true,
+	}
+}
+
+// Checkpoints is the KV design of the checkpoint: one key per run in the
+// checkpoint bucket, replaced only on the expected revision. One value is
+// limited to the server's max_payload (1 MiB by default); see doc.go for
+// why the recommended design keeps the checkpoint in the runs stream.
+type Checkpoints struct {
+	kv natsjs.KeyValue
+}
+
+// Get returns run's checkpoint and its revision, or ErrNotFound.
+func (c *Checkpoints) Get(ctx context.Context, run string) ([]byte, uint64, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	e, err := c.kv.Get(ctx, Token(run))
+	if err != nil {
+		return nil, 0, fmt.Errorf("checkpoint %s: %w", run, classify(err))
+	}
+	return e.Value(), e.Revision(), nil
+}
+
+// Create stores run's first checkpoint; ErrConflict if it has one.
+func (c *Checkpoints) Create(ctx context.Context, run string, doc []byte) (uint64, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	var rev uint64
+	err := retryInFlight(ctx, func() (err error) { rev, err = c.kv.Create(ctx, Token(run), doc); return err })
+	if errors.Is(err, natsjs.ErrKeyExists) {
+		return 0, fmt.Errorf("create checkpoint %s: %w: %w", run, ErrConflict, err)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("create checkpoint %s: %w", run, classify(err))
+	}
+	return rev, nil
+}
+
+// Update replaces run's checkpoint if its revision is still rev and
+// returns the new revision; ErrConflict (nothing stored) if not.
+func (c *Checkpoints) Update(ctx context.Context, run string, doc []byte, rev uint64) (uint64, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	var next uint64
+	err := retryInFlight(ctx, func() (err error) { next, err = c.kv.Update(ctx, Token(run), doc, rev); return err })
+	if err != nil {
+		return 0, fmt.Errorf("update checkpoint %s: %w", run, classify(err))
+	}
+	return next, nil
+}

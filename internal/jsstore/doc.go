@@ -1,0 +1,92 @@
+// Package jsstore is the JetStream backend of acr's runs: many runs in one
+// store on a NATS account, each run's checkpoint, ledger and inbox behind
+// storage.Checkpoints, storage.Ledger and storage.Inbox, plus the
+// idempotency table (Keys) and the run lease a worker holds. It assembles
+// the building blocks of internal/jetstream; storagetest holds it to the
+// same contract as the directory backend.
+//
+// # Names
+//
+// A store has a prefix P (default "acr"; nats://host:4222/P). A run id R
+// appears in subjects and keys as jetstream.Token(R) (':' and other bytes
+// escaped as '=' and two hex digits).
+//
+//	stream P-runs   P.ledger.<R>      one message per ledger record
+//	                P.ckpt.<R>        the parts of the last checkpoint (rolled up)
+//	                P.status.<R>      the run's status, written with each checkpoint (rolled up)
+//	stream P-inbox  P.inbox.<R>       inbox items, with a TTL for wake signals
+//	                P.quarantine.<R>  items that failed to decode, set aside
+//	bucket P-idem   <R>.<key>         idempotency records
+//	bucket P-lease  <R>               run leases (bucket TTL = lease duration)
+//
+// # Headers
+//
+//	Nats-Expected-Last-Subject-Sequence  on the first record of an append: the
+//	                                     frontier's stream sequence; on the first
+//	                                     checkpoint part: the last part of the
+//	                                     generation the writer loaded; on the
+//	                                     status message, with
+//	Nats-Expected-Last-Subject-Sequence-Subject = P.ledger.<R>: the ledger's
+//	                                     end at the commit's frontier
+//	Nats-Msg-Id        records and parts: derived from subject, frontier, place and
+//	                   bytes (a retried write is recognised); inbox items: <R>.<item id>
+//	Nats-Rollup: sub   first checkpoint part and the status: the subject keeps only
+//	                   the last commit's messages
+//	Nats-Batch-*       the atomic batch of a write of more than one message
+//	Nats-TTL           wake signals: expires_at − now + Options.ExpiryGrace
+//	Acr-Part i/n, Acr-Ledger, Acr-Generation   checkpoint parts
+//	Acr-Key            inbox and quarantined items: the item id
+//
+// # What each method maps to
+//
+//	Ledger.Append        one atomic batch (a plain publish for one record) of the
+//	                     records' lines, guarded by the frontier's stream sequence:
+//	                     all stored or none; storage.ErrConflict if another writer
+//	                     appended since
+//	Ledger.Frontier      cached; read at open from the subject's last message
+//	Ledger.CheckFrontier a direct get of the message at Frontier.Offset
+//	Ledger.After         batched direct gets from Frontier.Offset+1
+//	Ledger.Repair        nothing to repair (nil): writes are atomic
+//	Checkpoints.Load     batched direct get of P.ckpt.<R>: the manifest line and
+//	                     the files, checked as the directory store checks them
+//	Checkpoints.Commit   one atomic batch: the parts (the first rolls the old ones
+//	                     up) and the status, guarded by the generation's last part
+//	                     and by the ledger's end; storage.ErrConflict otherwise
+//	Inbox.List           batched direct get of P.inbox.<R>, sorted as the directory
+//	                     inbox sorts
+//	Inbox.Consumed       deletes the items' messages (after the checkpoint that
+//	                     records them as consumed)
+//	Inbox.Quarantine     copy to P.quarantine.<R>, then delete
+//	Inbox.Put            publish with the item id as Nats-Msg-Id
+//	Keys.Get/Create/Put  KV get, create (first writer wins), put
+//	Store.Acquire, Lease KV create, update on the revision, delete on the revision
+//	Store.Runs, Due      one multi-last direct get of P.status.* (a consumer beyond
+//	                     1024 runs) and the inbox stream's per-subject counts
+//	Store.WatchInbox     a plain subscription on P.inbox.*: a worker hears of an
+//	                     item as it is put
+//
+// # Positions and bytes
+//
+// A ledger message's body is exactly the line the file ledger writes
+// (internal/ledger/doc.go), so hashes, chains and `acr ledger verify` mean
+// the same on both backends. A state.Frontier's Offset, and an
+// event.Record's, is the record's stream sequence in P-runs (0 for
+// genesis); Record.Length is the line's length. The checkpoint's manifest
+// is the directory store's, byte for byte, except for that Offset.
+//
+// # Errors
+//
+// storage.ErrConflict: another writer got there first, nothing stored.
+// storage.ErrNoRun: the run has no checkpoint. storage.ErrBusy: the lease
+// is held. ledger.ErrBehind, ledger.ErrCorrupt: as for the file ledger.
+// ErrUnavailable (exit 74): the server is away or did not answer; the
+// outcome of a write that failed with it is unknown, and the ledger handle
+// refuses further appends (ledger.ErrPoisoned) until the run is reopened.
+//
+// # Safety
+//
+// The lease saves work; the expected sequences keep a run intact. A writer
+// that lost its lease and another writer took over stores nothing: its
+// append expects a stale ledger end, its checkpoint a stale generation or
+// a stale ledger end.
+package jsstore

@@ -1,0 +1,196 @@
+package jsstore
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/acr-project/acr/internal/event"
+	"github.com/acr-project/acr/internal/jetstream"
+	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
+)
+
+// Ledger is a run's ledger on <prefix>.ledger.<run> in the runs stream: one
+// message per record, whose body is the line the file ledger would write.
+// It implements storage.Ledger.
+//
+// Frontier.Offset is the stream sequence of the record (0 for genesis),
+// so a frontier finds its record with one direct get and After reads from
+// the message that follows it. Record.Offset is the record's stream
+// sequence too; Record.Length its line's length, as in a file.
+//
+// A Ledger is one writer's handle, not safe for concurrent appends. Every
+// Append is guarded by the stream sequence of the last record the handle
+// knows: if another writer appended since, nothing is stored and the
+// error is storage.ErrConflict.
+type Ledger struct {
+	run      *Run
+	front    state.Frontier
+	poisoned bool
+
+	// Failpoint, when set, is called while an append's records are
+	// staged on the server and before they are committed ("batch-staged").
+	// Crash tests end the writer there.
+	Failpoint func(stage string)
+}
+
+// CreateLedger opens a new run's ledger; it fails with ledger.ErrExists
+// if the run has records already. (JetStream has no empty ledger file: a
+// ledger exists once it has a record.)
+func (r *Run) CreateLedger() (*Ledger, error) {
+	l, err := r.OpenLedger()
+	if err != nil {
+		return nil, err
+	}
+	if l.front.Seq != 0 {
+		return nil, fmt.Errorf("create ledger of %s: %w", r.ID, ledger.ErrExists)
+	}
+	return l, nil
+}
+
+// OpenLedger opens the run's ledger for appending: its frontier is read
+// from the last record, and a ledger without records is at genesis.
+func (r *Run) OpenLedger() (*Ledger, error) {
+	l := &Ledger{run: r, front: state.GenesisFrontier()}
+	last, err := r.s.blocks.Ledger.Last(r.ctx, r.ID)
+	if errors.Is(err, jetstream.ErrNotFound) {
+		return l, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open ledger of %s: %w", r.ID, err)
+	}
+	rec, err := decodeLine(last.Data)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger of %s: last record (stream sequence %d): %w", r.ID, last.Seq, err)
+	}
+	l.front = state.Frontier{Seq: rec.Seq, Hash: rec.Hash, Offset: int64(last.Seq)}
+	return l, nil
+}
+
+// Frontier implements storage.Ledger: the last record this handle knows
+// (read at open, moved by its own appends).
+func (l *Ledger) Frontier() state.Frontier { return l.front }
+
+// Append implements storage.Ledger: the events become records in one
+// atomic batch after the frontier, all or none. storage.ErrConflict
+// means another writer appended first and nothing was stored;
+// ErrUnavailable means the outcome is unknown, and the handle refuses
+// further appends (ledger.ErrPoisoned): reopen the run, which reads what
+// was stored. A batch holds at most 1000 records of at most the server's
+// max_payload each (ErrTooLarge).
+func (l *Ledger) Append(events []event.Event) ([]event.Record, error) {
+	if l.poisoned {
+		return nil, ledger.ErrPoisoned
+	}
+	if len(events) == 0 {
+		return nil, nil
+	}
+	lines, recs, err := encodeEvents(l.front, events)
+	if err != nil {
+		return nil, err
+	}
+	c, err := l.run.s.blocks.Ledger.CommitBatch(l.run.ctx, l.run.ID, jetstream.Frontier{Ledger: uint64(l.front.Offset)},
+		jetstream.Batch{Records: lines, Failpoint: l.Failpoint})
+	if errors.Is(err, jetstream.ErrConflict) {
+		return nil, fmt.Errorf("append to ledger of %s: %w: %w", l.run.ID, storage.ErrConflict, err)
+	}
+	if err != nil {
+		if !errors.Is(err, jetstream.ErrTooLarge) {
+			l.poisoned = true
+		}
+		return nil, fmt.Errorf("append to ledger of %s: %w", l.run.ID, err)
+	}
+	for i := range recs {
+		recs[i].Offset = int64(c.First) + int64(i)
+	}
+	last := recs[len(recs)-1]
+	l.front = state.Frontier{Seq: last.Seq, Hash: last.Hash, Offset: int64(c.Frontier.Ledger)}
+	return recs, nil
+}
+
+// CheckFrontier implements storage.Ledger: the record at stream sequence
+// f.Offset must be this run's, with f's seq and hash. A frontier past the
+// end is ledger.ErrBehind; a different record there ledger.ErrCorrupt.
+func (l *Ledger) CheckFrontier(f state.Frontier) error {
+	if f.Seq == 0 {
+		if f.Offset != 0 || f.Hash != state.GenesisHash {
+			return fmt.Errorf("%w: checkpoint frontier is malformed", ledger.ErrCorrupt)
+		}
+		return nil
+	}
+	if f.Seq > l.front.Seq || f.Offset > l.front.Offset {
+		return fmt.Errorf("%w: checkpoint expects seq %d at stream sequence %d, ledger of %s ends at seq %d, stream sequence %d",
+			ledger.ErrBehind, f.Seq, f.Offset, l.run.ID, l.front.Seq, l.front.Offset)
+	}
+	if f.Offset <= 0 {
+		return fmt.Errorf("%w: checkpoint frontier seq %d has no stream sequence", ledger.ErrCorrupt, f.Seq)
+	}
+	m, err := l.run.s.blocks.Ledger.Get(l.run.ctx, l.run.ID, uint64(f.Offset))
+	if errors.Is(err, jetstream.ErrNotFound) {
+		return fmt.Errorf("%w: checkpoint frontier seq %d: no record of %s at stream sequence %d", ledger.ErrCorrupt, f.Seq, l.run.ID, f.Offset)
+	}
+	if err != nil {
+		return fmt.Errorf("check frontier of %s: %w", l.run.ID, err)
+	}
+	rec, err := decodeLine(m.Data)
+	if err != nil {
+		return fmt.Errorf("check frontier of %s: stream sequence %d: %w", l.run.ID, f.Offset, err)
+	}
+	if rec.Seq != f.Seq || rec.Hash != f.Hash {
+		return fmt.Errorf("%w: checkpoint frontier is seq %d hash %s, ledger of %s has seq %d hash %s at stream sequence %d",
+			ledger.ErrCorrupt, f.Seq, f.Hash, l.run.ID, rec.Seq, rec.Hash, f.Offset)
+	}
+	return nil
+}
+
+// Repair implements storage.Ledger: an atomic batch is stored whole or
+// not at all, so there is never a partial record to cut.
+func (l *Ledger) Repair() (*storage.Repair, error) { return nil, nil }
+
+// After implements storage.Ledger: the records after from up to the
+// handle's frontier, read from the stream sequence that follows
+// from.Offset, each line checked as the file ledger checks it and the
+// chain checked from from's seq and hash.
+func (l *Ledger) After(from state.Frontier) ([]event.Record, error) {
+	if from.Seq > l.front.Seq || from.Offset > l.front.Offset {
+		return nil, fmt.Errorf("read ledger of %s: %w: from seq %d, the ledger ends at seq %d", l.run.ID, ledger.ErrBehind, from.Seq, l.front.Seq)
+	}
+	if from.Offset < 0 {
+		return nil, fmt.Errorf("read ledger of %s: %w: negative stream sequence", l.run.ID, ledger.ErrCorrupt)
+	}
+	if from.Seq == l.front.Seq {
+		if from.Hash != l.front.Hash {
+			return nil, fmt.Errorf("read ledger of %s: %w: seq %d has hash %s, not %s", l.run.ID, ledger.ErrCorrupt, from.Seq, l.front.Hash, from.Hash)
+		}
+		return nil, nil
+	}
+	var (
+		bodies [][]byte
+		seqs   []int64
+		end    = uint64(l.front.Offset)
+	)
+	errEnd := errors.New("end")
+	err := l.run.s.blocks.Ledger.Read(l.run.ctx, l.run.ID, uint64(from.Offset), func(r jetstream.Record) error {
+		if r.Seq > end {
+			return errEnd
+		}
+		bodies = append(bodies, r.Data)
+		seqs = append(seqs, int64(r.Seq))
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnd) {
+		return nil, fmt.Errorf("read ledger of %s: %w", l.run.ID, err)
+	}
+	recs, err := decodeLines(from, bodies)
+	if err != nil {
+		return nil, fmt.Errorf("read ledger of %s: %w", l.run.ID, err)
+	}
+	if len(recs) == 0 || recs[len(recs)-1].Seq != l.front.Seq || recs[len(recs)-1].Hash != l.front.Hash {
+		return nil, fmt.Errorf("read ledger of %s: %w: the records after seq %d do not reach the frontier seq %d", l.run.ID, ledger.ErrCorrupt, from.Seq, l.front.Seq)
+	}
+	for i := range recs {
+		recs[i].Offset = seqs[i]
+	}
+	return recs, nil
+}
