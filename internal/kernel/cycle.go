@@ -51,8 +51,11 @@ type Result struct {
 	// State is the state after the cycle. The driver may checkpoint it
 	// only after Events are durable.
 	State EngineState
-	// Events must be appended (one durable batch) before the next cycle
-	// starts or the cycle is reported.
+	// Events must be written (one batch) before the next cycle starts or
+	// the cycle is reported, and be durable before the next cycle's effect
+	// or any checkpoint. When the cycle had an effect, a power loss before
+	// then is survivable because recovery derives the same events again
+	// from the durable first batch (its intent) and the world.
 	Events  []event.Event
 	Summary Summary
 }

@@ -559,9 +559,14 @@ func (d *Driver) appendOOB(typ event.Kind, obj *event.Object, reasons []string) 
 	return err
 }
 
-// commit writes the directory checkpoint and removes consumed inbox files.
+// commit makes the ledger durable, writes the directory checkpoint (whose
+// frontier must never name a record a power loss could take) and removes
+// consumed inbox files.
 func (d *Driver) commit() error {
 	if err := d.complete(); err != nil {
+		return err
+	}
+	if err := d.Ledger.Sync(); err != nil {
 		return err
 	}
 	files, err := d.state.Encode()
@@ -762,7 +767,11 @@ func (d *Driver) Step() (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	if _, err := d.Ledger.Append(res.Events); err != nil {
+	// The cycle's last batch rides with the next durable append (the next
+	// cycle's decision and intent, or the flush before a checkpoint): no
+	// effect depends on it before then, and recovery re-derives it from
+	// the durable intent and the world's hashes if a power loss takes it.
+	if _, err := d.Ledger.Write(res.Events); err != nil {
 		return Summary{}, err
 	}
 	d.failpoint("after-ledger-append")
@@ -911,18 +920,17 @@ func (d *Driver) Run(ctx context.Context, maxCycles int, each func(Summary)) (Ru
 		rep.ReasonCodes = []string{"max_cycles_reached"}
 	}
 	rep.FinalDisposition = d.state.Run.LoopDisposition.String()
-	if d.pending > 0 {
-		if cerr := d.commit(); cerr != nil && err == nil {
-			err = cerr
-		}
+	if cerr := d.Close(); cerr != nil && err == nil {
+		err = cerr
 	}
 	return rep, err
 }
 
-// Close writes any checkpoint still owed (cycles run since the last one).
+// Close makes every written batch durable and writes any checkpoint still
+// owed (cycles run since the last one).
 func (d *Driver) Close() error {
 	if d.pending > 0 {
 		return d.commit()
 	}
-	return nil
+	return d.Ledger.Sync()
 }

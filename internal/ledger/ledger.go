@@ -63,6 +63,8 @@ type Ledger struct {
 	front    state.Frontier
 	torn     *Torn
 	poisoned bool
+	// unsynced: a Write has put lines in the file that no fsync covers yet.
+	unsynced bool
 
 	// Index, when set, is told where each cycle appended through this
 	// handle lies, so that readers find a cycle without a scan. It is a
@@ -231,11 +233,29 @@ func (l *Ledger) Torn() *Torn { return l.torn }
 func (l *Ledger) Close() error { return l.f.Close() }
 
 // Append writes a batch of events as consecutive lines with one write and
-// one fsync, and returns them as records. Nothing may depend on the batch
-// before Append returns without error. After an error the handle is
-// poisoned: the file may hold a partial batch that only a reopen (and
-// RepairTail) can account for.
+// one fsync, and returns them as records. The fsync also makes durable any
+// batch Write left pending. Nothing may depend on the batch before Append
+// returns without error. After an error the handle is poisoned: the file
+// may hold a partial batch that only a reopen (and RepairTail) can account
+// for.
 func (l *Ledger) Append(events []event.Event) ([]event.Record, error) {
+	recs, err := l.Write(events)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Sync(); err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// Write is Append without the fsync: the batch is in the file (other
+// readers see it) but a power loss may take it, together with everything
+// written after it. It becomes durable with the next Append or Sync. The
+// driver writes a cycle's last batch this way, so that it shares the next
+// cycle's fsync: no effect depends on it before then (recovery re-derives a
+// lost outcome from the durable intent and the world's hashes).
+func (l *Ledger) Write(events []event.Event) ([]event.Record, error) {
 	if l.poisoned {
 		return nil, ErrPoisoned
 	}
@@ -265,13 +285,27 @@ func (l *Ledger) Append(events []event.Event) ([]event.Record, error) {
 		l.poisoned = true
 		return nil, fmt.Errorf("append to ledger: %w", err)
 	}
-	if err := l.f.Sync(); err != nil {
-		l.poisoned = true
-		return nil, fmt.Errorf("append to ledger: %w", err)
-	}
 	l.front = front
+	l.unsynced = true
 	l.indexCycles(recs)
 	return recs, nil
+}
+
+// Sync makes every batch written so far durable. It is free when there is
+// nothing pending.
+func (l *Ledger) Sync() error {
+	if l.poisoned {
+		return ErrPoisoned
+	}
+	if !l.unsynced {
+		return nil
+	}
+	if err := l.f.Sync(); err != nil {
+		l.poisoned = true
+		return fmt.Errorf("append to ledger: %w", err)
+	}
+	l.unsynced = false
+	return nil
 }
 
 // indexCycles tells the index about every cycle a batch completes.

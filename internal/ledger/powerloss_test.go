@@ -76,3 +76,35 @@ func TestPowerLossRepairTail(t *testing.T) {
 		})
 	}
 }
+
+// TestPowerLossWriteThenAppend: a batch Write left pending is lost by a
+// power loss, whole, and kept by the next Append's fsync or by Sync.
+func TestPowerLossWriteThenAppend(t *testing.T) {
+	cases := []struct {
+		name  string
+		after func(l *Ledger) error
+		kept  int64 // seq of the last record that survives
+	}{
+		{"nothing after the write", func(*Ledger) error { return nil }, 2},
+		{"an append after the write", func(l *Ledger) error { _, err := l.Append(testEvents(1, 3)); return err }, 4},
+		{"sync after the write", func(l *Ledger) error { return l.Sync() }, 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := disk.NewMem()
+			l, err := Create(mem)
+			require.NoError(t, err)
+			_, err = l.Append(testEvents(2, 1))
+			require.NoError(t, err)
+			_, err = l.Write(testEvents(1, 2))
+			require.NoError(t, err)
+			require.Equal(t, int64(3), l.Frontier().Seq, "a written batch moves the frontier")
+			require.NoError(t, tc.after(l))
+			mem.Crash()
+			back, err := Open(mem)
+			require.NoError(t, err)
+			assert.Nil(t, back.Torn())
+			assert.Equal(t, tc.kept, back.Frontier().Seq)
+		})
+	}
+}
