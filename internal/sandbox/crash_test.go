@@ -3,7 +3,6 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,8 +44,8 @@ func TestInterruptedMarkIssue(t *testing.T) {
 
 			crashAt(t, w, StageBeforeActionCommit, key, a)
 			require.NoFileExists(t, worldPath(stateDir, world.IssuesFile), "the crash came before the effect")
-			intentFile := filepath.Join(stateDir, filepath.FromSlash(intentName(keyDigest(key))))
-			require.FileExists(t, intentFile)
+			keys := osKeys(t, stateDir)
+			require.Equal(t, []recKind{kindIntent}, tableKinds(t, keys, key), "the intent is durable")
 			tc.meddle(t, stateDir, line)
 			worldBefore := snapshot(t, worldPath(stateDir, "."))
 
@@ -57,7 +56,7 @@ func TestInterruptedMarkIssue(t *testing.T) {
 				_, found, err := w.Lookup(key)
 				require.NoError(t, err)
 				assert.False(t, found, "nothing is recorded while uncertain")
-				assert.FileExists(t, intentFile, "the intent stays for the person who decides")
+				assert.Equal(t, []recKind{kindIntent}, tableKinds(t, keys, key), "the intent stays for the person who decides")
 				return
 			}
 			require.NoError(t, err)
@@ -66,7 +65,11 @@ func TestInterruptedMarkIssue(t *testing.T) {
 			assert.Empty(t, out.BeforeSHA256)
 			assert.Equal(t, fp(line), out.AfterSHA256)
 			assert.Equal(t, line, readWorld(t, stateDir, world.IssuesFile), "exactly one effect")
-			assert.NoFileExists(t, intentFile)
+			wantKinds := []recKind{kindIntent, kindOutcome}
+			if !tc.wantReused {
+				wantKinds = []recKind{kindIntent, kindIntent, kindOutcome} // executed afresh: a new intent
+			}
+			assert.Equal(t, wantKinds, tableKinds(t, keys, key), "the outcome supersedes the intent")
 
 			again, reused, err := w.Execute(key, a)
 			require.NoError(t, err)
@@ -78,8 +81,9 @@ func TestInterruptedMarkIssue(t *testing.T) {
 	require.Equal(t, len(cases), ran)
 }
 
-// TestHandWrittenIntent classifies intent records written directly into the
-// table, in the documented format, for a record_artifact.
+// TestHandWrittenIntent classifies intent records written directly, in
+// the documented formats, for a record_artifact: a line appended to the
+// table, and a per-key file of the layout of earlier releases.
 func TestHandWrittenIntent(t *testing.T) {
 	const content = "ci: green\n"
 	cases := []struct {
@@ -92,36 +96,46 @@ func TestHandWrittenIntent(t *testing.T) {
 		{name: "effect not applied", world: nil, wantReused: false},
 		{name: "world changed to something else", world: ptr("ci: red\n"), wantErr: ErrUncertain},
 	}
-	ran := 0
-	for _, tc := range cases {
-		ran++
-		t.Run(tc.name, func(t *testing.T) {
-			w, stateDir := newTestWorld(t, testSpec())
-			key := testKey("hand written " + tc.name)
-			a := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "reports/ci.txt", Content: content}
-			h := keyDigest(key)
-			rec, err := codec.Marshal(intentRecord{Schema: IntentSchema, Key: key, Action: a, Target: a.Target, BeforeSHA256: "", AfterSHA256: fp(content)})
-			require.NoError(t, err)
-			require.NoError(t, os.MkdirAll(filepath.Join(stateDir, filepath.FromSlash(fanDir(h))), 0o755))
-			require.NoError(t, os.WriteFile(filepath.Join(stateDir, filepath.FromSlash(intentName(h))), rec, 0o644))
-			if tc.world != nil {
-				writeWorld(t, stateDir, a.Target, *tc.world)
-			}
-
-			out, reused, err := w.Execute(key, a)
-			if tc.wantErr != nil {
-				require.ErrorIs(t, err, tc.wantErr)
-				assert.Equal(t, *tc.world, readWorld(t, stateDir, a.Target))
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tc.wantReused, reused)
-			assert.Equal(t, world.OutcomeCommitted, out.Status)
-			assert.Equal(t, fp(content), out.AfterSHA256)
-			assert.Equal(t, content, readWorld(t, stateDir, a.Target))
-		})
+	layouts := map[string]func(t *testing.T, stateDir, h string, rec []byte){
+		"table line": func(t *testing.T, stateDir, h string, rec []byte) {
+			require.NoError(t, os.WriteFile(filepath.Join(stateDir, filepath.FromSlash(TableName)), encodeLine(h, kindIntent, rec), 0o644))
+		},
+		"earlier per-key file": func(t *testing.T, stateDir, h string, rec []byte) {
+			require.NoError(t, os.MkdirAll(filepath.Join(stateDir, filepath.FromSlash(KeysDir), h[:2]), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(stateDir, filepath.FromSlash(legacyName(h, kindIntent))), rec, 0o644))
+		},
 	}
-	require.Equal(t, len(cases), ran)
+	ran := 0
+	for layout, write := range layouts {
+		for _, tc := range cases {
+			ran++
+			t.Run(layout+"/"+tc.name, func(t *testing.T) {
+				w, stateDir := newTestWorld(t, testSpec())
+				key := testKey("hand written " + tc.name)
+				a := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "reports/ci.txt", Content: content}
+				h := keyDigest(key)
+				rec, err := codec.Marshal(intentRecord{Schema: IntentSchema, Key: key, Action: a, Target: a.Target, BeforeSHA256: "", AfterSHA256: fp(content)})
+				require.NoError(t, err)
+				write(t, stateDir, h, rec)
+				if tc.world != nil {
+					writeWorld(t, stateDir, a.Target, *tc.world)
+				}
+
+				out, reused, err := w.Execute(key, a)
+				if tc.wantErr != nil {
+					require.ErrorIs(t, err, tc.wantErr)
+					assert.Equal(t, *tc.world, readWorld(t, stateDir, a.Target))
+					return
+				}
+				require.NoError(t, err)
+				assert.Equal(t, tc.wantReused, reused)
+				assert.Equal(t, world.OutcomeCommitted, out.Status)
+				assert.Equal(t, fp(content), out.AfterSHA256)
+				assert.Equal(t, content, readWorld(t, stateDir, a.Target))
+			})
+		}
+	}
+	require.Equal(t, len(cases)*len(layouts), ran)
 }
 
 func TestIntentForAnotherAction(t *testing.T) {
@@ -184,9 +198,7 @@ func TestPowerLossBeforeActionCommit(t *testing.T) {
 	mem.Crash()
 	w = reopen(t, w, stateDir, mem)
 
-	ok, err := disk.Exists(mem, intentName(keyDigest(key)))
-	require.NoError(t, err)
-	require.True(t, ok, "the intent was durable before the hook ran")
+	require.Equal(t, []recKind{kindIntent}, tableKinds(t, mem, key), "the intent was durable before the hook ran")
 	_, found, err := w.Lookup(key)
 	require.NoError(t, err)
 	require.False(t, found)
@@ -206,26 +218,37 @@ func TestPowerLossBeforeActionCommit(t *testing.T) {
 	assert.Equal(t, 1, issueLines(t, stateDir, key), "applied exactly once")
 }
 
-// TestPowerLossNeedsTheDirectoryFsync is the control for the two tests
-// above: with the table's directory fsyncs switched off, the same crash
-// loses the outcome and the retry duplicates the effect. It shows that the
-// Mem-based tests can see a missing fsync.
-func TestPowerLossNeedsTheDirectoryFsync(t *testing.T) {
-	w, mem, stateDir := newMemWorld(t)
-	mem.SkipSync(func(op disk.SyncOp) bool { return op.Dir && strings.HasPrefix(op.Name, KeysDir+"/") })
-	key := testKey("no dir fsync")
-	a := markIssue("x")
+// TestPowerLossNeedsTheTableFsyncs is the control for the two tests
+// above: with the table file's fsync, or its directory's, switched off,
+// the same crash loses the outcome and the retry duplicates the effect. It
+// shows that the Mem-based tests can see a missing fsync.
+func TestPowerLossNeedsTheTableFsyncs(t *testing.T) {
+	skips := map[string]func(disk.SyncOp) bool{
+		"file":      func(op disk.SyncOp) bool { return !op.Dir && op.Name == TableName },
+		"directory": func(op disk.SyncOp) bool { return op.Dir && op.Name == KeysDir },
+	}
+	ran := 0
+	for name, skip := range skips {
+		ran++
+		t.Run(name, func(t *testing.T) {
+			w, mem, stateDir := newMemWorld(t)
+			mem.SkipSync(skip)
+			key := testKey("no fsync")
+			a := markIssue("x")
 
-	crashAt(t, w, StageAfterActionCommit, key, a)
-	mem.Crash()
-	mem.SkipSync(nil)
-	w = reopen(t, w, stateDir, mem)
+			crashAt(t, w, StageAfterActionCommit, key, a)
+			mem.Crash()
+			mem.SkipSync(nil)
+			w = reopen(t, w, stateDir, mem)
 
-	_, found, err := w.Lookup(key)
-	require.NoError(t, err)
-	assert.False(t, found, "without the directory fsync the outcome is lost")
-	_, reused, err := w.Execute(key, a)
-	require.NoError(t, err)
-	assert.False(t, reused)
-	assert.Equal(t, 2, issueLines(t, stateDir, key), "and the effect is duplicated")
+			_, found, err := w.Lookup(key)
+			require.NoError(t, err)
+			assert.False(t, found, "without the fsync the outcome is lost")
+			_, reused, err := w.Execute(key, a)
+			require.NoError(t, err)
+			assert.False(t, reused)
+			assert.Equal(t, 2, issueLines(t, stateDir, key), "and the effect is duplicated")
+		})
+	}
+	require.Equal(t, len(skips), ran)
 }
