@@ -1,9 +1,18 @@
 package sandbox
 
 import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -251,4 +260,133 @@ func TestPowerLossNeedsTheTableFsyncs(t *testing.T) {
 		})
 	}
 	require.Equal(t, len(skips), ran)
+}
+
+// killChildEnv names the state directory to TestKillNineChild, the process
+// TestKillNineDuringExecute starts and kills.
+const killChildEnv = "ACR_SANDBOX_KILL_CHILD_STATE"
+
+const killKeys = 300
+
+func killKey(i int) string { return testKey(fmt.Sprintf("kill-%d", i)) }
+
+// killAction alternates a mark_issue (a duplicate would show as a second
+// line) with a record_artifact on a file of its own.
+func killAction(i int) world.Action {
+	if i%2 == 0 {
+		return markIssue(fmt.Sprintf("kill %d", i))
+	}
+	return world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: fmt.Sprintf("reports/%d.txt", i), Content: fmt.Sprintf("artifact %d\n", i)}
+}
+
+// TestKillNineChild is the process TestKillNineDuringExecute kills: it
+// executes every key in turn, after saying it is ready.
+func TestKillNineChild(t *testing.T) {
+	stateDir := os.Getenv(killChildEnv)
+	if stateDir == "" {
+		t.Skip("run by TestKillNineDuringExecute, as the process it kills")
+	}
+	w, err := Open(stateDir, testSpec(), osKeys(t, stateDir))
+	require.NoError(t, err)
+	fmt.Println("ready")
+	for i := range killKeys {
+		_, _, err := w.Execute(killKey(i), killAction(i))
+		require.NoError(t, err, "key %d", i)
+	}
+	require.NoError(t, w.Close())
+}
+
+// TestKillNineDuringExecute kills real processes with SIGKILL while they
+// execute actions, at random instants, and between some kills tears the
+// table's last line the way a power loss during an append would: either a
+// line cut short after the last one (a record whose append never
+// finished), or the last line itself when it is an outcome (the intent
+// and the world then decide). Afterwards every action must have happened
+// exactly once, every outcome be found, and the table read without
+// damage.
+func TestKillNineDuringExecute(t *testing.T) {
+	if os.Getenv(killChildEnv) != "" {
+		t.Skip("in the child")
+	}
+	kills := 12
+	if testing.Short() {
+		kills = 4
+	}
+	w, stateDir := newTestWorld(t, testSpec())
+	require.NoError(t, w.Close())
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x6b696c6c))
+	landed, tears := 0, map[string]int{}
+	for range kills {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestKillNineChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), killChildEnv+"="+stateDir)
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		require.NoError(t, cmd.Start())
+		ready, err := bufio.NewReader(out).ReadString('\n')
+		require.NoError(t, err, "child: %s", stderr.String())
+		require.Equal(t, "ready\n", ready)
+		time.Sleep(time.Duration(rng.IntN(30_000)) * time.Microsecond)
+		_ = cmd.Process.Kill()
+		go func() { _, _ = io.Copy(io.Discard, out) }()
+		err = cmd.Wait()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() {
+			landed++
+		} else {
+			require.NoError(t, err, "the child failed: %s", stderr.String())
+		}
+		switch rng.IntN(3) {
+		case 0:
+			tears["cut line appended"]++
+			line := lineOf(t, fmt.Sprintf("never-%d", rng.IntN(1000)), kindIntent, "never finished")
+			appendBytes(t, tablePath(stateDir), line[:1+rng.IntN(len(line)-1)])
+		case 1:
+			data, err := os.ReadFile(tablePath(stateDir))
+			if err != nil || len(data) == 0 || data[len(data)-1] != '\n' {
+				break
+			}
+			last := bytes.LastIndexByte(data[:len(data)-1], '\n') + 1
+			if l, err := parseLine(data[last:]); err == nil && l.kind == kindOutcome {
+				tears["outcome line cut"]++
+				require.NoError(t, os.WriteFile(tablePath(stateDir), data[:last+rng.IntN(len(data)-last)], 0o644))
+			}
+		}
+	}
+	t.Logf("%d kills landed mid-run of %d; tears: %v", landed, kills, tears)
+	require.NotZero(t, landed, "no kill landed while the child was working")
+
+	w, err := Open(stateDir, testSpec(), osKeys(t, stateDir))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = w.Close() })
+	for i := range killKeys {
+		out, _, err := w.Execute(killKey(i), killAction(i))
+		require.NoError(t, err, "key %d", i)
+		require.Equal(t, world.OutcomeCommitted, out.Status, "key %d", i)
+	}
+	for i := range killKeys {
+		_, found, err := w.Lookup(killKey(i))
+		require.NoError(t, err)
+		require.True(t, found, "key %d", i)
+		if i%2 == 0 {
+			require.Equal(t, 1, issueLines(t, stateDir, killKey(i)), "key %d applied exactly once", i)
+		} else {
+			require.Equal(t, fmt.Sprintf("artifact %d\n", i), readWorld(t, stateDir, fmt.Sprintf("reports/%d.txt", i)))
+		}
+	}
+	_, _, err = w.Execute(testKey("after the kills"), inspectAction())
+	require.NoError(t, err)
+	requireCleanTable(t, stateDir)
+}
+
+func appendBytes(t *testing.T, name string, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	require.NoError(t, err)
+	_, err = f.Write(b)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
 }
