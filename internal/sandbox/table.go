@@ -97,7 +97,10 @@ func (w *World) readRecord(h string, kind recKind, v any, cached bool) (bool, st
 		return false, TableName, err
 	}
 	if ok {
-		if err := codec.UnmarshalCanonical(data, v); err != nil {
+		// UnmarshalExact: the line's checksum says acr wrote these bytes,
+		// so the cheaper exact check (decode, encode, compare) is as
+		// strict as the canonical parser here.
+		if err := codec.UnmarshalExact(data, v); err != nil {
 			return false, TableName, fmt.Errorf("decode the %s record of %s in %s: %w", kind, h, TableName, err)
 		}
 		return true, TableName, nil

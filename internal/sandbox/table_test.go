@@ -126,8 +126,8 @@ func TestTornTableTail(t *testing.T) {
 			_, _, err = w.Execute(testKey("after"), inspectAction())
 			require.NoError(t, err)
 			res := requireCleanTable(t, stateDir)
-			assert.NotZero(t, res.index[idOf(keyDigest(key))][kindOutcome].n)
-			assert.NotZero(t, res.index[idOf(keyDigest(testKey("after")))][kindOutcome].n)
+			assert.NotZero(t, slotOf(res.index, key, kindOutcome).n)
+			assert.NotZero(t, slotOf(res.index, testKey("after"), kindOutcome).n)
 		})
 	}
 	require.Equal(t, len(tears), ran)
@@ -424,4 +424,20 @@ func TestTableDirectoryMissing(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, found)
 	requireCleanTable(t, stateDir)
+}
+
+// TestNonCanonicalRecordIsRefused: a line whose checksum holds but whose
+// record is not in canonical form was not written by acr; decoding it
+// fails, naming the table, rather than trusting it.
+func TestNonCanonicalRecordIsRefused(t *testing.T) {
+	w, stateDir := newTestWorld(t, testSpec())
+	key := testKey("hand made")
+	rec := `{"schema":"` + OutcomeSchema + `","outcome":{"schema":"` + world.OutcomeSchema + `","idempotency_key":"` + key +
+		`","operation":"inspect","target":"README.md","status":"no_change"},"action_ref":""}` // keys out of order
+	require.NoError(t, os.WriteFile(tablePath(stateDir), encodeLine(keyDigest(key), kindOutcome, []byte(rec)), 0o644))
+	_, _, err := w.Lookup(key)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), TableName)
+	_, _, err = w.Execute(key, inspectAction())
+	require.Error(t, err)
 }

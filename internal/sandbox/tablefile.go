@@ -93,7 +93,8 @@ func (t *keyTable) get(key keyID, kind recKind) ([]byte, bool, error) {
 	if err := t.load(); err != nil {
 		return nil, false, err
 	}
-	s := t.index[key][kind]
+	all := t.index[key]
+	s := *all.of(kind)
 	if s.n == 0 {
 		return nil, false, nil
 	}

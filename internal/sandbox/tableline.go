@@ -94,9 +94,9 @@ func encodeLine(h string, kind recKind, record []byte) []byte {
 var errTornLine = errors.New("not an intact table line")
 
 // parseLine checks one line (newline included) exactly: the framing, the
-// key, the kind, the record's canonical form and the checksum. It accepts
-// precisely the bytes encodeLine writes, so that what was checked is what
-// is decoded.
+// key, the kind and the checksum. It accepts precisely the bytes
+// encodeLine writes (for some record), so that what was checked is what is
+// decoded. Every error wraps errTornLine.
 func parseLine(b []byte) (tableLine, error) {
 	var l tableLine
 	torn := func(format string, args ...any) (tableLine, error) {
@@ -132,20 +132,16 @@ func parseLine(b []byte) (tableLine, error) {
 		return torn("does not end with a checksum")
 	}
 	l.record = body[recAt:sumAt]
-	if l.record[0] != '{' {
+	if l.record[0] != '{' || l.record[len(l.record)-1] != '}' {
 		return torn("the record is not an object")
 	}
-	// The checksum first: it is what tells a torn line from a whole one,
-	// and it costs less than walking the record.
 	want := body[sumAt+len(lineSumMember) : len(body)-2]
 	if got := codec.Digest(body[:sumAt]); got != string(want) {
 		return torn("checksum mismatch: the line hashes to %s, it says %s", got, want)
 	}
-	if err := codec.WalkCanonical(l.record, 0, nil); err != nil {
-		// Intact (the checksum matches) but not canonical: not something
-		// acr wrote, so not a torn write either.
-		return tableLine{}, fmt.Errorf("record is not canonical JSON: %w", err)
-	}
+	// The record's own form is checked when it is decoded (strictly, and
+	// only then: a table is read whole once per invocation, and walking
+	// every record would double what that costs).
 	return l, nil
 }
 
@@ -155,9 +151,12 @@ type span struct {
 	n   int64
 }
 
-// slots are the lines of one key, the latest of each kind (indexed by
-// recKind; slot 0 unused). n == 0 means none.
-type slots [numKinds + 1]span
+// slots are the lines of one key, the latest of each kind (slot k-1 for
+// kind k). n == 0 means none.
+type slots [numKinds]span
+
+// of returns the slot of kind k.
+func (s *slots) of(k recKind) *span { return &s[k-1] }
 
 // tableIndex maps a key to its latest record of each kind: a later record
 // of the same key and kind supersedes an earlier one, the way a file
@@ -166,7 +165,7 @@ type tableIndex map[keyID]slots
 
 func (ix tableIndex) add(l tableLine, at span) {
 	s := ix[l.key]
-	s[l.kind] = at
+	*s.of(l.kind) = at
 	ix[l.key] = s
 }
 
