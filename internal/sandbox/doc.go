@@ -31,7 +31,8 @@
 //     in canonical form, the same object earlier releases kept in a file of
 //     its own.
 //   - S is the hex SHA-256 of every byte of the line before ,"sha256", as
-//     written (no re-encoding), so a line is checked without decoding R.
+//     written (no re-encoding), so a line is checked without decoding R;
+//     R's own form is checked, strictly, when it is decoded.
 //   - The newline is the commit marker: a line without one was never
 //     written whole.
 //
