@@ -327,8 +327,10 @@ func TestKillNineDuringExecute(t *testing.T) {
 		cmd.Stderr = &stderr
 		require.NoError(t, cmd.Start())
 		ready, err := bufio.NewReader(out).ReadString('\n')
-		require.NoError(t, err, "child: %s", stderr.String())
-		require.Equal(t, "ready\n", ready)
+		if err != nil || ready != "ready\n" {
+			_ = cmd.Wait() // stderr is complete only after Wait
+			t.Fatalf("the child did not get ready: %q %v\n%s", ready, err, stderr.String())
+		}
 		time.Sleep(time.Duration(rng.IntN(30_000)) * time.Microsecond)
 		_ = cmd.Process.Kill()
 		go func() { _, _ = io.Copy(io.Discard, out) }()
