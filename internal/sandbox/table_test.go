@@ -441,3 +441,53 @@ func TestNonCanonicalRecordIsRefused(t *testing.T) {
 	_, _, err = w.Execute(key, inspectAction())
 	require.Error(t, err)
 }
+
+// TestPowerLossKeepsTheStartedMarker: a command's started marker is
+// durable before the program starts, so a power loss right after the
+// start still finds it, and a command that is not idempotent is not run
+// again behind a person's back. Its outcome, appended without fsync, may
+// be lost: the marker then stands in for it.
+func TestPowerLossKeepsTheStartedMarker(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "log.txt"), nil, 0o644))
+	spec := appendSpec(false)
+	spec.Schema, spec.Root = world.SpecSchema, dir
+	require.NoError(t, spec.Validate())
+	stateDir := t.TempDir()
+	mem := disk.NewMem()
+	w, err := Create(stateDir, spec, mem)
+	require.NoError(t, err)
+	w.Environ = os.LookupEnv
+	a := commandAction(appendFix(false), "logged")
+
+	// Started, then the power goes before the program ran.
+	in := crashDuringCommand(t, w, testKey("cut"), a)
+	mem.Crash()
+	require.NoError(t, w.Close())
+	w, err = Open(stateDir, spec, mem)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = w.Close() })
+	w.Environ = os.LookupEnv
+	_, _, err = w.Commit(testKey("cut"), a, in)
+	require.ErrorIs(t, err, ErrUncertain, "the durable marker says the command may have run")
+
+	// Run to the end, then the power goes: the unsynced outcome is lost,
+	// the marker is not, and the check (which now passes) decides.
+	key := testKey("ran")
+	in, _, err = w.Prepare(key, a)
+	require.NoError(t, err)
+	out, _, err := w.Commit(key, a, in)
+	require.NoError(t, err)
+	require.Equal(t, world.OutcomeCommitted, out.Status)
+	mem.Crash()
+	require.NoError(t, w.Close())
+	w, err = Open(stateDir, spec, mem)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = w.Close() })
+	w.Environ = os.LookupEnv
+	again, reused, err := w.Commit(key, a, in)
+	require.NoError(t, err)
+	assert.True(t, reused)
+	assert.Contains(t, again.Detail, "recovered")
+	assert.Equal(t, 1, countLines(t, filepath.Join(dir, "log.txt")), "run once")
+}
