@@ -16,10 +16,22 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"runtime/pprof"
 )
 
+// gcPercent is the garbage collector's target when GOGC is not set. A cycle
+// allocates a few hundred kilobytes of short-lived encodings and keeps a
+// heap of a few megabytes, so at Go's default of 100 the collector runs
+// several times per cycle and takes about a third of the CPU; at 400 it
+// runs a quarter as often for about 10 MB more peak memory
+// (docs/PERFORMANCE.md). GOGC, when set, wins.
+const gcPercent = 400
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	ctx, stop := interruptContext(context.Background())
 	code := profiled(os.Getenv("ACR_CPUPROFILE"), func() int { return run(ctx, os.Args[1:], os.Stdout, os.Stderr) })
 	stop()
