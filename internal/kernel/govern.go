@@ -106,6 +106,15 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 	decRef := b.record(event.DecisionRecorded, "gdec", d, map[string]codec.Ref{"action": actionRef}, d.ReasonCodes...)
 	rcptRef := b.record(event.ReceiptRecorded, "grcpt", governance.NewReceipt(d, decRef, req), map[string]codec.Ref{"decision": decRef})
 	b.rec.GovernanceDecisionRef = decRef
+	if rs.Format() != state.LedgerFormat1 {
+		// The seed resolves reflexive autonomy (may the loop act on this
+		// alone, at its A-level?) before the boundary; here every action
+		// request crosses the boundary, and governance.Decide resolves the
+		// autonomy as one of its steps (A0 refuses, A1 escalates; the
+		// decision's autonomy field and reason codes say which), so the
+		// decision is the cycle's autonomy resolution.
+		b.rec.AutonomyResolutionRef = decRef
+	}
 	b.rec.GovernanceDecision = d.Verdict.String()
 	b.sum.GovernanceDecision = d.Verdict.String()
 	b.sum.Action = action.Describe()
