@@ -156,7 +156,15 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 		b.emit(event.ActionRequested, nil, map[string]codec.Ref{"action": actionRef, "decision": decRef}, "idempotency_key_derived")
 	case governance.Refuse:
 		b.block(controller.IntentCustodian, "governance_refused_"+d.ReasonCodes[0], decRef, rcptRef)
-		b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "refused_" + d.ReasonCodes[0], DecisionRef: decRef, Since: b.at})
+		sp := state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "refused_" + d.ReasonCodes[0], DecisionRef: decRef, Since: b.at}
+		if rs.Format() != state.LedgerFormat1 {
+			// New evidence (the target changed) lifts the refusal and the
+			// item is weighed again, under the same pinned contract, so a
+			// refusal can only be repeated, never talked out of. Format-1
+			// runs kept a refused item aside until its check passed.
+			sp.EvidenceRef = b.evidence
+		}
+		b.suppress(sp)
 		b.conclude(b.orResting(more), append([]string{"governance_refused"}, d.ReasonCodes...))
 	case governance.IdleVerdict:
 		b.move(controller.NoCycle, "nothing_to_do", decRef, rcptRef)
