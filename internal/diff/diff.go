@@ -51,13 +51,54 @@ func Unified(from, to string, a, b []byte) string {
 	if binary(a) || binary(b) {
 		return fmt.Sprintf("Binary files %s and %s differ (%d and %d bytes)\n", from, to, len(a), len(b))
 	}
-	la, lb := splitLines(a), splitLines(b)
+	// Only the lines around the bytes the two do not share take part:
+	// a one-line change to a large file costs a few lines' work, not a
+	// split of the whole file.
+	start, endA, endB := window(a, b)
+	la, lb := splitLines(a[start:endA]), splitLines(b[start:endB])
+	off := bytes.Count(a[:start], []byte{'\n'})
 	var out strings.Builder
 	fmt.Fprintf(&out, "--- %s\n+++ %s\n", from, to)
 	for _, h := range hunks(script(la, lb)) {
-		writeHunk(&out, h, la, lb)
+		writeHunk(&out, h, la, lb, off)
 	}
 	return out.String()
+}
+
+// window returns the byte range of a (start to endA) and of b (start to
+// endB) that holds every difference with Context whole lines around it;
+// outside it a and b are the same bytes, and start is a line start.
+func window(a, b []byte) (start, endA, endB int) {
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	// Back to the start of the line the first difference is on, then
+	// Context lines further.
+	start = bytes.LastIndexByte(a[:pre], '\n') + 1
+	for range Context {
+		if start == 0 {
+			break
+		}
+		start = bytes.LastIndexByte(a[:start-1], '\n') + 1
+	}
+	suf := 0
+	for suf < len(a)-start && suf < len(b)-start && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	endA, endB = len(a)-suf, len(b)-suf
+	// Forward to the end of the line the last difference is on, then
+	// Context lines further; the suffix is shared, so b moves with a.
+	ext := endA
+	for range Context + 1 {
+		i := bytes.IndexByte(a[ext:], '\n')
+		if i < 0 {
+			ext = len(a)
+			break
+		}
+		ext += i + 1
+	}
+	return start, ext, endB + (ext - endA)
 }
 
 // binary reports whether data is not text a terminal can show.
@@ -217,7 +258,7 @@ func hunks(es []edit) [][]edit {
 }
 
 // writeHunk writes one hunk with its header.
-func writeHunk(w *strings.Builder, h []edit, a, b []string) {
+func writeHunk(w *strings.Builder, h []edit, a, b []string, off int) {
 	as, bs, an, bn := -1, -1, 0, 0
 	for _, e := range h {
 		if e.a >= 0 {
@@ -232,6 +273,12 @@ func writeHunk(w *strings.Builder, h []edit, a, b []string) {
 			}
 			bn++
 		}
+	}
+	if as >= 0 {
+		as += off
+	}
+	if bs >= 0 {
+		bs += off
 	}
 	fmt.Fprintf(w, "@@ -%s +%s @@\n", span(as, an), span(bs, bn))
 	for _, e := range h {
