@@ -57,6 +57,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if in := r.Intent; in != nil {
 		p("intent      %s %s, recorded before the effect: before %s, after %s", in.Planned.Operation, in.Planned.Target, orDash(string(in.Planned.BeforeSHA256)), orDash(string(in.Planned.AfterSHA256)))
+		if in.Diff != "" {
+			p("  change    as recorded with the intent:")
+			for _, l := range strings.Split(strings.TrimSuffix(in.Diff, "\n"), "\n") {
+				p("    %s", l)
+			}
+		}
 	}
 	if d := r.Decision; d != nil {
 		p("decision    %s by %s (%s): %s", d.Verdict, d.Actor, r.DecisionRef, strings.Join(d.ReasonCodes, ", "))

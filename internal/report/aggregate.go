@@ -40,6 +40,7 @@ const (
 	maxList   = 8    // values of one list (reasons, notes, changes)
 	maxTitle  = 320  // one tooltip
 	maxDetail = 1400 // KiB of estimated markup for the cycles shown in full
+	maxDiff   = 4096 // one cycle's diff (the ledger keeps it whole: acr audit)
 )
 
 // escapedLen is the length of a rune once html/template has escaped it.
@@ -94,6 +95,7 @@ func clipList(ss []string) []string {
 func clipCycle(c Cycle) Cycle {
 	c.At, c.Agenda, c.AgendaSummary, c.Action = clip(c.At), clip(c.Agenda), clip(c.AgendaSummary), clip(c.Action)
 	c.Decision, c.Outcome, c.Evaluation = clip(c.Decision), clip(c.Outcome), clip(c.Evaluation)
+	c.Diff = clipTo(c.Diff, maxDiff)
 	c.Reasons, c.WokeBy, c.AgendaReasons, c.DecisionReasons = clipList(c.Reasons), clipList(c.WokeBy), clipList(c.AgendaReasons), clipList(c.DecisionReasons)
 	notes := c.Notes
 	if len(c.Commitments) > maxList {
@@ -136,7 +138,7 @@ func clipCycle(c Cycle) Cycle {
 // weight estimates the markup of a cycle shown in full: its text appears
 // in the summary line and in the detail list, plus fixed markup.
 func weight(c *Cycle) int {
-	n := cost(c.At) + cost(c.Agenda) + cost(c.AgendaSummary) + cost(c.Action) + cost(c.Decision) + cost(c.Outcome) + cost(c.Evaluation)
+	n := cost(c.At) + cost(c.Agenda) + cost(c.AgendaSummary) + cost(c.Action) + cost(c.Decision) + cost(c.Outcome) + cost(c.Evaluation) + cost(c.Diff)
 	for _, l := range [][]string{c.Reasons, c.WokeBy, c.AgendaReasons, c.DecisionReasons, c.Inbox, c.Notes, c.Review, c.Failing} {
 		for _, s := range l {
 			n += cost(s) + 8

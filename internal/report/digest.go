@@ -18,7 +18,7 @@ func needsObject(typ event.Kind) bool {
 	switch typ {
 	case event.InboxConsumed, event.AgendaSelected, event.AgendaEmpty, event.ActionProposed,
 		event.DecisionRecorded, event.CompactionCompleted, event.CheckpointCreated, event.CycleCompleted,
-		event.SemanticEncoded:
+		event.SemanticEncoded, event.ActionIntent:
 		return true
 	}
 	return lifecycle(typ) != "" || Incidental(typ)
@@ -36,7 +36,7 @@ func Shown(typ event.Kind) bool {
 		event.AgendaSelected, event.AgendaEmpty, event.ActionProposed, event.DecisionRecorded,
 		event.GuardTripped, event.ActionCommitted, event.ActionNotApplied, event.EvaluationRecorded,
 		event.CompactionCompleted, event.CompactionFailed, event.BudgetSoftLimitReached, event.RunFaulted,
-		event.SemanticEncoded:
+		event.SemanticEncoded, event.ActionIntent:
 		return true
 	}
 	return lifecycle(typ) != "" || Incidental(typ)
@@ -129,6 +129,8 @@ type Fields struct {
 		Kind    string `json:"kind"`
 		Subject string `json:"subject"`
 	} `json:"facts"`
+	// an effect's intent: the change as a unified diff
+	Diff string `json:"diff"`
 	// incidents: provider failure, quarantined inbox file, torn tail
 	Error  string `json:"error"`
 	Name   string `json:"name"`
@@ -230,6 +232,8 @@ func Digest(events []Event) (Cycle, error) {
 			c.AgendaReasons = ev.Reasons
 		case event.ActionProposed:
 			c.Action = strings.TrimSpace(f.Operation + " " + f.Target)
+		case event.ActionIntent:
+			c.Diff = f.Diff
 		case event.DecisionRecorded:
 			c.Decision, c.DecisionReasons = f.Verdict, f.ReasonCodes
 			if len(f.MissingEvidence) > 0 {

@@ -36,6 +36,9 @@ type Cycle struct {
 	// Decision is the governance verdict name, or "NONE".
 	Decision        string
 	DecisionReasons []string
+	// Diff is the change the action's intent recorded before the effect,
+	// as a unified diff ("" for a command or no effect).
+	Diff string
 	// Outcome is the world outcome status of an executed action.
 	Outcome    string
 	Evaluation string

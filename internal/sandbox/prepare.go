@@ -3,7 +3,10 @@ package sandbox
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"unicode/utf8"
+
+	"github.com/acr-project/acr/internal/diff"
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/world"
@@ -53,9 +56,28 @@ func (w *World) Prepare(key string, a world.Action) (world.Intent, *world.Outcom
 	in := world.Intent{Schema: world.IntentSchema, Key: key, Action: a, Changes: p.write, Planned: p.out}
 	if p.write {
 		in.Rollback = rollbackBundle(target, p)
+		in.Diff = planDiff(target, p)
 		w.prepared = &preparedPlan{key: key, target: target, action: a.Ref(), plan: p}
 	}
 	return in, nil, nil
+}
+
+// MaxDiffBytes bounds the diff an intent carries: past it the diff is cut
+// at a line boundary and ends with a line saying how much was left out.
+const MaxDiffBytes = 16 << 10
+
+// planDiff is the unified diff of a planned write to target.
+func planDiff(target string, p plan) string {
+	after := p.content
+	if p.remove {
+		after = nil
+	}
+	d := diff.Unified("a/"+target, "b/"+target, p.before, after)
+	if len(d) <= MaxDiffBytes {
+		return d
+	}
+	cut := strings.LastIndexByte(d[:MaxDiffBytes], '\n') + 1
+	return d[:cut] + fmt.Sprintf("... (diff cut here: %d more bytes)\n", len(d)-cut)
 }
 
 // preparedPlan remembers a Prepare's plan for the Commit of the same key.

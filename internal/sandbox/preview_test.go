@@ -1,8 +1,10 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -52,4 +54,27 @@ func TestPreview(t *testing.T) {
 	}
 	assert.Equal(t, before, snapshot(t, stateDir), "a preview writes nothing")
 	assert.FileExists(t, filepath.Join(filepath.Dir(stale), ".acr-tmp-7"))
+}
+
+// TestIntentCarriesTheDiff: the intent Prepare returns (and the kernel
+// records before the effect) carries the change as a diff, cut at a line
+// boundary past MaxDiffBytes.
+func TestIntentCarriesTheDiff(t *testing.T) {
+	spec := testSpec()
+	w, _ := newTestWorld(t, spec)
+	patch := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", CheckID: "no-debug",
+		ExpectSHA256: fp(appSource), Find: "debug = true", Replace: "debug = false"}
+	in, _, err := w.Prepare(testKey("diff"), patch)
+	require.NoError(t, err)
+	assert.Contains(t, in.Diff, "-var debug = true\n+var debug = false\n")
+
+	var big strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&big, "line %d\n", i)
+	}
+	a := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "big.txt", Content: big.String()}
+	in, _, err = w.Prepare(testKey("big"), a)
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(in.Diff), MaxDiffBytes+100)
+	assert.Regexp(t, `\n\.\.\. \(diff cut here: \d+ more bytes\)\n$`, in.Diff)
 }

@@ -502,6 +502,11 @@ type Intent struct {
 	// that the effect can be undone. Nil when the action changes nothing,
 	// or when no bundle could be taken (then the action must not run).
 	Rollback *RollbackBundle `json:"rollback,omitempty"`
+	// Diff is the change as a unified diff of the target, for the people
+	// who read the ledger (acr audit, acr report); nothing decides by it.
+	// Empty for a command and for an action that changes nothing; cut at
+	// a line boundary past a bound, with a last line that says so.
+	Diff string `json:"diff,omitempty"`
 	// RunID and CycleSeq, set for run_command only, name the cycle the
 	// command runs in; it gets them as ACR_RUN_ID and ACR_CYCLE.
 	RunID    string `json:"run_id,omitempty"`
