@@ -29,7 +29,7 @@ func TestEveryCommandHasExamplesAndExitStatus(t *testing.T) {
 
 			var out bytes.Buffer
 			args := append(strings.Fields(c.CommandPath())[1:], "--help")
-			require.Equal(t, 0, newApp(&out, io.Discard).execute(args))
+			require.Equal(t, 0, newApp(&out, io.Discard).execute(t.Context(), args))
 			help := out.String()
 			assert.Contains(t, help, "\nExamples:\n")
 			assert.True(t, strings.HasSuffix(help, exitStatusHelp+"\n"), "the help ends with the exit status table:\n%s", help)

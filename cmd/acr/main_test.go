@@ -12,19 +12,19 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/sys/unix"
 
 	"github.com/acr-project/acr/internal/rundir"
 )
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
-		"acr": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
-	})
+	testscript.Main(m, map[string]func(){"acr": main})
 }
 
 // updateScripts rewrites the files that cmp compares with in the scripts
@@ -77,23 +77,30 @@ func TestScripts(t *testing.T) {
 }
 
 // cmdExit runs a command and asserts its exit status; "killed" means it
-// died of SIGKILL:
+// died of SIGKILL, a signal's name that it died of that signal:
 //
 //	exit 65 acr init ...
 //	exit killed acr run
+//	exit SIGTERM acr init ...
 func cmdExit(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
-		ts.Fatalf("usage: exit CODE|killed command [args...]")
+		ts.Fatalf("usage: exit CODE|killed|SIGNAME command [args...]")
 	}
 	err := ts.Exec(args[1], args[2:]...)
 	var ee *exec.ExitError
-	if args[0] == "killed" {
+	if sig := args[0]; sig == "killed" || strings.HasPrefix(sig, "SIG") {
+		want := syscall.SIGKILL
+		if sig != "killed" {
+			if want = unix.SignalNum(sig); want == 0 {
+				ts.Fatalf("exit: unknown signal %q", sig)
+			}
+		}
 		if !errors.As(err, &ee) {
 			ts.Fatalf("%v was not killed: %v", args[1:], err)
 		}
 		ws, ok := ee.Sys().(syscall.WaitStatus)
-		if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-			ts.Fatalf("%v ended with %v, want SIGKILL", args[1:], err)
+		if !ok || !ws.Signaled() || ws.Signal() != want {
+			ts.Fatalf("%v ended with %v, want %s", args[1:], err, unix.SignalName(want))
 		}
 		return
 	}

@@ -94,7 +94,7 @@ func initQuickstart(t *testing.T) string {
 	dir := filepath.Join(t.TempDir(), "state")
 	ex := filepath.Join("..", "..", "scenarios", "quickstart")
 	a, _ := testApp(false, 0, nil, nil)
-	code := a.execute([]string{"--state-dir", dir, "init", "--goal", filepath.Join(ex, "goal.json"),
+	code := a.execute(t.Context(), []string{"--state-dir", dir, "init", "--goal", filepath.Join(ex, "goal.json"),
 		"--contract", filepath.Join(ex, "contract.json"), "--env", filepath.Join(ex, "environment.json")})
 	require.Equal(t, 0, code)
 	return dir
@@ -113,7 +113,7 @@ func TestRunShowsProgressOnATerminal(t *testing.T) {
 			dir := initQuickstart(t)
 			clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 			a, out := testApp(true, 100, tc.env, clock)
-			require.Equal(t, 0, a.execute([]string{"--state-dir", dir, "run", "--max-cycles", "20"}))
+			require.Equal(t, 0, a.execute(t.Context(), []string{"--state-dir", dir, "run", "--max-cycles", "20"}))
 			got := out.String()
 			assert.Contains(t, got, clearLine+"acr run  0/20 cycles")
 			assert.Contains(t, got, clearLine+"cycle 3 ", "each new kind of cycle is printed above the progress line")
@@ -138,7 +138,7 @@ func TestRunShowsProgressOnATerminal(t *testing.T) {
 func TestRunShowsNoProgressWhenNotATerminal(t *testing.T) {
 	dir := initQuickstart(t)
 	a, out := testApp(false, 0, map[string]string{"TERM": "xterm"}, nil)
-	require.Equal(t, 0, a.execute([]string{"--state-dir", dir, "run", "--max-cycles", "20"}))
+	require.Equal(t, 0, a.execute(t.Context(), []string{"--state-dir", dir, "run", "--max-cycles", "20"}))
 	assert.NotContains(t, out.String(), "\r")
 	assert.NotContains(t, out.String(), "\x1b")
 	assert.Contains(t, out.String(), "\n3 cycle(s), final disposition WAIT_APPROVAL\n")
@@ -146,7 +146,7 @@ func TestRunShowsNoProgressWhenNotATerminal(t *testing.T) {
 	// TERM=dumb cannot clear a line: no progress either.
 	dir = initQuickstart(t)
 	a, out = testApp(true, 80, map[string]string{"TERM": "dumb"}, nil)
-	require.Equal(t, 0, a.execute([]string{"--state-dir", dir, "run", "--max-cycles", "20"}))
+	require.Equal(t, 0, a.execute(t.Context(), []string{"--state-dir", dir, "run", "--max-cycles", "20"}))
 	assert.NotContains(t, out.String(), "\r")
 	assert.NotContains(t, out.String(), "\x1b")
 }
@@ -154,7 +154,7 @@ func TestRunShowsNoProgressWhenNotATerminal(t *testing.T) {
 func TestRunJSONShowsNoProgressOnATerminal(t *testing.T) {
 	dir := initQuickstart(t)
 	a, out := testApp(true, 80, map[string]string{"TERM": "xterm"}, nil)
-	require.Equal(t, 0, a.execute([]string{"--state-dir", dir, "run", "--max-cycles", "20", "--json"}))
+	require.Equal(t, 0, a.execute(t.Context(), []string{"--state-dir", dir, "run", "--max-cycles", "20", "--json"}))
 	assert.NotContains(t, out.String(), "\r")
 	assert.NotContains(t, out.String(), "\x1b")
 	var v struct {

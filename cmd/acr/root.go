@@ -1,15 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"reflect"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -17,129 +14,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/acr-project/acr/internal/rundir"
-	"github.com/acr-project/acr/internal/state"
 )
-
-// app carries what every command shares: the writers, the configuration
-// and the logger. It is built once per invocation; nothing is global.
-type app struct {
-	stdout, stderr io.Writer
-	v              *viper.Viper
-	log            zerolog.Logger
-	cfg            config
-	// term, wall and getenv are how acr looks at its surroundings: whether
-	// a writer is a terminal, the wall clock for elapsed times on screen,
-	// and the environment for NO_COLOR and TERM. They are fields so that
-	// tests can stand in for a terminal.
-	term   terminal
-	wall   func() time.Time
-	getenv func(string) string
-	// discard undoes what a clean slate (--no-load-state) set up outside
-	// the state directory; execute calls it when the command is done.
-	discard []func()
-}
-
-// config is the typed, validated configuration shared by all commands.
-type config struct {
-	// ConfigFile is the configuration file that was read, "" if none.
-	ConfigFile      string
-	StateDir        string
-	JSON            bool
-	LogLevel        string
-	NoLoadState     bool
-	CheckpointEvery int
-	Clock           string
-}
-
-func run(args []string, stdout, stderr io.Writer) int {
-	return newApp(stdout, stderr).execute(args)
-}
-
-// newApp returns an app that writes to stdout and stderr and looks at the
-// real terminal, clock and environment.
-func newApp(stdout, stderr io.Writer) *app {
-	return &app{stdout: stdout, stderr: stderr, v: viper.New(), log: zerolog.Nop(),
-		term: osTerminal, wall: time.Now, getenv: os.Getenv}
-}
-
-// execute runs one command line and returns its exit code.
-func (a *app) execute(args []string) int {
-	root := newRootCommand(a)
-	root.SetArgs(args)
-	err := root.Execute()
-	for _, f := range a.discard {
-		f()
-	}
-	if err != nil && !a.cfg.JSON {
-		// An error before the configuration was read (a flag that does
-		// not parse, an unknown command) still owes --json its object.
-		a.cfg.JSON = jsonRequested(args, a.getenv)
-	}
-	return a.finish(err)
-}
-
-// jsonRequested reports whether the command line or ACR_JSON asks for JSON
-// output, without the help of the flag parser: it is asked only when
-// parsing failed. Arguments after "--" are not flags.
-func jsonRequested(args []string, getenv func(string) string) bool {
-	for _, arg := range args {
-		if arg == "--" {
-			break
-		}
-		if name, val, ok := strings.Cut(arg, "="); ok && name == "--json" {
-			b, err := strconv.ParseBool(val)
-			return err == nil && b
-		}
-		if arg == "--json" {
-			return true
-		}
-	}
-	b, err := strconv.ParseBool(getenv("ACR_JSON"))
-	return err == nil && b
-}
-
-// finish reports an error (as text on stderr, and as one JSON object on
-// stdout with --json) and returns the exit code.
-func (a *app) finish(err error) int {
-	code, kind := errorKind(err)
-	if err == nil {
-		return code
-	}
-	msg := err.Error()
-	if hint := nextStepFor(kind); hint != "" {
-		msg += "\n" + hint
-	}
-	fmt.Fprintf(a.stderr, "acr: %s\n", msg)
-	var silent *silentError
-	if a.cfg.JSON && !errors.As(err, &silent) {
-		a.printJSON(map[string]any{"error": err.Error(), "kind": kind, "exit_code": code})
-	}
-	return code
-}
-
-// nextStepFor tells the operator what to do about an error of a kind, so
-// that no failure ends in a message without a way forward.
-func nextStepFor(kind string) string {
-	switch kind {
-	case "no_run":
-		return "hint: create one with: acr init --goal goal.json --contract contract.json --env environment.json"
-	case "busy":
-		return "hint: another acr invocation is running on this state directory; retry later"
-	case "integrity":
-		return "hint: see docs/operations.md, \"Recovering from integrity errors\"; nothing was changed"
-	case "run_exists":
-		return "hint: acr status shows the run; use another --state-dir, or acr init --force to replace it"
-	case "faulted", "provider_failure":
-		return "hint: acr status and acr log show the failures; fix the cause, then acr wake --signal manual_resume"
-	case "no_space":
-		return "hint: the disk is full (or the quota used up): free some space, then retry; acr never leaves a half-written checkpoint"
-	case "not_writable":
-		return "hint: this command writes to the state directory, which is read-only here (a read-only mount, a backup copy, or another user's files); status, log, audit, report and ledger verify work on it as it is"
-	case "io":
-		return "hint: an I/O error on the named file: check the disk and the path, then retry; acr never leaves a half-written checkpoint"
-	}
-	return ""
-}
 
 func newRootCommand(a *app) *cobra.Command {
 	root := &cobra.Command{
@@ -163,7 +38,7 @@ underscores); acr config show prints what is in effect and why.
 			// Read from the flag itself: --version is not a setting, so
 			// neither ACR_VERSION nor acr.yaml can turn it on.
 			if v, _ := cmd.Flags().GetBool("version"); v {
-				return runVersion(a)
+				return runVersion(cmd.Context(), versionOptions{}, a)
 			}
 			return cmd.Help()
 		},
@@ -232,8 +107,9 @@ func finishCommandTree(root *cobra.Command) {
 }
 
 // configure binds flags, environment and the config file with viper
-// (flag > environment > file > default), validates the result into a typed
-// config, and builds the logger.
+// (flag > environment > file > default), validates every setting, decodes
+// the global ones into a typed config, and builds the logger. Each command
+// then decodes its own flags into its options struct (decodeFlags).
 func (a *app) configure(cmd *cobra.Command) error {
 	v := a.v
 	v.SetEnvPrefix("ACR")
@@ -271,11 +147,11 @@ func (a *app) configure(cmd *cobra.Command) error {
 			}
 		}
 	}
-	a.cfg = config{
-		ConfigFile: cfgFile,
-		StateDir:   v.GetString("state-dir"), JSON: v.GetBool("json"), LogLevel: v.GetString("log-level"),
-		NoLoadState: v.GetBool("no-load-state"), CheckpointEvery: v.GetInt("checkpoint-every"), Clock: os.Getenv("ACR_CLOCK"),
+	a.cfg = config{}
+	if err := decodeFlags(cmd, v, &a.cfg); err != nil {
+		return err
 	}
+	a.cfg.ConfigFile, a.cfg.Clock = cfgFile, a.getenv("ACR_CLOCK")
 	if err := a.checkSettings(cmd); err != nil {
 		return err
 	}
@@ -290,6 +166,7 @@ func (a *app) configure(cmd *cobra.Command) error {
 		return usagef("--log-level %q: want debug, info, warn or error", a.cfg.LogLevel)
 	}
 	a.log = a.newLogger(lvl)
+	a.unwatch = dieOnInterrupt(cmd.Context(), cmd)
 	return nil
 }
 
@@ -301,112 +178,6 @@ func (a *app) newLogger(lvl zerolog.Level) zerolog.Logger {
 		out = zerolog.ConsoleWriter{Out: a.stderr, NoColor: !a.colour(), TimeFormat: time.RFC3339}
 	}
 	return zerolog.New(out).Level(lvl).With().Timestamp().Logger()
-}
-
-func (a *app) printJSON(v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		fmt.Fprintf(a.stderr, "acr: encode output: %v\n", err)
-		return
-	}
-	fmt.Fprintln(a.stdout, string(b))
-}
-
-func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.stdout, format, args...) }
-
-// clock returns the time source: the wall clock, or a frozen time given in
-// ACR_CLOCK (RFC 3339), which scenario tests use for reproducible output.
-func (a *app) clock() (rundir.Options, error) {
-	opt := rundir.Options{Clock: rundir.Clock{}, Revision: revision(), CheckpointEvery: a.cfg.CheckpointEvery, Failpoint: failpoint(os.Getenv("ACR_FAILPOINT")),
-		Environ: os.LookupEnv}
-	if a.cfg.Clock != "" {
-		t, err := state.ParseTime(a.cfg.Clock)
-		if err != nil {
-			return opt, usagef("ACR_CLOCK: %v", err)
-		}
-		opt.Clock = frozenClock{t}
-	}
-	return opt, nil
-}
-
-type frozenClock struct{ t time.Time }
-
-func (c frozenClock) Now() time.Time { return c.t }
-
-// failpoint returns the crash hook for ACR_FAILPOINT=<name>[:<n>[:hang]]:
-// at the n-th time (default first) the process reaches the named substage
-// it kills itself with SIGKILL, leaving no chance to clean up. With "hang"
-// it blocks there instead, holding the run lock, until something kills it;
-// if ACR_FAILPOINT_READY names a file, that file is created first so a test
-// knows the process is in place.
-func failpoint(spec string) func(string) {
-	if spec == "" {
-		return nil
-	}
-	parts := strings.SplitN(spec, ":", 3)
-	name, want := parts[0], 1
-	if len(parts) > 1 {
-		if n, err := strconv.Atoi(parts[1]); err == nil && n > 0 {
-			want = n
-		}
-	}
-	hang := len(parts) == 3 && parts[2] == "hang"
-	hits := 0
-	return func(stage string) {
-		if stage != name {
-			return
-		}
-		hits++
-		if hits != want {
-			return
-		}
-		if hang {
-			if ready := os.Getenv("ACR_FAILPOINT_READY"); ready != "" {
-				_ = os.WriteFile(ready, []byte(stage+"\n"), 0o644)
-			}
-			select {}
-		}
-		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {} // never return
-	}
-}
-
-// openRun opens the configured state directory, or with --no-load-state a
-// clean slate in memory.
-func (a *app) openRun() (*rundir.Run, error) {
-	if a.cfg.NoLoadState {
-		return a.cleanSlate()
-	}
-	opt, err := a.clock()
-	if err != nil {
-		return nil, err
-	}
-	r, err := rundir.Open(a.cfg.StateDir, opt)
-	if err != nil {
-		return nil, err
-	}
-	if r.Driver != nil {
-		if m := r.Driver.Manifest(); m.WrittenAtRevision != "" && m.WrittenAtRevision != revision() {
-			a.log.Warn().Str("written_at_revision", m.WrittenAtRevision).Str("this_revision", revision()).
-				Msg("checkpoint was written by another acr revision; continuing")
-		}
-	}
-	return r, nil
-}
-
-// noLoadState is the "no run" of --no-load-state: the directory is not
-// read, and the message says so.
-func noLoadState(a *app) error {
-	return fmt.Errorf("--no-load-state: %w", &rundir.NoRunError{Dir: a.cfg.StateDir + " (not read)"})
-}
-
-// readState loads the checkpoint without the lock (for read-only commands).
-func (a *app) readState() (rundirState, error) {
-	if a.cfg.NoLoadState {
-		return rundirState{}, noLoadState(a)
-	}
-	st, m, err := rundir.ReadState(a.cfg.StateDir)
-	return rundirState{State: st, Manifest: m}, err
 }
 
 func exactArgs(n int, what string) cobra.PositionalArgs {
@@ -421,6 +192,54 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return usagef("%s takes no arguments, got %q (see %s --help)", cmd.CommandPath(), args[0], cmd.CommandPath())
+	}
+	return nil
+}
+
+// decodeFlags fills the fields of the struct opts points to from the
+// settings their `flag:"NAME"` tags name, each with viper's precedence: the
+// flag on the command line, else ACR_NAME, else acr.yaml, else the flag's
+// default (configure has bound them and refused a value the flag would
+// not take). An untagged struct field is decoded in the same way.
+//
+// It reads each value with viper's typed getter for the field's kind, the
+// way the commands always read them, rather than with viper.Unmarshal:
+// mapstructure's weak typing would read `by: true` in acr.yaml as "1".
+// A tag naming a flag that cmd does not have is a programming error, and
+// the tests run every command.
+func decodeFlags(cmd *cobra.Command, v *viper.Viper, opts any) error {
+	rv := reflect.ValueOf(opts)
+	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("decode flags: %T is not a pointer to a struct", opts)
+	}
+	return decodeStruct(cmd, v, rv.Elem())
+}
+
+func decodeStruct(cmd *cobra.Command, v *viper.Viper, rv reflect.Value) error {
+	for i := range rv.NumField() {
+		f, fv := rv.Type().Field(i), rv.Field(i)
+		name, ok := f.Tag.Lookup("flag")
+		if !ok {
+			if fv.Kind() == reflect.Struct {
+				if err := decodeStruct(cmd, v, fv); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if cmd.Flag(name) == nil {
+			return fmt.Errorf("decode flags: %s has no flag --%s for field %s", cmd.CommandPath(), name, f.Name)
+		}
+		switch fv.Kind() {
+		case reflect.String:
+			fv.SetString(v.GetString(name))
+		case reflect.Bool:
+			fv.SetBool(v.GetBool(name))
+		case reflect.Int, reflect.Int64:
+			fv.SetInt(v.GetInt64(name))
+		default:
+			return fmt.Errorf("decode flags: field %s: cannot decode a %s", f.Name, fv.Kind())
+		}
 	}
 	return nil
 }

@@ -25,13 +25,20 @@ func addSlateFlags(cmd *cobra.Command) {
 	f.String("env", "", "with --no-load-state: environment document of the clean slate")
 }
 
-// slateInputs reads the inputs of a clean slate from the command's flags.
-func (a *app) slateInputs() (rundir.Inputs, error) {
-	goal, contract, env := a.v.GetString("goal"), a.v.GetString("contract"), a.v.GetString("env")
-	if goal == "" || contract == "" || env == "" {
+// slateOptions are the inputs of a clean slate, which step and run take
+// as --goal, --contract and --env.
+type slateOptions struct {
+	Goal     string `flag:"goal"`
+	Contract string `flag:"contract"`
+	Env      string `flag:"env"`
+}
+
+// slateInputs reads the inputs of a clean slate.
+func slateInputs(o slateOptions) (rundir.Inputs, error) {
+	if o.Goal == "" || o.Contract == "" || o.Env == "" {
 		return rundir.Inputs{}, usagef("--no-load-state starts from a clean slate in memory: give it --goal, --contract and --env")
 	}
-	return rundir.ReadInputs(goal, contract, env)
+	return rundir.ReadInputs(o.Goal, o.Contract, o.Env)
 }
 
 // newSlate initialises a run from in on a clean slate and returns the
@@ -60,8 +67,8 @@ func (a *app) newSlate(in rundir.Inputs, runID string) (disk.FS, string, rundir.
 }
 
 // cleanSlate opens a fresh run on a clean slate, for step and run.
-func (a *app) cleanSlate() (*rundir.Run, error) {
-	in, err := a.slateInputs()
+func (a *app) cleanSlate(slate slateOptions) (*rundir.Run, error) {
+	in, err := slateInputs(slate)
 	if err != nil {
 		return nil, err
 	}
@@ -75,12 +82,12 @@ func (a *app) cleanSlate() (*rundir.Run, error) {
 
 // runInitSlate is acr init --no-load-state: the inputs are validated and a
 // run initialised in memory, then discarded.
-func runInitSlate(a *app, o initOptions) error {
-	in, err := rundir.ReadInputs(o.goal, o.contract, o.env)
+func runInitSlate(opts initOptions, a *app) error {
+	in, err := rundir.ReadInputs(opts.Goal, opts.Contract, opts.Env)
 	if err != nil {
 		return err
 	}
-	_, _, _, err = a.newSlate(in, o.runID)
+	_, _, _, err = a.newSlate(in, opts.RunID)
 	if err != nil {
 		return err
 	}

@@ -82,15 +82,15 @@ func Open(ctx context.Context, nc *nats.Conn, names Names, opts Options) (*Store
 	}
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	if _, err := js.CreateOrUpdateStream(ctx, runsStreamConfig(names, o)); err != nil {
+	if err := ensureStream(ctx, js, runsStreamConfig(names, o)); err != nil {
 		return nil, fmt.Errorf("open %s: %w", names.RunsStream(), classify(err))
 	}
-	if _, err := js.CreateOrUpdateStream(ctx, inboxStreamConfig(names, o)); err != nil {
+	if err := ensureStream(ctx, js, inboxStreamConfig(names, o)); err != nil {
 		return nil, fmt.Errorf("open %s: %w", names.InboxStream(), classify(err))
 	}
 	var ckpt *Checkpoints
 	if o.KVCheckpoints {
-		kv, err := js.CreateOrUpdateKeyValue(ctx, natsjs.KeyValueConfig{
+		kv, err := ensureKeyValue(ctx, js, natsjs.KeyValueConfig{
 			Bucket: names.CheckpointBucket(), History: 1, Storage: o.storage(), Replicas: o.Replicas,
 		})
 		if err != nil {
@@ -98,13 +98,13 @@ func Open(ctx context.Context, nc *nats.Conn, names Names, opts Options) (*Store
 		}
 		ckpt = &Checkpoints{kv: kv}
 	}
-	idem, err := js.CreateOrUpdateKeyValue(ctx, natsjs.KeyValueConfig{
+	idem, err := ensureKeyValue(ctx, js, natsjs.KeyValueConfig{
 		Bucket: names.IdempotencyBucket(), History: 1, Storage: o.storage(), Replicas: o.Replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", names.IdempotencyBucket(), classify(err))
 	}
-	lease, err := js.CreateOrUpdateKeyValue(ctx, natsjs.KeyValueConfig{
+	lease, err := ensureKeyValue(ctx, js, natsjs.KeyValueConfig{
 		Bucket: names.LeaseBucket(), History: 1, TTL: o.LeaseTTL, Storage: o.storage(), Replicas: o.Replicas,
 	})
 	if err != nil {
@@ -118,6 +118,29 @@ func Open(ctx context.Context, nc *nats.Conn, names Names, opts Options) (*Store
 		Inbox:       &Inbox{nc: nc, js: js, names: names, stream: names.InboxStream()},
 		Leases:      &Leases{kv: lease, ttl: o.LeaseTTL},
 	}, nil
+}
+
+// ensureStream creates the stream, which the server accepts without a
+// change when it exists with this configuration, and updates it only when
+// the configuration differs. CreateOrUpdateStream would send an update
+// every time: on a cluster each is a proposal through the meta leader, and
+// every acr process opens the store when it starts, so under load those
+// updates queue behind each other (a reopen once timed out after 30 s in CI).
+func ensureStream(ctx context.Context, js natsjs.JetStream, cfg natsjs.StreamConfig) error {
+	_, err := js.CreateStream(ctx, cfg)
+	if errors.Is(err, natsjs.ErrStreamNameAlreadyInUse) {
+		_, err = js.UpdateStream(ctx, cfg)
+	}
+	return err
+}
+
+// ensureKeyValue is ensureStream for a bucket.
+func ensureKeyValue(ctx context.Context, js natsjs.JetStream, cfg natsjs.KeyValueConfig) (natsjs.KeyValue, error) {
+	kv, err := js.CreateKeyValue(ctx, cfg)
+	if errors.Is(err, natsjs.ErrBucketExists) {
+		return js.CreateOrUpdateKeyValue(ctx, cfg)
+	}
+	return kv, err
 }
 
 // runsStreamConfig is the runs stream: every run's ledger and checkpoint.

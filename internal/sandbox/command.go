@@ -21,11 +21,13 @@ import (
 //
 // A command is not a single-file replace, so the hash protocol of file
 // effects cannot tell after a crash whether it ran. A started marker does
-// instead: it is made durable in the idempotency table right before the
-// program starts. No marker means the program never started and may run
-// now; a marker without an outcome means it may have run, and then the
+// instead: it is appended to the idempotency table, durably, right before
+// the program starts. No marker means the program never started and may
+// run now; a marker without an outcome means it may have run, and then the
 // fix's check decides (passing: the effect is taken as done), or the fix's
 // own word that running it twice is harmless, or a person (ErrUncertain).
+// The outcome is appended after the program ended, without fsync: if a
+// crash loses it, the marker and these rules stand in for it.
 
 // StartedSchema names the marker written before a command starts.
 const StartedSchema = "acr.sandbox-command-started/v0.1"
@@ -36,7 +38,18 @@ type startedRecord struct {
 	ActionRef codec.Ref `json:"action_ref"`
 }
 
-func startedName(h string) string { return fanDir(h) + "/" + h + ".started.json" }
+// started reports whether a started marker is recorded for key.
+func (w *World) started(key, h string) (bool, error) {
+	var rec startedRecord
+	ok, name, err := w.readRecord(h, kindStarted, &rec, false)
+	if err != nil || !ok {
+		return false, err
+	}
+	if rec.Schema != StartedSchema || rec.Key != key {
+		return false, fmt.Errorf("started marker in %s: schema %q, key %q: not the marker of %s", name, rec.Schema, rec.Key, key)
+	}
+	return true, nil
+}
 
 // env builds the environment of a program the world runs.
 func (w *World) env(extra map[string]string) []string {
@@ -208,13 +221,13 @@ func (w *World) prepareSet(key string, a world.Action) (world.Intent, error) {
 // commitSet carries out a set action's intent at most once.
 func (w *World) commitSet(key, h string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
 	if !in.Changes {
-		out, err := w.cacheOutcome(h, a, in.Planned)
+		out, err := w.settle(h, a, in.Planned, recordNothing)
 		return out, false, err
 	}
 	if a.Operation == world.OpRestore {
 		return w.commitRestoreSet(key, h, a, in)
 	}
-	started, err := readRecord(w.keys, startedName(h), &startedRecord{})
+	started, err := w.started(key, h)
 	if err != nil {
 		return world.Outcome{}, false, err
 	}
@@ -229,7 +242,7 @@ func (w *World) commitSet(key, h string, a world.Action, in world.Intent) (world
 		out := in.Planned
 		out.Status, out.AfterSHA256 = world.OutcomeStale, now
 		out.Detail = fmt.Sprintf("the files the command touches changed since it was planned: expected %s, found %s", describe(in.Planned.BeforeSHA256), describe(now))
-		out, err := w.cacheOutcome(h, a, out)
+		out, err := w.settle(h, a, out, recordNothing)
 		return out, false, err
 	}
 	out, err := w.runCommand(key, h, a, in)
@@ -239,7 +252,7 @@ func (w *World) commitSet(key, h string, a world.Action, in world.Intent) (world
 // runCommand starts the command, after making its started marker durable,
 // and records what it did.
 func (w *World) runCommand(key, h string, a world.Action, in world.Intent) (world.Outcome, error) {
-	if _, err := writeRecord(w.keys, startedName(h), startedRecord{Schema: StartedSchema, Key: key, ActionRef: a.Ref()}); err != nil {
+	if _, err := w.appendRecord(h, kindStarted, startedRecord{Schema: StartedSchema, Key: key, ActionRef: a.Ref()}, true); err != nil {
 		return world.Outcome{}, err
 	}
 	before := w.lastFiles
@@ -291,7 +304,7 @@ func (w *World) runCommand(key, h string, a world.Action, in world.Intent) (worl
 			out.Status, out.Detail = world.OutcomeNoChange, "exit 0 and no file changed"
 		}
 	}
-	return w.cacheOutcome(h, a, out)
+	return w.settle(h, a, out, recordUnsynced)
 }
 
 // recoverCommand decides about a command whose started marker is durable
@@ -315,7 +328,7 @@ func (w *World) recoverCommand(key, h string, a world.Action, in world.Intent) (
 			out := world.Outcome{Schema: world.OutcomeSchema, Key: key, Operation: a.Operation, Status: world.OutcomeCommitted,
 				Detail:       fmt.Sprintf("recovered: the run of %s was interrupted; check %s passes now, so its effect is taken as done", a.FixID, c.ID),
 				BeforeSHA256: in.Planned.BeforeSHA256, AfterSHA256: now, PostCheck: &r}
-			out, err := w.cacheOutcome(h, a, out)
+			out, err := w.settle(h, a, out, recordUnsynced)
 			return out, err == nil, err
 		}
 	}
@@ -368,7 +381,7 @@ func (w *World) commitRestoreSet(key, h string, a world.Action, in world.Intent)
 	}
 	switch now := world.SetHash(facts); now {
 	case a.RestoreSHA256:
-		out, err := w.cacheOutcome(h, a, in.Planned)
+		out, err := w.settle(h, a, in.Planned, recordNothing)
 		return out, err == nil, err
 	case a.ExpectSHA256:
 	default:
@@ -404,7 +417,7 @@ func (w *World) commitRestoreSet(key, h string, a world.Action, in world.Intent)
 	if out.AfterSHA256 = world.SetHash(after); out.AfterSHA256 != a.RestoreSHA256 {
 		out.Status, out.Detail = world.OutcomeFailed, "the files do not hash as the snapshot after restoring it"
 	}
-	out, err = w.cacheOutcome(h, a, out)
+	out, err = w.settle(h, a, out, recordNothing)
 	return out, false, err
 }
 

@@ -6,13 +6,80 @@
 //
 // Inside the state directory:
 //
-//	sandbox/world/                        the world tree (an os.Root)
-//	sandbox/keys/<hh>/<hex>.json          outcome record of key idem:sha256:<hex>
-//	sandbox/keys/<hh>/<hex>.intent.json   intent record, present only while an effect is in flight
+//	sandbox/world/            the world tree (an os.Root)
+//	sandbox/keys/table.log    the idempotency table: every record of every key, appended
+//	sandbox/keys/<hh>/…       per-key records of earlier releases, read and never written
 //
-// <hh> is the first two hex digits of the key, so no directory grows with
-// the whole history and a lookup is one file read, never a scan: startup
-// cost must not depend on how many actions a run has executed.
+// The table is one file that only grows at its end, so recording a key
+// costs an append to a file that is already open: no file, no directory
+// and no directory fsync per key. It is created by its first record, so a
+// run that never records anything has none.
+//
+// # The table
+//
+// One record per line. A line is canonical JSON (package codec) with four
+// members, which canonical key order puts in this order:
+//
+//	{"key":"idem:sha256:<K>","kind":"<kind>","record":<R>,"sha256":"<S>"}\n
+//
+// where:
+//
+//   - K is the key's 64 lower-case hex digits.
+//   - kind is intent, outcome or started; any other word is refused.
+//   - R is the record object: an acr.sandbox-intent/v0.1,
+//     acr.sandbox-outcome/v0.1 or acr.sandbox-command-started/v0.1 record
+//     in canonical form, the same object earlier releases kept in a file of
+//     its own.
+//   - S is the hex SHA-256 of every byte of the line before ,"sha256", as
+//     written (no re-encoding), so a line is checked without decoding R;
+//     R's own form is checked, strictly, when it is decoded.
+//   - The newline is the commit marker: a line without one was never
+//     written whole.
+//
+// A key may have several lines. The latest line of a kind supersedes the
+// earlier ones of that kind (an Execute that runs again after a crash
+// proved its effect did not happen writes a new intent), and an outcome
+// supersedes the intent before it: an intent is never consulted once its
+// key has an outcome, so nothing is ever removed.
+//
+// # Reading and damage
+//
+// Nothing reads the table until the first look-up of a World, so an
+// invocation that does not act never touches it. That look-up reads the
+// whole file once, in order and in large blocks, checking every line, into
+// an in-memory index from key to the offset of its latest line of each
+// kind; from then on a look-up is one read of one line, whatever the
+// table's size. Building the index on first use rather than in Open keeps
+// idle invocations free of it; its cost is one sequential read of the
+// file, about the cost of hashing it, once per invocation that acts.
+//
+// A crash during an append can only damage the end of the file: a line
+// cut short, or, after a power loss, a line whose bytes never reached the
+// disk (zeros, or a mix of old and new pages), which its checksum exposes.
+// So the first line that is not intact ends what the table holds, provided
+// no intact line follows it. Such a torn tail is not an error: look-ups
+// ignore it, and the next append truncates the file to the last intact
+// line first (made durable by that append's fsync), so that new lines
+// never follow a torn one. A damaged line followed by an intact one is not
+// something a crash makes; it is reported as a *DamageError naming the
+// file and the byte offset, every look-up fails with it, and nothing is
+// repaired: guessing would risk running an effect twice.
+//
+// # Earlier layout
+//
+// Earlier releases kept one file per record: sandbox/keys/<hh>/<hex>.json
+// (outcome), <hex>.intent.json and <hex>.started.json, where <hh> is the
+// key's first two hex digits. Such files are read where they are, never
+// moved: a key the table does not know is looked up in its old file, but
+// only when the index build found fan-out directories in sandbox/keys, so
+// a state directory made by this release never pays for it. Reading in
+// place was chosen over a migration because it writes nothing (there is
+// no half-done migration for a crash to leave behind, and no second copy
+// of a record that could disagree with the first), and the records that
+// matter there are few: a key is only ever looked up again to recover the
+// cycle a crash interrupted. Outcome files that earlier releases wrote
+// from Commit were caches, written without fsync; Prepare and Commit treat
+// one that does not decode as absent, as those releases did.
 //
 // # Confinement
 //
@@ -52,18 +119,18 @@
 // Execute runs in this order, and each step must be durable before the next
 // begins:
 //
-//  1. If an outcome record exists for the key, return it. Nothing runs.
+//  1. If an outcome is recorded for the key, return it. Nothing runs.
 //  2. Compute the target's new content from its current content. If the
-//     action changes the world, write an intent record naming the target's
-//     hash before and the hash it will have after ("before" and "after"
-//     always differ; an action that would not change the bytes is recorded
-//     as no_change without an intent).
+//     action changes the world, append an intent record naming the
+//     target's hash before and the hash it will have after ("before" and
+//     "after" always differ; an action that would not change the bytes is
+//     recorded as no_change without an intent), and fsync the table.
 //  3. Apply the effect (atomic replace of the one target file).
-//  4. Write the outcome record, then drop the intent.
+//  4. Append the outcome record and fsync the table.
 //
 // A crash can stop this sequence anywhere. On the next Execute of the same
-// key, an outcome record means the whole action finished. An intent without
-// an outcome means the crash fell between steps 2 and 4, and because the
+// key, an outcome means the whole action finished. An intent without an
+// outcome means the crash fell between steps 2 and 4, and because the
 // effect is a single atomic replace of a single file, the target can only
 // hold the before bytes (the effect did not happen: run it now) or the after
 // bytes (it did: record it as committed without touching the world). The
@@ -72,30 +139,46 @@
 // apart from one that some other change made to look that way. Any third
 // hash means the world was changed by something else in between; the
 // package does not guess, it returns ErrUncertain and the kernel escalates
-// to a person.
+// to a person. A torn intent or outcome line is no record at all, which is
+// right: a line is torn only if its fsync never returned, and then the
+// step after it never began.
 //
-// The outcome record is the only commit point. The intent is removed after
-// the outcome is durable, best effort: a leftover intent next to an outcome
-// is never consulted.
+// The outcome record is the only commit point.
+//
+// Each durable append is one write and one fsync of the table file. The
+// first durable append of a World also fsyncs sandbox/keys, the directory
+// that holds the file's name: only once, but not only when the file is
+// created, because a process killed between creating the file and that
+// fsync leaves a file whose name the next process cannot know to be
+// durable.
 //
 // The effects are deliberately whole-file: mark_issue appends a line by
 // rewriting ISSUES.md, so even an append has a single before and a single
 // after hash. A duplicate effect would show up as a duplicate line.
 //
+// # Prepare and Commit: the intent in the caller's log
+//
+// Execute keeps its own intent record, which costs an append and an fsync
+// per action. A caller that already keeps a durable log can carry the
+// intent instead: Prepare computes it (the planned outcome and the target's
+// before and after hashes) without touching the world; the kernel appends
+// it to its ledger in the same write and fsync as the cycle's decision;
+// Commit then applies the effect durably, and the kernel records the
+// outcome in its ledger. Commit records nothing in the table for a file
+// effect or a restore: after a crash or a power loss the recorded intent
+// and the target's hash decide exactly as above (after: the effect
+// happened; before: apply it now; anything else: ask a person), so a
+// record would only repeat what the world already says.
+//
+// A run_command is different: a program has no single before and after, so
+// Commit appends a started marker, durably, before the program starts, and
+// the program's outcome after it ends, without fsync. A marker without an
+// outcome means the program may have run, and then its check (passing: the
+// effect is taken as done), its declaration that running it twice is
+// harmless, or a person decides. A kill -9 loses no unsynced append, so a
+// finished command is found finished; a power loss may lose its outcome,
+// and then the marker and those rules decide instead.
+//
 // A World serialises its own calls; a second process is kept out by the run
 // lock the kernel holds, not by this package.
 package sandbox
-
-//
-// # Prepare and Commit: the intent in the caller's log
-//
-// Execute keeps its own intent record, which costs a file creation and two
-// fsyncs per action. A caller that already keeps a durable log can carry
-// the intent instead: Prepare computes it (the planned outcome and the
-// target's before and after hashes) without touching the world; the kernel
-// appends it to the ledger in the same write and fsync as the cycle's
-// decision; Commit then applies the effect durably and writes the outcome
-// record as a cache, without fsync. After a crash or a power loss the
-// recorded intent and the target's hash decide exactly as above (after:
-// the effect happened; before: apply it now; anything else: ask a person),
-// so a lost cache record costs nothing but a re-check.

@@ -85,7 +85,7 @@ func (w *World) execute(key, h string, a world.Action) (world.Outcome, bool, err
 			AfterSHA256:  p.out.AfterSHA256,
 			Results:      p.out.Results,
 		}
-		if _, err := writeRecord(w.keys, intentName(h), intent); err != nil {
+		if _, err := w.appendRecord(h, kindIntent, intent, true); err != nil {
 			return world.Outcome{}, false, err
 		}
 		w.stage(StageBeforeActionCommit)
@@ -222,25 +222,13 @@ func (w *World) postCheck(id string) (*world.CheckResult, error) {
 	return &r, nil
 }
 
-// commit writes the outcome record, the commit point, and returns the
-// outcome as decoded from the bytes written, so that a fresh execution and
-// a later replay return values that are equal field for field.
+// commit records the outcome durably, the commit point, and returns it as
+// decoded from the bytes written, so that a fresh execution and a later
+// replay return values that are equal field for field. The intent record
+// before it stays in the table: an outcome supersedes it, and it is never
+// consulted again.
 func (w *World) commit(h string, a world.Action, out world.Outcome) (world.Outcome, error) {
-	data, err := writeRecord(w.keys, outcomeName(h), outcomeRecord{Schema: OutcomeSchema, ActionRef: a.Ref(), Outcome: out})
-	if err != nil {
-		return world.Outcome{}, err
-	}
-	var back outcomeRecord
-	if err := codec.UnmarshalCanonical(data, &back); err != nil {
-		return world.Outcome{}, fmt.Errorf("decode outcome just written: %w", err)
-	}
-	w.stage(StageAfterActionCommit)
-	// Best effort: once the outcome exists the intent is never consulted
-	// again, so failing to remove it (or losing the removal to a crash)
-	// costs a stray file and nothing else. That is also why the removal
-	// is not fsynced.
-	_ = w.keys.Remove(intentName(h))
-	return back.Outcome, nil
+	return w.settle(h, a, out, recordDurably)
 }
 
 func (w *World) stage(name string) {

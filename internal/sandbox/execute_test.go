@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -189,8 +190,8 @@ func TestApplyLocalPatch(t *testing.T) {
 		require.NotNil(t, out.PostCheck)
 		assert.Equal(t, world.CheckPass, out.PostCheck.Status)
 		assert.Equal(t, fp(want), out.PostCheck.TargetSHA256)
-		_, err = os.Stat(filepath.Join(stateDir, filepath.FromSlash(intentName(keyDigest(testKey("fix"))))))
-		assert.ErrorIs(t, err, os.ErrNotExist, "the intent is dropped once the outcome is durable")
+		assert.Equal(t, []recKind{kindIntent, kindOutcome}, tableKinds(t, osKeys(t, stateDir), testKey("fix")),
+			"the intent before the effect, the outcome after it")
 	})
 	t.Run("missing target", func(t *testing.T) {
 		w, _ := newTestWorld(t, testSpec())
@@ -316,20 +317,24 @@ func TestLookupAmongManyKeys(t *testing.T) {
 		_, _, err := w.Execute(keys[i], world.Action{Schema: world.ActionSchema, Operation: world.OpInspect, Target: "README.md"})
 		require.NoError(t, err)
 	}
-	for _, key := range keys {
-		out, found, err := w.Lookup(key)
+	check := func(w *World) {
+		for _, key := range keys {
+			out, found, err := w.Lookup(key)
+			require.NoError(t, err)
+			require.True(t, found)
+			assert.Equal(t, key, out.Key)
+		}
+		_, found, err := w.Lookup(testKey("never executed"))
 		require.NoError(t, err)
-		require.True(t, found)
-		assert.Equal(t, key, out.Key)
-		h := keyDigest(key)
-		assert.FileExists(t, filepath.Join(stateDir, filepath.FromSlash(KeysDir), h[:2], h+".json"))
+		assert.False(t, found)
 	}
-	_, found, err := w.Lookup(testKey("never executed"))
+	check(w)
+	check(reopen(t, w, stateDir, osKeys(t, stateDir)))
+	entries, err := os.ReadDir(filepath.Join(stateDir, filepath.FromSlash(KeysDir)))
 	require.NoError(t, err)
-	assert.False(t, found)
-	fan, err := os.ReadDir(filepath.Join(stateDir, filepath.FromSlash(KeysDir)))
-	require.NoError(t, err)
-	assert.Greater(t, len(fan), 100, "records fan out over many directories")
+	require.Len(t, entries, 1, "one table file, no file or directory per key")
+	assert.Equal(t, path.Base(TableName), entries[0].Name())
+	assert.Equal(t, n, countLines(t, filepath.Join(stateDir, filepath.FromSlash(TableName))), "an inspect records its outcome only")
 }
 
 func TestApplyPatchOccurrences(t *testing.T) {
@@ -347,12 +352,14 @@ func TestApplyPatchOccurrences(t *testing.T) {
 	assert.Equal(t, world.CheckFail, out.PostCheck.Status, "two items are still pending")
 }
 
-// TestCommitSurvivesATornCacheRecord: Commit's outcome record is a cache.
-// A record torn by a crash counts as absent, and the intent and the world
-// decide: the effect already happened, so it is not applied again.
-func TestCommitSurvivesATornCacheRecord(t *testing.T) {
+// TestCommitRecordsNothingForAFileEffect: in the kernel's path the
+// caller's ledger records the outcome of a file effect, and the durable
+// intent and the target's hash rebuild it after a crash, so Commit appends
+// nothing to the table; committing again finds the after state and
+// reuses it, without applying the effect twice.
+func TestCommitRecordsNothingForAFileEffect(t *testing.T) {
 	w, dir := newTestWorld(t, testSpec())
-	key := testKey("torn-cache")
+	key := testKey("no-cache")
 	a := world.Action{Schema: world.ActionSchema, Operation: world.OpMarkIssue, Target: world.IssuesFile, CheckID: "readme", Note: "once"}
 	in, prior, err := w.Prepare(key, a)
 	require.NoError(t, err)
@@ -362,16 +369,45 @@ func TestCommitSurvivesATornCacheRecord(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, reused)
 	assert.Equal(t, 1, issueLines(t, dir, key))
+	assert.NoFileExists(t, filepath.Join(dir, filepath.FromSlash(TableName)), "nothing recorded, no table file made")
 
-	// Tear the cache record.
-	p := filepath.Join(dir, filepath.FromSlash(outcomeName(keyDigest(key))))
-	b, err := os.ReadFile(p)
+	w = reopen(t, w, dir, osKeys(t, dir))
+	again, reused, err := w.Commit(key, a, in)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(p, b[:len(b)/2], 0o644))
+	assert.True(t, reused, "the world holds the after state: the effect happened")
+	assert.Equal(t, out, again, "the rebuilt outcome equals the first, field for field")
+	assert.Equal(t, 1, issueLines(t, dir, key), "never applied twice")
+}
 
+// TestCommitSurvivesATornEarlierCacheRecord: earlier releases wrote
+// Commit's outcome record as a cache file, without fsync. One torn by a
+// crash counts as absent, and the intent and the world decide.
+func TestCommitSurvivesATornEarlierCacheRecord(t *testing.T) {
+	w, dir := newTestWorld(t, testSpec())
+	key := testKey("torn-cache")
+	a := world.Action{Schema: world.ActionSchema, Operation: world.OpMarkIssue, Target: world.IssuesFile, CheckID: "readme", Note: "once"}
+	in, _, err := w.Prepare(key, a)
+	require.NoError(t, err)
+	out, _, err := w.Commit(key, a, in)
+	require.NoError(t, err)
+
+	// What an earlier release would have left: its cache record, torn.
+	h := keyDigest(key)
+	rec, err := codec.Marshal(outcomeRecord{Schema: OutcomeSchema, ActionRef: a.Ref(), Outcome: out})
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.FromSlash(KeysDir), h[:2]), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, filepath.FromSlash(legacyName(h, kindOutcome))), rec[:len(rec)/2], 0o644))
+
+	w = reopen(t, w, dir, osKeys(t, dir))
+	_, prior, err := w.Prepare(key, a)
+	require.NoError(t, err)
+	assert.Nil(t, prior, "a torn cache record is no outcome")
 	again, reused, err := w.Commit(key, a, in)
 	require.NoError(t, err)
 	assert.True(t, reused, "the world holds the after state: the effect happened")
 	assert.Equal(t, out.AfterSHA256, again.AfterSHA256)
 	assert.Equal(t, 1, issueLines(t, dir, key), "never applied twice")
+
+	_, _, err = w.Lookup(key)
+	require.Error(t, err, "Lookup, like Execute, trusts only an intact record")
 }

@@ -141,3 +141,32 @@ func crashAt(t *testing.T, w *World, stage, key string, a world.Action) {
 func markIssue(note string) world.Action {
 	return world.Action{Schema: world.ActionSchema, Operation: world.OpMarkIssue, Target: world.IssuesFile, CheckID: "no-debug", Note: note}
 }
+
+// tableKinds lists the kinds of record the table file in fsys holds for
+// key, in the order they were appended (read from the file, not through a
+// World, so that it sees what a restart would see).
+func tableKinds(t *testing.T, fsys disk.FS, key string) []recKind {
+	t.Helper()
+	data, err := fsys.ReadFile(TableName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	require.NoError(t, err)
+	var kinds []recKind
+	id := idOf(keyDigest(key))
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		l, err := parseLine([]byte(line))
+		if err == nil && l.key == id {
+			kinds = append(kinds, l.kind)
+		}
+	}
+	return kinds
+}
+
+// osKeys is the disk.FS of a state directory on the real file system.
+func osKeys(t *testing.T, stateDir string) disk.FS {
+	t.Helper()
+	fsys, err := disk.OpenOSDir(stateDir)
+	require.NoError(t, err)
+	return fsys
+}

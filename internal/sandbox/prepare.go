@@ -16,8 +16,10 @@ import (
 //
 // Prepare and Commit split Execute for a caller that keeps its own durable
 // log (the kernel puts the intent in the ledger, in the same fsync as the
-// decision): the sandbox then writes no intent record of its own, and its
-// outcome record is a cache that the intent and the world can rebuild.
+// decision, and the outcome after it): the sandbox then writes no intent
+// record of its own, and for a file effect no outcome record either, since
+// the caller's intent and the target's hash rebuild it after a crash. Only
+// a command leaves records in the table (see Commit).
 func (w *World) Prepare(key string, a world.Action) (world.Intent, *world.Outcome, error) {
 	h, err := keyHex(key)
 	if err != nil {
@@ -181,12 +183,14 @@ func (w *World) readbackFile(target string) (world.Readback, error) {
 
 // Commit carries out a prepared intent at most once. The target's current
 // hash decides: the planned after-hash means the effect already happened
-// (a crash came between the effect and its outcome record: reused is
-// true), the before-hash means it did not (it is applied now), anything
+// (a crash came between the effect and the caller's record of its
+// outcome: reused is true), the before-hash means it did not (it is applied now), anything
 // else means something else changed the target, and Commit returns
-// ErrUncertain without touching it. The outcome record is written as a
-// cache (not fsynced): the caller's durable intent and the world are what
-// recovery trusts.
+// ErrUncertain without touching it. The caller's durable intent and the
+// world are what recovery trusts, so nothing is recorded for a file effect
+// or a restore. A run_command is the exception, because its effect has no
+// single before and after: a started marker is appended durably before the
+// program starts and its outcome, unsynced, after it ended (command.go).
 func (w *World) Commit(key string, a world.Action, in world.Intent) (out world.Outcome, reused bool, err error) {
 	h, err := keyHex(key)
 	if err != nil {
@@ -221,7 +225,7 @@ func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (wo
 		if out.PostCheck, err = w.postCheck(a.CheckID); err != nil {
 			return world.Outcome{}, false, err
 		}
-		out, err = w.cacheOutcome(h, a, out)
+		out, err = w.settle(h, a, out, recordNothing)
 		return out, false, err
 	}
 	content, exists, err := w.readFile(target)
@@ -237,7 +241,7 @@ func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (wo
 		if out.PostCheck, err = w.postCheck(a.CheckID); err != nil {
 			return world.Outcome{}, false, err
 		}
-		out, err = w.cacheOutcome(h, a, out)
+		out, err = w.settle(h, a, out, recordNothing)
 		return out, err == nil, err
 	case in.Planned.BeforeSHA256:
 		p, err := w.replan(key, h, a, target, content, exists, now)
@@ -255,7 +259,7 @@ func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (wo
 		if p.out.PostCheck, err = w.postCheck(a.CheckID); err != nil {
 			return world.Outcome{}, false, err
 		}
-		out, err := w.cacheOutcome(h, a, p.out)
+		out, err := w.settle(h, a, p.out, recordNothing)
 		return out, false, err
 	default:
 		return world.Outcome{}, false, fmt.Errorf("%w: %s on %s: the target's hash is %s, neither %s from before the effect nor %s from after it; something else changed it, so whether the effect happened is for a person to decide",
@@ -263,37 +267,49 @@ func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (wo
 	}
 }
 
-// cacheOutcome writes the outcome record without fsync and returns the
-// outcome as decoded from the bytes written (so that a fresh execution and
-// a later lookup return equal values).
-func (w *World) cacheOutcome(h string, a world.Action, out world.Outcome) (world.Outcome, error) {
-	data, err := codec.Marshal(outcomeRecord{Schema: OutcomeSchema, ActionRef: a.Ref(), Outcome: out})
+// recording says how settle records an outcome.
+type recording uint8
+
+const (
+	// recordNothing: the caller's log records the outcome, and the world
+	// (with the caller's durable intent) rebuilds it after a crash, as for
+	// a file effect of Commit.
+	recordNothing recording = iota + 1
+	// recordUnsynced: appended without fsync. A command's outcome: if a
+	// crash loses it, its durable started marker and the recovery rules
+	// (the check passes, or the command is idempotent, or a person
+	// decides) stand in for it.
+	recordUnsynced
+	// recordDurably: appended and fsynced, the commit point of Execute.
+	recordDurably
+)
+
+// settle records out as told, marks StageAfterActionCommit, and returns
+// the outcome as decoded from its canonical record bytes: a fresh outcome,
+// one looked up later and one rebuilt by recovery are then equal field for
+// field (a nil and an empty list, say, encode alike and decode alike).
+func (w *World) settle(h string, a world.Action, out world.Outcome, how recording) (world.Outcome, error) {
+	rec := outcomeRecord{Schema: OutcomeSchema, ActionRef: a.Ref(), Outcome: out}
+	var data []byte
+	var err error
+	switch how {
+	case recordNothing:
+		data, err = codec.Marshal(rec)
+		if err != nil {
+			err = fmt.Errorf("encode outcome: %w", err)
+		}
+	case recordUnsynced, recordDurably:
+		data, err = w.appendRecord(h, kindOutcome, rec, how == recordDurably)
+	default:
+		err = fmt.Errorf("settle: recording %d is not a way to record", how)
+	}
 	if err != nil {
 		return world.Outcome{}, err
 	}
-	if err := w.ensureFanDir(h); err != nil {
-		return world.Outcome{}, err
-	}
-	if err := w.keys.WriteCache(outcomeName(h), data); err != nil {
-		return world.Outcome{}, fmt.Errorf("write %s: %w", outcomeName(h), err)
-	}
 	var back outcomeRecord
 	if err := codec.UnmarshalCanonical(data, &back); err != nil {
-		return world.Outcome{}, fmt.Errorf("decode outcome just written: %w", err)
+		return world.Outcome{}, fmt.Errorf("decode outcome just encoded: %w", err)
 	}
 	w.stage(StageAfterActionCommit)
 	return back.Outcome, nil
-}
-
-// ensureFanDir creates a key's fan-out directory once per World.
-func (w *World) ensureFanDir(h string) error {
-	d := fanDir(h)
-	if w.madeDirs[d] {
-		return nil
-	}
-	if err := w.keys.MkdirAll(d); err != nil {
-		return err
-	}
-	w.madeDirs[d] = true
-	return nil
 }

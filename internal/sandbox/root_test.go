@@ -20,7 +20,14 @@ import (
 // the state directory elsewhere, and returns the world and its directory.
 func rootWorld(t *testing.T, spec world.Spec, files map[string]string) (*World, string) {
 	t.Helper()
-	dir := t.TempDir()
+	w, dir, _ := rootWorldState(t, spec, files)
+	return w, dir
+}
+
+// rootWorldState is rootWorld that also returns the state directory.
+func rootWorldState(t *testing.T, spec world.Spec, files map[string]string) (w *World, dir, stateDir string) {
+	t.Helper()
+	dir = t.TempDir()
 	for name, content := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
@@ -28,14 +35,14 @@ func rootWorld(t *testing.T, spec world.Spec, files map[string]string) (*World, 
 	}
 	spec.Schema, spec.Root = world.SpecSchema, dir
 	require.NoError(t, spec.Validate())
-	stateDir := t.TempDir()
+	stateDir = t.TempDir()
 	keys, err := disk.OpenOSDir(stateDir)
 	require.NoError(t, err)
-	w, err := Create(stateDir, spec, keys)
+	w, err = Create(stateDir, spec, keys)
 	require.NoError(t, err)
 	w.Environ = os.LookupEnv
 	t.Cleanup(func() { _ = w.Close() })
-	return w, dir
+	return w, dir, stateDir
 }
 
 func TestRootWorldIsObservedAndChangedInPlace(t *testing.T) {

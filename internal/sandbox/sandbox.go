@@ -38,10 +38,14 @@ const tmpPrefix = ".acr-tmp-"
 // Stage names passed to World.OnStage, the points at which a crash is most
 // informative for the idempotency protocol.
 const (
-	// StageBeforeActionCommit: the intent record is durable, the effect has
-	// not been applied yet.
+	// StageBeforeActionCommit: the intent is durable (Execute's intent
+	// record, or the caller's), and so is a command's started marker; the
+	// effect has not been applied yet.
 	StageBeforeActionCommit = "before-action-commit"
-	// StageAfterActionCommit: the outcome record is durable.
+	// StageAfterActionCommit: the effect is done and its outcome is
+	// recorded as far as the path records it (durably by Execute, as an
+	// unsynced record for a command, not at all for a file effect of
+	// Commit, whose caller records it).
 	StageAfterActionCommit = "after-action-commit"
 )
 
@@ -90,9 +94,8 @@ type World struct {
 	// effect can be told file by file.
 	lastFiles map[string]codec.Fingerprint
 	tmpSeq    uint64
-	// madeDirs remembers the fan-out directories known to exist, to save a
-	// MkdirAll per outcome.
-	madeDirs map[string]bool
+	// table is the idempotency table, read on first use.
+	table keyTable
 	// hashBuf is reused to fingerprint world files during observation,
 	// which then costs no allocation per file however large it is.
 	hashBuf []byte
@@ -161,7 +164,7 @@ func populate(worldDir string, spec world.Spec, keys disk.FS) (*World, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &World{root: root, dir: worldDir, spec: spec, keys: keys, madeDirs: map[string]bool{}}
+	w := &World{root: root, dir: worldDir, spec: spec, keys: keys, table: keyTable{fs: keys}}
 	names := make([]string, 0, len(spec.Files))
 	for name := range spec.Files {
 		names = append(names, name)
@@ -204,7 +207,7 @@ func Open(stateDir string, spec world.Spec, keys disk.FS) (*World, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open world %s: %w", worldDir, err)
 	}
-	w := &World{root: root, dir: worldDir, spec: spec, keys: keys, private: private, madeDirs: map[string]bool{}}
+	w := &World{root: root, dir: worldDir, spec: spec, keys: keys, private: private, table: keyTable{fs: keys}}
 	if err := w.sweepTemps(); err != nil {
 		_ = root.Close()
 		return nil, fmt.Errorf("open sandbox: %w", err)
@@ -212,12 +215,17 @@ func Open(stateDir string, spec world.Spec, keys disk.FS) (*World, error) {
 	return w, nil
 }
 
-// Close releases the world root. The World must not be used afterwards.
+// Close releases the world root and the idempotency table. The World must
+// not be used afterwards.
 func (w *World) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	terr := w.table.close()
 	if err := w.root.Close(); err != nil {
 		return fmt.Errorf("close sandbox: %w", err)
+	}
+	if terr != nil {
+		return fmt.Errorf("close sandbox: %w", terr)
 	}
 	return nil
 }

@@ -1,13 +1,13 @@
 package sandbox
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
 
 	"github.com/acr-project/acr/internal/codec"
-	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -55,21 +55,28 @@ func keyHex(key string) (string, error) {
 	return h, nil
 }
 
-func fanDir(h string) string       { return KeysDir + "/" + h[:2] }
-func outcomeName(h string) string  { return fanDir(h) + "/" + h + ".json" }
-func intentName(h string) string   { return fanDir(h) + "/" + h + ".intent.json" }
+// idOf turns a digest keyHex accepted into the index's key.
+func idOf(h string) keyID {
+	var id keyID
+	_, _ = hex.Decode(id[:], []byte(h)) // keyHex checked the digits
+	return id
+}
+
 func shortDigest(h string) string  { return h[:16] }
 func reportPath(h string) string   { return world.ValidationDir + "/" + shortDigest(h) + ".json" }
 func issueLineTag(h string) string { return "[" + shortDigest(h) + "]" }
 
-// Lookup returns the outcome recorded for key, if any. It reads the one
-// record file the key names; its cost does not grow with the table.
+// Lookup returns the outcome recorded for key, if any. The first look-up
+// of a World reads the table once into an index; every look-up after it
+// is one read of the one line the index names, whatever the table's size.
 func (w *World) Lookup(key string) (world.Outcome, bool, error) {
 	h, err := keyHex(key)
 	if err != nil {
 		return world.Outcome{}, false, fmt.Errorf("lookup: %w", err)
 	}
-	rec, ok, err := w.readOutcome(key, h)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rec, ok, err := w.readOutcome(key, h, false)
 	if err != nil {
 		return world.Outcome{}, false, fmt.Errorf("lookup %s: %w", key, err)
 	}
@@ -79,40 +86,63 @@ func (w *World) Lookup(key string) (world.Outcome, bool, error) {
 	return rec.Outcome, true, nil
 }
 
-func (w *World) readOutcome(key, h string) (outcomeRecord, bool, error) {
+// readRecord decodes the latest record of kind for key h into v: from the
+// table, or, for a key the table does not know, from the per-key file an
+// earlier release wrote (see legacyRecord; cached says how to treat one
+// that does not decode). It returns the name the record was read from,
+// for errors.
+func (w *World) readRecord(h string, kind recKind, v any, cached bool) (bool, string, error) {
+	data, ok, err := w.table.get(idOf(h), kind)
+	if err != nil {
+		return false, TableName, err
+	}
+	if ok {
+		// UnmarshalExact: the line's checksum says acr wrote these bytes,
+		// so the cheaper exact check (decode, encode, compare) is as
+		// strict as the canonical parser here.
+		if err := codec.UnmarshalExact(data, v); err != nil {
+			return false, TableName, fmt.Errorf("decode the %s record of %s in %s: %w", kind, h, TableName, err)
+		}
+		return true, TableName, nil
+	}
+	if !w.table.legacy {
+		return false, TableName, nil
+	}
+	name := legacyName(h, kind)
+	ok, err = legacyRecord(w.keys, name, v)
+	var perr *fs.PathError
+	if cached && err != nil && !errors.As(err, &perr) {
+		return false, name, nil
+	}
+	return ok, name, err
+}
+
+// readOutcome reads the outcome recorded for key. With cached, an old
+// per-key outcome file that does not decode, or is not the record of this
+// key, counts as absent: earlier releases wrote it from Commit as a cache,
+// without fsync, so a crash may have torn it, and the caller's durable
+// intent and the world decide instead.
+func (w *World) readOutcome(key, h string, cached bool) (outcomeRecord, bool, error) {
 	var rec outcomeRecord
-	ok, err := readRecord(w.keys, outcomeName(h), &rec)
+	ok, name, err := w.readRecord(h, kindOutcome, &rec, cached)
 	if err != nil || !ok {
 		return outcomeRecord{}, ok, err
 	}
 	if rec.Schema != OutcomeSchema || rec.Outcome.Key != key {
-		return outcomeRecord{}, false, fmt.Errorf("outcome record %s: schema %q, key %q: not the record of %s", outcomeName(h), rec.Schema, rec.Outcome.Key, key)
+		if cached && name != TableName {
+			return outcomeRecord{}, false, nil
+		}
+		return outcomeRecord{}, false, fmt.Errorf("outcome record in %s: schema %q, key %q: not the record of %s", name, rec.Schema, rec.Outcome.Key, key)
 	}
 	return rec, true, nil
-}
-
-// readCachedOutcome reads an outcome record written by Commit, which is a
-// cache: a record torn by a crash does not decode and counts as absent (the
-// caller's durable intent and the world decide instead).
-func (w *World) readCachedOutcome(key, h string) (outcomeRecord, bool, error) {
-	rec, ok, err := w.readOutcome(key, h)
-	var perr *fs.PathError
-	if err != nil && !errors.As(err, &perr) {
-		return outcomeRecord{}, false, nil
-	}
-	return rec, ok, err
 }
 
 // priorOutcome returns the outcome already recorded for key, checked to be
 // of the same operation on the same target, or nil when there is none.
 // Execute trusts only an intact record (cached=false); Prepare and Commit
-// treat a torn one as absent (cached=true), see readCachedOutcome.
+// treat a torn old cache file as absent (cached=true), see readOutcome.
 func (w *World) priorOutcome(key, h string, a world.Action, target string, cached bool) (*world.Outcome, error) {
-	read := w.readOutcome
-	if cached {
-		read = w.readCachedOutcome
-	}
-	rec, ok, err := read(key, h)
+	rec, ok, err := w.readOutcome(key, h, cached)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -124,55 +154,43 @@ func (w *World) priorOutcome(key, h string, a world.Action, target string, cache
 
 func (w *World) readIntent(key, h string) (intentRecord, bool, error) {
 	var rec intentRecord
-	ok, err := readRecord(w.keys, intentName(h), &rec)
+	ok, name, err := w.readRecord(h, kindIntent, &rec, false)
 	if err != nil || !ok {
 		return intentRecord{}, ok, err
 	}
 	if rec.Schema != IntentSchema || rec.Key != key {
-		return intentRecord{}, false, fmt.Errorf("intent record %s: schema %q, key %q: not the record of %s", intentName(h), rec.Schema, rec.Key, key)
+		return intentRecord{}, false, fmt.Errorf("intent record in %s: schema %q, key %q: not the record of %s", name, rec.Schema, rec.Key, key)
 	}
 	if rec.BeforeSHA256 == rec.AfterSHA256 {
-		return intentRecord{}, false, fmt.Errorf("intent record %s: before and after hashes are equal, so it cannot classify anything", intentName(h))
+		return intentRecord{}, false, fmt.Errorf("intent record of %s in %s: before and after hashes are equal, so it cannot classify anything", key, name)
 	}
 	return rec, true, nil
 }
 
-func readRecord(keys disk.FS, name string, v any) (bool, error) {
-	data, err := keys.ReadFile(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read %s: %w", name, err)
-	}
-	if err := codec.UnmarshalCanonical(data, v); err != nil {
-		return false, fmt.Errorf("decode %s: %w", name, err)
-	}
-	return true, nil
-}
-
-// writeRecord makes a record durable: fan-out directory, atomic replace,
-// directory fsync. The bytes written are returned so callers can hand back
-// exactly what was recorded.
-func writeRecord(keys disk.FS, name string, v any) ([]byte, error) {
+// appendRecord encodes v and appends it to the table as the latest record
+// of kind for key h, durably or not. It returns the record's canonical
+// bytes, so that callers can hand back exactly what was recorded.
+func (w *World) appendRecord(h string, kind recKind, v any, durable bool) ([]byte, error) {
 	data, err := codec.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("encode %s: %w", name, err)
+		return nil, fmt.Errorf("encode the %s record of %s: %w", kind, h, err)
 	}
-	if err := keys.MkdirAll(disk.Dir(name)); err != nil {
-		return nil, fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := disk.ReplaceFile(keys, name, data); err != nil {
-		return nil, fmt.Errorf("write %s: %w", name, err)
+	if err := w.table.append([]pendingLine{{key: idOf(h), kind: kind, line: encodeLine(h, kind, data)}}, durable); err != nil {
+		return nil, err
 	}
 	return data, nil
 }
 
-// SeedOutcomes writes n outcome records directly (cache writes, no fsync)
-// and returns their keys. It exists for benchmarks that need a large table
-// without executing n actions; the records are ordinary outcome records.
+// SeedOutcomes appends n outcome records to the table directly (one write
+// per few megabytes, no fsync) and returns their keys. It exists for
+// benchmarks that need a large table without executing n actions; the
+// records are ordinary outcome records.
 func SeedOutcomes(w *World, n int) ([]string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	keys := make([]string, n)
+	var batch []pendingLine
+	size := 0
 	for i := range n {
 		key := keyPrefix + codec.Digest([]byte(fmt.Sprintf("seed-%d", i)))
 		h := strings.TrimPrefix(key, keyPrefix)
@@ -181,11 +199,14 @@ func SeedOutcomes(w *World, n int) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := w.ensureFanDir(h); err != nil {
-			return nil, err
-		}
-		if err := w.keys.WriteCache(outcomeName(h), data); err != nil {
-			return nil, err
+		line := encodeLine(h, kindOutcome, data)
+		batch = append(batch, pendingLine{key: idOf(h), kind: kindOutcome, line: line})
+		size += len(line)
+		if size >= 4<<20 || i == n-1 {
+			if err := w.table.append(batch, false); err != nil {
+				return nil, err
+			}
+			batch, size = batch[:0], 0
 		}
 		keys[i] = key
 	}

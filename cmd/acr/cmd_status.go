@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,15 +16,11 @@ import (
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/state"
-	"github.com/acr-project/acr/internal/storage"
 	"github.com/acr-project/acr/internal/world"
 )
 
-// rundirState is a checkpoint read without the lock.
-type rundirState struct {
-	State    kernel.EngineState
-	Manifest storage.Manifest
-}
+// statusOptions are acr status's flags: it has none of its own.
+type statusOptions struct{}
 
 func newStatusCommand(a *app) *cobra.Command {
 	return &cobra.Command{
@@ -35,11 +32,13 @@ With --json it prints the run-state object (acr.persistent-run-state/v0.1).`,
 		Example: `  acr status
   acr status --json | jq .pending_approvals`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runStatus(a) },
+		RunE: func(cmd *cobra.Command, args []string) error { return runStatus(cmd.Context(), statusOptions{}, a) },
 	}
 }
 
-func runStatus(a *app) error {
+// runStatus prints the run's state from its last checkpoint, without the
+// lock.
+func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 	if a.cfg.NoLoadState {
 		return runStatusSlate(a)
 	}
@@ -331,15 +330,6 @@ func nextCommand(s kernel.EngineState, queued []inbox.Item) string {
 		return "acr run --max-cycles 20"
 	}
 	return ""
-}
-
-// now is the time used for relative times in human output.
-func (a *app) now() time.Time {
-	opt, err := a.clock()
-	if err != nil {
-		return time.Now().UTC()
-	}
-	return opt.Clock.Now()
 }
 
 // when renders a timestamp with its distance from now, so that status

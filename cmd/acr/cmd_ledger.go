@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 
 	"github.com/spf13/cobra"
@@ -33,14 +34,22 @@ reported but is not damage: the next run repairs it. Read-only; no lock.`,
 		Example: `  acr ledger verify
   acr ledger verify --json`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runLedgerVerify(a) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runLedgerVerify(cmd.Context(), ledgerVerifyOptions{}, a)
+		},
 	}
 	cmd.AddCommand(verify)
 	verify.Long += "\n" + exitStatusHelp
 	return cmd
 }
 
-func runLedgerVerify(a *app) error {
+// ledgerVerifyOptions are acr ledger verify's flags: it has none of its
+// own.
+type ledgerVerifyOptions struct{}
+
+// runLedgerVerify walks the whole ledger and reports damage, without the
+// lock.
+func runLedgerVerify(ctx context.Context, opts ledgerVerifyOptions, a *app) error {
 	if a.cfg.NoLoadState {
 		return noLoadState(a)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,12 @@ import (
 	"github.com/spf13/cobra/doc"
 	"github.com/spf13/pflag"
 )
+
+// manOptions are acr man's flags, and the command tree to document.
+type manOptions struct {
+	Dir  string `flag:"dir"`
+	Root *cobra.Command
+}
 
 func newManCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
@@ -26,20 +33,28 @@ reproducible date in the page footers.`,
   sudo acr man --dir /usr/local/share/man/man1 && man acr-status`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := a.v.GetString("dir")
-			if dir == "" {
-				return usagef("man needs --dir DIR (see acr man --help)")
-			}
-			n, err := writeManPages(cmd.Root(), dir)
-			if err != nil {
+			opts := manOptions{Root: cmd.Root()}
+			if err := decodeFlags(cmd, a.v, &opts); err != nil {
 				return err
 			}
-			a.report(map[string]any{"dir": dir, "pages": n}, "wrote %d man pages to %s\n", n, dir)
-			return nil
+			return runMan(cmd.Context(), opts, a)
 		},
 	}
 	cmd.Flags().String("dir", "", "directory to write the pages into (created if missing)")
 	return cmd
+}
+
+// runMan writes a man page for every command of opts.Root.
+func runMan(ctx context.Context, opts manOptions, a *app) error {
+	if opts.Dir == "" {
+		return usagef("man needs --dir DIR (see acr man --help)")
+	}
+	n, err := writeManPages(opts.Root, opts.Dir)
+	if err != nil {
+		return err
+	}
+	a.report(map[string]any{"dir": opts.Dir, "pages": n}, "wrote %d man pages to %s\n", n, opts.Dir)
+	return nil
 }
 
 // writeManPages renders every available command's page. cobra's generator

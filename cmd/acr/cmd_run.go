@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,45 +14,11 @@ import (
 	"github.com/acr-project/acr/internal/state"
 )
 
-func newStepCommand(a *app) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "step",
-		Short: "Run at most one cycle",
-		Long: `Recover the run if needed, then run one cycle if one is eligible (CONTINUE,
-a wake signal, an approval, a due time, a changed environment, a stop
-request). With nothing eligible it changes nothing and reports the current
-disposition (executed: false).`,
-		Example: `  acr step
-  acr step --json | jq .loop_disposition`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runStep(a) },
-	}
-	addSlateFlags(cmd)
-	return cmd
+// runOptions are acr run's flags.
+type runOptions struct {
+	MaxCycles int `flag:"max-cycles"`
+	Slate     slateOptions
 }
-
-func runStep(a *app) error {
-	r, err := a.openRun()
-	if err != nil {
-		return err
-	}
-	sum, err := r.Driver.Step()
-	if cerr := r.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil && !sum.Executed {
-		return err
-	}
-	if a.cfg.JSON {
-		a.printJSON(sum)
-	} else {
-		a.printCycle(sum)
-		a.printHint(r.Driver.State())
-	}
-	return err
-}
-
-type runOptions struct{ maxCycles int }
 
 func newRunCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
@@ -65,32 +32,38 @@ STOPPED or FAULTED. An idle run costs nothing: no cycle, no write.`,
   */5 * * * * cd /srv/loop && acr run --max-cycles 50   # crontab`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o := runOptions{maxCycles: a.v.GetInt("max-cycles")}
-			if o.maxCycles < 1 {
-				return usagef("--max-cycles must be at least 1")
+			var opts runOptions
+			if err := decodeFlags(cmd, a.v, &opts); err != nil {
+				return err
 			}
-			return runRun(a, o)
+			return runRun(cmd.Context(), opts, a)
 		},
 	}
 	cmd.Flags().Int("max-cycles", 10, "most cycles to run in this invocation")
 	addSlateFlags(cmd)
-	return cmd
+	return finishesCycleOnInterrupt(cmd)
 }
 
-func runRun(a *app, o runOptions) error {
-	r, err := a.openRun()
+// runRun runs cycles until opts.MaxCycles have run or the loop rests. When
+// ctx is cancelled (SIGINT, SIGTERM) the cycle in progress finishes, the
+// run is checkpointed, and it stops with the reason "interrupted": exit 0.
+func runRun(ctx context.Context, opts runOptions, a *app) error {
+	if opts.MaxCycles < 1 {
+		return usagef("--max-cycles must be at least 1")
+	}
+	r, err := a.openRun(opts.Slate)
 	if err != nil {
 		return err
 	}
 	if a.cfg.JSON {
-		return runRunJSON(a, r, o)
+		return runRunJSON(ctx, opts, a, r)
 	}
-	each, p := a.printCycle, a.newProgress(o.maxCycles)
+	each, p := a.printCycle, a.newProgress(opts.MaxCycles)
 	if p != nil {
 		p.begin()
 		each = func(s kernel.Summary) { p.cycle(s, cycleLine(s)) }
 	}
-	rep, err := r.Driver.Run(context.Background(), o.maxCycles, each)
+	rep, err := r.Driver.Run(ctx, opts.MaxCycles, each)
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}
@@ -98,23 +71,42 @@ func runRun(a *app, o runOptions) error {
 	if p != nil {
 		tail = p.finish()
 	}
-	if rep.CyclesExecuted == 0 {
+	interrupted := wasInterrupted(rep)
+	switch {
+	case interrupted && rep.CyclesExecuted == 0:
+		a.printf("%s before the first cycle: nothing run\n", interruptedText(ctx))
+	case rep.CyclesExecuted == 0:
 		a.printf("no cycle eligible: %s\n", strings.Join(rep.ReasonCodes, ", "))
-	} else {
+	default:
 		a.printf("%d cycle(s), final disposition %s%s\n", rep.CyclesExecuted, rep.FinalDisposition, tail)
 	}
-	a.printHint(r.Driver.State())
+	st := r.Driver.State()
+	if interrupted && rep.CyclesExecuted > 0 && err == nil {
+		a.printf("%s after cycle %d, which finished and is checkpointed\n", interruptedText(ctx), st.Run.CycleSeq)
+	}
+	if interrupted && st.Run.LoopDisposition == state.Continue && !a.cfg.NoLoadState {
+		a.printf("next: acr run   (goes on from there; a scheduled run does too)\n")
+	}
+	a.printHint(st)
 	return err
+}
+
+// wasInterrupted reports whether a run stopped because its context was
+// cancelled.
+func wasInterrupted(rep kernel.RunReport) bool {
+	return slices.Equal(rep.ReasonCodes, []string{"interrupted"})
 }
 
 // runRunJSON prints one JSON object whose "cycles" array is written as the
 // cycles finish, so that a run of any length holds one summary in memory at
 // a time and a reader sees each cycle as soon as it is durable. The run's
-// totals, and the error if one stopped it, close the object.
-func runRunJSON(a *app, r *rundir.Run, o runOptions) error {
+// totals, and the error if one stopped it, close the object; a run stopped
+// by a signal has the reason code "interrupted" and names the signal in
+// "interrupted_by".
+func runRunJSON(ctx context.Context, opts runOptions, a *app, r *rundir.Run) error {
 	a.printf(`{"cycles":[`)
 	n := 0
-	rep, err := r.Driver.Run(context.Background(), o.maxCycles, func(s kernel.Summary) {
+	rep, err := r.Driver.Run(ctx, opts.MaxCycles, func(s kernel.Summary) {
 		b, merr := json.Marshal(s)
 		if merr != nil {
 			b = []byte("null")
@@ -131,6 +123,9 @@ func runRunJSON(a *app, r *rundir.Run, o runOptions) error {
 	tail := map[string]any{
 		"cycles_executed": rep.CyclesExecuted, "final_disposition": rep.FinalDisposition,
 		"disposition_counts": rep.DispositionCounts, "reason_codes": rep.ReasonCodes,
+	}
+	if by := interruptedBy(ctx); by != "" && wasInterrupted(rep) {
+		tail["interrupted_by"] = by
 	}
 	if err != nil {
 		code, kind := errorKind(err)

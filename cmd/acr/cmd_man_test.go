@@ -19,7 +19,7 @@ import (
 func TestManPages(t *testing.T) {
 	dir := t.TempDir()
 	var out bytes.Buffer
-	require.Equal(t, 0, newApp(&out, io.Discard).execute([]string{"man", "--dir", dir}))
+	require.Equal(t, 0, newApp(&out, io.Discard).execute(t.Context(), []string{"man", "--dir", dir}))
 	root := newRootCommand(newApp(io.Discard, io.Discard))
 	root.InitDefaultHelpCmd()
 	want := 0

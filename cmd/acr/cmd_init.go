@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 
@@ -11,9 +12,15 @@ import (
 	"github.com/acr-project/acr/internal/world"
 )
 
+// initOptions are acr init's flags.
 type initOptions struct {
-	goal, contract, env, runID string
-	force                      bool
+	Goal     string `flag:"goal"`
+	Contract string `flag:"contract"`
+	Env      string `flag:"env"`
+	RunID    string `flag:"run-id"`
+	// Force replaces an existing run; it is taken only from the command
+	// line (newInitCommand refuses it from ACR_FORCE or acr.yaml).
+	Force bool `flag:"force"`
 }
 
 func newInitCommand(a *app) *cobra.Command {
@@ -35,12 +42,14 @@ to archive/<time>/ inside the state directory, and init says where.`,
            --env scenarios/quickstart/environment.json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o := initOptions{goal: a.v.GetString("goal"), contract: a.v.GetString("contract"), env: a.v.GetString("env"),
-				runID: a.v.GetString("run-id"), force: cmd.Flags().Changed("force") && a.v.GetBool("force")}
-			if a.v.GetBool("force") && !cmd.Flags().Changed("force") {
+			var opts initOptions
+			if err := decodeFlags(cmd, a.v, &opts); err != nil {
+				return err
+			}
+			if opts.Force && !cmd.Flags().Changed("force") {
 				return usagef("--force must be given on the command line: replacing a run is never taken from ACR_FORCE or a configuration file")
 			}
-			return runInit(a, o)
+			return runInit(cmd.Context(), opts, a)
 		},
 	}
 	f := cmd.Flags()
@@ -52,16 +61,18 @@ to archive/<time>/ inside the state directory, and init says where.`,
 	return cmd
 }
 
-func runInit(a *app, o initOptions) error {
-	for _, f := range []struct{ name, val string }{{"--goal", o.goal}, {"--contract", o.contract}, {"--env", o.env}} {
+// runInit creates a run in the state directory (or, with --no-load-state,
+// in memory, to be discarded).
+func runInit(ctx context.Context, opts initOptions, a *app) error {
+	for _, f := range []struct{ name, val string }{{"--goal", opts.Goal}, {"--contract", opts.Contract}, {"--env", opts.Env}} {
 		if f.val == "" {
 			return usagef("init needs %s FILE (see acr init --help)", f.name)
 		}
 	}
 	if a.cfg.NoLoadState {
-		return runInitSlate(a, o)
+		return runInitSlate(opts, a)
 	}
-	in, err := rundir.ReadInputs(o.goal, o.contract, o.env)
+	in, err := rundir.ReadInputs(opts.Goal, opts.Contract, opts.Env)
 	if err != nil {
 		return err
 	}
@@ -69,7 +80,7 @@ func runInit(a *app, o initOptions) error {
 	if err != nil {
 		return err
 	}
-	c, err := rundir.Init(a.cfg.StateDir, in, o.runID, o.force, opt)
+	c, err := rundir.Init(a.cfg.StateDir, in, opts.RunID, opts.Force, opt)
 	if err != nil {
 		return err
 	}

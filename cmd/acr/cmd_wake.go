@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/user"
@@ -18,9 +19,18 @@ import (
 	"github.com/acr-project/acr/internal/state"
 )
 
+// wakeOptions are acr wake's flags.
 type wakeOptions struct {
-	source, ref, id, dedupKey, expires, payload, by, reason, parent string
-	priority                                                        int
+	Source   string `flag:"signal"`
+	Ref      string `flag:"ref"`
+	ID       string `flag:"id"`
+	DedupKey string `flag:"dedup-key"`
+	Priority int    `flag:"priority"`
+	Expires  string `flag:"expires"`
+	Payload  string `flag:"payload"`
+	Parent   string `flag:"parent"`
+	By       string `flag:"by"`
+	Reason   string `flag:"reason"`
 }
 
 func newWakeCommand(a *app) *cobra.Command {
@@ -43,10 +53,11 @@ refused (65).`,
   acr wake --signal external_event --payload event.json --expires 2026-12-01T00:00:00Z`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o := wakeOptions{source: a.v.GetString("signal"), ref: a.v.GetString("ref"), id: a.v.GetString("id"),
-				dedupKey: a.v.GetString("dedup-key"), expires: a.v.GetString("expires"), payload: a.v.GetString("payload"),
-				by: a.v.GetString("by"), reason: a.v.GetString("reason"), parent: a.v.GetString("parent"), priority: a.v.GetInt("priority")}
-			return runWake(a, o)
+			var opts wakeOptions
+			if err := decodeFlags(cmd, a.v, &opts); err != nil {
+				return err
+			}
+			return runWake(cmd.Context(), opts, a)
 		},
 	}
 	f := cmd.Flags()
@@ -73,12 +84,13 @@ func osUser() string {
 	return "unknown"
 }
 
-func runWake(a *app, o wakeOptions) error {
-	if o.source == "" {
+// runWake queues a wake signal in the run's inbox, without the run lock.
+func runWake(ctx context.Context, opts wakeOptions, a *app) error {
+	if opts.Source == "" {
 		return usagef("wake needs --signal SOURCE (one of %s)", strings.Join(state.WakeSources(), ", "))
 	}
-	if !inbox.ValidSource(o.source) {
-		return dataf("unknown wake source %q: want one of %s", o.source, strings.Join(state.WakeSources(), ", "))
+	if !inbox.ValidSource(opts.Source) {
+		return dataf("unknown wake source %q: want one of %s", opts.Source, strings.Join(state.WakeSources(), ", "))
 	}
 	rs, err := a.readState()
 	if err != nil {
@@ -88,8 +100,8 @@ func runWake(a *app, o wakeOptions) error {
 		return noEffectf("the run is stopped: no cycle will consume a wake signal; nothing queued (a stopped run stays stopped; acr init --force starts a new one)")
 	}
 	now := a.now().UTC().Truncate(time.Second)
-	sig := &state.WakeSignal{Schema: state.WakeSignalSchema, Source: o.source, Ref: o.ref, EventID: o.id, Priority: o.priority,
-		CausalParent: o.parent, CreatedAt: state.FormatTime(now), By: o.by, Reason: o.reason, DedupKey: o.dedupKey}
+	sig := &state.WakeSignal{Schema: state.WakeSignalSchema, Source: opts.Source, Ref: opts.Ref, EventID: opts.ID, Priority: opts.Priority,
+		CausalParent: opts.Parent, CreatedAt: state.FormatTime(now), By: opts.By, Reason: opts.Reason, DedupKey: opts.DedupKey}
 	if sig.By == "" {
 		sig.By = osUser()
 	}
@@ -103,8 +115,8 @@ func runWake(a *app, o wakeOptions) error {
 	}
 	ttl := rs.State.Contract.Policy.Defaults().SignalTTLSeconds
 	sig.ExpiresAt = state.FormatTime(now.Add(time.Duration(ttl) * time.Second))
-	if o.expires != "" {
-		t, err := state.ParseTime(o.expires)
+	if opts.Expires != "" {
+		t, err := state.ParseTime(opts.Expires)
 		if err != nil {
 			return dataf("--expires: %v", err)
 		}
@@ -113,18 +125,18 @@ func runWake(a *app, o wakeOptions) error {
 		}
 		sig.ExpiresAt = state.FormatTime(t)
 	}
-	if o.payload != "" {
-		b, err := os.ReadFile(o.payload)
+	if opts.Payload != "" {
+		b, err := os.ReadFile(opts.Payload)
 		if err != nil {
-			return &rundir.ValidationError{File: o.payload, Err: err}
+			return &rundir.ValidationError{File: opts.Payload, Err: err}
 		}
 		var v codec.Value
 		if err := codec.Unmarshal(b, &v); err != nil {
-			return &rundir.ValidationError{File: o.payload, Err: err}
+			return &rundir.ValidationError{File: opts.Payload, Err: err}
 		}
 		if err := inbox.CheckPayload(&v); err != nil {
 			fe := err.(*codec.FieldError)
-			return &rundir.ValidationError{File: o.payload, Field: fe.Path, Err: fe.Err}
+			return &rundir.ValidationError{File: opts.Payload, Field: fe.Path, Err: fe.Err}
 		}
 		sig.Payload = &v
 	}
@@ -174,21 +186,4 @@ func coalescesWith(fsys disk.FS, r state.RunState, sig *state.WakeSignal, now ti
 		}
 	}
 	return ""
-}
-
-// next prints the next useful command after a text result; with --json
-// stdout holds exactly one object, so it prints nothing.
-func (a *app) next(hint string) {
-	if !a.cfg.JSON {
-		a.printf("next: %s\n", hint)
-	}
-}
-
-// report prints a result as JSON or as a line of text.
-func (a *app) report(v any, format string, args ...any) {
-	if a.cfg.JSON {
-		a.printJSON(v)
-		return
-	}
-	a.printf(format, args...)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,12 @@ import (
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/report"
 )
+
+// reportOptions are acr report's flags.
+type reportOptions struct {
+	Out  string `flag:"out"`  // a file, or "-" for stdout
+	Axis string `flag:"axis"` // cycle or time
+}
 
 func newReportCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
@@ -47,7 +54,11 @@ With --json (which needs --out) it prints what it wrote.`,
   acr report --state-dir /var/lib/acr/site --out /srv/www/acr.html --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runReport(a, a.v.GetString("out"), a.v.GetString("axis"))
+			var opts reportOptions
+			if err := decodeFlags(cmd, a.v, &opts); err != nil {
+				return err
+			}
+			return runReport(cmd.Context(), opts, a)
 		},
 	}
 	cmd.Flags().String("out", "-", "file to write the page to, atomically; - for stdout")
@@ -55,7 +66,10 @@ With --json (which needs --out) it prints what it wrote.`,
 	return cmd
 }
 
-func runReport(a *app, out, axis string) error {
+// runReport renders the run's history as one HTML page, to stdout or to
+// opts.Out, without the lock.
+func runReport(ctx context.Context, opts reportOptions, a *app) error {
+	out, axis := opts.Out, opts.Axis
 	if axis != "cycle" && axis != "time" {
 		return usagef("--axis %q: want cycle or time (see acr report --help)", axis)
 	}

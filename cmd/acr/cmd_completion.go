@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -44,16 +45,27 @@ Open a new shell afterwards.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			root := cmd.Root()
-			switch args[0] {
-			case "bash":
-				return root.GenBashCompletionV2(a.stdout, true)
-			case "zsh":
-				return root.GenZshCompletion(a.stdout)
-			}
-			return root.GenFishCompletion(a.stdout, true)
+			return runCompletion(cmd.Context(), completionOptions{Shell: args[0], Root: cmd.Root()}, a)
 		},
 	}
+}
+
+// completionOptions are acr completion's argument, and the command tree to
+// complete.
+type completionOptions struct {
+	Shell string // bash, zsh or fish
+	Root  *cobra.Command
+}
+
+// runCompletion prints the completion script for opts.Shell.
+func runCompletion(ctx context.Context, opts completionOptions, a *app) error {
+	switch opts.Shell {
+	case "bash":
+		return opts.Root.GenBashCompletionV2(a.stdout, true)
+	case "zsh":
+		return opts.Root.GenZshCompletion(a.stdout)
+	}
+	return opts.Root.GenFishCompletion(a.stdout, true)
 }
 
 // addCompletions registers the completions that need to know acr's data:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"runtime"
 	"runtime/debug"
 
@@ -34,12 +35,15 @@ func newVersionCommand(a *app) *cobra.Command {
 		Example: `  acr version
   acr version --json | jq -r .revision`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runVersion(a) },
+		RunE: func(cmd *cobra.Command, args []string) error { return runVersion(cmd.Context(), versionOptions{}, a) },
 	}
 }
 
+// versionOptions are acr version's flags: it has none of its own.
+type versionOptions struct{}
+
 // runVersion prints the version, for acr version and acr --version.
-func runVersion(a *app) error {
+func runVersion(ctx context.Context, opts versionOptions, a *app) error {
 	info := map[string]any{"version": version, "revision": revision(), "schema_version": storage.SchemaVersion, "go": runtime.Version(),
 		"profile": "ACR-MVP-v0.1-Phase12"}
 	if a.cfg.JSON {

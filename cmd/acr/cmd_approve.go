@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,8 +15,15 @@ import (
 	"github.com/acr-project/acr/internal/state"
 )
 
+// approveOptions are acr approve's and acr deny's flags and argument.
 type approveOptions struct {
-	verdict, ref, by, reason string
+	// Verdict is "approve" or "deny": which of the two commands runs.
+	Verdict string
+	// Ref is the approval request's ref, or a prefix of 16 or more
+	// characters.
+	Ref    string
+	By     string `flag:"by"`
+	Reason string `flag:"reason"`
 }
 
 func newApproveCommand(a *app, verb string) *cobra.Command {
@@ -45,7 +53,11 @@ and exits 69.`
 		Example: "  acr " + verb + " areq:sha256:3f1c...   # as printed by acr status",
 		Args:    exactArgs(1, "one REF"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runApprove(a, approveOptions{verdict: verb, ref: args[0], by: a.v.GetString("by"), reason: a.v.GetString("reason")})
+			opts := approveOptions{Verdict: verb, Ref: args[0]}
+			if err := decodeFlags(cmd, a.v, &opts); err != nil {
+				return err
+			}
+			return runApprove(cmd.Context(), opts, a)
 		},
 	}
 	cmd.Flags().String("by", "", "who decides (default: the OS user)")
@@ -53,7 +65,9 @@ and exits 69.`
 	return cmd
 }
 
-func runApprove(a *app, o approveOptions) error {
+// runApprove queues an answer to a pending approval request in the run's
+// inbox, without the run lock.
+func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 	rs, err := a.readState()
 	if err != nil {
 		return err
@@ -62,7 +76,7 @@ func runApprove(a *app, o approveOptions) error {
 	var match, answered []state.PendingApproval
 	var known []string
 	for _, p := range run.PendingApprovals {
-		if string(p.Ref) != o.ref && (len(o.ref) < 16 || !strings.HasPrefix(string(p.Ref), o.ref)) {
+		if string(p.Ref) != opts.Ref && (len(opts.Ref) < 16 || !strings.HasPrefix(string(p.Ref), opts.Ref)) {
 			if p.Resolution == nil {
 				known = append(known, string(p.Ref))
 			}
@@ -76,17 +90,17 @@ func runApprove(a *app, o approveOptions) error {
 	}
 	switch {
 	case run.Status == state.RunStopped:
-		return noEffectf("the run is stopped: no cycle will consume an answer to %s; nothing queued", o.ref)
+		return noEffectf("the run is stopped: no cycle will consume an answer to %s; nothing queued", opts.Ref)
 	case len(match) > 1:
-		return dataf("ref prefix %s matches %d pending approvals; give the full ref", o.ref, len(match))
+		return dataf("ref prefix %s matches %d pending approvals; give the full ref", opts.Ref, len(match))
 	case len(match) == 0 && len(answered) > 0:
 		r := answered[0].Resolution
 		return noEffectf("approval %s was already answered (%s by %s) and that answer was consumed; an answer cannot be taken back once a cycle has read it",
 			answered[0].Ref, r.Verdict, r.By)
 	case len(match) == 0 && len(known) == 0:
-		return noEffectf("no pending approval with ref %s: the run is not waiting for any approval (acr status shows what it waits for); nothing queued", o.ref)
+		return noEffectf("no pending approval with ref %s: the run is not waiting for any approval (acr status shows what it waits for); nothing queued", opts.Ref)
 	case len(match) == 0:
-		return noEffectf("no pending approval with ref %s; pending: %s; nothing queued", o.ref, strings.Join(known, ", "))
+		return noEffectf("no pending approval with ref %s; pending: %s; nothing queued", opts.Ref, strings.Join(known, ", "))
 	}
 	p := match[0]
 	fsys, err := disk.OpenOSDir(a.cfg.StateDir)
@@ -100,11 +114,11 @@ func runApprove(a *app, o approveOptions) error {
 	queued := slices.DeleteFunc(items, func(it inbox.Item) bool {
 		return slices.Contains(run.InboxSeen, it.ID) || slices.Contains(run.AnswersConsumed, it.ID)
 	})
-	by := o.by
+	by := opts.By
 	if by == "" {
 		by = osUser()
 	}
-	ap := &state.Approval{Schema: state.ApprovalSchema, ActionRef: p.Ref, RequestCycle: p.CycleSeq, Verdict: o.verdict, By: by, Reason: o.reason,
+	ap := &state.Approval{Schema: state.ApprovalSchema, ActionRef: p.Ref, RequestCycle: p.CycleSeq, Verdict: opts.Verdict, By: by, Reason: opts.Reason,
 		CreatedAt: state.FormatTime(a.now().UTC().Truncate(time.Second))}
 	prev := inbox.Answer(queued, p.Ref, p.CycleSeq)
 	if prev != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -9,6 +10,13 @@ import (
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/state"
 )
+
+// stopOptions are acr stop's flags.
+type stopOptions struct {
+	Reason string `flag:"reason"`
+	Kill   bool   `flag:"kill"`
+	By     string `flag:"by"`
+}
 
 func newStopCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
@@ -23,7 +31,11 @@ Stopping a run that is already stopped changes nothing and exits 69.`,
   acr stop --kill`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runStop(a, a.v.GetString("reason"), a.v.GetBool("kill"), a.v.GetString("by"))
+			var opts stopOptions
+			if err := decodeFlags(cmd, a.v, &opts); err != nil {
+				return err
+			}
+			return runStop(cmd.Context(), opts, a)
 		},
 	}
 	cmd.Flags().String("reason", "", "why the run stops")
@@ -32,7 +44,8 @@ Stopping a run that is already stopped changes nothing and exits 69.`,
 	return cmd
 }
 
-func runStop(a *app, reason string, kill bool, by string) error {
+// runStop queues a stop request in the run's inbox, without the run lock.
+func runStop(ctx context.Context, opts stopOptions, a *app) error {
 	rs, err := a.readState()
 	if err != nil {
 		return err
@@ -40,6 +53,7 @@ func runStop(a *app, reason string, kill bool, by string) error {
 	if rs.State.Run.Status == state.RunStopped {
 		return noEffectf("the run is already stopped; nothing queued")
 	}
+	by := opts.By
 	if by == "" {
 		by = osUser()
 	}
@@ -47,12 +61,12 @@ func runStop(a *app, reason string, kill bool, by string) error {
 	if err != nil {
 		return err
 	}
-	id, err := dirstore.Inbox{FS: fsys}.Write(&state.StopRequest{Schema: state.StopSchema, By: by, Reason: reason, Kill: kill,
+	id, err := dirstore.Inbox{FS: fsys}.Write(&state.StopRequest{Schema: state.StopSchema, By: by, Reason: opts.Reason, Kill: opts.Kill,
 		CreatedAt: state.FormatTime(a.now().UTC().Truncate(time.Second))})
 	if err != nil {
 		return err
 	}
-	a.report(map[string]any{"queued": true, "id": id, "kill": kill}, "queued stop request %s\n", id)
+	a.report(map[string]any{"queued": true, "id": id, "kill": opts.Kill}, "queued stop request %s\n", id)
 	a.next("acr run   (the next invocation records the stop; a scheduled run does too)")
 	return nil
 }

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/viper"
+
+	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/kernel"
+	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
+)
+
+// app carries what every command shares: the writers, the configuration
+// and the logger. It is built once per invocation; nothing is global. Each
+// command's own flags are decoded into that command's options struct, and
+// its runX(ctx, opts, a) writes only to a's writers, so a test can call it
+// without a process.
+type app struct {
+	stdout, stderr io.Writer
+	v              *viper.Viper
+	log            zerolog.Logger
+	cfg            config
+	// term, wall and getenv are how acr looks at its surroundings: whether
+	// a writer is a terminal, the wall clock for elapsed times on screen,
+	// and the environment (NO_COLOR, TERM, ACR_*). They are fields so that
+	// tests can stand in for a terminal.
+	term   terminal
+	wall   func() time.Time
+	getenv func(string) string
+	// discard undoes what a clean slate (--no-load-state) set up outside
+	// the state directory; execute calls it when the command is done.
+	discard []func()
+	// unwatch stops the watch that ends a command on SIGINT or SIGTERM
+	// (dieOnInterrupt); execute calls it when the command is done.
+	unwatch func() bool
+}
+
+// config is the typed, validated configuration shared by all commands:
+// the global flags, decoded like every command's options (decodeFlags).
+type config struct {
+	// ConfigFile is the configuration file that was read, "" if none.
+	ConfigFile      string
+	StateDir        string `flag:"state-dir"`
+	JSON            bool   `flag:"json"`
+	LogLevel        string `flag:"log-level"`
+	NoLoadState     bool   `flag:"no-load-state"`
+	CheckpointEvery int    `flag:"checkpoint-every"`
+	// Clock is ACR_CLOCK, a frozen time for reproducible output; it is
+	// not a flag.
+	Clock string
+}
+
+// run executes one command line and returns its exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return newApp(stdout, stderr).execute(ctx, args)
+}
+
+// newApp returns an app that writes to stdout and stderr and looks at the
+// real terminal, clock and environment.
+func newApp(stdout, stderr io.Writer) *app {
+	return &app{stdout: stdout, stderr: stderr, v: viper.New(), log: zerolog.Nop(),
+		term: osTerminal, wall: time.Now, getenv: os.Getenv}
+}
+
+// execute runs one command line and returns its exit code. ctx is
+// cancelled by SIGINT or SIGTERM (see interrupt.go).
+func (a *app) execute(ctx context.Context, args []string) int {
+	root := newRootCommand(a)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if a.unwatch != nil {
+		a.unwatch()
+	}
+	for _, f := range a.discard {
+		f()
+	}
+	if err != nil && !a.cfg.JSON {
+		// An error before the configuration was read (a flag that does
+		// not parse, an unknown command) still owes --json its object.
+		a.cfg.JSON = jsonRequested(args, a.getenv)
+	}
+	return a.finish(err)
+}
+
+// jsonRequested reports whether the command line or ACR_JSON asks for JSON
+// output, without the help of the flag parser: it is asked only when
+// parsing failed. Arguments after "--" are not flags.
+func jsonRequested(args []string, getenv func(string) string) bool {
+	for _, arg := range args {
+		if arg == "--" {
+			break
+		}
+		if name, val, ok := strings.Cut(arg, "="); ok && name == "--json" {
+			b, err := strconv.ParseBool(val)
+			return err == nil && b
+		}
+		if arg == "--json" {
+			return true
+		}
+	}
+	b, err := strconv.ParseBool(getenv("ACR_JSON"))
+	return err == nil && b
+}
+
+// finish reports an error (as text on stderr, and as one JSON object on
+// stdout with --json) and returns the exit code.
+func (a *app) finish(err error) int {
+	code, kind := errorKind(err)
+	if err == nil {
+		return code
+	}
+	msg := err.Error()
+	if hint := nextStepFor(kind); hint != "" {
+		msg += "\n" + hint
+	}
+	fmt.Fprintf(a.stderr, "acr: %s\n", msg)
+	var silent *silentError
+	if a.cfg.JSON && !errors.As(err, &silent) {
+		a.printJSON(map[string]any{"error": err.Error(), "kind": kind, "exit_code": code})
+	}
+	return code
+}
+
+// nextStepFor tells the operator what to do about an error of a kind, so
+// that no failure ends in a message without a way forward.
+func nextStepFor(kind string) string {
+	switch kind {
+	case "no_run":
+		return "hint: create one with: acr init --goal goal.json --contract contract.json --env environment.json"
+	case "busy":
+		return "hint: another acr invocation is running on this state directory; retry later"
+	case "integrity":
+		return "hint: see docs/operations.md, \"Recovering from integrity errors\"; nothing was changed"
+	case "run_exists":
+		return "hint: acr status shows the run; use another --state-dir, or acr init --force to replace it"
+	case "faulted", "provider_failure":
+		return "hint: acr status and acr log show the failures; fix the cause, then acr wake --signal manual_resume"
+	case "no_space":
+		return "hint: the disk is full (or the quota used up): free some space, then retry; acr never leaves a half-written checkpoint"
+	case "not_writable":
+		return "hint: this command writes to the state directory, which is read-only here (a read-only mount, a backup copy, or another user's files); status, log, audit, report and ledger verify work on it as it is"
+	case "io":
+		return "hint: an I/O error on the named file: check the disk and the path, then retry; acr never leaves a half-written checkpoint"
+	}
+	return ""
+}
+
+func (a *app) printJSON(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "acr: encode output: %v\n", err)
+		return
+	}
+	fmt.Fprintln(a.stdout, string(b))
+}
+
+func (a *app) printf(format string, args ...any) { fmt.Fprintf(a.stdout, format, args...) }
+
+// report prints a result as JSON or as a line of text.
+func (a *app) report(v any, format string, args ...any) {
+	if a.cfg.JSON {
+		a.printJSON(v)
+		return
+	}
+	a.printf(format, args...)
+}
+
+// next prints the next useful command after a text result; with --json
+// stdout holds exactly one object, so it prints nothing.
+func (a *app) next(hint string) {
+	if !a.cfg.JSON {
+		a.printf("next: %s\n", hint)
+	}
+}
+
+// clock returns the time source: the wall clock, or a frozen time given in
+// ACR_CLOCK (RFC 3339), which scenario tests use for reproducible output.
+func (a *app) clock() (rundir.Options, error) {
+	opt := rundir.Options{Clock: rundir.Clock{}, Revision: revision(), CheckpointEvery: a.cfg.CheckpointEvery, Failpoint: failpoint(a.getenv("ACR_FAILPOINT")),
+		Environ: os.LookupEnv}
+	if a.cfg.Clock != "" {
+		t, err := state.ParseTime(a.cfg.Clock)
+		if err != nil {
+			return opt, usagef("ACR_CLOCK: %v", err)
+		}
+		opt.Clock = frozenClock{t}
+	}
+	return opt, nil
+}
+
+type frozenClock struct{ t time.Time }
+
+func (c frozenClock) Now() time.Time { return c.t }
+
+// now is the time used for relative times in human output.
+func (a *app) now() time.Time {
+	opt, err := a.clock()
+	if err != nil {
+		return time.Now().UTC()
+	}
+	return opt.Clock.Now()
+}
+
+// failpoint returns the crash hook for ACR_FAILPOINT=<name>[:<n>[:hang]]:
+// at the n-th time (default first) the process reaches the named substage
+// it kills itself with SIGKILL, leaving no chance to clean up. With "hang"
+// it blocks there instead, holding the run lock, until something kills it;
+// if ACR_FAILPOINT_READY names a file, that file is created first so a test
+// knows the process is in place.
+func failpoint(spec string) func(string) {
+	if spec == "" {
+		return nil
+	}
+	parts := strings.SplitN(spec, ":", 3)
+	name, want := parts[0], 1
+	if len(parts) > 1 {
+		if n, err := strconv.Atoi(parts[1]); err == nil && n > 0 {
+			want = n
+		}
+	}
+	hang := len(parts) == 3 && parts[2] == "hang"
+	hits := 0
+	return func(stage string) {
+		if stage != name {
+			return
+		}
+		hits++
+		if hits != want {
+			return
+		}
+		if hang {
+			if ready := os.Getenv("ACR_FAILPOINT_READY"); ready != "" {
+				_ = os.WriteFile(ready, []byte(stage+"\n"), 0o644)
+			}
+			select {}
+		}
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // never return
+	}
+}
+
+// openRun opens the configured state directory, or with --no-load-state a
+// clean slate in memory.
+func (a *app) openRun(slate slateOptions) (*rundir.Run, error) {
+	if a.cfg.NoLoadState {
+		return a.cleanSlate(slate)
+	}
+	opt, err := a.clock()
+	if err != nil {
+		return nil, err
+	}
+	r, err := rundir.Open(a.cfg.StateDir, opt)
+	if err != nil {
+		return nil, err
+	}
+	if r.Driver != nil {
+		if m := r.Driver.Manifest(); m.WrittenAtRevision != "" && m.WrittenAtRevision != revision() {
+			a.log.Warn().Str("written_at_revision", m.WrittenAtRevision).Str("this_revision", revision()).
+				Msg("checkpoint was written by another acr revision; continuing")
+		}
+	}
+	return r, nil
+}
+
+// noLoadState is the "no run" of --no-load-state: the directory is not
+// read, and the message says so.
+func noLoadState(a *app) error {
+	return fmt.Errorf("--no-load-state: %w", &rundir.NoRunError{Dir: a.cfg.StateDir + " (not read)"})
+}
+
+// rundirState is a checkpoint read without the lock.
+type rundirState struct {
+	State    kernel.EngineState
+	Manifest storage.Manifest
+}
+
+// readState loads the checkpoint without the lock (for read-only commands).
+func (a *app) readState() (rundirState, error) {
+	if a.cfg.NoLoadState {
+		return rundirState{}, noLoadState(a)
+	}
+	st, m, err := rundir.ReadState(a.cfg.StateDir)
+	return rundirState{State: st, Manifest: m}, err
+}
+
+// ledgerFS opens the state directory for reading its ledger, which is
+// read whether or not the rest of the run is intact.
+func (a *app) ledgerFS() (*disk.OSDir, error) {
+	if a.cfg.NoLoadState {
+		return nil, noLoadState(a)
+	}
+	return rundir.RequireLedger(a.cfg.StateDir)
+}
