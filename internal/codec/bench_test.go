@@ -110,9 +110,14 @@ func newBenchEvent(b testing.TB) *event.Event {
 		Refs: map[string]codec.Ref{"cycle": obj.Ref, "decision": benchRef("gdec", 1)}, Object: obj}
 }
 
-func benchMarshal(b *testing.B, v any) {
+func benchMarshal(b *testing.B, v any) { benchEncoder(b, codec.Marshal, v) }
+
+// benchReflect measures the reflective encoder the compiled one replaced.
+func benchReflect(b *testing.B, v any) { benchEncoder(b, codec.ReflectMarshal, v) }
+
+func benchEncoder(b *testing.B, marshal func(any) ([]byte, error), v any) {
 	b.Helper()
-	out, err := codec.Marshal(v)
+	out, err := marshal(v)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -120,7 +125,7 @@ func benchMarshal(b *testing.B, v any) {
 	b.ReportAllocs()
 	start := processCPU()
 	for b.Loop() {
-		if _, err := codec.Marshal(v); err != nil {
+		if _, err := marshal(v); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -149,6 +154,10 @@ func BenchmarkMarshalDoc(b *testing.B)         { benchMarshal(b, newBenchDoc()) 
 func BenchmarkMarshalCycle(b *testing.B)       { benchMarshal(b, newBenchCycle()) }
 func BenchmarkMarshalTransitions(b *testing.B) { benchMarshal(b, newBenchTransitions()) }
 func BenchmarkMarshalEvent(b *testing.B)       { benchMarshal(b, newBenchEvent(b)) }
+func BenchmarkReflectDoc(b *testing.B)         { benchReflect(b, newBenchDoc()) }
+func BenchmarkReflectCycle(b *testing.B)       { benchReflect(b, newBenchCycle()) }
+func BenchmarkReflectTransitions(b *testing.B) { benchReflect(b, newBenchTransitions()) }
+func BenchmarkReflectEvent(b *testing.B)       { benchReflect(b, newBenchEvent(b)) }
 func BenchmarkRefOfDoc(b *testing.B)           { benchRefOf(b, "doc", newBenchDoc()) }
 func BenchmarkRefOfCycle(b *testing.B)         { benchRefOf(b, "pcyc", newBenchCycle()) }
 func BenchmarkRefOfEvent(b *testing.B)         { benchRefOf(b, "evt", newBenchEvent(b)) }
