@@ -10,6 +10,7 @@ import (
 	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
+	"github.com/acr-project/acr/internal/memory"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -110,6 +111,21 @@ func newBenchEvent(b testing.TB) *event.Event {
 		Refs: map[string]codec.Ref{"cycle": obj.Ref, "decision": benchRef("gdec", 1)}, Object: obj}
 }
 
+// newBenchBinding is a working memory halfway to its compaction: 25 units
+// of a cycle's 30 event refs each, the largest object a run hashes every
+// cycle.
+func newBenchBinding() memory.Binding {
+	bd := memory.NewBinding()
+	for c := range 25 {
+		u := memory.Unit{CycleSeq: int64(c), CycleRef: benchRef("pcyc", c), Item: "check:queue", Disposition: "CONTINUE"}
+		for e := range 30 {
+			u.EventRefs = append(u.EventRefs, benchRef("evt", c*100+e))
+		}
+		bd = memory.Record(bd, u, []memory.Protected{{Kind: "goal", Ref: string(benchRef("goal", 1))}})
+	}
+	return bd
+}
+
 func benchMarshal(b *testing.B, v any) { benchEncoder(b, codec.Marshal, v) }
 
 // benchReflect measures the reflective encoder the compiled one replaced.
@@ -158,6 +174,8 @@ func BenchmarkReflectDoc(b *testing.B)         { benchReflect(b, newBenchDoc()) 
 func BenchmarkReflectCycle(b *testing.B)       { benchReflect(b, newBenchCycle()) }
 func BenchmarkReflectTransitions(b *testing.B) { benchReflect(b, newBenchTransitions()) }
 func BenchmarkReflectEvent(b *testing.B)       { benchReflect(b, newBenchEvent(b)) }
+func BenchmarkMarshalBinding(b *testing.B)     { benchMarshal(b, newBenchBinding()) }
+func BenchmarkReflectBinding(b *testing.B)     { benchReflect(b, newBenchBinding()) }
 func BenchmarkRefOfDoc(b *testing.B)           { benchRefOf(b, "doc", newBenchDoc()) }
 func BenchmarkRefOfCycle(b *testing.B)         { benchRefOf(b, "pcyc", newBenchCycle()) }
 func BenchmarkRefOfEvent(b *testing.B)         { benchRefOf(b, "evt", newBenchEvent(b)) }

@@ -99,6 +99,9 @@ func compile(t reflect.Type) encoderFunc {
 		if t.Elem().Kind() == reflect.Uint8 {
 			return encodeByteSlice
 		}
+		if specialOf(t.Elem()) == isCanonical {
+			return canonicalsEncoder(sequenceEncoder(t, true))
+		}
 		return sequenceEncoder(t, true)
 	case reflect.Array:
 		return sequenceEncoder(t, false)
@@ -120,12 +123,24 @@ func compile(t reflect.Type) encoderFunc {
 	return func(buf []byte, v reflect.Value) ([]byte, error) { return reflectPlain(buf, v, t) }
 }
 
+// encodeCanonical copies already canonical bytes (an event's object body,
+// the bulk of its encoding). The buffer grows with room to spare for what
+// usually follows, so that the members after the body do not grow it again.
 func encodeCanonical(buf []byte, v reflect.Value) ([]byte, error) {
 	if v.IsNil() {
 		return append(buf, "null"...), nil
 	}
-	return append(buf, v.Bytes()...), nil
+	b := v.Bytes()
+	if cap(buf)-len(buf) < len(b) {
+		buf = slices.Grow(buf, len(b)+canonicalSlack)
+	}
+	return append(buf, b...), nil
 }
+
+// canonicalSlack is the room left after a Canonical when the buffer has
+// to grow for it: an event's members after its body (the object's ref,
+// parents, reasons, refs, run id and type) take about this much.
+const canonicalSlack = 512
 
 func encodeTextMarshaler(buf []byte, v reflect.Value) ([]byte, error) {
 	b, err := v.Interface().(encoding.TextMarshaler).MarshalText()
@@ -205,15 +220,34 @@ func sequenceEncoder(t reflect.Type, slice bool) encoderFunc {
 	}
 }
 
-// mapEntry is one member of a map being encoded.
+// canonicalsEncoder wraps the encoder of a slice of Canonical (a working
+// memory's units: the largest objects a run hashes every cycle) so that
+// the buffer grows once, to the sum of the elements' lengths, instead of
+// doubling its way there.
+func canonicalsEncoder(seq encoderFunc) encoderFunc {
+	return func(buf []byte, v reflect.Value) ([]byte, error) {
+		n := v.Len() + 2 + canonicalSlack
+		for i := range v.Len() {
+			n += max(v.Index(i).Len(), len("null"))
+		}
+		return seq(slices.Grow(buf, n), v)
+	}
+}
+
+// mapEntry is one member of a map being encoded: its key, and its value
+// as a string (a map of strings) or as a reflect.Value.
 type mapEntry struct {
 	key string
+	str string
 	val reflect.Value
 }
 
-// mapEncoder encodes a map with string keys, members in key order.
+// mapEncoder encodes a map with string keys, members in key order. Keys
+// (and values, in a map of plain strings, such as an event's refs) are read
+// through one reusable reflect.Value each rather than a copy per member.
 func mapEncoder(t reflect.Type) encoderFunc {
 	elem := encoderOf(t.Elem())
+	strElems := t.Elem().Kind() == reflect.String && specialOf(t.Elem()) == plain
 	return func(buf []byte, v reflect.Value) ([]byte, error) {
 		if v.IsNil() {
 			return append(buf, "null"...), nil
@@ -223,29 +257,49 @@ func mapEncoder(t reflect.Type) encoderFunc {
 		if n := v.Len(); n > len(small) {
 			entries = make([]mapEntry, 0, n)
 		}
+		k := reflect.New(t.Key()).Elem()
+		var e reflect.Value
+		if strElems {
+			e = reflect.New(t.Elem()).Elem()
+		}
 		it := v.MapRange()
 		for it.Next() {
-			entries = append(entries, mapEntry{key: it.Key().String(), val: it.Value()})
+			k.SetIterKey(it)
+			if strElems {
+				e.SetIterValue(it)
+				entries = append(entries, mapEntry{key: k.String(), str: e.String()})
+			} else {
+				entries = append(entries, mapEntry{key: k.String(), val: it.Value()})
+			}
 		}
-		slices.SortFunc(entries, func(a, b mapEntry) int { return strings.Compare(a.key, b.key) })
+		slices.SortFunc(entries, compareKeys)
 		buf = append(buf, '{')
-		for i, e := range entries {
+		for i := range entries {
+			en := &entries[i]
 			if i > 0 {
 				buf = append(buf, ',')
 			}
 			var ok bool
-			if buf, ok = appendValidString(buf, e.key); !ok {
+			if buf, ok = appendValidString(buf, en.key); !ok {
 				return nil, errSlowPath{t}
 			}
 			buf = append(buf, ':')
+			if strElems {
+				if buf, ok = appendValidString(buf, en.str); !ok {
+					return nil, errSlowPath{t.Elem()}
+				}
+				continue
+			}
 			var err error
-			if buf, err = elem(buf, e.val); err != nil {
+			if buf, err = elem(buf, en.val); err != nil {
 				return nil, err
 			}
 		}
 		return append(buf, '}'), nil
 	}
 }
+
+func compareKeys(a, b mapEntry) int { return strings.Compare(a.key, b.key) }
 
 // compiledField is one struct field as its encoder writes it.
 type compiledField struct {

@@ -26,6 +26,8 @@ func (c cmpText) MarshalText() ([]byte, error) {
 	return []byte(strings.Repeat("t\"é", int(c)%3)), nil
 }
 
+type cmpRef string
+
 type cmpJSON struct{ N int }
 
 func (c cmpJSON) MarshalJSON() ([]byte, error) {
@@ -76,6 +78,8 @@ type cmpAll struct {
 	Map     map[string]cmpText        `json:"map"`
 	MapOpt  map[string]int            `json:"map_opt,omitempty"`
 	Nested  map[string]map[string]int `json:"nested"`
+	StrMap  map[string]string         `json:"str_map"`
+	RefMap  map[string]cmpRef         `json:"ref_map,omitempty"`
 	Node    *cmpNode                  `json:"node"`
 	Ptr     **string                  `json:"ptr"`
 	Skipped string                    `json:"-"`
@@ -116,7 +120,7 @@ func TestCompiledMatchesReflective(t *testing.T) {
 		Canon: Canonical(`{"a":"é"}`), Val: Value{Kind: KindArray, Arr: []Value{{Kind: KindString, Str: "v"}}},
 		Any: map[string]any{"k": []any{int64(1), "two", nil, true}}, Anys: []any{cmpText(1), &s, nil},
 		Strs: []string{}, Arr: [2]uint8{1, 2}, Map: map[string]cmpText{"b": 1, "a": 2, "": 0, "é": 1, "\n": 2},
-		MapOpt: map[string]int{}, Nested: map[string]map[string]int{"x": {"b": 1, "a": 2}, "y": nil},
+		MapOpt: map[string]int{}, StrMap: map[string]string{"b": "x\n", "a": "é", "c": ""}, RefMap: map[string]cmpRef{"r": "ref"}, Nested: map[string]map[string]int{"x": {"b": 1, "a": 2}, "y": nil},
 		Node: &cmpNode{Name: "root", Next: &cmpNode{Name: "next"}, Kids: []cmpNode{{Name: "kid", Tree: map[string]*cmpNode{"z": nil, "a": {Name: "leaf"}}}}},
 		Ptr:  &ps, Skipped: "skipped", Dash: "dash", NoTag: 7, private: 1,
 	}
@@ -137,6 +141,8 @@ func TestCompiledMatchesReflective(t *testing.T) {
 		}{},
 		// errors and hand-overs in map order: the first key in sorted order decides
 		map[string]any{"a": 1.5, "b\xff": 1}, map[string]any{"a\xff": 1, "b": 1.5},
+		map[string]string{"a": "ok", "b": "bad \xff"}, map[cmpRef]cmpRef{"k": "v", "j\xff": "w"},
+		map[string]string{"k1": "1", "k2": "2", "k3": "3", "k4": "4", "k5": "5", "k6": "6", "k7": "7", "k8": "8", "k9": "9"},
 	}
 	for _, v := range cases {
 		requireSameEncoding(t, v)
