@@ -179,3 +179,21 @@ func BenchmarkReflectBinding(b *testing.B)     { benchReflect(b, newBenchBinding
 func BenchmarkRefOfDoc(b *testing.B)           { benchRefOf(b, "doc", newBenchDoc()) }
 func BenchmarkRefOfCycle(b *testing.B)         { benchRefOf(b, "pcyc", newBenchCycle()) }
 func BenchmarkRefOfEvent(b *testing.B)         { benchRefOf(b, "evt", newBenchEvent(b)) }
+
+func benchUnmarshal(b *testing.B, unmarshal func([]byte, any) error) {
+	b.Helper()
+	data := codec.MustMarshal(newBenchCycle())
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	start := processCPU()
+	for b.Loop() {
+		var c state.CycleRecord
+		if err := unmarshal(data, &c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportCPU(b, start)
+}
+
+func BenchmarkUnmarshalCanonicalCycle(b *testing.B) { benchUnmarshal(b, codec.UnmarshalCanonical) }
+func BenchmarkStrictUnmarshalCycle(b *testing.B)    { benchUnmarshal(b, codec.StrictUnmarshalCanonical) }
