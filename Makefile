@@ -4,7 +4,7 @@ BIN      := bin/acr
 DEMO_DIR ?= $(CURDIR)/.demo_state
 FUZZTIME ?= 50000x
 
-.PHONY: build install demo example proposers test test-short lint fuzz bench bench-quick crash fsync-mutants validate release-manifest mutants mutants-quick man clean
+.PHONY: build install demo example proposers test test-short lint fuzz bench bench-quick bench-peers crash fsync-mutants validate release-manifest mutants mutants-quick man clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/acr
@@ -104,6 +104,15 @@ mutants-quick:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(GO) run ./cmd/acr-perf -out docs/PERFORMANCE.md
+
+# acr against DBOS Transact Go and LangGraph.js on the same work, whole
+# processes alternated (PEERS/side-by-side.sh, see its README), then one
+# more queue run for CPU and syscalls; writes the side-by-side section of
+# docs/PERFORMANCE.md. The first run builds the DBOS loop and installs
+# LangGraph (minutes); then about 5 minutes on two cores.
+PEERS ?= ../shared/peers
+bench-peers: build
+	$(GO) run ./cmd/acr-perf -peers $(PEERS) -acr $(BIN)
 
 # The same harness with small sizes (checks the harness, not the targets).
 bench-quick:

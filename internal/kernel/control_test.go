@@ -168,3 +168,34 @@ func TestControls(t *testing.T) {
 	assert.Contains(t, transitions(t, r.Events), "checkpoint>blocked:rollback_bundle_unavailable")
 	assert.Empty(t, reasonsOf(r.Events, event.ActionCommitted), "nothing was done")
 }
+
+// TestWakePriority: of two wake signals with one dedup key in one cycle,
+// the one with the higher priority is accepted whatever order the inbox
+// listed them in, and the other is coalesced into it.
+func TestWakePriority(t *testing.T) {
+	spec := testSpec(patchCheck("a", "a.txt"))
+	obs := observe(spec, map[string]bool{}, false)
+	s := newState(t, spec, testContract(), obs)
+	mk := func(id string, prio int) inbox.Item {
+		w := &state.WakeSignal{Schema: state.WakeSignalSchema, ID: id, Source: "external_event", DedupKey: "k", CausalParent: "cycle:0",
+			CreatedAt: "2026-01-01T00:00:00Z", ExpiresAt: "2026-01-02T00:00:00Z", By: "op", Priority: prio}
+		return inbox.Item{ID: id, Kind: inbox.KindWake, Wake: w, Body: codec.MustMarshal(w)}
+	}
+	accepted := func(items ...inbox.Item) codec.Ref {
+		p, err := Begin(s, Inputs{Now: t0.Add(time.Minute), Observation: obs, Inbox: items})
+		require.NoError(t, err)
+		var got codec.Ref
+		for _, ev := range p.Events {
+			if ev.Type == event.WakeAccepted {
+				require.Empty(t, got, "one signal accepted")
+				got = ev.Refs["item"]
+			}
+		}
+		require.Len(t, reasonsOf(p.Events, event.WakeCoalesced), 1)
+		return got
+	}
+	low, high := mk("w-low", 1), mk("w-high", 5)
+	want := codec.NewRef(inboxKind(inbox.KindWake), high.Body)
+	assert.Equal(t, want, accepted(low, high))
+	assert.Equal(t, want, accepted(high, low))
+}

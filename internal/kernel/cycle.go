@@ -215,6 +215,11 @@ func Begin(s EngineState, in Inputs) (*Pending, error) {
 		InputEnvironmentRef: in.Observation.Ref(), InputContextRef: s.Run.ContextBindingRef, InputRefs: []codec.Ref{},
 		CommitmentRefs: []codec.Ref{}, ReasonCodes: []string{}, ControllerTransitionRef: []codec.Ref{},
 	}
+	if s.Run.Format() != state.LedgerFormat1 {
+		// The checkpoint the cycle starts from; the one it ends with
+		// points back at this record, so the two form a chain.
+		b.rec.CheckpointRef = checkpointRef(s.Checkpoint)
+	}
 	b.sum = Summary{Executed: true, CycleSeq: b.cycle, GovernanceDecision: "NONE"}
 
 	m, inputEvents, err := inputRecords(&b.s, b.cycle, in)

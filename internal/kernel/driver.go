@@ -106,6 +106,12 @@ type Driver struct {
 	// there.
 	Failpoint func(name string)
 
+	// Notify, when set, hears of what the driver does that an operator
+	// watching the logs should see at once (the ledger records all of it
+	// too): an inbox file quarantined, a provider failure and how many in
+	// a row, a run faulted by them, a recovery. cmd/acr logs them.
+	Notify func(Notice)
+
 	// Snapshot, when set, is the checkpoint Open uses instead of loading it
 	// again (the caller had to read it to open the sandbox).
 	Snapshot *storage.Snapshot
@@ -118,6 +124,25 @@ type Driver struct {
 	failures    int      // consecutive provider failures since the last cycle
 	recovery    Recovery
 	lastSummary *Summary
+}
+
+// Notice is one thing Notify hears of.
+type Notice struct {
+	// Level is "info", "warn" or "error".
+	Level string
+	// Cycle is the run's last cycle when it happened.
+	Cycle int64
+	// What says what happened, in a few words ("inbox file quarantined").
+	What string
+	// Fields are the details, by name.
+	Fields map[string]any
+}
+
+// notify tells Notify, if set.
+func (d *Driver) notify(level, what string, fields map[string]any) {
+	if d.Notify != nil {
+		d.Notify(Notice{Level: level, Cycle: d.state.Run.CycleSeq, What: what, Fields: fields})
+	}
 }
 
 // Recovery is what opening a run found and did.
@@ -253,6 +278,14 @@ func (d *Driver) Open() error {
 	if err := d.appendOOB(event.RecoveryCompleted, obj, []string{rec.Classification}); err != nil {
 		return err
 	}
+	level := "info"
+	if rec.UncertainEffect {
+		level = "warn"
+	}
+	d.notify(level, "recovered an interrupted run", map[string]any{"classification": rec.Classification,
+		"checkpoint_cycle": rec.CheckpointCycle, "recovered_to_cycle": rec.RecoveredToCycle, "cycles_rolled_forward": rec.CyclesRolledForward,
+		"actions_applied": rec.ActionsApplied, "actions_reused": rec.ActionsReused, "ledger_repaired": rec.LedgerRepaired,
+		"uncertain_effect": rec.UncertainEffect})
 	return d.commit()
 }
 
@@ -621,6 +654,7 @@ func (d *Driver) gather() (Inputs, error) {
 				CycleSeq: d.state.Run.CycleSeq, At: state.FormatTime(now), Object: obj, Reasons: []string{"undecodable_inbox_file"}}}); err != nil {
 				return Inputs{}, err
 			}
+			d.notify("warn", "inbox file quarantined", map[string]any{"file": r.Name, "reason": r.Reason})
 		}
 		for _, it := range items {
 			in.InboxPresent = append(in.InboxPresent, it.ID)
@@ -856,9 +890,12 @@ func (d *Driver) providerFailed(cause error) error {
 		return errors.Join(cause, err)
 	}
 	limit := d.state.Contract.Policy.Defaults().MaxProviderFailures
+	d.notify("warn", "provider failed; the run state did not advance", map[string]any{"error": cause.Error(), "consecutive": d.failures, "limit": limit})
 	if d.failures < limit {
 		return cause
 	}
+	d.notify("error", "run faulted: provider failures reached the policy's limit (acr wake --signal manual_resume resumes it)",
+		map[string]any{"consecutive": d.failures, "limit": limit})
 	st, evs, err := Fault(d.state, d.Clock.Now(), []string{"provider_failures_exceeded", fmt.Sprintf("failures_%d", d.failures)})
 	if err != nil {
 		return err

@@ -46,7 +46,7 @@ func (b *builder) finish() {
 		if b.exhausts("compactions", 1) {
 			b.conclude(state.Stopped, []string{"budget_limit", "budget_compactions"})
 		} else {
-			nb, comp, err := memory.Compact(b.s.Context, b.cycle, trigger, mp)
+			nb, comp, err := memory.Compact(b.s.Context, b.protected(), b.cycle, trigger, mp)
 			if err != nil {
 				b.emit(event.CompactionFailed, nil, nil, err.Error())
 				b.conclude(state.Faulted, []string{"compaction_failed"})
@@ -93,7 +93,12 @@ func (b *builder) finish() {
 	b.rec.LoopDisposition = d
 	b.rec.ReasonCodes = rs.ReasonCodes
 	cycObj, cycRef := b.object(kindCycle, b.rec) // recorded below, encoded once
-	rs.LastCheckpointRef = b.s.Run.LastCheckpointRef
+	if rs.Format() != state.LedgerFormat1 {
+		// The run state cannot name the checkpoint that will hold it (that
+		// record holds its ref), so it names the one before: the last
+		// checkpoint the run had when this state was made.
+		rs.LastCheckpointRef = checkpointRef(b.s.Checkpoint)
+	}
 	rs.LastCycleRef = cycRef
 	b.s.seal()
 	b.emitDisposition(d)

@@ -106,6 +106,15 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 	decRef := b.record(event.DecisionRecorded, "gdec", d, map[string]codec.Ref{"action": actionRef}, d.ReasonCodes...)
 	rcptRef := b.record(event.ReceiptRecorded, "grcpt", governance.NewReceipt(d, decRef, req), map[string]codec.Ref{"decision": decRef})
 	b.rec.GovernanceDecisionRef = decRef
+	if rs.Format() != state.LedgerFormat1 {
+		// The seed resolves reflexive autonomy (may the loop act on this
+		// alone, at its A-level?) before the boundary; here every action
+		// request crosses the boundary, and governance.Decide resolves the
+		// autonomy as one of its steps (A0 refuses, A1 escalates; the
+		// decision's autonomy field and reason codes say which), so the
+		// decision is the cycle's autonomy resolution.
+		b.rec.AutonomyResolutionRef = decRef
+	}
 	b.rec.GovernanceDecision = d.Verdict.String()
 	b.sum.GovernanceDecision = d.Verdict.String()
 	b.sum.Action = action.Describe()
@@ -147,7 +156,15 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 		b.emit(event.ActionRequested, nil, map[string]codec.Ref{"action": actionRef, "decision": decRef}, "idempotency_key_derived")
 	case governance.Refuse:
 		b.block(controller.IntentCustodian, "governance_refused_"+d.ReasonCodes[0], decRef, rcptRef)
-		b.suppress(state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "refused_" + d.ReasonCodes[0], DecisionRef: decRef, Since: b.at})
+		sp := state.Suppression{ItemID: b.item, Fingerprint: b.fp, Reason: "refused_" + d.ReasonCodes[0], DecisionRef: decRef, Since: b.at}
+		if rs.Format() != state.LedgerFormat1 {
+			// New evidence (the target changed) lifts the refusal and the
+			// item is weighed again, under the same pinned contract, so a
+			// refusal can only be repeated, never talked out of. Format-1
+			// runs kept a refused item aside until its check passed.
+			sp.EvidenceRef = b.evidence
+		}
+		b.suppress(sp)
 		b.conclude(b.orResting(more), append([]string{"governance_refused"}, d.ReasonCodes...))
 	case governance.IdleVerdict:
 		b.move(controller.NoCycle, "nothing_to_do", decRef, rcptRef)

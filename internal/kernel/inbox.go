@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -28,7 +29,7 @@ func (b *builder) consumeInbox(in Inputs) {
 	rs.InboxSeen = slices.DeleteFunc(rs.InboxSeen, func(id string) bool { return !present[id] })
 	rs.DedupKeys = slices.DeleteFunc(rs.DedupKeys, func(k state.DedupKey) bool { return expired(k.Expires, b.now) })
 	replaced := replacedAnswers(in.Inbox)
-	for _, it := range in.Inbox {
+	for _, it := range byPriority(in.Inbox, rs.Format()) {
 		ref := codec.NewRef(inboxKind(it.Kind), it.Body)
 		refs := map[string]codec.Ref{"item": ref}
 		if !slices.Contains(rs.InboxSeen, it.ID) {
@@ -75,6 +76,26 @@ func (b *builder) consumeInbox(in Inputs) {
 	}
 	slices.Sort(rs.InboxSeen)
 	slices.SortFunc(rs.DedupKeys, func(a, c state.DedupKey) int { return strings.Compare(a.Key, c.Key) })
+}
+
+// byPriority is the order a cycle consumes its inbox items in: wake
+// signals by descending priority, so that of two signals with one dedup
+// key the more urgent is accepted and the other coalesced into it, and
+// otherwise the order the inbox listed them in. Format-1 runs consumed in
+// listed order only, and replay must derive them as they were.
+func byPriority(items []inbox.Item, f state.LedgerFormat) []inbox.Item {
+	if f == state.LedgerFormat1 {
+		return items
+	}
+	prio := func(it inbox.Item) int {
+		if it.Kind == inbox.KindWake && it.Wake != nil {
+			return it.Wake.Priority
+		}
+		return 0
+	}
+	out := slices.Clone(items)
+	slices.SortStableFunc(out, func(a, c inbox.Item) int { return cmp.Compare(prio(c), prio(a)) })
+	return out
 }
 
 // loopRole reports whether an approver names one of the loop's own roles.

@@ -98,6 +98,9 @@ func Fault(s EngineState, now time.Time, reasons []string) (EngineState, []event
 	b.s.Run.Waiting = nil
 	b.s.Run.NextWake = nil
 	b.s.Run.UpdatedAt = b.at
+	if b.s.Run.Format() != state.LedgerFormat1 {
+		b.s.Run.LastCheckpointRef = checkpointRef(b.s.Checkpoint)
+	}
 	b.s.seal()
 	b.emit(event.RunFaulted, nil, nil, reasons...)
 	chk := b.s.Checkpoint

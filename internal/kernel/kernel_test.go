@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -304,4 +305,96 @@ func settled(out *world.Outcome, passing ...string) Settlement {
 	}
 	return Settlement{Outcome: out, Readback: &world.Readback{Schema: world.ReadbackSchema, Target: out.Target, SHA256: out.AfterSHA256,
 		Passing: passing, Failing: []string{}}}
+}
+
+// TestCheckpointChain: from ledger format 2 on, a cycle record names the
+// checkpoint the cycle started from and the run state names the last
+// checkpoint before it, both by the ref the checkpoint was recorded under,
+// and the cycle's autonomy resolution is its governance decision; a
+// format-1 run leaves all three empty, as it always did.
+func TestCheckpointChain(t *testing.T) {
+	spec := testSpec(patchCheck("a", "a.txt"), patchCheck("b", "b.txt"))
+	obs := observe(spec, map[string]bool{"a": true, "b": true}, false)
+	for _, f := range []state.LedgerFormat{state.LedgerFormat1, state.LedgerFormat2} {
+		t.Run(fmt.Sprint(f), func(t *testing.T) {
+			g := intent.Goal{Schema: intent.Schema, ID: "g", Mission: "m", Success: intent.Success{AllChecksPass: true}}
+			s, evs, err := Init(Bootstrap{RunID: "run:test", Now: t0, Goal: g, Contract: testContract(), Spec: spec, Observation: obs, LedgerFormat: f})
+			require.NoError(t, err)
+			last := func(evs []event.Event) codec.Ref {
+				for i := len(evs) - 1; i >= 0; i-- {
+					if evs[i].Type == event.CheckpointCreated {
+						return evs[i].Object.Ref
+					}
+				}
+				t.Fatal("no checkpoint.created event")
+				return ""
+			}
+			prev := last(evs)
+			for i := range 2 {
+				p, err := Begin(s, Inputs{Now: t0.Add(time.Duration(i+1) * time.Minute), Observation: obs})
+				require.NoError(t, err)
+				out := &world.Outcome{Schema: world.OutcomeSchema, Key: p.Effect.Key, Operation: world.OpApplyPatch, Target: p.Effect.Action.Target,
+					Status: world.OutcomeCommitted, PostCheck: &world.CheckResult{ID: p.Effect.Action.CheckID, Status: world.CheckPass}}
+				r, err := Finish(p, settled(out, p.Effect.Action.CheckID))
+				require.NoError(t, err)
+				var rec state.CycleRecord
+				for _, ev := range r.Events {
+					if ev.Type == event.CycleCompleted {
+						require.NoError(t, ev.Object.Decode(&rec))
+					}
+				}
+				if f == state.LedgerFormat1 {
+					assert.Empty(t, rec.CheckpointRef)
+					assert.Empty(t, r.State.Run.LastCheckpointRef)
+					assert.Empty(t, rec.AutonomyResolutionRef)
+				} else {
+					assert.NotEmpty(t, rec.GovernanceDecisionRef)
+					assert.Equal(t, rec.GovernanceDecisionRef, rec.AutonomyResolutionRef, "governance resolved the autonomy")
+					assert.Equal(t, prev, rec.CheckpointRef, "cycle %d starts from the checkpoint before it", rec.CycleSeq)
+					assert.Equal(t, prev, r.State.Run.LastCheckpointRef)
+				}
+				prev, s = last(r.Events), r.State
+			}
+		})
+	}
+}
+
+// TestCapabilityGap: a failing check the loop cannot fix (no declared fix
+// and no proposer to ask) is a capability gap in the tension report; a fix
+// or a proposer closes the gap; a format-1 run never reported one.
+func TestCapabilityGap(t *testing.T) {
+	gap := world.Check{ID: "gap", Summary: "gap", Kind: world.CheckAbsentText, Path: "g.txt", Text: "bad", Priority: 5}
+	for _, c := range []struct {
+		name     string
+		check    world.Check
+		proposer bool
+		format   state.LedgerFormat
+		want     bool
+	}{
+		{"no fix, no proposer", gap, false, state.CurrentLedgerFormat, true},
+		{"a declared fix", patchCheck("gap", "g.txt"), false, state.CurrentLedgerFormat, false},
+		{"a proposer", gap, true, state.CurrentLedgerFormat, false},
+		{"format 1", gap, false, state.LedgerFormat1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spec := testSpec(c.check)
+			contract := testContract()
+			if c.proposer {
+				contract.Proposer = &governance.Proposer{Argv: []string{"propose"}}
+			}
+			g := intent.Goal{Schema: intent.Schema, ID: "g", Mission: "m", Success: intent.Success{AllChecksPass: true}}
+			s, _, err := Init(Bootstrap{RunID: "run:test", Now: t0, Goal: g, Contract: contract, Spec: spec,
+				Observation: observe(spec, nil, false), LedgerFormat: c.format})
+			require.NoError(t, err)
+			p, err := Begin(s, Inputs{Now: t0.Add(time.Minute), Observation: observe(spec, map[string]bool{"gap": true}, false)})
+			require.NoError(t, err)
+			classes := reasonsOf(p.Events, event.TensionAssessed)
+			assert.Contains(t, classes, controller.TensionValidation)
+			if c.want {
+				assert.Contains(t, classes, controller.TensionCapabilityGap)
+			} else {
+				assert.NotContains(t, classes, controller.TensionCapabilityGap)
+			}
+		})
+	}
 }

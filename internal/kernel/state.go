@@ -241,6 +241,9 @@ func (s *EngineState) seal() {
 	s.Run.ID = codec.Ref(kindRunState + ":" + string(fp))
 }
 
+// checkpointRef is the ref a checkpoint record is recorded under.
+func checkpointRef(c state.Checkpoint) codec.Ref { return codec.MustRefOf(kindCheckpoint, c) }
+
 // clone returns a deep copy, so that a step never mutates its input state.
 func (s EngineState) clone() EngineState {
 	var out EngineState

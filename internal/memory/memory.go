@@ -158,7 +158,11 @@ var ErrProtectedLost = errors.New("compaction would drop a protected ref")
 
 // Compact folds all but the newest KeepUnits units into one summary block,
 // keeps at most KeepBlocks blocks, and carries every protected ref over.
-func Compact(b Binding, cycleSeq int64, trigger string, p Policy) (Binding, Compression, error) {
+// must is the set of refs the caller requires to survive, computed by the
+// caller from its own state rather than read from b: the compacted binding
+// must hold every one of them, or Compact fails with ErrProtectedLost and
+// b is kept as it was.
+func Compact(b Binding, must []Protected, cycleSeq int64, trigger string, p Policy) (Binding, Compression, error) {
 	keep := min(max(p.KeepUnits, 0), len(b.Units))
 	units, err := b.UnitsOf()
 	if err != nil {
@@ -193,7 +197,7 @@ func Compact(b Binding, cycleSeq int64, trigger string, p Policy) (Binding, Comp
 		c.Dropped = slices.Clone(out.Blocks[:n])
 		out.Blocks = slices.Clone(out.Blocks[n:])
 	}
-	for _, pr := range b.Protected {
+	for _, pr := range must {
 		if !slices.Contains(out.Protected, pr) {
 			return b, Compression{}, fmt.Errorf("%w: %s %s", ErrProtectedLost, pr.Kind, pr.Ref)
 		}

@@ -120,7 +120,7 @@ func TestCompactFoldsOldUnits(t *testing.T) {
 	beforeRef := b.Ref()
 	beforeUnits := slices.Clone(b.Units)
 
-	out, c, err := memory.Compact(b, 11, "units_over_limit", memory.Policy{KeepUnits: 3, KeepBlocks: 4})
+	out, c, err := memory.Compact(b, nil, 11, "units_over_limit", memory.Policy{KeepUnits: 3, KeepBlocks: 4})
 	require.NoError(t, err)
 
 	// The newest KeepUnits units stay raw.
@@ -166,7 +166,7 @@ func TestCompactFoldsOldUnits(t *testing.T) {
 	assert.Equal(t, int64(11), out.LastCompactionCycle)
 
 	// Compaction is deterministic.
-	out2, c2, err := memory.Compact(b, 11, "units_over_limit", memory.Policy{KeepUnits: 3, KeepBlocks: 4})
+	out2, c2, err := memory.Compact(b, nil, 11, "units_over_limit", memory.Policy{KeepUnits: 3, KeepBlocks: 4})
 	require.NoError(t, err)
 	assert.Equal(t, out, out2)
 	assert.Equal(t, c, c2)
@@ -196,7 +196,7 @@ func TestCompactWithNothingToFold(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			out, c, err := memory.Compact(tc.b, 50, "cadence", memory.Policy{KeepUnits: tc.keep})
+			out, c, err := memory.Compact(tc.b, nil, 50, "cadence", memory.Policy{KeepUnits: tc.keep})
 			require.NoError(t, err)
 			assert.Equal(t, tc.b.Units, out.Units)
 			assert.Empty(t, out.Blocks)
@@ -207,7 +207,7 @@ func TestCompactWithNothingToFold(t *testing.T) {
 	}
 
 	// A negative KeepUnits folds everything.
-	out, c, err := memory.Compact(bindingWith(4), 5, "explicit_request", memory.Policy{KeepUnits: -2})
+	out, c, err := memory.Compact(bindingWith(4), nil, 5, "explicit_request", memory.Policy{KeepUnits: -2})
 	require.NoError(t, err)
 	assert.Empty(t, out.Units)
 	assert.Equal(t, 4, c.Block.Units)
@@ -225,7 +225,7 @@ func TestCompactKeepBlocksDropsOldest(t *testing.T) {
 		var c memory.Compression
 		var err error
 		seq++
-		b, c, err = memory.Compact(b, seq, "cadence", memory.Policy{KeepUnits: 0, KeepBlocks: 2})
+		b, c, err = memory.Compact(b, nil, seq, "cadence", memory.Policy{KeepUnits: 0, KeepBlocks: 2})
 		require.NoError(t, err)
 		made = append(made, c.Block)
 		switch round {
@@ -263,7 +263,7 @@ func TestCompactWithoutKeepBlocksKeepsEveryBlock(t *testing.T) {
 	for i := int64(1); i <= 5; i++ {
 		b = memory.Record(b, unit(i, ""), nil)
 		var err error
-		b, _, err = memory.Compact(b, i, "explicit_request", memory.Policy{})
+		b, _, err = memory.Compact(b, nil, i, "explicit_request", memory.Policy{})
 		require.NoError(t, err)
 	}
 	assert.Len(t, b.Blocks, 5)
@@ -296,4 +296,19 @@ func unitsOf(t *testing.T, b memory.Binding) []memory.Unit {
 func decodeUnits(t *testing.T, raw []codec.Canonical) []memory.Unit {
 	t.Helper()
 	return unitsOf(t, memory.Binding{Units: raw})
+}
+
+// TestCompactKeepsWhatTheCallerRequires: the refs the caller requires are
+// checked against the compacted binding; one the binding does not carry
+// fails the compaction and leaves the binding as it was.
+func TestCompactKeepsWhatTheCallerRequires(t *testing.T) {
+	b := bindingWith(12)
+	kept := memory.Protected{Kind: "commitment", Ref: "c1@v1"}
+	b = memory.Record(b, memory.Unit{CycleSeq: 13}, []memory.Protected{kept})
+	_, _, err := memory.Compact(b, []memory.Protected{kept}, 13, "cadence", memory.Policy{KeepUnits: 2})
+	require.NoError(t, err)
+	lost := memory.Protected{Kind: "pending_approval", Ref: "areq:x"}
+	out, _, err := memory.Compact(b, []memory.Protected{kept, lost}, 13, "cadence", memory.Policy{KeepUnits: 2})
+	require.ErrorIs(t, err, memory.ErrProtectedLost)
+	assert.Equal(t, b.Ref(), out.Ref(), "a failed compaction keeps the binding")
 }

@@ -93,9 +93,9 @@ func Catalogue() []Mutant {
 					Replace:  "\t\tProtected: slices.DeleteFunc(normalise(b.Protected), func(p Protected) bool { return p.Kind == \"commitment\" }), LastCompactionCycle: cycleSeq}\n",
 					Switched: "\t\tProtected: slices.DeleteFunc(normalise(b.Protected), func(p Protected) bool { return MUTANT_ON && p.Kind == \"commitment\" }), LastCompactionCycle: cycleSeq}\n"},
 				{File: "internal/memory/memory.go",
-					Find:     "\tfor _, pr := range b.Protected {\n",
+					Find:     "\tfor _, pr := range must {\n",
 					Replace:  "\tfor _, pr := range out.Protected {\n",
-					Switched: "\tfor _, pr := range map[bool][]Protected{false: b.Protected, true: out.Protected}[MUTANT_ON] {\n"},
+					Switched: "\tfor _, pr := range map[bool][]Protected{false: must, true: out.Protected}[MUTANT_ON] {\n"},
 			},
 		},
 		{

@@ -222,6 +222,23 @@ func (w *World) postCheck(id string) (*world.CheckResult, error) {
 	return &r, nil
 }
 
+// postCheckWritten is postCheck right after p was applied to target: a
+// check on the target judges the bytes the write just put there (written,
+// fsynced and renamed under w.mu a moment ago) rather than reading them
+// back; the observer's readback is the independent reading. Anything else
+// (a failed write, a check on another file) is postCheck.
+func (w *World) postCheckWritten(id, target string, p plan) (*world.CheckResult, error) {
+	c, ok := w.checkByID(id)
+	if !ok || c.Path != target || !p.write || p.out.Status != world.OutcomeCommitted {
+		return w.postCheck(id)
+	}
+	if k, ok := world.CheckKindOf(c.Kind); !ok || !k.OnFile {
+		return w.postCheck(id)
+	}
+	r := world.Evaluate(c, p.content, !p.remove)
+	return &r, nil
+}
+
 // commit records the outcome durably, the commit point, and returns it as
 // decoded from the bytes written, so that a fresh execution and a later
 // replay return values that are equal field for field. The intent record

@@ -41,7 +41,18 @@ func (w *World) Observe() (world.Observation, error) {
 		Checks:   []world.CheckResult{},
 		Evidence: []world.EvidenceFact{},
 	}
-	wk := walker{w: w, obs: &obs, limits: w.spec.ObservationLimits()}
+	// The walk hands over the bytes of every file a check judges, so that
+	// each is read once per observation and the checks judge the very
+	// bytes whose hash the observation records.
+	judged := map[string]bool{}
+	for _, c := range w.spec.Checks {
+		if k, ok := world.CheckKindOf(c.Kind); ok && k.OnFile {
+			judged[c.Path] = true
+		}
+	}
+	seen := make(map[string][]byte, len(judged))
+	wk := walker{w: w, obs: &obs, limits: w.spec.ObservationLimits(),
+		kept: func(p string) bool { return judged[p] }, keep: func(p string, data []byte) { seen[p] = data }}
 	if err := wk.dir(".", 0); err != nil {
 		return world.Observation{}, fmt.Errorf("observe: %w", err)
 	}
@@ -53,7 +64,7 @@ func (w *World) Observe() (world.Observation, error) {
 		w.lastFiles[f.Path] = f.SHA256
 	}
 	for _, c := range w.spec.Checks {
-		r, dur, err := w.evaluateTimed(c)
+		r, dur, err := w.evaluateSeen(c, seen)
 		if err != nil {
 			return world.Observation{}, fmt.Errorf("observe: %w", err)
 		}
@@ -64,6 +75,11 @@ func (w *World) Observe() (world.Observation, error) {
 	}
 	for _, e := range w.spec.Evidence {
 		fact := world.EvidenceFact{ID: e.ID}
+		if sum, ok := w.lastFiles[e.Path]; ok {
+			fact.Present, fact.SHA256 = true, sum
+			obs.Evidence = append(obs.Evidence, fact)
+			continue
+		}
 		data, exists, err := w.readScratch(e.Path)
 		if err != nil && !refused(err) {
 			return world.Observation{}, fmt.Errorf("observe evidence %s: %w", e.ID, err)
@@ -86,8 +102,11 @@ type walker struct {
 	// match, when set, limits the files listed to those matching one of
 	// these patterns (directories that cannot hold one are not entered).
 	match []string
-	// keep, when set, is handed each listed file's whole content.
+	// keep, when set, is handed the whole content of each listed file
+	// that kept accepts (every listed file when kept is nil); the others
+	// are hashed as they stream by.
 	keep func(p string, data []byte)
+	kept func(p string) bool
 }
 
 // wants reports whether the walk lists file p, or may find such files
@@ -186,7 +205,7 @@ func (wk *walker) file(p string) error {
 	}
 	var sum codec.Fingerprint
 	var size int64
-	if wk.keep != nil {
+	if wk.keep != nil && (wk.kept == nil || wk.kept(p)) {
 		data, err := io.ReadAll(f)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", p, err)
@@ -286,6 +305,19 @@ func (w *World) evaluateTimed(c world.Check) (world.CheckResult, int64, error) {
 		return world.CheckResult{ID: c.ID, Status: world.CheckFail, Detail: err.Error()}, 0, nil
 	}
 	return world.Evaluate(c, data, exists), 0, nil
+}
+
+// evaluateSeen is evaluateTimed for a check whose file the observation's
+// walk already read (seen holds those files' bytes); any other check reads
+// for itself, which also gives a path the walk did not list (missing,
+// refused, excluded) the same verdict and detail as ever.
+func (w *World) evaluateSeen(c world.Check, seen map[string][]byte) (world.CheckResult, int64, error) {
+	if k, ok := world.CheckKindOf(c.Kind); ok && k.OnFile {
+		if data, ok := seen[c.Path]; ok {
+			return world.Evaluate(c, data, true), 0, nil
+		}
+	}
+	return w.evaluateTimed(c)
 }
 
 // checkByID finds a spec check.

@@ -256,7 +256,7 @@ func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (wo
 		if err := w.applyPlan(target, &p); err != nil {
 			return world.Outcome{}, false, err
 		}
-		if p.out.PostCheck, err = w.postCheck(a.CheckID); err != nil {
+		if p.out.PostCheck, err = w.postCheckWritten(a.CheckID, target, p); err != nil {
 			return world.Outcome{}, false, err
 		}
 		out, err := w.settle(h, a, p.out, recordNothing)

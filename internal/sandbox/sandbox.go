@@ -104,6 +104,12 @@ type World struct {
 	// prepared is the plan of the last Prepare, so that the Commit that
 	// follows it need not compute the same new content again.
 	prepared *preparedPlan
+	// rootDir is the world's top directory, opened once for its fsyncs:
+	// it is the directory root holds, which cannot be swapped for another
+	// while root is open, so one handle serves every effect on a file
+	// there (a handle on a subdirectory could outlive a replaced one, so
+	// those are opened per fsync).
+	rootDir *os.File
 }
 
 // Create makes sandbox/world under stateDir, which must exist, writes
@@ -221,6 +227,10 @@ func (w *World) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	terr := w.table.close()
+	if w.rootDir != nil {
+		_ = w.rootDir.Close()
+		w.rootDir = nil
+	}
 	if err := w.root.Close(); err != nil {
 		return fmt.Errorf("close sandbox: %w", err)
 	}
@@ -537,6 +547,19 @@ func (w *World) mkdirs(dir string) error {
 }
 
 func (w *World) syncDir(dir string) error {
+	if dir == "." {
+		if w.rootDir == nil {
+			f, err := w.root.Open(".")
+			if err != nil {
+				return err
+			}
+			w.rootDir = f
+		}
+		if err := w.rootDir.Sync(); err != nil {
+			return fmt.Errorf("fsync world dir %s: %w", dir, err)
+		}
+		return nil
+	}
 	f, err := w.root.Open(dir)
 	if err != nil {
 		return err

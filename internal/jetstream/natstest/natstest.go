@@ -104,23 +104,48 @@ type Cluster struct {
 
 // StartCluster starts n routed JetStream servers (n >= 3 for replicated
 // streams) and waits until they have elected a meta leader that sees all
-// of them online. Cluster ports
-// are reserved by listening on port 0 and closing, so another process may
-// in rare cases take one first; the test then fails at start.
+// of them online. Cluster ports are reserved by listening on port 0 and
+// closing, so another process (a parallel test package) may take one
+// first; and on a loaded machine a member can miss the readiness deadline.
+// Neither says anything about the code under test, so a cluster that does
+// not come up is torn down and started again on fresh ports, up to three
+// times, before the test fails.
 func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
 	t.Helper()
+	var err error
+	for attempt := 1; attempt <= 3; attempt++ {
+		var c *Cluster
+		if c, err = startCluster(t, n, opts); err == nil {
+			return c
+		}
+		t.Logf("natstest: cluster start attempt %d: %v", attempt, err)
+	}
+	t.Fatalf("natstest: %v", err)
+	return nil
+}
+
+// startCluster is one attempt of StartCluster; on error every server it
+// started is shut down.
+func startCluster(t testing.TB, n int, opts []Option) (_ *Cluster, err error) {
 	ports := make([]int, n)
 	var routes []*url.URL
 	for i := range ports {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatalf("natstest: reserve port: %v", err)
+			return nil, fmt.Errorf("reserve port: %w", err)
 		}
 		ports[i] = l.Addr().(*net.TCPAddr).Port
 		l.Close()
 		routes = append(routes, &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", ports[i])})
 	}
 	c := &Cluster{}
+	defer func() {
+		if err != nil {
+			for _, s := range c.Servers {
+				s.Shutdown()
+			}
+		}
+	}()
 	done := make(chan *Server, n)
 	for i := range n {
 		o := server.Options{
@@ -151,17 +176,22 @@ func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
 			done <- s
 		}()
 	}
+	var failed bool
 	for range n {
 		s := <-done
 		if s == nil {
-			t.Fatal("natstest: a cluster server did not start")
+			failed = true
+			continue
 		}
 		c.Servers = append(c.Servers, s)
 		t.Cleanup(s.Shutdown)
 	}
+	if failed {
+		return nil, fmt.Errorf("a cluster server did not start")
+	}
 	for _, s := range c.Servers {
 		if !s.ReadyForConnections(readyTimeout) {
-			t.Fatalf("natstest: server %s not ready", s.opts.ServerName)
+			return nil, fmt.Errorf("server %s not ready after %v", s.opts.ServerName, readyTimeout)
 		}
 		s.opts.Port = s.Addr().(*net.TCPAddr).Port
 	}
@@ -170,11 +200,11 @@ func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
 	deadline := time.Now().Add(readyTimeout)
 	for l := c.Leader(); l == nil || len(l.JetStreamClusterPeers()) < n; l = c.Leader() {
 		if time.Now().After(deadline) {
-			t.Fatalf("natstest: no JetStream meta leader with %d peers online", n)
+			return nil, fmt.Errorf("no JetStream meta leader with %d peers online after %v", n, readyTimeout)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return c
+	return c, nil
 }
 
 // Leader returns the server that leads the JetStream meta group, or nil.

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const sampleSideBySide = `building...
+dbos-go 3-step sqlite FULL: wall ms  A median 4000 (min 3900, max 4100)  B median 2000 (min 1900, max 2100)  A/B median 2 (min 1.9, max 2.1)  (5 pairs, load 1.0 1.0 1.0)
+dbos-go 3-step sqlite FULL: acr throughput = 0.50x the peer's
+langgraph.js 3-node sqlite durable: wall ms  A median 4000  B median 8000  A/B median 0.5
+langgraph.js 3-node sqlite durable: acr throughput = 2.00x the peer's
+acr: 31000 bytes on disk per cycle (1000 cycles)
+acr: 3.10 fsyncs per cycle (init included)
+`
+
+func TestParseSideBySide(t *testing.T) {
+	s, err := parseSideBySide(sampleSideBySide)
+	require.NoError(t, err)
+	require.Len(t, s.ratios, 2)
+	assert.Equal(t, "dbos-go 3-step sqlite FULL", s.ratios[0].label)
+	assert.InDelta(t, 0.5, s.ratios[0].throughput, 1e-9)
+	assert.Contains(t, s.ratios[0].wall, "A median 4000")
+	assert.InDelta(t, 2.0, s.ratios[1].throughput, 1e-9)
+	assert.Equal(t, 31000.0, s.bytesPerCycle)
+	assert.Equal(t, 1000, s.cycles)
+
+	for name, out := range map[string]string{
+		"no ratio": "acr: 31000 bytes on disk per cycle (1000 cycles)\n",
+		"no bytes": "x: acr throughput = 1.00x the peer's\n",
+		"empty":    "",
+	} {
+		_, err := parseSideBySide(out)
+		assert.Error(t, err, name)
+	}
+}
+
+func TestParseStraceSummary(t *testing.T) {
+	table := `% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 90.00    1.000000         300      3100           fsync
+ 10.00    0.100000          10      5000        12 openat
+  0.00    0.000000           0         4           fdatasync
+------ ----------- ----------- --------- --------- ----------------
+100.00    1.100000         100      8104        12 total
+`
+	c := parseStraceSummary(table)
+	assert.Equal(t, 3100, c["fsync"])
+	assert.Equal(t, 5000, c["openat"])
+	assert.Equal(t, 4, c["fdatasync"])
+}
+
+func TestSectionSplicing(t *testing.T) {
+	s, err := parseSideBySide(sampleSideBySide)
+	require.NoError(t, err)
+	q := queueRun{cpuPerCycle: 700 * time.Microsecond, sys: syscalls{fsyncs: 3.1, openats: 6}, straced: true}
+	sec := renderPeers(s, q, sampleSideBySide, "2026-12-01", "1.0 1.0 1.0")
+	assert.Contains(t, sec, "| acr throughput vs dbos-go 3-step sqlite FULL | ≥ 1.0× | 0.50×")
+	assert.Contains(t, sec, "| acr throughput vs langgraph.js 3-node sqlite durable | ≥ 3.0× | 2.00×")
+	assert.Contains(t, sec, "| 31.0 KB | **missed** |")
+	assert.Contains(t, sec, "| fsyncs per acting cycle (strace) | ≤ 3 | 3.10 | **missed** |")
+
+	// Appended to a document without the section, replaced in one with it,
+	// and what follows the section is kept both by bench-peers and by bench.
+	doc := "# Performance\n\nrows\n"
+	once := spliceSection(doc, sec)
+	require.True(t, strings.HasPrefix(once, doc))
+	withNotes := once + "\n## Notes\nhand-written\n"
+	twice := spliceSection(withNotes, strings.Replace(sec, "0.50×", "0.90×", 1))
+	assert.Contains(t, twice, "0.90×")
+	assert.NotContains(t, twice, "0.50×")
+	assert.Contains(t, twice, "hand-written")
+	assert.Equal(t, 1, strings.Count(twice, peersBegin))
+	tail := keptTail(twice)
+	assert.True(t, strings.HasPrefix(tail, peersBegin))
+	assert.Contains(t, tail, "hand-written")
+	assert.Empty(t, keptTail(doc))
+}
