@@ -4,7 +4,9 @@ package codec
 // recorded object. The encoder writes them as they are instead of parsing
 // and re-emitting them, so they are hashed and stored exactly as produced.
 // Whoever builds a Canonical must guarantee the bytes are canonical (they
-// come from Marshal, or were checked by ParseCanonical when read back).
+// come from Marshal, or were checked by ParseCanonical when read back), and
+// nobody writes into them afterwards: they are shared, not copied, when a
+// value holding them is copied (the kernel's state clone does so).
 type Canonical []byte
 
 // MarshalJSON returns the bytes unchanged.
@@ -15,9 +17,11 @@ func (c Canonical) MarshalJSON() ([]byte, error) {
 	return c, nil
 }
 
-// UnmarshalJSON keeps a copy of the bytes. Decoding a stored document with
+// UnmarshalJSON keeps a copy of the bytes, in a new array: the bytes of a
+// Canonical are never written in place, so copies of one may share them as
+// they would share a string. Decoding a stored document with
 // UnmarshalCanonical has already checked that they are canonical.
 func (c *Canonical) UnmarshalJSON(b []byte) error {
-	*c = append((*c)[:0], b...)
+	*c = append(Canonical(nil), b...)
 	return nil
 }

@@ -95,11 +95,42 @@ func nullAllowed(t reflect.Type, rule nullRule) bool {
 // form, with the same strictness as Unmarshal. Loading then re-encoding
 // such a document gives back the same bytes.
 func UnmarshalCanonical(data []byte, v any) error {
+	if decodedExactly(data, v) {
+		return nil
+	}
 	val, err := ParseCanonical(data)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNotCanonical, err)
 	}
 	return decodeValue(val, data, v, nullStored)
+}
+
+// decodedExactly is UnmarshalCanonical's fast path, for the documents acr
+// wrote itself: encoding/json decodes data into a new value of v's type,
+// and if encoding that gives back exactly data, the strict decoder has
+// nothing to refuse, and the value becomes *v. The bytes are canonical
+// (Marshal wrote the same), every key is one the type declares, spelled as
+// declared (Marshal writes no other), and null stands only where Marshal
+// writes it (a nil pointer, slice, map or interface, or a value that
+// decodes null itself: Value, Canonical), which stored documents allow.
+// It is taken only when *v is the zero value, so that decoding into a new
+// value is what decoding into *v would give; when it reports false, *v is
+// untouched and the strict path decides.
+func decodedExactly(data []byte, v any) bool {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || !rv.Elem().IsZero() {
+		return false
+	}
+	fresh := reflect.New(rv.Type().Elem())
+	if json.Unmarshal(data, fresh.Interface()) != nil {
+		return false
+	}
+	enc, err := Marshal(fresh.Interface())
+	if err != nil || !bytes.Equal(enc, data) {
+		return false
+	}
+	rv.Elem().Set(fresh.Elem())
+	return true
 }
 
 // UnmarshalExact decodes a stored document and checks that encoding the

@@ -12,10 +12,13 @@ import (
 	"unicode/utf8"
 )
 
-// The canonical encoder walks Go values directly and writes canonical
-// bytes in one pass. It is the fast path of Marshal; its output must be
-// identical to encoding/json's output re-canonicalized, which the tests and
-// a fuzz target check.
+// The reflective canonical encoder walks Go values directly and writes
+// canonical bytes in one pass, asking reflect and the type caches about
+// every value it meets. Its output must be identical to encoding/json's
+// output re-canonicalized, which the tests and a fuzz target check. Marshal
+// runs the compiled encoder (compiled.go), which must write exactly what
+// reflectValue writes; reflectValue stays as its reference and encodes the
+// types with a custom encoding for it.
 
 // fieldInfo describes one struct field for encoding.
 type fieldInfo struct {
@@ -126,7 +129,8 @@ func specialOf(t reflect.Type) special {
 	return s
 }
 
-func appendValue(buf []byte, v reflect.Value) ([]byte, error) {
+// reflectValue appends the canonical encoding of v.
+func reflectValue(buf []byte, v reflect.Value) ([]byte, error) {
 	if !v.IsValid() {
 		return append(buf, "null"...), nil
 	}
@@ -166,16 +170,16 @@ func appendValue(buf []byte, v reflect.Value) ([]byte, error) {
 		}
 		return appendString(buf, string(b)), nil
 	}
-	return appendPlain(buf, v, t)
+	return reflectPlain(buf, v, t)
 }
 
-func appendPlain(buf []byte, v reflect.Value, t reflect.Type) ([]byte, error) {
+func reflectPlain(buf []byte, v reflect.Value, t reflect.Type) ([]byte, error) {
 	switch t.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
 			return append(buf, "null"...), nil
 		}
-		return appendValue(buf, v.Elem())
+		return reflectValue(buf, v.Elem())
 	case reflect.String:
 		if !utf8.ValidString(v.String()) {
 			return nil, errSlowPath{t} // encoding/json substitutes U+FFFD
@@ -207,7 +211,7 @@ func appendPlain(buf []byte, v reflect.Value, t reflect.Type) ([]byte, error) {
 				buf = append(buf, ',')
 			}
 			var err error
-			if buf, err = appendValue(buf, v.Index(i)); err != nil {
+			if buf, err = reflectValue(buf, v.Index(i)); err != nil {
 				return nil, err
 			}
 		}
@@ -232,7 +236,7 @@ func appendPlain(buf []byte, v reflect.Value, t reflect.Type) ([]byte, error) {
 			buf = appendString(buf, k.String())
 			buf = append(buf, ':')
 			var err error
-			if buf, err = appendValue(buf, v.MapIndex(k)); err != nil {
+			if buf, err = reflectValue(buf, v.MapIndex(k)); err != nil {
 				return nil, err
 			}
 		}
@@ -252,7 +256,7 @@ func appendPlain(buf []byte, v reflect.Value, t reflect.Type) ([]byte, error) {
 			buf = appendString(buf, f.name)
 			buf = append(buf, ':')
 			var err error
-			if buf, err = appendValue(buf, fv); err != nil {
+			if buf, err = reflectValue(buf, fv); err != nil {
 				return nil, err
 			}
 		}

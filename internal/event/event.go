@@ -28,6 +28,17 @@ type Event struct {
 	Reasons []string `json:"reason_codes,omitempty"`
 	// Object is the one object this event records, if it records one.
 	Object *Object `json:"object,omitempty"`
+
+	// sealed holds the canonical bytes and ref Seal computed, nil until
+	// then. It is not part of the event's JSON (unexported fields are not
+	// encoded) and copies of the event share it.
+	sealed *sealed
+}
+
+// sealed is an event's canonical encoding, computed once.
+type sealed struct {
+	b   []byte
+	ref codec.Ref
 }
 
 // Object is a content-addressed object carried by the event that creates
@@ -66,8 +77,13 @@ func (o *Object) Decode(v any) error {
 	return nil
 }
 
-// Encode returns the canonical bytes of the event and its ref.
+// Encode returns the canonical bytes of the event and its ref. For a
+// sealed event they are the bytes Seal computed; the caller must not
+// modify them.
 func (e *Event) Encode() ([]byte, codec.Ref, error) {
+	if e.sealed != nil {
+		return e.sealed.b, e.sealed.ref, nil
+	}
 	b, err := codec.Marshal(e)
 	if err != nil {
 		return nil, "", fmt.Errorf("encode event %s: %w", e.Type, err)
@@ -80,6 +96,24 @@ func (e *Event) Encode() ([]byte, codec.Ref, error) {
 func (e *Event) Ref() (codec.Ref, error) {
 	_, r, err := e.Encode()
 	return r, err
+}
+
+// Seal encodes the event once and keeps the bytes: its ref now, and the
+// same bytes later when the ledger writes it (Encode and Ref of the event
+// and of its copies return them without encoding again). A sealed event
+// must not be changed afterwards, its maps and slices included: what the
+// ledger writes would no longer be the event. Build a new Event instead.
+// Sealing a sealed event changes nothing.
+func (e *Event) Seal() (codec.Ref, error) {
+	if e.sealed != nil {
+		return e.sealed.ref, nil
+	}
+	b, ref, err := e.Encode()
+	if err != nil {
+		return "", err
+	}
+	e.sealed = &sealed{b: b, ref: ref}
+	return ref, nil
 }
 
 // Record is an event as the ledger holds it: its place in the hash chain

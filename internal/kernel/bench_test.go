@@ -12,6 +12,27 @@ import (
 // alternating between a cycle that acts and one that idles, on a run whose
 // working memory is at its steady-state size.
 func BenchmarkCycle(b *testing.B) {
+	_, step := steadyState(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		step(i)
+	}
+}
+
+// BenchmarkClone measures the copy of the state every cycle starts with,
+// at the steady-state size of the working memory.
+func BenchmarkClone(b *testing.B) {
+	s, _ := steadyState(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = s().clone()
+	}
+}
+
+// steadyState returns a run's state after 200 cycles (its working memory
+// at steady-state size) and the step that runs one more.
+func steadyState(b *testing.B) (func() EngineState, func(int)) {
 	spec := testSpec(patchCheck("a", "a.txt"))
 	failing := observe(spec, map[string]bool{"a": true}, false)
 	passing := observe(spec, map[string]bool{}, false)
@@ -41,12 +62,8 @@ func BenchmarkCycle(b *testing.B) {
 	for i := range 200 { // reach steady-state working memory
 		step(i)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		step(i)
-	}
 	_ = state.Continue
+	return func() EngineState { return s }, step
 }
 
 func newStateB(b *testing.B, spec world.Spec, obs world.Observation) EngineState {

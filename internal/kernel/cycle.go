@@ -160,13 +160,14 @@ func (b *builder) memoryRefs() []codec.Ref {
 	return out
 }
 
-// emit appends an event. obj may be nil.
+// emit appends an event, sealed: its canonical bytes are computed once,
+// for its ref here and for its line in the ledger. obj may be nil.
 func (b *builder) emit(typ event.Kind, obj *event.Object, refs map[string]codec.Ref, reasons ...string) codec.Ref {
 	ev := event.Event{Type: typ, RunID: b.s.Run.RunID, CycleSeq: b.cycle, At: b.at, Refs: refs, Reasons: reasons, Object: obj}
 	if b.last != "" {
 		ev.Parents = []codec.Ref{b.last}
 	}
-	ref, err := ev.Ref()
+	ref, err := ev.Seal()
 	if err != nil {
 		b.fail(err)
 		return ""

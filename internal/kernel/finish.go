@@ -92,7 +92,7 @@ func (b *builder) finish() {
 	// The cycle record, then the checkpoint record that points at it.
 	b.rec.LoopDisposition = d
 	b.rec.ReasonCodes = rs.ReasonCodes
-	cycRef := codec.MustRefOf(kindCycle, b.rec)
+	cycObj, cycRef := b.object(kindCycle, b.rec) // recorded below, encoded once
 	if rs.Format() != state.LedgerFormat1 {
 		// The run state cannot name the checkpoint that will hold it (that
 		// record holds its ref), so it names the one before: the last
@@ -113,7 +113,7 @@ func (b *builder) finish() {
 	}
 	b.s.Checkpoint = chk
 	chkRef := b.record(event.CheckpointCreated, kindCheckpoint, chk, map[string]codec.Ref{"cycle": cycRef})
-	b.record(event.CycleCompleted, kindCycle, b.rec, map[string]codec.Ref{"checkpoint": chkRef}, rs.LoopDisposition.String())
+	b.emit(event.CycleCompleted, cycObj, map[string]codec.Ref{"checkpoint": chkRef}, rs.LoopDisposition.String())
 
 	b.sum.CycleRef = cycRef
 	b.sum.LoopDisposition = d

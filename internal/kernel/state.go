@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"sync"
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
@@ -253,9 +254,11 @@ func (s EngineState) clone() EngineState {
 // deepCopy copies src into dst, duplicating every slice, map and pointer,
 // so that nothing reachable from dst is shared with src. Values without
 // pointers (numbers, strings, which are immutable, and structs of them) are
-// copied in one assignment, slices of them in one copy.
+// copied in one assignment, slices of them in one copy. A codec.Canonical
+// is shared as a string is: its bytes are never written in place (see its
+// doc), and a working memory holds one per cycle.
 func deepCopy(dst, src reflect.Value) {
-	if pointerFree(src.Type()) {
+	if t := src.Type(); t == canonicalType || pointerFree(t) {
 		dst.Set(src)
 		return
 	}
@@ -310,18 +313,34 @@ func deepCopy(dst, src reflect.Value) {
 	}
 }
 
+var canonicalType = reflect.TypeFor[codec.Canonical]()
+
+// pointerFreeTypes caches pointerFree, a pure function of the type: an
+// entry never changes once stored, so the cache cannot change a result,
+// only spare the walk over a struct's fields on every clone.
+var pointerFreeTypes sync.Map // reflect.Type -> bool
+
 // pointerFree reports whether values of t share no memory when assigned:
 // no slices, maps, pointers or interfaces anywhere inside (strings are
 // immutable, so sharing them is safe).
 func pointerFree(t reflect.Type) bool {
+	if free, ok := pointerFreeTypes.Load(t); ok {
+		return free.(bool)
+	}
+	free := typePointerFree(t)
+	pointerFreeTypes.Store(t, free)
+	return free
+}
+
+func typePointerFree(t reflect.Type) bool {
 	switch t.Kind() {
 	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface, reflect.Chan, reflect.Func, reflect.UnsafePointer:
 		return false
 	case reflect.Array:
-		return pointerFree(t.Elem())
+		return typePointerFree(t.Elem())
 	case reflect.Struct:
 		for i := range t.NumField() {
-			if !pointerFree(t.Field(i).Type) {
+			if !typePointerFree(t.Field(i).Type) {
 				return false
 			}
 		}

@@ -265,14 +265,24 @@ func (l *Ledger) Write(events []event.Event) ([]event.Record, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}
-	var buf []byte
-	recs := make([]event.Record, 0, len(events))
-	front := l.front
-	for _, ev := range events {
-		eb, ref, err := ev.Encode()
+	// Encode first (a sealed event hands over its bytes), so that the
+	// batch's buffer is allocated once, at its final size.
+	encoded := make([][]byte, len(events))
+	refs := make([]codec.Ref, len(events))
+	size := 0
+	for i := range events {
+		eb, ref, err := events[i].Encode()
 		if err != nil {
 			return nil, err
 		}
+		encoded[i], refs[i] = eb, ref
+		size += len(eb) + maxFraming
+	}
+	buf := make([]byte, 0, size)
+	recs := make([]event.Record, 0, len(events))
+	front := l.front
+	for i, ev := range events {
+		eb, ref := encoded[i], refs[i]
 		line, own := encodeLine(front.Seq+1, front.Hash, eb)
 		recs = append(recs, event.Record{
 			Seq: front.Seq + 1, Chain: front.Hash, Hash: own, Offset: front.Offset,
@@ -290,6 +300,11 @@ func (l *Ledger) Write(events []event.Event) ([]event.Record, error) {
 	l.indexCycles(recs)
 	return recs, nil
 }
+
+// maxFraming is the most bytes a line adds around its event: the chain,
+// hash and seq members (a seq of at most 19 digits), the braces and the
+// newline.
+const maxFraming = eventStart + hashLen + len(seqMember) + 19 + len("}\n")
 
 // Sync makes every batch written so far durable. It is free when there is
 // nothing pending.

@@ -25,13 +25,15 @@ import (
 //   - promotion: each commitment.created event in its ledger is preceded, in
 //     the same cycle, by an agenda.promotion.recorded event naming that
 //     commitment (promotion is never silent);
+//   - encoding: every recorded event and object re-encodes to its recorded
+//     bytes (reencodesRecorded);
 //   - replay: its ledger is re-derived, cycle by cycle, from its recorded
 //     inputs alone, including the ones with crashes and recoveries in them.
 func TestReferenceScenarios(t *testing.T) {
 	dirs, err := Discover(filepath.Join("..", "..", "scenarios"))
 	require.NoError(t, err)
 	require.NotEmpty(t, dirs, "no scenarios found")
-	var created, replayed atomic.Int64
+	var created, replayed, reencoded atomic.Int64
 	t.Run("each", func(t *testing.T) {
 		for _, d := range dirs {
 			t.Run(filepath.Base(d), func(t *testing.T) {
@@ -61,6 +63,9 @@ func TestReferenceScenarios(t *testing.T) {
 				t.Run("promotion", func(t *testing.T) {
 					created.Add(int64(promotionsNeverSilent(t, sc.Script.Name, recs)))
 				})
+				t.Run("encoding", func(t *testing.T) {
+					reencoded.Add(int64(reencodesRecorded(t, recs)))
+				})
 				t.Run("replay", func(t *testing.T) {
 					rep, err := kernel.Replay(recs, 1)
 					require.NoError(t, err)
@@ -73,6 +78,7 @@ func TestReferenceScenarios(t *testing.T) {
 	})
 	require.Positive(t, created.Load(), "no scenario created a commitment: the promotion check saw nothing")
 	require.Equal(t, int64(len(dirs)), replayed.Load(), "every scenario was replayed")
+	require.Positive(t, reencoded.Load(), "no recorded object was re-encoded")
 }
 
 // promotionsNeverSilent checks that each commitment.created event among
