@@ -17,7 +17,7 @@ import (
 
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/kernel"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/storage"
 )
@@ -187,8 +187,8 @@ func (a *app) next(hint string) {
 
 // clock returns the time source: the wall clock, or a frozen time given in
 // ACR_CLOCK (RFC 3339), which scenario tests use for reproducible output.
-func (a *app) clock() (rundir.Options, error) {
-	opt := rundir.Options{Clock: rundir.Clock{}, Revision: revision(), CheckpointEvery: a.cfg.CheckpointEvery, Failpoint: failpoint(a.getenv("ACR_FAILPOINT")),
+func (a *app) clock() (runstore.Options, error) {
+	opt := runstore.Options{Clock: runstore.Clock{}, Revision: revision(), CheckpointEvery: a.cfg.CheckpointEvery, Failpoint: failpoint(a.getenv("ACR_FAILPOINT")),
 		Environ: os.LookupEnv}
 	if a.cfg.Clock != "" {
 		t, err := state.ParseTime(a.cfg.Clock)
@@ -253,7 +253,7 @@ func failpoint(spec string) func(string) {
 
 // openRun opens the configured state directory, or with --no-load-state a
 // clean slate in memory.
-func (a *app) openRun(slate slateOptions) (*rundir.Run, error) {
+func (a *app) openRun(slate slateOptions) (*runstore.Run, error) {
 	if a.cfg.NoLoadState {
 		return a.cleanSlate(slate)
 	}
@@ -261,7 +261,7 @@ func (a *app) openRun(slate slateOptions) (*rundir.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := rundir.Open(a.cfg.StateDir, opt)
+	r, err := runstore.Open(a.cfg.StateDir, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -277,22 +277,22 @@ func (a *app) openRun(slate slateOptions) (*rundir.Run, error) {
 // noLoadState is the "no run" of --no-load-state: the directory is not
 // read, and the message says so.
 func noLoadState(a *app) error {
-	return fmt.Errorf("--no-load-state: %w", &rundir.NoRunError{Dir: a.cfg.StateDir + " (not read)"})
+	return fmt.Errorf("--no-load-state: %w", &runstore.NoRunError{Dir: a.cfg.StateDir + " (not read)"})
 }
 
-// rundirState is a checkpoint read without the lock.
-type rundirState struct {
+// runState is a checkpoint read without the lock.
+type runState struct {
 	State    kernel.EngineState
 	Manifest storage.Manifest
 }
 
 // readState loads the checkpoint without the lock (for read-only commands).
-func (a *app) readState() (rundirState, error) {
+func (a *app) readState() (runState, error) {
 	if a.cfg.NoLoadState {
-		return rundirState{}, noLoadState(a)
+		return runState{}, noLoadState(a)
 	}
-	st, m, err := rundir.ReadState(a.cfg.StateDir)
-	return rundirState{State: st, Manifest: m}, err
+	st, m, err := runstore.ReadState(a.cfg.StateDir)
+	return runState{State: st, Manifest: m}, err
 }
 
 // ledgerFS opens the state directory for reading its ledger, which is
@@ -301,5 +301,5 @@ func (a *app) ledgerFS() (*disk.OSDir, error) {
 	if a.cfg.NoLoadState {
 		return nil, noLoadState(a)
 	}
-	return rundir.RequireLedger(a.cfg.StateDir)
+	return runstore.RequireLedger(a.cfg.StateDir)
 }

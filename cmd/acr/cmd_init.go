@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -72,7 +72,7 @@ func runInit(ctx context.Context, opts initOptions, a *app) error {
 	if a.cfg.NoLoadState {
 		return runInitSlate(opts, a)
 	}
-	in, err := rundir.ReadInputs(opts.Goal, opts.Contract, opts.Env)
+	in, err := runstore.ReadInputs(opts.Goal, opts.Contract, opts.Env)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func runInit(ctx context.Context, opts initOptions, a *app) error {
 	if err != nil {
 		return err
 	}
-	c, err := rundir.Init(a.cfg.StateDir, in, opts.RunID, opts.Force, opt)
+	c, err := runstore.Init(a.cfg.StateDir, in, opts.RunID, opts.Force, opt)
 	if err != nil {
 		return err
 	}

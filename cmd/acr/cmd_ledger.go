@@ -8,7 +8,7 @@ import (
 
 	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/ledger"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/storage"
 )
@@ -53,7 +53,7 @@ func runLedgerVerify(ctx context.Context, opts ledgerVerifyOptions, a *app) erro
 	if a.cfg.NoLoadState {
 		return noLoadState(a)
 	}
-	fsys, err := rundir.RequireLedger(a.cfg.StateDir)
+	fsys, err := runstore.RequireLedger(a.cfg.StateDir)
 	if err != nil {
 		return err
 	}

@@ -9,14 +9,14 @@ import (
 	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 )
 
 // verifyWholeLedger walks the ledger before recovery touches anything. A
 // torn tail is not damage (recovery repairs it); anything else is.
 func verifyWholeLedger(a *app) error {
-	fsys, err := rundir.RequireRun(a.cfg.StateDir)
+	fsys, err := runstore.RequireRun(a.cfg.StateDir)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func runRecover(ctx context.Context, opts recoverOptions, a *app) error {
 	if err != nil {
 		return err
 	}
-	rebuilt, err := rundir.RebuildManifest(a.cfg.StateDir, opt)
+	rebuilt, err := runstore.RebuildManifest(a.cfg.StateDir, opt)
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func runRecover(ctx context.Context, opts recoverOptions, a *app) error {
 	if rebuilt != nil {
 		out = struct {
 			kernel.Recovery
-			Rebuilt *rundir.Rebuilt `json:"manifest_rebuilt"`
+			Rebuilt *runstore.Rebuilt `json:"manifest_rebuilt"`
 		}{rec, rebuilt}
 	}
 	a.report(out, "recovered: %t, classification: %s, cycles rolled forward: %d, actions reused: %d, ledger repaired: %t\n",

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acr-project/acr/internal/kernel"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -103,7 +103,7 @@ func wasInterrupted(rep kernel.RunReport) bool {
 // totals, and the error if one stopped it, close the object; a run stopped
 // by a signal has the reason code "interrupted" and names the signal in
 // "interrupted_by".
-func runRunJSON(ctx context.Context, opts runOptions, a *app, r *rundir.Run) error {
+func runRunJSON(ctx context.Context, opts runOptions, a *app, r *runstore.Run) error {
 	a.printf(`{"cycles":[`)
 	n := 0
 	rep, err := r.Driver.Run(ctx, opts.MaxCycles, func(s kernel.Summary) {

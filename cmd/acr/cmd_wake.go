@@ -15,7 +15,7 @@ import (
 	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/inbox"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -128,15 +128,15 @@ func runWake(ctx context.Context, opts wakeOptions, a *app) error {
 	if opts.Payload != "" {
 		b, err := os.ReadFile(opts.Payload)
 		if err != nil {
-			return &rundir.ValidationError{File: opts.Payload, Err: err}
+			return &runstore.ValidationError{File: opts.Payload, Err: err}
 		}
 		var v codec.Value
 		if err := codec.Unmarshal(b, &v); err != nil {
-			return &rundir.ValidationError{File: opts.Payload, Err: err}
+			return &runstore.ValidationError{File: opts.Payload, Err: err}
 		}
 		if err := inbox.CheckPayload(&v); err != nil {
 			fe := err.(*codec.FieldError)
-			return &rundir.ValidationError{File: opts.Payload, Field: fe.Path, Err: fe.Err}
+			return &runstore.ValidationError{File: opts.Payload, Field: fe.Path, Err: fe.Err}
 		}
 		sig.Payload = &v
 	}

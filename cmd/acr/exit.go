@@ -9,7 +9,7 @@ import (
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/storage"
@@ -73,15 +73,15 @@ func errorKind(err error) (int, string) {
 		ue *usageError
 		de *dataError
 		ne *noEffectError
-		ve *rundir.ValidationError
+		ve *runstore.ValidationError
 		ie *state.IntegrityError
 		re *kernel.ReplayError
 		pe *fs.PathError
 		se *codec.SyntaxError
 		fe *codec.FieldError
-		nd *rundir.NotDirError
-		dm *rundir.DamagedError
-		ii *rundir.InterruptedInitError
+		nd *runstore.NotDirError
+		dm *runstore.DamagedError
+		ii *runstore.InterruptedInitError
 	)
 	switch {
 	case err == nil:
@@ -101,7 +101,7 @@ func errorKind(err error) (int, string) {
 	case errors.As(err, &ie), errors.Is(err, ledger.ErrCorrupt), errors.Is(err, ledger.ErrBehind), errors.As(err, &re),
 		errors.Is(err, sandbox.ErrKeyConflict):
 		return exitData, "integrity"
-	case errors.Is(err, rundir.ErrRunExists):
+	case errors.Is(err, runstore.ErrRunExists):
 		return exitData, "run_exists"
 	case errors.Is(err, errValidation):
 		return exitInternal, "validation_failed"

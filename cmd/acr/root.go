@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 )
 
 func newRootCommand(a *app) *cobra.Command {
@@ -134,7 +134,7 @@ func (a *app) configure(cmd *cobra.Command) error {
 		v.SetConfigFile(cfgFile)
 		v.SetConfigType("yaml")
 		if err := v.ReadInConfig(); err != nil {
-			return &rundir.ValidationError{File: cfgFile, Err: err}
+			return &runstore.ValidationError{File: cfgFile, Err: err}
 		}
 		known := knownKeys(cmd.Root())
 		for _, k := range v.AllKeys() {
@@ -143,7 +143,7 @@ func (a *app) configure(cmd *cobra.Command) error {
 				if s := nearest(k, known); s != "" {
 					msg = fmt.Sprintf("unknown setting; did you mean %s?", s)
 				}
-				return &rundir.ValidationError{File: cfgFile, Field: k, Err: errors.New(msg)}
+				return &runstore.ValidationError{File: cfgFile, Field: k, Err: errors.New(msg)}
 			}
 		}
 	}

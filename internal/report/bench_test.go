@@ -9,7 +9,7 @@ import (
 
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/perf"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 )
 
 var benchCycles = flag.Int64("report.bench-cycles", 100_000, "cycles of the generated history BenchmarkReport100k reads")
@@ -22,7 +22,7 @@ func BenchmarkReport100k(b *testing.B) {
 	dir := b.TempDir()
 	g, err := perf.Generate(dir, 0, *benchCycles)
 	require.NoError(b, err)
-	st, _, err := rundir.ReadState(dir)
+	st, _, err := runstore.ReadState(dir)
 	require.NoError(b, err)
 	fsys, err := disk.OpenOSDir(dir)
 	require.NoError(b, err)

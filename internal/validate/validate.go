@@ -22,7 +22,7 @@ import (
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/scenario"
 )
 
@@ -168,7 +168,7 @@ func LoadRun(sc scenario.Script, res *scenario.Result) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, _, err := rundir.ReadState(res.Dir)
+	st, _, err := runstore.ReadState(res.Dir)
 	if err != nil {
 		return nil, err
 	}

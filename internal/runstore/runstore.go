@@ -1,10 +1,4 @@
-// Package rundir assembles one state directory into a running loop: it
-// opens the store, the ledger, the sandbox world and the inbox that live
-// there, takes the single-writer lock, and wires them into a
-// kernel.Driver. It also reads and validates the three documents a run
-// starts from. The CLI and the scenario runner both use it, so there is one
-// way to open a run.
-package rundir
+package runstore
 
 import (
 	"errors"
