@@ -15,7 +15,6 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/viper"
 
-	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
@@ -295,11 +294,11 @@ func (a *app) readState() (runState, error) {
 	return runState{State: st, Manifest: m}, err
 }
 
-// ledgerFS opens the state directory for reading its ledger, which is
-// read whether or not the rest of the run is intact.
-func (a *app) ledgerFS() (*disk.OSDir, error) {
+// history opens the run's ledger for reading, which is read whether or not
+// the rest of the run is intact.
+func (a *app) history() (runstore.History, error) {
 	if a.cfg.NoLoadState {
 		return nil, noLoadState(a)
 	}
-	return runstore.RequireLedger(a.cfg.StateDir)
+	return runstore.OpenHistory(a.cfg.StateDir)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/perf"
 	"github.com/acr-project/acr/internal/runstore"
 )
@@ -29,7 +30,7 @@ func BenchmarkReport100k(b *testing.B) {
 	var size int64
 	b.ResetTimer()
 	for b.Loop() {
-		v, err := Read(fsys, HeadOf(st), Options{Generator: "bench"})
+		v, err := Read(ledger.NewReader(fsys), HeadOf(st), Options{Generator: "bench"})
 		require.NoError(b, err)
 		w := &countingWriter{}
 		require.NoError(b, Render(w, v))

@@ -50,7 +50,7 @@ func readRunWith(t testing.TB, dir string, o Options) *View {
 	require.NoError(t, err)
 	fsys, err := disk.OpenOSDir(dir)
 	require.NoError(t, err)
-	v, err := Read(fsys, HeadOf(st), o)
+	v, err := Read(ledger.NewReader(fsys), HeadOf(st), o)
 	require.NoError(t, err)
 	return v
 }
@@ -276,7 +276,7 @@ func TestReadDamagedLedger(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, b, 0o644))
 	fsys, err := disk.OpenOSDir(dir)
 	require.NoError(t, err)
-	_, err = Read(fsys, HeadOf(st), Options{})
+	_, err = Read(ledger.NewReader(fsys), HeadOf(st), Options{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "read ledger ledger/events.jsonl")
 	assert.Contains(t, err.Error(), "line hash mismatch")

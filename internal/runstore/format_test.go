@@ -83,7 +83,7 @@ func TestLedgerFormat1RunKeepsWorking(t *testing.T) {
 	require.EqualValues(t, 10, rep.CyclesVerified)
 	require.Contains(t, kindsOfCycle(recs, 3), event.Transition)
 
-	a, err := audit.Explain(fsys, 1)
+	a, err := audit.Explain(ledger.NewReader(fsys), 1)
 	require.NoError(t, err)
 	require.NotNil(t, a.Compaction, "cycle 1 was summarised by the run's compaction")
 	require.NotEmpty(t, a.Controller.Transitions)
