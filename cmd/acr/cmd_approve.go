@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acr-project/acr/internal/inbox"
-	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -102,7 +101,7 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 		return noEffectf("no pending approval with ref %s; pending: %s; nothing queued", opts.Ref, strings.Join(known, ", "))
 	}
 	p := match[0]
-	q, err := runstore.OpenQueue(a.cfg.StateDir)
+	q, err := a.queue()
 	if err != nil {
 		return err
 	}

@@ -69,6 +69,9 @@ func runRecover(ctx context.Context, opts recoverOptions, a *app) error {
 	if a.cfg.NoLoadState {
 		return noLoadState(a)
 	}
+	if a.nats() {
+		return runRecoverRemote(ctx, a)
+	}
 	// A run whose manifest is gone gets it back first, if the
 	// checkpoint files and the ledger allow it without guessing.
 	opt, err := a.clock()
@@ -95,7 +98,33 @@ func runRecover(ctx context.Context, opts recoverOptions, a *app) error {
 	if err := verifyWholeLedger(a); err != nil {
 		return err
 	}
-	r, err := a.openRun(slateOptions{})
+	return reportRecovery(ctx, a, rebuilt)
+}
+
+// runRecoverRemote recovers a run in a JetStream store: its records and
+// checkpoint are stored whole or not at all, so there is no manifest to
+// rebuild and no torn line to repair; the whole chain is walked, then the
+// run is opened under its lease, which rolls forward what the ledger
+// holds beyond the checkpoint.
+func runRecoverRemote(ctx context.Context, a *app) error {
+	h, err := a.history()
+	if err != nil {
+		return err
+	}
+	rep, err := h.Verify(nil)
+	if err != nil {
+		return err
+	}
+	if !rep.OK {
+		return rep.Damage
+	}
+	return reportRecovery(ctx, a, nil)
+}
+
+// reportRecovery opens the run, which recovers it, and reports what the
+// recovery did.
+func reportRecovery(ctx context.Context, a *app, rebuilt *runstore.Rebuilt) error {
+	r, err := a.openRun(ctx, slateOptions{})
 	if err != nil {
 		return err
 	}

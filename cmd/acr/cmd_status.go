@@ -13,7 +13,6 @@ import (
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/kernel"
-	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -135,7 +134,7 @@ func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 // wake signals, stop requests written by acr approve, wake and stop), so
 // that status does not ask for an approval that is already given.
 func (a *app) readInbox(r state.RunState) ([]inbox.Item, []inbox.Rejected, error) {
-	q, err := runstore.OpenQueue(a.cfg.StateDir)
+	q, err := a.queue()
 	if err != nil {
 		return nil, nil, fmt.Errorf("open state directory: %w", err)
 	}

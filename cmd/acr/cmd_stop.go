@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -56,7 +55,7 @@ func runStop(ctx context.Context, opts stopOptions, a *app) error {
 	if by == "" {
 		by = osUser()
 	}
-	q, err := runstore.OpenQueue(a.cfg.StateDir)
+	q, err := a.queue()
 	if err != nil {
 		return err
 	}

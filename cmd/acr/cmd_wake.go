@@ -144,7 +144,7 @@ func runWake(ctx context.Context, opts wakeOptions, a *app) error {
 	if sig.DedupKey == "" {
 		sig.DedupKey = fmt.Sprintf("%s:%s:%s", sig.Source, sig.Ref, sig.CreatedAt)
 	}
-	q, err := runstore.OpenQueue(a.cfg.StateDir)
+	q, err := a.queue()
 	if err != nil {
 		return err
 	}
