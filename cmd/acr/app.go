@@ -376,15 +376,6 @@ func (a *app) dialRemote(ctx context.Context) (*runstore.Remote, error) {
 	return m, nil
 }
 
-// where names the place the run is kept, for messages: the state
-// directory, or the store URL and the run id.
-func (a *app) where() string {
-	if a.nats() {
-		return a.cfg.Store + " run " + a.cfg.RunID
-	}
-	return a.cfg.StateDir
-}
-
 // checkRunID refuses a run that is not the one --run-id names (with a
 // state directory, --run-id is optional and must match its run).
 func (a *app) checkRunID(id string) error {

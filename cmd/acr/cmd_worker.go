@@ -91,6 +91,9 @@ func runWorker(ctx context.Context, opts workerOptions, a *app) error {
 	defer tick.Stop()
 	for {
 		if err := w.pass(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped (SIGINT, SIGTERM) while it talked to the store
+			}
 			return err
 		}
 		if opts.Once {
@@ -130,6 +133,8 @@ func (w *worker) pass(ctx context.Context) error {
 		err := w.turn(ctx, st.RunID)
 		switch {
 		case err == nil:
+		case ctx.Err() != nil:
+			return nil
 		case runstore.Unavailable(err):
 			return err
 		case errors.Is(err, storage.ErrBusy):

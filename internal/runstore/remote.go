@@ -36,7 +36,6 @@ type Remote struct {
 	Store    *jsstore.Store
 	Run      *jsstore.Run
 	WorldDir string
-	ctx      context.Context
 	owned    bool
 }
 
@@ -112,7 +111,7 @@ func OpenRemote(ctx context.Context, s *jsstore.Store, url, runID, stateDir stri
 	if err != nil {
 		return nil, err
 	}
-	return &Remote{URL: url, Store: s, Run: r, ctx: ctx,
+	return &Remote{URL: url, Store: s, Run: r,
 		WorldDir: filepath.Join(stateDir, RemoteWorlds, jetstream.Token(runID))}, nil
 }
 
