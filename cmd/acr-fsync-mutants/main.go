@@ -33,7 +33,7 @@ import (
 // testRun selects the power-loss tests; testPackages are where they live.
 const testRun = "PowerLoss|Fsync"
 
-var testPackages = []string{"./internal/dirstore", "./internal/ledger", "./internal/rundir", "./internal/sandbox", "./internal/inbox"}
+var testPackages = []string{"./internal/dirstore", "./internal/ledger", "./internal/runstore", "./internal/sandbox", "./internal/inbox"}
 
 // allowed lists the fsync call sites whose deletion the power-loss tests
 // do not (and cannot, or need not) notice, by site id, with the reason.

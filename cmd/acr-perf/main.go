@@ -112,7 +112,7 @@ func run(out, work string, quick bool) error {
 		notes = append(notes, fmt.Sprintf("**Idle run.** `acr version` is the cost of starting the process; an idle `acr run` adds %v: "+
 			"taking the lock, reading every checkpoint file and checking it against the manifest's hash and its own canonical "+
 			"re-encoding, reading the ledger's last line, and observing the world (every world file read and hashed, because "+
-			"a changed world is what makes a cycle eligible). `go test -bench IdleInvocation ./internal/rundir` measures that "+
+			"a changed world is what makes a cycle eligible). `go test -bench IdleInvocation ./internal/runstore` measures that "+
 			"part in process.", (tr-tv).Round(time.Microsecond)))
 	}
 

@@ -15,9 +15,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/viper"
 
-	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/kernel"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/storage"
 )
@@ -45,14 +44,22 @@ type app struct {
 	// unwatch stops the watch that ends a command on SIGINT or SIGTERM
 	// (dieOnInterrupt); execute calls it when the command is done.
 	unwatch func() bool
+	// remote is the connection to a JetStream store (--store nats://…),
+	// made by the first command that needs it; nil for a state directory.
+	remote *runstore.Remote
 }
 
 // config is the typed, validated configuration shared by all commands:
 // the global flags, decoded like every command's options (decodeFlags).
 type config struct {
 	// ConfigFile is the configuration file that was read, "" if none.
-	ConfigFile      string
-	StateDir        string `flag:"state-dir"`
+	ConfigFile string
+	StateDir   string `flag:"state-dir"`
+	// Store is --store: "dir:PATH" (the state directory, the default) or
+	// a nats:// or tls:// URL of a JetStream store; configure checks it.
+	Store           string `flag:"store"`
+	RunID           string `flag:"run-id"`
+	NatsCreds       string `flag:"nats-creds"`
 	JSON            bool   `flag:"json"`
 	LogLevel        string `flag:"log-level"`
 	NoLoadState     bool   `flag:"no-load-state"`
@@ -141,6 +148,12 @@ func nextStepFor(kind string) string {
 		return "hint: create one with: acr init --goal goal.json --contract contract.json --env environment.json"
 	case "busy":
 		return "hint: another acr invocation is running on this state directory; retry later"
+	case "conflict":
+		return "hint: another writer changed the run first and nothing of this invocation's write was stored; retry (acr status shows the run)"
+	case "unavailable":
+		return "hint: the NATS server named by --store did not answer: check it is running and reachable, then retry; a write it did not confirm is found (or not) when the run is reopened"
+	case "no_world":
+		return "hint: run cycles of this run on the host (or shared directory) that holds its world; status, wake, approve, stop, audit, log and report work from any host"
 	case "integrity":
 		return "hint: see docs/operations.md, \"Recovering from integrity errors\"; nothing was changed"
 	case "run_exists":
@@ -187,8 +200,8 @@ func (a *app) next(hint string) {
 
 // clock returns the time source: the wall clock, or a frozen time given in
 // ACR_CLOCK (RFC 3339), which scenario tests use for reproducible output.
-func (a *app) clock() (rundir.Options, error) {
-	opt := rundir.Options{Clock: rundir.Clock{}, Revision: revision(), CheckpointEvery: a.cfg.CheckpointEvery, Failpoint: failpoint(a.getenv("ACR_FAILPOINT")),
+func (a *app) clock() (runstore.Options, error) {
+	opt := runstore.Options{Clock: runstore.Clock{}, Revision: revision(), CheckpointEvery: a.cfg.CheckpointEvery, Failpoint: failpoint(a.getenv("ACR_FAILPOINT")),
 		Environ: os.LookupEnv}
 	if a.cfg.Clock != "" {
 		t, err := state.ParseTime(a.cfg.Clock)
@@ -253,7 +266,7 @@ func failpoint(spec string) func(string) {
 
 // openRun opens the configured state directory, or with --no-load-state a
 // clean slate in memory.
-func (a *app) openRun(slate slateOptions) (*rundir.Run, error) {
+func (a *app) openRun(ctx context.Context, slate slateOptions) (*runstore.Run, error) {
 	if a.cfg.NoLoadState {
 		return a.cleanSlate(slate)
 	}
@@ -261,8 +274,24 @@ func (a *app) openRun(slate slateOptions) (*rundir.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := rundir.Open(a.cfg.StateDir, opt)
-	if err != nil {
+	var r *runstore.Run
+	if a.nats() {
+		m, err := a.dialRemote(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r, err = m.Open(ctx, holderName(), opt)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		r, err = runstore.Open(a.cfg.StateDir, opt)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := a.checkRunID(r.Driver.State().Run.RunID); err != nil {
+		r.Close()
 		return nil, err
 	}
 	if r.Driver != nil {
@@ -277,29 +306,108 @@ func (a *app) openRun(slate slateOptions) (*rundir.Run, error) {
 // noLoadState is the "no run" of --no-load-state: the directory is not
 // read, and the message says so.
 func noLoadState(a *app) error {
-	return fmt.Errorf("--no-load-state: %w", &rundir.NoRunError{Dir: a.cfg.StateDir + " (not read)"})
+	return fmt.Errorf("--no-load-state: %w", &runstore.NoRunError{Dir: a.cfg.StateDir + " (not read)"})
 }
 
-// rundirState is a checkpoint read without the lock.
-type rundirState struct {
+// runState is a checkpoint read without the lock.
+type runState struct {
 	State    kernel.EngineState
 	Manifest storage.Manifest
 }
 
 // readState loads the checkpoint without the lock (for read-only commands).
-func (a *app) readState() (rundirState, error) {
+func (a *app) readState() (runState, error) {
 	if a.cfg.NoLoadState {
-		return rundirState{}, noLoadState(a)
+		return runState{}, noLoadState(a)
 	}
-	st, m, err := rundir.ReadState(a.cfg.StateDir)
-	return rundirState{State: st, Manifest: m}, err
+	var (
+		st  kernel.EngineState
+		m   storage.Manifest
+		err error
+	)
+	if a.nats() {
+		rm, derr := a.dialRemote(context.Background())
+		if derr != nil {
+			return runState{}, derr
+		}
+		st, m, err = rm.ReadState()
+	} else {
+		st, m, err = runstore.ReadState(a.cfg.StateDir)
+	}
+	if err == nil {
+		err = a.checkRunID(st.Run.RunID)
+	}
+	return runState{State: st, Manifest: m}, err
 }
 
-// ledgerFS opens the state directory for reading its ledger, which is
-// read whether or not the rest of the run is intact.
-func (a *app) ledgerFS() (*disk.OSDir, error) {
+// queue opens the run's inbox for the commands that queue into it (and
+// status), without the lock or the lease.
+func (a *app) queue() (runstore.Queue, error) {
+	if a.nats() {
+		m, err := a.dialRemote(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		return m.Queue(), nil
+	}
+	return runstore.OpenQueue(a.cfg.StateDir)
+}
+
+// nats reports whether the store is a JetStream store.
+func (a *app) nats() bool {
+	return strings.HasPrefix(a.cfg.Store, "nats://") || strings.HasPrefix(a.cfg.Store, "tls://")
+}
+
+// dialRemote connects to the JetStream store once per invocation; execute
+// closes the connection when the command is done.
+func (a *app) dialRemote(ctx context.Context) (*runstore.Remote, error) {
+	if a.remote != nil {
+		return a.remote, nil
+	}
+	if a.cfg.RunID == "" {
+		return nil, usagef("--store %s holds many runs: give --run-id ID (or ACR_RUN_ID) to pick one (acr runs lists them)", a.cfg.Store)
+	}
+	m, err := runstore.Dial(ctx, a.cfg.Store, a.cfg.NatsCreds, a.cfg.RunID, a.cfg.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("--store %s: %w", a.cfg.Store, err)
+	}
+	a.remote = m
+	a.discard = append(a.discard, m.Close)
+	return m, nil
+}
+
+// checkRunID refuses a run that is not the one --run-id names (with a
+// state directory, --run-id is optional and must match its run).
+func (a *app) checkRunID(id string) error {
+	if a.cfg.RunID != "" && id != a.cfg.RunID {
+		return usagef("--run-id %s: the run in %s is %s", a.cfg.RunID, a.cfg.StateDir, id)
+	}
+	return nil
+}
+
+// holderName names this process in a run's lease, for operators.
+func holderName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
+}
+
+// history opens the run's ledger for reading, which is read whether or not
+// the rest of the run is intact.
+func (a *app) history() (runstore.History, error) {
 	if a.cfg.NoLoadState {
 		return nil, noLoadState(a)
 	}
-	return rundir.RequireLedger(a.cfg.StateDir)
+	if a.nats() {
+		m, err := a.dialRemote(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		return m.History()
+	}
+	if a.cfg.RunID != "" {
+		if _, err := a.readState(); err != nil {
+			return nil, err
+		}
+	}
+	return runstore.OpenHistory(a.cfg.StateDir)
 }

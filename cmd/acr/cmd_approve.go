@@ -9,8 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/acr-project/acr/internal/dirstore"
-	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -103,11 +101,11 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 		return noEffectf("no pending approval with ref %s; pending: %s; nothing queued", opts.Ref, strings.Join(known, ", "))
 	}
 	p := match[0]
-	fsys, err := disk.OpenOSDir(a.cfg.StateDir)
+	q, err := a.queue()
 	if err != nil {
 		return err
 	}
-	items, _, err := dirstore.Inbox{FS: fsys}.List()
+	items, _, err := q.List()
 	if err != nil {
 		return err
 	}
@@ -130,7 +128,7 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 		// records both and acts on this one.
 		ap.Replaces = prev.ID
 	}
-	id, err := dirstore.Inbox{FS: fsys}.Write(ap)
+	id, err := q.Put(ap)
 	if err != nil {
 		return err
 	}

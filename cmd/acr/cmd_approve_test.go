@@ -7,13 +7,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 )
 
 // pendingRef returns the ref of the run's open approval request.
 func pendingRef(t *testing.T, dir string) string {
 	t.Helper()
-	s, _, err := rundir.ReadState(dir)
+	s, _, err := runstore.ReadState(dir)
 	require.NoError(t, err)
 	for _, p := range s.Run.PendingApprovals {
 		if p.Resolution == nil {

@@ -61,11 +61,11 @@ func runAudit(ctx context.Context, opts auditOptions, a *app) error {
 	if format != "text" && format != "json" && format != "dot" {
 		return usagef("--format %q: want text, json or dot", format)
 	}
-	fsys, err := a.ledgerFS()
+	h, err := a.history()
 	if err != nil {
 		return err
 	}
-	rep, err := audit.Explain(fsys, cycle)
+	rep, err := audit.Explain(h, cycle)
 	if errors.Is(err, ledger.ErrNoCycle) {
 		return dataf("cycle %d: the ledger has no completed cycle with that number (see acr log)", cycle)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -56,7 +56,6 @@ to archive/<time>/ inside the state directory, and init says where.`,
 	f.String("goal", "", "goal document (acr.goal/v0.1)")
 	f.String("contract", "", "contract document (acr.contract/v0.1)")
 	f.String("env", "", "initial environment document (acr.environment/v0.1)")
-	f.String("run-id", "", "run id (default derived from the inputs and the start time)")
 	f.Bool("force", false, "replace an existing run, archiving it under archive/ in the state directory (command line only)")
 	return cmd
 }
@@ -72,7 +71,7 @@ func runInit(ctx context.Context, opts initOptions, a *app) error {
 	if a.cfg.NoLoadState {
 		return runInitSlate(opts, a)
 	}
-	in, err := rundir.ReadInputs(opts.Goal, opts.Contract, opts.Env)
+	in, err := runstore.ReadInputs(opts.Goal, opts.Contract, opts.Env)
 	if err != nil {
 		return err
 	}
@@ -80,7 +79,10 @@ func runInit(ctx context.Context, opts initOptions, a *app) error {
 	if err != nil {
 		return err
 	}
-	c, err := rundir.Init(a.cfg.StateDir, in, opts.RunID, opts.Force, opt)
+	if a.nats() {
+		return runInitRemote(ctx, opts, a, in, opt)
+	}
+	c, err := runstore.Init(a.cfg.StateDir, in, opts.RunID, opts.Force, opt)
 	if err != nil {
 		return err
 	}
@@ -129,4 +131,35 @@ func worldLine(spec world.Spec) string {
 		return "the directory " + spec.Root + " (in place)"
 	}
 	return "a sandbox copy of the environment's files"
+}
+
+// runInitRemote creates the run --run-id names in a JetStream store. There
+// is nothing to archive there, so --force is refused.
+func runInitRemote(ctx context.Context, opts initOptions, a *app, in runstore.Inputs, opt runstore.Options) error {
+	if opts.Force {
+		return usagef("--force replaces the run of a state directory; a run in a nats:// store is created once (pick another --run-id)")
+	}
+	if in.Spec.Root != "" {
+		return usagef("--env %s: %v", opts.Env, runstore.ErrRootWorld)
+	}
+	m, err := a.dialRemote(ctx)
+	if err != nil {
+		return err
+	}
+	c, err := m.Init(in, opt)
+	if err != nil {
+		return err
+	}
+	st := c.State
+	a.log.Info().Str("run_id", st.Run.RunID).Str("store", a.cfg.Store).Msg("run initialised")
+	if a.cfg.JSON {
+		a.printJSON(map[string]any{"run_id": st.Run.RunID, "store": a.cfg.Store, "world": filepath.Join(m.WorldDir, filepath.FromSlash(sandbox.WorldDir)),
+			"goal_ref": st.Run.GoalRefs[0], "contract_ref": st.Run.ContractRef, "authority_ref": st.Run.AuthorityRef,
+			"environment_ref": st.Run.EnvironmentRef, "loop_disposition": st.Run.LoopDisposition})
+		return nil
+	}
+	a.printf("initialised run %s in %s\n  goal      %s (%s)\n  contract  %s (%s)\n  world     %s\n  checks    %d, failing now: %d\nnext: acr --store %s --run-id %s run --max-cycles 20\n",
+		st.Run.RunID, a.cfg.Store, in.Goal.ID, st.Run.GoalRefs[0].Short(), in.Contract.ID, st.Run.ContractRef.Short(),
+		"a sandbox copy of the environment's files in "+m.WorldDir, len(in.Spec.Checks), failing(st.Environment.Checks), a.cfg.Store, st.Run.RunID)
+	return nil
 }

@@ -2,15 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 
 	"github.com/spf13/cobra"
-
-	"github.com/acr-project/acr/internal/dirstore"
-	"github.com/acr-project/acr/internal/ledger"
-	"github.com/acr-project/acr/internal/rundir"
-	"github.com/acr-project/acr/internal/state"
-	"github.com/acr-project/acr/internal/storage"
 )
 
 func newLedgerCommand(a *app) *cobra.Command {
@@ -53,19 +46,15 @@ func runLedgerVerify(ctx context.Context, opts ledgerVerifyOptions, a *app) erro
 	if a.cfg.NoLoadState {
 		return noLoadState(a)
 	}
-	fsys, err := rundir.RequireLedger(a.cfg.StateDir)
+	h, err := a.history()
 	if err != nil {
 		return err
 	}
-	m, merr := dirstore.NewStore(fsys).ReadManifest()
-	if merr != nil && !errors.Is(merr, storage.ErrNoRun) {
-		return merr
+	expect, err := h.Expect()
+	if err != nil {
+		return err
 	}
-	var expect *state.Frontier
-	if merr == nil {
-		expect = &m.LedgerFrontier
-	}
-	rep, err := ledger.Verify(fsys, expect)
+	rep, err := h.Verify(expect)
 	if err != nil {
 		return err
 	}

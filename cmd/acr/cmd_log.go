@@ -63,7 +63,7 @@ type logLine struct {
 // runLog prints one line per cycle from the ledger, without the lock.
 func runLog(ctx context.Context, opts logOptions, a *app) error {
 	since, until, typ := opts.Since, opts.Until, opts.Type
-	fsys, err := a.ledgerFS()
+	h, err := a.history()
 	if err != nil {
 		return err
 	}
@@ -71,9 +71,8 @@ func runLog(ctx context.Context, opts logOptions, a *app) error {
 		since = 1
 	}
 	var lines []logLine
-	lr := ledger.NewReader(fsys)
 	for c := since; until == 0 || c <= until; c++ {
-		recs, err := lr.Cycle(c)
+		recs, err := h.Cycle(c)
 		if errors.Is(err, ledger.ErrNoCycle) {
 			break
 		}

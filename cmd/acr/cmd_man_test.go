@@ -36,7 +36,7 @@ func TestManPages(t *testing.T) {
 		page := string(b)
 		assert.Contains(t, page, ".SH NAME\n")
 		assert.Contains(t, page, ".SH EXIT STATUS\n.TP\n\\fB0\\fR\n")
-		assert.Contains(t, page, "\\fB75\\fR\nbusy: another invocation holds the run; retry later\n")
+		assert.Contains(t, page, "\\fB75\\fR\nbusy: another invocation holds the run (its lock or lease), or wrote it first; retry later\n")
 		assert.Less(t, strings.Index(page, ".SH EXIT STATUS"), strings.Index(page, ".SH EXAMPLE"))
 		// ENVIRONMENT and FILES follow EXIT STATUS, in man-pages(7) order.
 		env, files := strings.Index(page, "\n.SH ENVIRONMENT\n"), strings.Index(page, "\n.SH FILES\n")

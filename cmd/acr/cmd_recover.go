@@ -9,14 +9,14 @@ import (
 	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 )
 
 // verifyWholeLedger walks the ledger before recovery touches anything. A
 // torn tail is not damage (recovery repairs it); anything else is.
 func verifyWholeLedger(a *app) error {
-	fsys, err := rundir.RequireRun(a.cfg.StateDir)
+	fsys, err := runstore.RequireRun(a.cfg.StateDir)
 	if err != nil {
 		return err
 	}
@@ -69,13 +69,16 @@ func runRecover(ctx context.Context, opts recoverOptions, a *app) error {
 	if a.cfg.NoLoadState {
 		return noLoadState(a)
 	}
+	if a.nats() {
+		return runRecoverRemote(ctx, a)
+	}
 	// A run whose manifest is gone gets it back first, if the
 	// checkpoint files and the ledger allow it without guessing.
 	opt, err := a.clock()
 	if err != nil {
 		return err
 	}
-	rebuilt, err := rundir.RebuildManifest(a.cfg.StateDir, opt)
+	rebuilt, err := runstore.RebuildManifest(a.cfg.StateDir, opt)
 	if err != nil {
 		return err
 	}
@@ -95,7 +98,33 @@ func runRecover(ctx context.Context, opts recoverOptions, a *app) error {
 	if err := verifyWholeLedger(a); err != nil {
 		return err
 	}
-	r, err := a.openRun(slateOptions{})
+	return reportRecovery(ctx, a, rebuilt)
+}
+
+// runRecoverRemote recovers a run in a JetStream store: its records and
+// checkpoint are stored whole or not at all, so there is no manifest to
+// rebuild and no torn line to repair; the whole chain is walked, then the
+// run is opened under its lease, which rolls forward what the ledger
+// holds beyond the checkpoint.
+func runRecoverRemote(ctx context.Context, a *app) error {
+	h, err := a.history()
+	if err != nil {
+		return err
+	}
+	rep, err := h.Verify(nil)
+	if err != nil {
+		return err
+	}
+	if !rep.OK {
+		return rep.Damage
+	}
+	return reportRecovery(ctx, a, nil)
+}
+
+// reportRecovery opens the run, which recovers it, and reports what the
+// recovery did.
+func reportRecovery(ctx context.Context, a *app, rebuilt *runstore.Rebuilt) error {
+	r, err := a.openRun(ctx, slateOptions{})
 	if err != nil {
 		return err
 	}
@@ -107,7 +136,7 @@ func runRecover(ctx context.Context, opts recoverOptions, a *app) error {
 	if rebuilt != nil {
 		out = struct {
 			kernel.Recovery
-			Rebuilt *rundir.Rebuilt `json:"manifest_rebuilt"`
+			Rebuilt *runstore.Rebuilt `json:"manifest_rebuilt"`
 		}{rec, rebuilt}
 	}
 	a.report(out, "recovered: %t, classification: %s, cycles rolled forward: %d, actions reused: %d, ledger repaired: %t\n",

@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acr-project/acr/internal/kernel"
-	"github.com/acr-project/acr/internal/ledger"
 )
 
 // replayOptions are acr replay's flags.
@@ -50,11 +49,11 @@ func runReplay(ctx context.Context, opts replayOptions, a *app) error {
 		return usagef("replay needs --verify (the only mode: replay never re-executes)")
 	}
 	from := opts.From
-	fsys, err := a.ledgerFS()
+	h, err := a.history()
 	if err != nil {
 		return err
 	}
-	recs, err := ledger.ReadAll(fsys)
+	recs, err := h.ReadAll()
 	if err != nil {
 		return err
 	}

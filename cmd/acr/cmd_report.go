@@ -89,11 +89,11 @@ func runReport(ctx context.Context, opts reportOptions, a *app) error {
 	if err != nil {
 		return err
 	}
-	fsys, err := a.ledgerFS()
+	h, err := a.history()
 	if err != nil {
 		return err
 	}
-	v, err := report.Read(fsys, report.HeadOf(rs.State), report.Options{Generator: "acr " + version, TimeAxis: axis == "time"})
+	v, err := report.Read(h, report.HeadOf(rs.State), report.Options{Generator: "acr " + version, TimeAxis: axis == "time"})
 	if err != nil {
 		return err
 	}

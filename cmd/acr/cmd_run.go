@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acr-project/acr/internal/kernel"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -51,7 +51,7 @@ func runRun(ctx context.Context, opts runOptions, a *app) error {
 	if opts.MaxCycles < 1 {
 		return usagef("--max-cycles must be at least 1")
 	}
-	r, err := a.openRun(opts.Slate)
+	r, err := a.openRun(ctx, opts.Slate)
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func runRun(ctx context.Context, opts runOptions, a *app) error {
 		p.begin()
 		each = func(s kernel.Summary) { p.cycle(s, cycleLine(s)) }
 	}
-	rep, err := r.Driver.Run(ctx, opts.MaxCycles, each)
+	rep, err := r.Driver.Run(heldContext(ctx, r), opts.MaxCycles, each)
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}
@@ -103,10 +103,10 @@ func wasInterrupted(rep kernel.RunReport) bool {
 // totals, and the error if one stopped it, close the object; a run stopped
 // by a signal has the reason code "interrupted" and names the signal in
 // "interrupted_by".
-func runRunJSON(ctx context.Context, opts runOptions, a *app, r *rundir.Run) error {
+func runRunJSON(ctx context.Context, opts runOptions, a *app, r *runstore.Run) error {
 	a.printf(`{"cycles":[`)
 	n := 0
-	rep, err := r.Driver.Run(ctx, opts.MaxCycles, func(s kernel.Summary) {
+	rep, err := r.Driver.Run(heldContext(ctx, r), opts.MaxCycles, func(s kernel.Summary) {
 		b, merr := json.Marshal(s)
 		if merr != nil {
 			b = []byte("null")
@@ -183,4 +183,14 @@ func (a *app) printHint(s kernel.EngineState) {
 	if hint := nextCommand(s, nil); hint != "" {
 		a.printf("next: %s\n", hint)
 	}
+}
+
+// heldContext is the context cycles run under: ctx, and for a run in a
+// JetStream store also the lease, so that no cycle starts once the lease
+// is lost (the revision checks protect the run either way).
+func heldContext(ctx context.Context, r *runstore.Run) context.Context {
+	if r.Held == nil {
+		return ctx
+	}
+	return r.Held
 }

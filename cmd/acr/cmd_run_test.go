@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 )
 
 func TestRunRun(t *testing.T) {
@@ -67,7 +67,7 @@ func TestRunRun(t *testing.T) {
 			if tc.json {
 				assert.True(t, json.Valid([]byte(out.String())), "one JSON object: %s", out)
 			}
-			s, _, err := rundir.ReadState(dir)
+			s, _, err := runstore.ReadState(dir)
 			require.NoError(t, err)
 			assert.Equal(t, tc.cycle, s.Run.CycleSeq, "the checkpoint holds every cycle that ran")
 		})
@@ -101,7 +101,7 @@ func TestRunStep(t *testing.T) {
 			defer cancel()
 			require.NoError(t, runStep(ctx, stepOptions{}, a), stderr.String())
 			assertLines(t, stdout.String(), tc.want)
-			s, _, err := rundir.ReadState(dir)
+			s, _, err := runstore.ReadState(dir)
 			require.NoError(t, err)
 			assert.Equal(t, tc.cycle, s.Run.CycleSeq)
 		})

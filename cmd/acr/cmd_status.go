@@ -11,8 +11,6 @@ import (
 
 	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
-	"github.com/acr-project/acr/internal/dirstore"
-	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/state"
@@ -136,11 +134,11 @@ func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 // wake signals, stop requests written by acr approve, wake and stop), so
 // that status does not ask for an approval that is already given.
 func (a *app) readInbox(r state.RunState) ([]inbox.Item, []inbox.Rejected, error) {
-	fsys, err := disk.OpenOSDir(a.cfg.StateDir)
+	q, err := a.queue()
 	if err != nil {
 		return nil, nil, fmt.Errorf("open state directory: %w", err)
 	}
-	items, bad, err := dirstore.Inbox{FS: fsys}.List()
+	items, bad, err := q.List()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -42,7 +42,7 @@ disposition (executed: false).`,
 // SIGTERM while the run is recovered), none is begun and the reason is
 // "interrupted".
 func runStep(ctx context.Context, opts stepOptions, a *app) error {
-	r, err := a.openRun(opts.Slate)
+	r, err := a.openRun(ctx, opts.Slate)
 	if err != nil {
 		return err
 	}

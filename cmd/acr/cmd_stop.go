@@ -6,8 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/acr-project/acr/internal/dirstore"
-	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -57,11 +55,11 @@ func runStop(ctx context.Context, opts stopOptions, a *app) error {
 	if by == "" {
 		by = osUser()
 	}
-	fsys, err := disk.OpenOSDir(a.cfg.StateDir)
+	q, err := a.queue()
 	if err != nil {
 		return err
 	}
-	id, err := dirstore.Inbox{FS: fsys}.Write(&state.StopRequest{Schema: state.StopSchema, By: by, Reason: opts.Reason, Kill: opts.Kill,
+	id, err := q.Put(&state.StopRequest{Schema: state.StopSchema, By: by, Reason: opts.Reason, Kill: opts.Kill,
 		CreatedAt: state.FormatTime(a.now().UTC().Truncate(time.Second))})
 	if err != nil {
 		return err

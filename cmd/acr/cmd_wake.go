@@ -12,10 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acr-project/acr/internal/codec"
-	"github.com/acr-project/acr/internal/dirstore"
-	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/inbox"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -128,15 +126,15 @@ func runWake(ctx context.Context, opts wakeOptions, a *app) error {
 	if opts.Payload != "" {
 		b, err := os.ReadFile(opts.Payload)
 		if err != nil {
-			return &rundir.ValidationError{File: opts.Payload, Err: err}
+			return &runstore.ValidationError{File: opts.Payload, Err: err}
 		}
 		var v codec.Value
 		if err := codec.Unmarshal(b, &v); err != nil {
-			return &rundir.ValidationError{File: opts.Payload, Err: err}
+			return &runstore.ValidationError{File: opts.Payload, Err: err}
 		}
 		if err := inbox.CheckPayload(&v); err != nil {
 			fe := err.(*codec.FieldError)
-			return &rundir.ValidationError{File: opts.Payload, Field: fe.Path, Err: fe.Err}
+			return &runstore.ValidationError{File: opts.Payload, Field: fe.Path, Err: fe.Err}
 		}
 		sig.Payload = &v
 	}
@@ -146,14 +144,14 @@ func runWake(ctx context.Context, opts wakeOptions, a *app) error {
 	if sig.DedupKey == "" {
 		sig.DedupKey = fmt.Sprintf("%s:%s:%s", sig.Source, sig.Ref, sig.CreatedAt)
 	}
-	fsys, err := disk.OpenOSDir(a.cfg.StateDir)
+	q, err := a.queue()
 	if err != nil {
 		return err
 	}
-	if with := coalescesWith(fsys, rs.State.Run, sig, now); with != "" {
+	if with := coalescesWith(q, rs.State.Run, sig, now); with != "" {
 		return noEffectf("coalesced with %s (same dedup key %q); nothing queued", with, sig.DedupKey)
 	}
-	id, err := dirstore.Inbox{FS: fsys}.Write(sig)
+	id, err := q.Put(sig)
 	if err != nil {
 		return err
 	}
@@ -169,8 +167,8 @@ func runWake(ctx context.Context, opts wakeOptions, a *app) error {
 
 // coalescesWith returns the id of a pending or recently consumed signal
 // with the same dedup key.
-func coalescesWith(fsys disk.FS, r state.RunState, sig *state.WakeSignal, now time.Time) string {
-	items, _, err := dirstore.Inbox{FS: fsys}.List()
+func coalescesWith(q runstore.Queue, r state.RunState, sig *state.WakeSignal, now time.Time) string {
+	items, _, err := q.List()
 	if err == nil {
 		for _, it := range items {
 			if it.Kind == inbox.KindWake && it.Wake.DedupKey == sig.DedupKey && !slices.Contains(r.InboxSeen, it.ID) {

@@ -103,6 +103,12 @@ type harness struct {
 	world string
 	rng   *rand.Rand
 	n     int
+	// env is added to every invocation's environment (ACR_STORE and
+	// ACR_RUN_ID for a run in a JetStream store).
+	env []string
+	// worlds, when set, is where the run's world is (a run in a
+	// JetStream store keeps it under the state directory's runs/).
+	worlds string
 }
 
 func (h *harness) fresh(name string) string {
@@ -115,7 +121,7 @@ func (h *harness) fresh(name string) string {
 
 func (h *harness) command(dir string, env []string, args ...string) *exec.Cmd {
 	cmd := exec.Command(h.bin, append([]string{"--state-dir", dir}, args...)...)
-	cmd.Env = append(append(os.Environ(), "ACR_CLOCK=2026-01-01T00:00:00Z", "ACR_FAILPOINT="), env...)
+	cmd.Env = append(append(append(os.Environ(), "ACR_CLOCK=2026-01-01T00:00:00Z", "ACR_FAILPOINT="), h.env...), env...)
 	return cmd
 }
 
@@ -209,7 +215,7 @@ func (h *harness) invariants(dir, after string) {
 	if out, err := h.command(dir, nil, "status", "--json").CombinedOutput(); err != nil {
 		h.t.Fatalf("after %s: checkpoint does not load: %v\n%s", after, err, out)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "sandbox", "world", "ISSUES.md"))
+	b, err := os.ReadFile(h.issues(dir))
 	if err != nil && !os.IsNotExist(err) {
 		h.t.Fatal(err)
 	}
@@ -229,6 +235,15 @@ func (h *harness) invariants(dir, after string) {
 			h.t.Fatalf("after %s: %s reported %d times:\n%s", after, f, n, b)
 		}
 	}
+}
+
+// issues is the world file in which the crash-harness world reports its
+// findings.
+func (h *harness) issues(dir string) string {
+	if h.worlds != "" {
+		return filepath.Join(h.worlds, "sandbox", "world", "ISSUES.md")
+	}
+	return filepath.Join(dir, "sandbox", "world", "ISSUES.md")
 }
 
 type prints struct{ World, History string }

@@ -9,7 +9,7 @@ import (
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/storage"
@@ -20,11 +20,11 @@ const (
 	exitOK       = 0
 	exitUsage    = 64 // EX_USAGE: bad flags or arguments
 	exitData     = 65 // EX_DATAERR: bad input data or an integrity failure
-	exitNoInput  = 66 // EX_NOINPUT: no run in the state directory
+	exitNoInput  = 66 // EX_NOINPUT: no run in the state directory or store
 	exitNoEffect = 69 // EX_UNAVAILABLE: the command would change nothing; nothing was written
 	exitInternal = 70 // EX_SOFTWARE: internal error or FAULTED
-	exitIO       = 74 // EX_IOERR: I/O error
-	exitBusy     = 75 // EX_TEMPFAIL: another invocation holds the run
+	exitIO       = 74 // EX_IOERR: I/O error, or the store is unreachable
+	exitBusy     = 75 // EX_TEMPFAIL: another invocation holds the run, or won a write
 )
 
 // exitStatusHelp is appended to every command's help.
@@ -33,11 +33,11 @@ EXIT STATUS
   0   done; any non-fault disposition (IDLE, SLEEP, WAIT_APPROVAL, DEFERRED, STOPPED)
   64  usage error (bad flags or arguments)
   65  bad input data (goal/contract/environment/signal) or integrity failure of ledger or checkpoint
-  66  no run in the state directory
+  66  no run in the state directory or the store (or, on a nats:// store, the run's world is not on this host)
   69  no effect: nothing written, as nothing would come of it (stopped run, request not pending, already queued)
   70  internal error, provider failure or FAULTED run
-  74  I/O error (disk full, read-only state directory, fsync failure)
-  75  busy: another invocation holds the run; retry later`
+  74  I/O error (disk full, read-only state directory, fsync failure) or the --store server is unreachable
+  75  busy: another invocation holds the run (its lock or lease), or wrote it first; retry later`
 
 // usageError marks errors in how acr was called.
 type usageError struct{ err error }
@@ -73,25 +73,31 @@ func errorKind(err error) (int, string) {
 		ue *usageError
 		de *dataError
 		ne *noEffectError
-		ve *rundir.ValidationError
+		ve *runstore.ValidationError
 		ie *state.IntegrityError
 		re *kernel.ReplayError
 		pe *fs.PathError
 		se *codec.SyntaxError
 		fe *codec.FieldError
-		nd *rundir.NotDirError
-		dm *rundir.DamagedError
-		ii *rundir.InterruptedInitError
+		nd *runstore.NotDirError
+		dm *runstore.DamagedError
+		ii *runstore.InterruptedInitError
 	)
 	switch {
 	case err == nil:
 		return exitOK, ""
 	case errors.As(err, &ue), errors.As(err, &nd):
 		return exitUsage, "usage"
+	case runstore.Unavailable(err):
+		return exitIO, "unavailable"
 	case errors.Is(err, storage.ErrBusy):
 		return exitBusy, "busy"
+	case errors.Is(err, storage.ErrConflict):
+		return exitBusy, "conflict"
 	case errors.Is(err, storage.ErrNoRun):
 		return exitNoInput, "no_run"
+	case errors.Is(err, runstore.ErrNoWorld):
+		return exitNoInput, "no_world"
 	case errors.As(err, &ne):
 		return exitNoEffect, "no_effect"
 	case errors.As(err, &ve), errors.As(err, &de), errors.As(err, &se), errors.As(err, &fe):
@@ -101,7 +107,7 @@ func errorKind(err error) (int, string) {
 	case errors.As(err, &ie), errors.Is(err, ledger.ErrCorrupt), errors.Is(err, ledger.ErrBehind), errors.As(err, &re),
 		errors.Is(err, sandbox.ErrKeyConflict):
 		return exitData, "integrity"
-	case errors.Is(err, rundir.ErrRunExists):
+	case errors.Is(err, runstore.ErrRunExists):
 		return exitData, "run_exists"
 	case errors.Is(err, errValidation):
 		return exitInternal, "validation_failed"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/storage"
 )
@@ -28,19 +28,19 @@ func TestExitCodes(t *testing.T) {
 		{"usage", usagef("bad flag"), exitUsage},
 		{"busy", wrap(storage.ErrBusy), exitBusy},
 		{"no run", wrap(storage.ErrNoRun), exitNoInput},
-		{"validation", &rundir.ValidationError{File: "goal.json", Field: "schema", Err: errors.New("x")}, exitData},
+		{"validation", &runstore.ValidationError{File: "goal.json", Field: "schema", Err: errors.New("x")}, exitData},
 		{"data", dataf("expired"), exitData},
 		{"no effect", fmt.Errorf("wake: %w", noEffectf("the run is stopped")), exitNoEffect},
 		{"integrity", wrap(&state.IntegrityError{File: "manifest.json", Msg: "x"}), exitData},
 		{"ledger damage", wrap(&ledger.DamageError{Line: 3, Msg: "x"}), exitData},
 		{"ledger behind", wrap(ledger.ErrBehind), exitData},
 		{"replay divergence", wrap(&kernel.ReplayError{Seq: 4, Msg: "x"}), exitData},
-		{"run exists", rundir.ErrRunExists, exitData},
-		{"damaged run exists", &rundir.RunExistsError{Dir: "d", Damaged: []string{"ledger"}}, exitData},
-		{"state dir is a file", wrap(&rundir.NotDirError{Path: "f"}), exitUsage},
-		{"no run, named", wrap(&rundir.NoRunError{Dir: "d"}), exitNoInput},
-		{"manifest missing", wrap(&rundir.DamagedError{Dir: "d", Found: []string{"ledger"}}), exitData},
-		{"interrupted init", wrap(&rundir.InterruptedInitError{Dir: "d"}), exitData},
+		{"run exists", runstore.ErrRunExists, exitData},
+		{"damaged run exists", &runstore.RunExistsError{Dir: "d", Damaged: []string{"ledger"}}, exitData},
+		{"state dir is a file", wrap(&runstore.NotDirError{Path: "f"}), exitUsage},
+		{"no run, named", wrap(&runstore.NoRunError{Dir: "d"}), exitNoInput},
+		{"manifest missing", wrap(&runstore.DamagedError{Dir: "d", Found: []string{"ledger"}}), exitData},
+		{"interrupted init", wrap(&runstore.InterruptedInitError{Dir: "d"}), exitData},
 		{"permission denied", wrap(&fs.PathError{Op: "open", Path: "x", Err: syscall.EACCES}), exitIO},
 		{"faulted", wrap(kernel.ErrFaulted), exitInternal},
 		{"provider", wrap(kernel.ErrProvider), exitInternal},

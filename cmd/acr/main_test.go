@@ -20,7 +20,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"golang.org/x/sys/unix"
 
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 )
 
 func TestMain(m *testing.M) {
@@ -129,7 +129,7 @@ func cmdPending(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: pending STATE_DIR VAR")
 	}
-	s, _, err := rundir.ReadState(ts.MkAbs(args[0]))
+	s, _, err := runstore.ReadState(ts.MkAbs(args[0]))
 	ts.Check(err)
 	for _, p := range s.Run.PendingApprovals {
 		if p.Resolution == nil {

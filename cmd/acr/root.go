@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,7 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/jsstore"
+	"github.com/acr-project/acr/internal/runstore"
 )
 
 func newRootCommand(a *app) *cobra.Command {
@@ -51,6 +53,9 @@ underscores); acr config show prints what is in effect and why.
 	root.SetFlagErrorFunc(flagError)
 	pf := root.PersistentFlags()
 	pf.String("state-dir", "", "state directory (default ./engine_state; env ACR_STATE_DIR, ACR_ENGINE_STATE_DIR or CORE_ENGINE_STATE_DIR)")
+	pf.String("store", "", "where runs are kept: dir:PATH, a state directory (the same as --state-dir); or nats://HOST:PORT[/PREFIX] or tls://HOST:PORT[/PREFIX], a JetStream store of many runs, several servers comma-separated")
+	pf.String("run-id", "", "the run: required with a nats:// store; with a state directory optional, and it must be the directory's run (acr init: the new run's id, default derived from the inputs and the start time)")
+	pf.String("nats-creds", "", "NATS credentials file for a nats:// or tls:// store")
 	pf.Bool("json", false, "print one JSON object on stdout")
 	pf.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	pf.String("config", "", "configuration file (default ./acr.yaml if present)")
@@ -62,7 +67,7 @@ underscores); acr config show prints what is in effect and why.
 		newInitCommand(a), newStatusCommand(a), newStepCommand(a), newRunCommand(a), newWakeCommand(a),
 		newApproveCommand(a, "approve"), newApproveCommand(a, "deny"), newStopCommand(a), newRecoverCommand(a),
 		newLedgerCommand(a), newAuditCommand(a), newLogCommand(a), newReplayCommand(a), newScenarioCommand(a), newValidateCommand(a),
-		newReportCommand(a),
+		newReportCommand(a), newRunsCommand(a), newWorkerCommand(a),
 		newVersionCommand(a),
 	} {
 		c.Long = strings.TrimSpace(c.Long) + "\n" + exitStatusHelp
@@ -134,7 +139,7 @@ func (a *app) configure(cmd *cobra.Command) error {
 		v.SetConfigFile(cfgFile)
 		v.SetConfigType("yaml")
 		if err := v.ReadInConfig(); err != nil {
-			return &rundir.ValidationError{File: cfgFile, Err: err}
+			return &runstore.ValidationError{File: cfgFile, Err: err}
 		}
 		known := knownKeys(cmd.Root())
 		for _, k := range v.AllKeys() {
@@ -143,7 +148,7 @@ func (a *app) configure(cmd *cobra.Command) error {
 				if s := nearest(k, known); s != "" {
 					msg = fmt.Sprintf("unknown setting; did you mean %s?", s)
 				}
-				return &rundir.ValidationError{File: cfgFile, Field: k, Err: errors.New(msg)}
+				return &runstore.ValidationError{File: cfgFile, Field: k, Err: errors.New(msg)}
 			}
 		}
 	}
@@ -155,8 +160,8 @@ func (a *app) configure(cmd *cobra.Command) error {
 	if err := a.checkSettings(cmd); err != nil {
 		return err
 	}
-	if a.cfg.StateDir == "" {
-		a.cfg.StateDir = "engine_state"
+	if err := a.resolveStore(); err != nil {
+		return err
 	}
 	if a.cfg.CheckpointEvery < 1 {
 		return usagef("--checkpoint-every must be at least 1")
@@ -167,6 +172,41 @@ func (a *app) configure(cmd *cobra.Command) error {
 	}
 	a.log = a.newLogger(lvl)
 	a.unwatch = dieOnInterrupt(cmd.Context(), cmd)
+	return nil
+}
+
+// resolveStore checks --store and makes it and --state-dir name the same
+// thing: a dir: store is the state directory; a nats:// or tls:// store
+// needs --run-id, and keeps the worlds of its runs that this host runs in
+// the state directory (runstore.Remote).
+func (a *app) resolveStore() error {
+	store, dir := a.cfg.Store, a.cfg.StateDir
+	switch {
+	case store == "":
+		if dir == "" {
+			dir = "engine_state"
+		}
+		store = "dir:" + dir
+	case strings.HasPrefix(store, "dir:"):
+		p := strings.TrimPrefix(store, "dir:")
+		if p == "" {
+			return usagef("--store dir: names no directory (want dir:PATH)")
+		}
+		if dir != "" && filepath.Clean(dir) != filepath.Clean(p) {
+			return usagef("--store %s and --state-dir %s name two places; give one of them", store, dir)
+		}
+		dir = p
+	case strings.HasPrefix(store, "nats://"), strings.HasPrefix(store, "tls://"):
+		if _, _, err := jsstore.ParseURL(store); err != nil {
+			return usagef("--store: %v", err)
+		}
+		if dir == "" {
+			dir = "engine_state"
+		}
+	default:
+		return usagef("--store %q: want dir:PATH, nats://HOST:PORT[/PREFIX] or tls://HOST:PORT[/PREFIX]", store)
+	}
+	a.cfg.Store, a.cfg.StateDir = store, dir
 	return nil
 }
 

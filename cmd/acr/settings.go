@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 )
 
 // settingSpec is one configuration key: a flag somewhere in the command
@@ -147,10 +147,10 @@ func (a *app) checkSettings(cmd *cobra.Command) error {
 		v := a.v.Get(key)
 		switch v.(type) {
 		case []any, map[string]any:
-			return &rundir.ValidationError{File: a.cfg.ConfigFile, Field: key, Err: errors.New("want a single value, not a list or a map")}
+			return &runstore.ValidationError{File: a.cfg.ConfigFile, Field: key, Err: errors.New("want a single value, not a list or a map")}
 		}
 		if _, err := typed(spec.flag, fmt.Sprint(v)); err != nil {
-			return &rundir.ValidationError{File: a.cfg.ConfigFile, Field: key, Err: fmt.Errorf("%q: %w", fmt.Sprint(v), err)}
+			return &runstore.ValidationError{File: a.cfg.ConfigFile, Field: key, Err: fmt.Errorf("%q: %w", fmt.Sprint(v), err)}
 		}
 	}
 	return nil

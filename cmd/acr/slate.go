@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acr-project/acr/internal/disk"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 )
 
 // A clean slate (--no-load-state, ADR-0146): the command starts from no
@@ -34,20 +34,20 @@ type slateOptions struct {
 }
 
 // slateInputs reads the inputs of a clean slate.
-func slateInputs(o slateOptions) (rundir.Inputs, error) {
+func slateInputs(o slateOptions) (runstore.Inputs, error) {
 	if o.Goal == "" || o.Contract == "" || o.Env == "" {
-		return rundir.Inputs{}, usagef("--no-load-state starts from a clean slate in memory: give it --goal, --contract and --env")
+		return runstore.Inputs{}, usagef("--no-load-state starts from a clean slate in memory: give it --goal, --contract and --env")
 	}
-	return rundir.ReadInputs(o.Goal, o.Contract, o.Env)
+	return runstore.ReadInputs(o.Goal, o.Contract, o.Env)
 }
 
 // newSlate initialises a run from in on a clean slate and returns the
 // in-memory file system and the world directory it lives in.
-func (a *app) newSlate(in rundir.Inputs, runID string) (disk.FS, string, rundir.Options, error) {
+func (a *app) newSlate(in runstore.Inputs, runID string) (disk.FS, string, runstore.Options, error) {
 	if in.Spec.Root != "" {
 		// A clean slate writes nothing, and a run changes its world: a
 		// real directory cannot be its world.
-		return nil, "", rundir.Options{}, usagef("--no-load-state writes nothing, but this environment makes %s the world a run changes; use an environment that lists its files, or one whose root is a copy", in.Spec.Root)
+		return nil, "", runstore.Options{}, usagef("--no-load-state writes nothing, but this environment makes %s the world a run changes; use an environment that lists its files, or one whose root is a copy", in.Spec.Root)
 	}
 	opt, err := a.clock()
 	if err != nil {
@@ -60,14 +60,14 @@ func (a *app) newSlate(in rundir.Inputs, runID string) (disk.FS, string, rundir.
 	a.discard = append(a.discard, func() { _ = os.RemoveAll(dir) })
 	world := dir
 	fsys := disk.NewMem()
-	if _, err := rundir.InitOn(fsys, world, in, runID, opt); err != nil {
+	if _, err := runstore.InitOn(fsys, world, in, runID, opt); err != nil {
 		return nil, "", opt, err
 	}
 	return fsys, world, opt, nil
 }
 
 // cleanSlate opens a fresh run on a clean slate, for step and run.
-func (a *app) cleanSlate(slate slateOptions) (*rundir.Run, error) {
+func (a *app) cleanSlate(slate slateOptions) (*runstore.Run, error) {
 	in, err := slateInputs(slate)
 	if err != nil {
 		return nil, err
@@ -77,13 +77,13 @@ func (a *app) cleanSlate(slate slateOptions) (*rundir.Run, error) {
 		return nil, err
 	}
 	a.log.Info().Msg("clean slate: the state directory is neither read nor written; the run is discarded at exit")
-	return rundir.OpenOn(fsys, world, opt, nil)
+	return runstore.OpenOn(fsys, world, opt, nil)
 }
 
 // runInitSlate is acr init --no-load-state: the inputs are validated and a
 // run initialised in memory, then discarded.
 func runInitSlate(opts initOptions, a *app) error {
-	in, err := rundir.ReadInputs(opts.Goal, opts.Contract, opts.Env)
+	in, err := runstore.ReadInputs(opts.Goal, opts.Contract, opts.Env)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,6 @@ import (
 	"github.com/acr-project/acr/internal/cognition"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/controller"
-	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/ledger"
@@ -190,12 +189,26 @@ var ErrUnknownCycle = ledger.ErrNoCycle
 // compaction runs at least every compact_every_cycles cycles.
 const lookahead = 512
 
-// Explain builds the report for one cycle.
+// History is what Explain reads of a run's ledger: one cycle's records,
+// one cycle's cycle record and the prologue. It is an interface so that
+// the audit reads a run wherever its ledger is kept (ledger.Reader for a
+// state directory, jsstore for JetStream) and never opens a file.
+type History interface {
+	// Cycle returns the records of one completed cycle, checked; an error
+	// matching ErrUnknownCycle if there is none.
+	Cycle(cycle int64) ([]event.Record, error)
+	// CycleCompleted returns a completed cycle's cycle record.
+	CycleCompleted(cycle int64) (event.Record, error)
+	// Prologue returns the records before the first cycle.
+	Prologue() ([]event.Record, error)
+}
+
+// Explain builds the report for one cycle from the run's history h.
 //
-// It never writes: a missing or stale cycle index is built in memory.
-func Explain(fsys disk.FS, cycle int64) (*Report, error) {
-	lr := ledger.NewReader(fsys)
-	recs, err := lr.Cycle(cycle)
+// It never writes: with a state directory, a missing or stale cycle index
+// is built in memory.
+func Explain(h History, cycle int64) (*Report, error) {
+	recs, err := h.Cycle(cycle)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +219,7 @@ func Explain(fsys disk.FS, cycle int64) (*Report, error) {
 			return nil, fmt.Errorf("audit cycle %d, seq %d: %w", cycle, rec.Seq, err)
 		}
 	}
-	pro, err := ledger.Prologue(fsys)
+	pro, err := h.Prologue()
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +235,7 @@ func Explain(fsys disk.FS, cycle int64) (*Report, error) {
 			r.Contract.Rule = &rule
 		}
 	}
-	comp, err := findCompaction(lr, cycle)
+	comp, err := findCompaction(h, cycle)
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +364,7 @@ func inboxItem(o *event.Object) InboxItem {
 
 // findCompaction looks at the cycle records after cycle for the first
 // compaction whose summary covers it.
-func findCompaction(lr *ledger.Reader, cycle int64) (*Compaction, error) {
+func findCompaction(lr History, cycle int64) (*Compaction, error) {
 	for c := cycle; c < cycle+lookahead; c++ {
 		rec, err := lr.CycleCompleted(c)
 		if errors.Is(err, ledger.ErrNoCycle) {

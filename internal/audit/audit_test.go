@@ -44,7 +44,7 @@ func TestAuditAfterCompaction(t *testing.T) {
 	fsys := runScenario(t, "p09-compaction")
 	var reviewed, promoted int64
 	for c := int64(1); c <= 10; c++ {
-		r, err := Explain(fsys, c)
+		r, err := Explain(ledger.NewReader(fsys), c)
 		require.NoError(t, err)
 		if r.Strategy.Overlay != nil && reviewed == 0 {
 			reviewed = c
@@ -56,7 +56,7 @@ func TestAuditAfterCompaction(t *testing.T) {
 	require.NotZero(t, reviewed, "no early cycle had a strategic review")
 	require.NotZero(t, promoted, "no early cycle promoted a commitment")
 
-	r, err := Explain(fsys, reviewed)
+	r, err := Explain(ledger.NewReader(fsys), reviewed)
 	require.NoError(t, err)
 	require.NotNil(t, r.Compaction, "cycle %d should have been summarised by a later compaction", reviewed)
 	assert.Greater(t, r.Compaction.Cycle, reviewed)
@@ -69,7 +69,7 @@ func TestAuditAfterCompaction(t *testing.T) {
 	assert.Equal(t, r.Decision.ContractRef, r.Contract.Ref, "the decision names the contract pinned at the start")
 	assert.Equal(t, "project_write", string(r.Contract.Authority.Mode))
 
-	p, err := Explain(fsys, promoted)
+	p, err := Explain(ledger.NewReader(fsys), promoted)
 	require.NoError(t, err)
 	require.NotNil(t, p.Compaction)
 	var created *CommitmentChange
@@ -84,7 +84,7 @@ func TestAuditAfterCompaction(t *testing.T) {
 	require.NotNil(t, p.Decision)
 	assert.Equal(t, "DEFER", p.Decision.Verdict.String())
 
-	_, err = Explain(fsys, 10_000)
+	_, err = Explain(ledger.NewReader(fsys), 10_000)
 	assert.ErrorIs(t, err, ErrUnknownCycle)
 }
 
@@ -98,7 +98,7 @@ func TestAuditGolden(t *testing.T) {
 	fsys := runScenario(t, "p05-approval-escalation")
 	n := 0
 	for _, c := range []int64{1, 2} {
-		r, err := Explain(fsys, c)
+		r, err := Explain(ledger.NewReader(fsys), c)
 		require.NoError(t, err)
 		var text, dot bytes.Buffer
 		require.NoError(t, r.WriteText(&text))
@@ -131,14 +131,14 @@ func golden(t *testing.T, path string, got []byte) {
 // writes: the index stays as it was (the run's writer rebuilds it).
 func TestAuditWithoutIndex(t *testing.T) {
 	fsys := runScenario(t, "p07-direct-path")
-	want, err := Explain(fsys, 2)
+	want, err := Explain(ledger.NewReader(fsys), 2)
 	require.NoError(t, err)
 	wantJS := codec.MustMarshal(want)
 
 	b, err := fsys.ReadFile(ledger.IndexFileName)
 	require.NoError(t, err)
 	require.NoError(t, fsys.Remove(ledger.IndexFileName))
-	got, err := Explain(fsys, 2)
+	got, err := Explain(ledger.NewReader(fsys), 2)
 	require.NoError(t, err)
 	assert.Equal(t, wantJS, codec.MustMarshal(got), "after deleting the index")
 	_, err = fsys.Stat(ledger.IndexFileName)
@@ -150,7 +150,7 @@ func TestAuditWithoutIndex(t *testing.T) {
 	lines[1] = bytes.Replace(lines[0], []byte(`"cycle":"000000000001"`), []byte(`"cycle":"000000000002"`), 1)
 	bad := bytes.Join(lines, nil)
 	require.NoError(t, fsys.WriteFile(ledger.IndexFileName, bad))
-	got, err = Explain(fsys, 2)
+	got, err = Explain(ledger.NewReader(fsys), 2)
 	require.NoError(t, err)
 	assert.Equal(t, wantJS, codec.MustMarshal(got), "after corrupting the index")
 	after, err := fsys.ReadFile(ledger.IndexFileName)
@@ -158,7 +158,7 @@ func TestAuditWithoutIndex(t *testing.T) {
 	assert.Equal(t, bad, after, "a reader does not repair the index either")
 
 	require.NoError(t, fsys.WriteFile(ledger.IndexFileName, []byte("garbage")))
-	got, err = Explain(fsys, 2)
+	got, err = Explain(ledger.NewReader(fsys), 2)
 	require.NoError(t, err)
 	assert.Equal(t, wantJS, codec.MustMarshal(got), "after replacing the index with garbage")
 }

@@ -25,7 +25,7 @@ import (
 	"github.com/acr-project/acr/internal/intent"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/storage"
 	"github.com/acr-project/acr/internal/world"
@@ -40,8 +40,8 @@ func (fixedClock) Now() time.Time { return start }
 
 // ToggleInputs is the world of generated histories: one README that the
 // outside world breaks and the loop fixes, over and over.
-func ToggleInputs() rundir.Inputs {
-	return rundir.Inputs{
+func ToggleInputs() runstore.Inputs {
+	return runstore.Inputs{
 		Goal: intent.Goal{Schema: intent.Schema, ID: "perf", Mission: "keep the README free of typos", Success: intent.Success{AllChecksPass: true}},
 		Contract: governance.Contract{Schema: governance.ContractSchema, ID: "perf", Authority: governance.Authority{ID: "op", Mode: governance.AuthProjectWrite},
 			Coordinates: governance.Coordinates{Readiness: "L2", Autonomy: "A2", CognitiveDepth: "D2"},
@@ -70,8 +70,8 @@ type Generated struct {
 // least events events (or cycles cycles, whichever is given). Every cycle is
 // derived by the real kernel; only the fsync per batch is amortised.
 func Generate(dir string, events, cycles int64) (Generated, error) {
-	opt := rundir.Options{Clock: fixedClock{}, Revision: "perf"}
-	if _, err := rundir.Init(dir, ToggleInputs(), "run:perf", false, opt); err != nil {
+	opt := runstore.Options{Clock: fixedClock{}, Revision: "perf"}
+	if _, err := runstore.Init(dir, ToggleInputs(), "run:perf", false, opt); err != nil {
 		return Generated{}, err
 	}
 	fsys, err := disk.OpenOSDir(dir)

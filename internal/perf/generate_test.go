@@ -10,7 +10,7 @@ import (
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 )
 
 // TestGeneratedRunIsOrdinary: a generated history verifies, replays with
@@ -32,7 +32,7 @@ func TestGeneratedRunIsOrdinary(t *testing.T) {
 	assert.True(t, rp.OK, "%+v", rp.Divergence)
 	assert.Equal(t, g.Cycles, rp.CyclesVerified)
 
-	r, err := rundir.Open(dir, rundir.Options{Clock: fixedClock{}, Revision: "perf"})
+	r, err := runstore.Open(dir, runstore.Options{Clock: fixedClock{}, Revision: "perf"})
 	require.NoError(t, err)
 	assert.False(t, r.Driver.Recovery().Recovered, "a generated run needs no recovery")
 	_, err = r.Driver.Run(context.Background(), 5, nil)

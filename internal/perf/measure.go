@@ -17,7 +17,7 @@ import (
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/intent"
 	"github.com/acr-project/acr/internal/ledger"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -209,8 +209,8 @@ func IdleTimes(bin, dir string, trials int) (run, version time.Duration, untouch
 
 // QueueInputs is a run with n pieces of work: a queue file with n pending
 // items, each cycle draining one with one durable sandbox effect.
-func QueueInputs(n int) rundir.Inputs {
-	return rundir.Inputs{
+func QueueInputs(n int) runstore.Inputs {
+	return runstore.Inputs{
 		Goal: intent.Goal{Schema: intent.Schema, ID: "queue", Mission: "drain the queue", Success: intent.Success{AllChecksPass: true}},
 		Contract: governance.Contract{Schema: governance.ContractSchema, ID: "queue", Authority: governance.Authority{ID: "op", Mode: governance.AuthProjectWrite},
 			Coordinates: governance.Coordinates{Readiness: "L2", Autonomy: "A2", CognitiveDepth: "D2"},
@@ -224,7 +224,7 @@ func QueueInputs(n int) rundir.Inputs {
 
 // InitQueue creates a queue run in dir.
 func InitQueue(dir string, n int) error {
-	_, err := rundir.Init(dir, QueueInputs(n), "run:queue", false, rundir.Options{Clock: fixedClock{}, Revision: "perf"})
+	_, err := runstore.Init(dir, QueueInputs(n), "run:queue", false, runstore.Options{Clock: fixedClock{}, Revision: "perf"})
 	return err
 }
 

@@ -8,8 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/perf"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 )
 
 var benchCycles = flag.Int64("report.bench-cycles", 100_000, "cycles of the generated history BenchmarkReport100k reads")
@@ -22,14 +23,14 @@ func BenchmarkReport100k(b *testing.B) {
 	dir := b.TempDir()
 	g, err := perf.Generate(dir, 0, *benchCycles)
 	require.NoError(b, err)
-	st, _, err := rundir.ReadState(dir)
+	st, _, err := runstore.ReadState(dir)
 	require.NoError(b, err)
 	fsys, err := disk.OpenOSDir(dir)
 	require.NoError(b, err)
 	var size int64
 	b.ResetTimer()
 	for b.Loop() {
-		v, err := Read(fsys, HeadOf(st), Options{Generator: "bench"})
+		v, err := Read(ledger.NewReader(fsys), HeadOf(st), Options{Generator: "bench"})
 		require.NoError(b, err)
 		w := &countingWriter{}
 		require.NoError(b, Render(w, v))

@@ -4,12 +4,19 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/ledger"
 )
 
-// Read streams the ledger of the run in fsys once and aggregates it under
+// History is what Read reads of a run's ledger: every committed line, in
+// order, checked but not decoded. It is an interface so that the report
+// reads a run wherever its ledger is kept (ledger.Reader for a state
+// directory, jsstore for JetStream) and never opens a file.
+type History interface {
+	ScanLines(fn func(ledger.Line) error) error
+}
+
+// Read streams the ledger of the run in h once and aggregates it under
 // head (the run's checkpoint). It never writes and takes no lock: a
 // running invocation may append meanwhile, and the report then covers the
 // ledger as it was when Read opened it (a cycle still in progress shows
@@ -17,7 +24,7 @@ import (
 //
 // Memory holds one cycle's shown events and the bounded aggregate,
 // whatever the length of the history.
-func Read(fsys disk.FS, head Head, o Options) (*View, error) {
+func Read(h History, head Head, o Options) (*View, error) {
 	var (
 		scanErr    error
 		inProgress int64
@@ -26,7 +33,7 @@ func Read(fsys disk.FS, head Head, o Options) (*View, error) {
 		errStop := errors.New("stop")
 		var cycle []Event
 		open := false
-		scanErr = ledger.ScanLines(fsys, func(ln ledger.Line) error {
+		scanErr = h.ScanLines(func(ln ledger.Line) error {
 			if !Shown(ln.Type) {
 				return nil
 			}

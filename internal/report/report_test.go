@@ -17,7 +17,7 @@ import (
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/perf"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/scenario"
 )
 
@@ -46,11 +46,11 @@ func readRun(t testing.TB, dir string) *View {
 
 func readRunWith(t testing.TB, dir string, o Options) *View {
 	t.Helper()
-	st, _, err := rundir.ReadState(dir)
+	st, _, err := runstore.ReadState(dir)
 	require.NoError(t, err)
 	fsys, err := disk.OpenOSDir(dir)
 	require.NoError(t, err)
-	v, err := Read(fsys, HeadOf(st), o)
+	v, err := Read(ledger.NewReader(fsys), HeadOf(st), o)
 	require.NoError(t, err)
 	return v
 }
@@ -265,7 +265,7 @@ func snapshotDir(t *testing.T, dir string) map[string]string {
 func TestReadDamagedLedger(t *testing.T) {
 	t.Parallel()
 	dir := runScenario(t, "p05-approval-escalation")
-	st, _, err := rundir.ReadState(dir)
+	st, _, err := runstore.ReadState(dir)
 	require.NoError(t, err)
 	path := filepath.Join(dir, "ledger", "events.jsonl")
 	b, err := os.ReadFile(path)
@@ -276,7 +276,7 @@ func TestReadDamagedLedger(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, b, 0o644))
 	fsys, err := disk.OpenOSDir(dir)
 	require.NoError(t, err)
-	_, err = Read(fsys, HeadOf(st), Options{})
+	_, err = Read(ledger.NewReader(fsys), HeadOf(st), Options{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "read ledger ledger/events.jsonl")
 	assert.Contains(t, err.Error(), "line hash mismatch")

@@ -24,7 +24,7 @@ import (
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/memory"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
 	"github.com/acr-project/acr/internal/world"
@@ -104,7 +104,7 @@ type runner struct {
 	dir   string
 	clock *scriptClock
 	know  *scriptKnowledge
-	opt   rundir.Options
+	opt   runstore.Options
 	res   *Result
 	arm   *Crash
 	hits  int
@@ -145,11 +145,11 @@ func Run(sc *Scenario, o Options) (*Result, error) {
 	if o.Clock != nil {
 		clk = o.Clock
 	}
-	rn.opt = rundir.Options{Clock: clk, Knowledge: rn.know, Revision: "scenario", CheckpointEvery: every, Failpoint: rn.failpoint,
+	rn.opt = runstore.Options{Clock: clk, Knowledge: rn.know, Revision: "scenario", CheckpointEvery: every, Failpoint: rn.failpoint,
 		WrapWorld: func(w kernel.World) kernel.World {
 			return flakyWorld{World: w, fail: &rn.failures, garbage: &rn.garbage}
 		}}
-	if _, err := rundir.Init(rn.dir, sc.Inputs, "run:scenario:"+sc.Script.Name, false, rn.opt); err != nil {
+	if _, err := runstore.Init(rn.dir, sc.Inputs, "run:scenario:"+sc.Script.Name, false, rn.opt); err != nil {
 		return nil, fmt.Errorf("scenario %s: init: %w", sc.Script.Name, err)
 	}
 	if err := rn.steps(sc.Script.Steps, "steps"); err != nil {
@@ -200,7 +200,7 @@ func (rn *runner) failf(format string, args ...any) {
 // it. A crash at an armed failpoint abandons the process's work.
 func (rn *runner) runCycles(n int) (crashed bool, err error) {
 	rn.last, rn.lastDispositions = kernel.RunReport{}, nil
-	var r *rundir.Run
+	var r *runstore.Run
 	defer func() {
 		if p := recover(); p != nil {
 			if _, ok := p.(crashSignal); !ok {
@@ -212,7 +212,7 @@ func (rn *runner) runCycles(n int) (crashed bool, err error) {
 			}
 		}
 	}()
-	r, err = rundir.OpenWith(rn.dir, rn.opt, func(x *rundir.Run) { r = x })
+	r, err = runstore.OpenWith(rn.dir, rn.opt, func(x *runstore.Run) { r = x })
 	if err != nil {
 		return false, err
 	}
@@ -297,7 +297,7 @@ func (rn *runner) step(st Step) error {
 		_, err = dirstore.Inbox{FS: fsys}.Write(&state.StopRequest{Schema: state.StopSchema, By: "scenario", Reason: st.Stop.Reason, Kill: st.Stop.Kill, CreatedAt: state.FormatTime(now)})
 		return err
 	case st.KillSwitch != nil:
-		p := filepath.Join(rn.dir, rundir.KillSwitchFile)
+		p := filepath.Join(rn.dir, runstore.KillSwitchFile)
 		if *st.KillSwitch {
 			return os.WriteFile(p, []byte("stop\n"), 0o644)
 		}
@@ -322,7 +322,7 @@ func (rn *runner) step(st Step) error {
 			rn.failf("crash at %s: the failpoint was never reached", c.Failpoint)
 		}
 	case st.Recover:
-		r, err := rundir.Open(rn.dir, rn.opt)
+		r, err := runstore.Open(rn.dir, rn.opt)
 		if err != nil {
 			return err
 		}
@@ -337,7 +337,7 @@ func (rn *runner) resolve(st Step) error {
 	if st.Deny != "" {
 		sel, verdict = st.Deny, "deny"
 	}
-	s, _, err := rundir.ReadState(rn.dir)
+	s, _, err := runstore.ReadState(rn.dir)
 	if err != nil {
 		return err
 	}
@@ -361,7 +361,7 @@ func (rn *runner) resolve(st Step) error {
 }
 
 func (rn *runner) check(i string, e StepExpect) {
-	s, _, err := rundir.ReadState(rn.dir)
+	s, _, err := runstore.ReadState(rn.dir)
 	if err != nil {
 		rn.failf("%s: read state: %v", i, err)
 		return
@@ -492,7 +492,7 @@ func (rn *runner) check(i string, e StepExpect) {
 // finish computes the outcome from the state directory and checks the
 // scenario's final expectations.
 func (rn *runner) finish() error {
-	s, _, err := rundir.ReadState(rn.dir)
+	s, _, err := runstore.ReadState(rn.dir)
 	if err != nil {
 		return err
 	}

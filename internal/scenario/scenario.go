@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/acr-project/acr/internal/codec"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
 	"github.com/acr-project/acr/internal/world"
@@ -186,7 +186,7 @@ type Fingerprints struct {
 type Scenario struct {
 	Dir    string
 	Script Script
-	Inputs rundir.Inputs
+	Inputs runstore.Inputs
 }
 
 // Load reads a scenario folder: scenario.json, goal.json, contract.json,
@@ -196,7 +196,7 @@ func Load(dir string) (*Scenario, error) {
 	p := filepath.Join(dir, "scenario.json")
 	b, err := os.ReadFile(p)
 	if err != nil {
-		return nil, &rundir.ValidationError{File: p, Err: err}
+		return nil, &runstore.ValidationError{File: p, Err: err}
 	}
 	if err := codec.Unmarshal(b, &sc.Script); err != nil {
 		return nil, asValidation(p, err)
@@ -204,7 +204,7 @@ func Load(dir string) (*Scenario, error) {
 	if err := sc.Script.validate(); err != nil {
 		return nil, asValidation(p, err)
 	}
-	in, err := rundir.ReadInputs(filepath.Join(dir, "goal.json"), filepath.Join(dir, "contract.json"), filepath.Join(dir, "environment.json"))
+	in, err := runstore.ReadInputs(filepath.Join(dir, "goal.json"), filepath.Join(dir, "contract.json"), filepath.Join(dir, "environment.json"))
 	if err != nil {
 		return nil, err
 	}
@@ -214,9 +214,9 @@ func Load(dir string) (*Scenario, error) {
 
 func asValidation(file string, err error) error {
 	if fe, ok := err.(*codec.FieldError); ok {
-		return &rundir.ValidationError{File: file, Field: fe.Path, Err: fe.Err}
+		return &runstore.ValidationError{File: file, Field: fe.Path, Err: fe.Err}
 	}
-	return &rundir.ValidationError{File: file, Err: err}
+	return &runstore.ValidationError{File: file, Err: err}
 }
 
 func (s *Script) validate() error {

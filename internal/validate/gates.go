@@ -616,7 +616,7 @@ func gateL(ev *Evidence) Gate {
 	}
 	checked, withDecision := 0, 0
 	for _, cyc := range summarised {
-		rep, err := audit.Explain(run.FS, cyc)
+		rep, err := audit.Explain(run.History, cyc)
 		if err != nil {
 			return fail(fmt.Sprintf("audit of compacted cycle %d: %v", cyc, err))
 		}

@@ -18,11 +18,10 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/audit"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/kernel"
-	"github.com/acr-project/acr/internal/ledger"
-	"github.com/acr-project/acr/internal/rundir"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/scenario"
 )
 
@@ -48,8 +47,8 @@ type Run struct {
 	Result  *scenario.Result
 	Records []event.Record
 	Final   kernel.EngineState
-	// FS is the state directory, kept for gates that audit it.
-	FS disk.FS
+	// History is the run's ledger, kept for gates that audit it.
+	History audit.History
 }
 
 // Evidence is everything the gates look at.
@@ -160,19 +159,19 @@ func collectOne(dir string, o Options) (*Run, *scenario.Result, string, error) {
 // LoadRun gathers the evidence a scenario run left in its state directory
 // (res.Dir, kept): the ledger, the final state and the directory itself.
 func LoadRun(sc scenario.Script, res *scenario.Result) (*Run, error) {
-	fsys, err := disk.OpenOSDir(res.Dir)
+	h, err := runstore.OpenHistory(res.Dir)
 	if err != nil {
 		return nil, err
 	}
-	recs, err := ledger.ReadAll(fsys)
+	recs, err := h.ReadAll()
 	if err != nil {
 		return nil, err
 	}
-	st, _, err := rundir.ReadState(res.Dir)
+	st, _, err := runstore.ReadState(res.Dir)
 	if err != nil {
 		return nil, err
 	}
-	return &Run{Name: sc.Name, Script: sc, Result: res, Records: recs, Final: st, FS: fsys}, nil
+	return &Run{Name: sc.Name, Script: sc, Result: res, Records: recs, Final: st, History: h}, nil
 }
 
 // Report is the outcome of a validation. Its verdict is FAIL when a gate

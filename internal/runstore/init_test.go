@@ -1,4 +1,4 @@
-package rundir
+package runstore
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package rundir_test
+package runstore_test
 
 import (
 	"archive/tar"
@@ -17,7 +17,7 @@ import (
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
-	. "github.com/acr-project/acr/internal/rundir"
+	. "github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -83,7 +83,7 @@ func TestLedgerFormat1RunKeepsWorking(t *testing.T) {
 	require.EqualValues(t, 10, rep.CyclesVerified)
 	require.Contains(t, kindsOfCycle(recs, 3), event.Transition)
 
-	a, err := audit.Explain(fsys, 1)
+	a, err := audit.Explain(ledger.NewReader(fsys), 1)
 	require.NoError(t, err)
 	require.NotNil(t, a.Compaction, "cycle 1 was summarised by the run's compaction")
 	require.NotEmpty(t, a.Controller.Transitions)

@@ -1,7 +1,7 @@
-// This file is an external test package (rundir_test) rather than package
-// rundir: the scenario package imports rundir, so an in-package test could
+// This file is an external test package (runstore_test) rather than package
+// runstore: the scenario package imports runstore, so an in-package test could
 // not import scenario to reflect on scenario.Script.
-package rundir_test
+package runstore_test
 
 import (
 	"bytes"

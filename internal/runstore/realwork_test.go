@@ -1,4 +1,4 @@
-package rundir_test
+package runstore_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
-	. "github.com/acr-project/acr/internal/rundir"
+	. "github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 )
 

@@ -1,12 +1,7 @@
-// Package rundir assembles one state directory into a running loop: it
-// opens the store, the ledger, the sandbox world and the inbox that live
-// there, takes the single-writer lock, and wires them into a
-// kernel.Driver. It also reads and validates the three documents a run
-// starts from. The CLI and the scenario runner both use it, so there is one
-// way to open a run.
-package rundir
+package runstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -203,7 +198,9 @@ type Options struct {
 	WrapProposer func(kernel.Proposer) kernel.Proposer
 }
 
-// Run is an open, locked run.
+// Run is an open run, locked (a state directory) or leased (a JetStream
+// store). Store, FS, Ledger and Index are the directory's parts, nil for
+// a run in a JetStream store.
 type Run struct {
 	Dir    string
 	FS     disk.FS
@@ -212,7 +209,13 @@ type Run struct {
 	Index  *ledger.Index
 	World  *sandbox.World
 	Driver *kernel.Driver
+	// Held is cancelled when a leased run's lease is lost (nil for a
+	// locked run): run the driver under it, so that no cycle starts
+	// without the lease. The revision checks protect the run either way.
+	Held   context.Context
 	unlock disk.Unlocker
+	// release stops keeping the lease and gives it up.
+	release func() error
 	// openedAt is the cycle of the checkpoint the run was opened at, and
 	// verified what the ledger check before the first write established
 	// (nil if this invocation wrote nothing).
@@ -303,8 +306,23 @@ func (r *Run) open(opt Options) error {
 	if err != nil {
 		return fmt.Errorf("open sandbox: %w", err)
 	}
-	w.Environ = opt.Environ
 	r.World = w
+	if opt.Failpoint != nil {
+		r.Store.OnStage = opt.Failpoint
+	}
+	clock := opt.Clock
+	if clock == nil {
+		clock = Clock{}
+	}
+	r.openedAt = snap.Manifest.CycleSeq
+	guarded := &guardedLedger{Ledger: led, check: func() error { return r.checkBeforeWrite(clock) }}
+	return r.wire(opt, snap, r.Store, guarded, dirstore.Inbox{FS: r.FS}, func() (bool, error) { return killSwitchOn(r.FS) })
+}
+
+// wire builds the driver on a run's parts (r.World open) and opens it.
+func (r *Run) wire(opt Options, snap storage.Snapshot, cp storage.Checkpoints, led storage.Ledger, ib storage.Inbox, kill func() (bool, error)) error {
+	w := r.World
+	w.Environ = opt.Environ
 	pc, err := kernel.DecodeProposer(snap.Files)
 	if err != nil {
 		return err
@@ -317,7 +335,6 @@ func (r *Run) open(opt Options) error {
 		prop = opt.WrapProposer(prop)
 	}
 	if opt.Failpoint != nil {
-		r.Store.OnStage = opt.Failpoint
 		w.OnStage = opt.Failpoint
 	}
 	clock := opt.Clock
@@ -332,13 +349,11 @@ func (r *Run) open(opt Options) error {
 	if opt.WrapWorld != nil {
 		kw = opt.WrapWorld(w)
 	}
-	r.openedAt = snap.Manifest.CycleSeq
-	guarded := &guardedLedger{Ledger: led, check: func() error { return r.checkBeforeWrite(clock) }}
 	r.Driver = &kernel.Driver{
-		Store: r.Store, Ledger: guarded, World: kw, Inbox: dirstore.Inbox{FS: r.FS}, Clock: clock, Knowledge: opt.Knowledge,
+		Store: cp, Ledger: led, World: kw, Inbox: ib, Clock: clock, Knowledge: opt.Knowledge,
 		Revision: opt.Revision, CheckpointEvery: every, UncertainErr: sandbox.ErrUncertain, RefusedErr: sandbox.ErrConfinement,
 		Failpoint: opt.Failpoint, Proposer: prop,
-		KillSwitch: func() (bool, error) { return killSwitchOn(r.FS) }, Snapshot: &snap,
+		KillSwitch: kill, Snapshot: &snap,
 	}
 	return r.Driver.Open()
 }
@@ -374,6 +389,9 @@ func (r *Run) Close() error {
 	}
 	if r.unlock != nil {
 		errs = append(errs, r.unlock.Unlock())
+	}
+	if r.release != nil {
+		errs = append(errs, r.release())
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acr-project/acr/internal/runstore"
+)
+
+// runsOptions are acr runs' flags: it has none of its own.
+type runsOptions struct{}
+
+// runRow is one run as acr runs lists it.
+type runRow struct {
+	RunID       string `json:"run_id"`
+	Status      string `json:"status"`
+	Disposition string `json:"loop_disposition"`
+	Cycle       int64  `json:"cycle"`
+	NextWake    string `json:"next_wake,omitempty"`
+	Inbox       uint64 `json:"inbox"`
+}
+
+func newRunsCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "runs",
+		Short: "List the store's runs",
+		Long: `List the runs of the store: each run's id, status, disposition, cycle, next
+wake and the number of items waiting in its inbox. A nats:// store holds many
+runs (two requests to the server, whatever their number); a state directory
+holds one. It never takes a lock or a lease.`,
+		Example: `  acr --store nats://localhost:4222 runs
+  acr --store nats://localhost:4222 runs --json | jq '.runs[] | select(.inbox > 0)'`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runRuns(cmd.Context(), runsOptions{}, a) },
+	}
+}
+
+// runRuns lists the runs, without a lock or a lease.
+func runRuns(ctx context.Context, opts runsOptions, a *app) error {
+	var rows []runRow
+	if a.nats() {
+		s, err := runstore.DialStore(ctx, a.cfg.Store, a.cfg.NatsCreds)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		all, err := s.Runs(ctx)
+		if err != nil {
+			return err
+		}
+		for _, st := range all {
+			if a.cfg.RunID != "" && st.RunID != a.cfg.RunID {
+				continue
+			}
+			rows = append(rows, runRow{RunID: st.RunID, Status: st.RunStatus, Disposition: st.Disposition, Cycle: st.CycleSeq, NextWake: st.NextWake, Inbox: st.Inbox})
+		}
+	} else {
+		rs, err := a.readState()
+		if err != nil {
+			return err
+		}
+		q, err := a.queue()
+		if err != nil {
+			return err
+		}
+		items, _, err := q.List()
+		if err != nil {
+			return err
+		}
+		r := rs.State.Run
+		n := uint64(0)
+		for _, it := range items {
+			if !slices.Contains(r.InboxSeen, it.ID) && !slices.Contains(r.AnswersConsumed, it.ID) {
+				n++
+			}
+		}
+		row := runRow{RunID: r.RunID, Status: string(r.Status), Disposition: r.LoopDisposition.String(), Cycle: r.CycleSeq, Inbox: n}
+		if r.NextWake != nil {
+			row.NextWake = r.NextWake.At
+		}
+		rows = append(rows, row)
+	}
+	if a.cfg.JSON {
+		if rows == nil {
+			rows = []runRow{}
+		}
+		a.printJSON(map[string]any{"runs": rows})
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	_, _ = tw.Write([]byte("RUN\tSTATUS\tDISPOSITION\tCYCLE\tNEXT WAKE\tINBOX\n"))
+	for _, r := range rows {
+		_, _ = tw.Write([]byte(r.RunID + "\t" + r.Status + "\t" + r.Disposition + "\t" + strconv.FormatInt(r.Cycle, 10) + "\t" + orDashStr(r.NextWake) + "\t" + strconv.FormatUint(r.Inbox, 10) + "\n"))
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acr-project/acr/internal/event"
+	"github.com/acr-project/acr/internal/jetstream/natstest"
+	"github.com/acr-project/acr/internal/runstore"
+)
+
+// TestWorkers: two workers on one store with several runs. Each run is
+// initialised, run by whichever worker gets its lease until it waits for
+// its approval, approved by another process, and run again to its next
+// rest. Every run advances; its ledger verifies and replays; no cycle is
+// recorded twice (two workers never ran it at once) and no effect is
+// committed twice.
+func TestWorkers(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	store := srv.ClientURL() + "/workers"
+	dir := t.TempDir()
+	q := quickstartOptions()
+	const runs = 5
+	id := func(i int) string { return fmt.Sprintf("run:w%d", i) }
+	for i := range runs {
+		code, out, errOut := acrIn(t, dir, "--store", store, "--run-id", id(i), "init", "--goal", q.Goal, "--contract", q.Contract, "--env", q.Env)
+		require.Equal(t, 0, code, "%s%s", out, errOut)
+	}
+	list := func() []runRow {
+		t.Helper()
+		code, out, errOut := acrIn(t, dir, "--store", store, "--json", "runs")
+		require.Equal(t, 0, code, "%s%s", out, errOut)
+		var v struct{ Runs []runRow }
+		require.NoError(t, json.Unmarshal([]byte(out), &v), out)
+		require.Len(t, v.Runs, runs)
+		return v.Runs
+	}
+
+	// --once: two workers at the same time, one pass each.
+	var wg sync.WaitGroup
+	outs := make([]string, 2)
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, out, errOut := acrCtx(t.Context(), dir, "--store", store, "worker", "--once")
+			assert.Equal(t, 0, code, "%s%s", out, errOut)
+			outs[w] = out
+		}()
+	}
+	wg.Wait()
+	t.Logf("worker --once passes:\n%s---\n%s", outs[0], outs[1])
+	for _, r := range list() {
+		assert.Equal(t, "WAIT_APPROVAL", r.Disposition, "%+v (workers said %q)", r, outs)
+	}
+
+	// Two looping workers; approvals arrive while they run.
+	ctx, cancel := context.WithCancel(t.Context())
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, out, errOut := acrCtx(ctx, dir, "--store", store, "worker", "--poll", "200ms")
+			assert.Equal(t, 0, code, "%s%s", out, errOut)
+		}()
+	}
+	before := map[string]int64{}
+	for i := range runs {
+		code, out, errOut := acrIn(t, dir, "--store", store, "--run-id", id(i), "--json", "status")
+		require.Equal(t, 0, code, "%s%s", out, errOut)
+		var st struct {
+			Cycle   int64 `json:"cycle_seq"`
+			Pending []struct {
+				Ref string `json:"ref"`
+			} `json:"pending_approvals"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &st), out)
+		require.Len(t, st.Pending, 1, out)
+		before[id(i)] = st.Cycle
+		code, out, errOut = acrIn(t, dir, "--store", store, "--run-id", id(i), "approve", st.Pending[0].Ref, "--by", "test")
+		require.Equal(t, 0, code, "%s%s", out, errOut)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		done := 0
+		for _, r := range list() {
+			if r.Inbox == 0 && r.Cycle > before[r.RunID] {
+				done++
+			}
+		}
+		if done == runs {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "runs did not advance: %+v", list())
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+
+	s, err := runstore.DialStore(t.Context(), store, "")
+	require.NoError(t, err)
+	defer s.Close()
+	for i := range runs {
+		m, err := runstore.OpenRemote(t.Context(), s, store, id(i), dir)
+		require.NoError(t, err)
+		h, err := m.History()
+		require.NoError(t, err)
+		expect, err := h.Expect()
+		require.NoError(t, err)
+		rep, err := h.Verify(expect)
+		require.NoError(t, err)
+		require.True(t, rep.OK, "%s: %v", id(i), rep.Damage)
+		recs, err := h.ReadAll()
+		require.NoError(t, err)
+		completed := map[int64]int{}
+		effects := map[string]int{}
+		for _, rec := range recs {
+			switch rec.Event.Type {
+			case event.CycleCompleted:
+				completed[rec.Event.CycleSeq]++
+				assert.Equal(t, 1, completed[rec.Event.CycleSeq], "%s: cycle %d completed twice", id(i), rec.Event.CycleSeq)
+			case event.ActionCommitted:
+				key := field(rec.Event, "idempotency_key")
+				require.NotEmpty(t, key)
+				effects[key]++
+				assert.Equal(t, 1, effects[key], "%s: effect %s committed twice", id(i), key)
+			}
+		}
+		assert.NotEmpty(t, effects, "%s: the quickstart changes its world", id(i))
+		code, out, errOut := acrIn(t, dir, "--store", store, "--run-id", id(i), "replay", "--verify")
+		assert.Equal(t, 0, code, "%s%s", out, errOut)
+	}
+}

@@ -1,0 +1,257 @@
+package runstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/jetstream"
+	"github.com/acr-project/acr/internal/jsstore"
+	"github.com/acr-project/acr/internal/kernel"
+	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/sandbox"
+	"github.com/acr-project/acr/internal/storage"
+)
+
+// RemoteWorlds is the directory, inside the local state directory, that
+// holds the worlds of runs kept in a JetStream store: one directory per
+// run, named by the run id's subject token.
+const RemoteWorlds = "runs"
+
+// Remote is a run in a JetStream store (a nats:// or tls:// store URL).
+// Its checkpoint, ledger and inbox are on the server, so any host can read
+// it, wake it, answer it or stop it. Its world, the sandbox copy of the
+// environment's files and the idempotency table beside it, is a local
+// directory (WorldDir): a process that runs cycles (run, step, recover,
+// worker) must see that directory, so every process that runs a run works
+// on one host or on a shared file system (docs/scale-out.md).
+type Remote struct {
+	URL      string
+	Store    *jsstore.Store
+	Run      *jsstore.Run
+	WorldDir string
+	owned    bool
+}
+
+// Unavailable reports whether err means the store could not be reached or
+// did not answer (exit 74): the outcome of a write that failed with it is
+// unknown, and a reopened run reads what was stored.
+func Unavailable(err error) bool { return errors.Is(err, jsstore.ErrUnavailable) }
+
+// NoRemoteRunError means a JetStream store has no run of that id (no
+// committed checkpoint). It matches storage.ErrNoRun.
+type NoRemoteRunError struct{ Store, Run string }
+
+func (e *NoRemoteRunError) Error() string {
+	return fmt.Sprintf("no run %q in the store %s", e.Run, e.Store)
+}
+
+// Unwrap lets errors.Is(err, storage.ErrNoRun) match.
+func (e *NoRemoteRunError) Unwrap() error { return storage.ErrNoRun }
+
+// ErrNoWorld means the world of a run kept in a JetStream store is not in
+// this host's state directory: this host can read, wake, answer and stop
+// the run, not run its cycles.
+var ErrNoWorld = errors.New("the run's world is not on this host")
+
+// ErrRootWorld means an environment whose world is a real directory
+// (root) was given for a run in a JetStream store, which holds runs whose
+// world is the environment's own files.
+var ErrRootWorld = errors.New("an environment with a root directory is bound to the host that sees it; a nats:// store holds runs whose world is the environment's files")
+
+// Dial connects to the JetStream store at url (credentials from the file
+// creds, if not empty) and names run id in it; stateDir is the local
+// directory whose runs/ holds the worlds of the store's runs. Nothing is
+// read yet. Close closes the connection.
+func Dial(ctx context.Context, url, creds, runID, stateDir string) (*Remote, error) {
+	s, err := DialStore(ctx, url, creds)
+	if err != nil {
+		return nil, err
+	}
+	m, err := OpenRemote(ctx, s, url, runID, stateDir)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	m.owned = true
+	return m, nil
+}
+
+// DialStore connects to the JetStream store at url, with the credentials
+// in the file creds if not empty, for the commands that work on many of
+// its runs (acr runs, acr worker). Close closes the connection.
+func DialStore(ctx context.Context, url, creds string) (*jsstore.Store, error) {
+	if _, _, err := jsstore.ParseURL(url); err != nil {
+		return nil, err
+	}
+	opts := []nats.Option{nats.Name("acr"), nats.MaxReconnects(2)}
+	if creds != "" {
+		if _, err := os.Stat(creds); err != nil {
+			return nil, fmt.Errorf("--nats-creds: %w", err)
+		}
+		opts = append(opts, nats.UserCredentials(creds))
+	}
+	s, err := jsstore.Dial(ctx, url, jsstore.Options{}, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to the store %s: %w", url, err)
+	}
+	return s, nil
+}
+
+// OpenRemote names run id in an open store (a worker shares one
+// connection among its runs); Close leaves the connection open.
+func OpenRemote(ctx context.Context, s *jsstore.Store, url, runID, stateDir string) (*Remote, error) {
+	r, err := s.Run(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	return &Remote{URL: url, Store: s, Run: r,
+		WorldDir: filepath.Join(stateDir, RemoteWorlds, jetstream.Token(runID))}, nil
+}
+
+// Close closes the connection if Dial opened it.
+func (m *Remote) Close() {
+	if m.owned {
+		m.Store.Close()
+	}
+}
+
+// ReadState loads the run's checkpoint, without the lease.
+func (m *Remote) ReadState() (kernel.EngineState, storage.Manifest, error) {
+	snap, err := m.load()
+	if err != nil {
+		return kernel.EngineState{}, storage.Manifest{}, err
+	}
+	st, err := kernel.Decode(snap.Files)
+	return st, snap.Manifest, err
+}
+
+func (m *Remote) load() (storage.Snapshot, error) {
+	snap, err := m.Run.Checkpoints().Load()
+	if errors.Is(err, storage.ErrNoRun) {
+		return snap, m.noRun()
+	}
+	return snap, err
+}
+
+func (m *Remote) noRun() error { return &NoRemoteRunError{Store: m.URL, Run: m.Run.ID} }
+
+// Queue returns the run's inbox, without the lease.
+func (m *Remote) Queue() Queue { return m.Run.Inbox() }
+
+// History reads the run's ledger (see jsstore.History).
+func (m *Remote) History() (History, error) { return m.Run.History() }
+
+// Init creates the run: its world in WorldDir, its first records and its
+// first checkpoint in the store. A run that exists is ErrRunExists; the
+// ledger records of an init cut off before its checkpoint make it a
+// damaged run (also refused). The run id is the Remote's.
+func (m *Remote) Init(in Inputs, opt Options) (Created, error) {
+	if in.Spec.Root != "" {
+		return Created{}, ErrRootWorld
+	}
+	where := m.URL + " run " + m.Run.ID
+	if _, err := m.Run.Checkpoints().Load(); err == nil {
+		return Created{}, &RunExistsError{Dir: where}
+	} else if !errors.Is(err, storage.ErrNoRun) {
+		return Created{}, err
+	}
+	led, err := m.Run.CreateLedger()
+	if errors.Is(err, ledger.ErrExists) {
+		return Created{}, &RunExistsError{Dir: where, Damaged: []string{"ledger records"}}
+	}
+	if err != nil {
+		return Created{}, err
+	}
+	// A world left by an init that never committed its checkpoint is
+	// not a run's: start it afresh.
+	if err := os.RemoveAll(m.WorldDir); err != nil {
+		return Created{}, fmt.Errorf("init: %w", err)
+	}
+	wfs, err := disk.CreateOSDir(m.WorldDir)
+	if err != nil {
+		return Created{}, fmt.Errorf("init: world directory: %w", err)
+	}
+	w, err := sandbox.Create(m.WorldDir, in.Spec, wfs)
+	if err != nil {
+		return Created{}, fmt.Errorf("create sandbox: %w", err)
+	}
+	defer w.Close()
+	w.Environ = opt.Environ
+	obs, err := w.Observe()
+	if err != nil {
+		return Created{}, fmt.Errorf("first observation: %w", err)
+	}
+	st, evs, err := kernel.Init(kernel.Bootstrap{RunID: m.Run.ID, Now: opt.Clock.Now(), Goal: in.Goal, Contract: in.Contract, Spec: in.Spec, Observation: obs})
+	if err != nil {
+		return Created{}, err
+	}
+	if _, err := led.Append(evs); err != nil {
+		return Created{}, err
+	}
+	files, err := st.Encode()
+	if err != nil {
+		return Created{}, err
+	}
+	if _, err := m.Run.Checkpoints().Commit(storage.Commit{RunID: m.Run.ID, Revision: opt.Revision, Frontier: led.Frontier(), Files: files}); err != nil {
+		return Created{}, err
+	}
+	return Created{State: st}, nil
+}
+
+// Open takes the run's lease for holder, keeps it, opens the run's parts
+// and recovers it to a safe boundary, as Open does for a directory; the
+// lease replaces the lock (storage.ErrBusy while another holds it). The
+// run's Held context is cancelled if the lease is lost: run the driver
+// under it. Close writes what is owed and releases the lease. ctx bounds
+// the lease: when it ends, the lease is no longer renewed.
+func (m *Remote) Open(ctx context.Context, holder string, opt Options) (*Run, error) {
+	l, err := m.Store.Acquire(ctx, m.Run.ID, holder)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", m.Run.ID, err)
+	}
+	held, stop := l.Keep(ctx)
+	r := &Run{Dir: m.WorldDir, Held: held, release: func() error {
+		stop()
+		return l.Release(context.WithoutCancel(ctx))
+	}}
+	if err := m.open(r, opt); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (m *Remote) open(r *Run, opt Options) error {
+	snap, err := m.load()
+	if err != nil {
+		return err
+	}
+	spec, err := kernel.DecodeSpec(snap.Files)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(m.WorldDir, filepath.FromSlash(sandbox.Dir))); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s is missing (run it on the host that ran acr init, or share the directory)", ErrNoWorld, m.WorldDir)
+	}
+	wfs, err := disk.OpenOSDir(m.WorldDir)
+	if err != nil {
+		return fmt.Errorf("open world: %w", err)
+	}
+	led, err := m.Run.OpenLedger()
+	if err != nil {
+		return err
+	}
+	w, err := sandbox.Open(m.WorldDir, spec, wfs)
+	if err != nil {
+		return fmt.Errorf("open sandbox: %w", err)
+	}
+	r.World = w
+	return r.wire(opt, snap, m.Run.Checkpoints(), led, m.Run.Inbox(), nil)
+}
