@@ -164,7 +164,7 @@ func run(out, work string, quick bool) error {
 			"%d cycles. At zero CPU that is %.2f× the floor; with the %v of CPU a cycle spends (encoding and hashing its "+
 			"events, deciding, patching and hashing the world file), the model gives %.2f× and the run measured %.2f×. "+
 			"The side-by-side section below says where the CPU goes.",
-			fsyncCost.Round(time.Microsecond), perCycle, 16, 3/perCycle, cpu.Round(time.Microsecond), bound, r))
+			fsyncCost.Round(time.Microsecond), perCycle, 64, 3/perCycle, cpu.Round(time.Microsecond), bound, r))
 	}
 	rc := float64(cpN) / float64(cp100)
 	rows = append(rows, row{fmt.Sprintf("checkpoint size at %d cycles vs 100 cycles", sizes.queue), "≤ 1.5×",

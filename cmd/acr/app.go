@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,6 +29,9 @@ import (
 // without a process.
 type app struct {
 	stdout, stderr io.Writer
+	// stdin is where acr approve reads a person's confirmation from, and
+	// only when it is a terminal (term says).
+	stdin io.Reader
 	v              *viper.Viper
 	log            zerolog.Logger
 	cfg            config
@@ -77,7 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // newApp returns an app that writes to stdout and stderr and looks at the
 // real terminal, clock and environment.
 func newApp(stdout, stderr io.Writer) *app {
-	return &app{stdout: stdout, stderr: stderr, v: viper.New(), log: zerolog.Nop(),
+	return &app{stdout: stdout, stderr: stderr, stdin: os.Stdin, v: viper.New(), log: zerolog.Nop(),
 		term: osTerminal, wall: time.Now, getenv: os.Getenv}
 }
 
@@ -198,11 +202,38 @@ func (a *app) next(hint string) {
 	}
 }
 
+// logNotice writes what the driver reports (a recovery, a provider
+// failure, a quarantined inbox file, a run faulted) to the log, with the
+// run and cycle, at the level the driver gave it: nothing the loop does
+// out of a cycle's sight is silent on stderr.
+func (a *app) logNotice(n kernel.Notice) {
+	lvl, err := zerolog.ParseLevel(n.Level)
+	if err != nil {
+		lvl = zerolog.WarnLevel
+	}
+	ev := a.log.WithLevel(lvl).Str("run_id", n.RunID).Int64("cycle", n.Cycle)
+	keys := make([]string, 0, len(n.Fields))
+	for k := range n.Fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		ev = ev.Interface(k, n.Fields[k])
+	}
+	ev.Msg(n.What)
+}
+
+// logCycle writes one completed cycle to the log at debug level.
+func (a *app) logCycle(s kernel.Summary) {
+	a.log.Debug().Int64("cycle", s.CycleSeq).Str("disposition", s.LoopDisposition.String()).Str("decision", s.GovernanceDecision).
+		Str("action", s.Action).Str("outcome", s.Outcome).Strs("reasons", s.ReasonCodes).Msg("cycle completed")
+}
+
 // clock returns the time source: the wall clock, or a frozen time given in
 // ACR_CLOCK (RFC 3339), which scenario tests use for reproducible output.
 func (a *app) clock() (runstore.Options, error) {
 	opt := runstore.Options{Clock: runstore.Clock{}, Revision: revision(), CheckpointEvery: a.cfg.CheckpointEvery, Failpoint: failpoint(a.getenv("ACR_FAILPOINT")),
-		Environ: os.LookupEnv}
+		Environ: os.LookupEnv, Notify: a.logNotice}
 	if a.cfg.Clock != "" {
 		t, err := state.ParseTime(a.cfg.Clock)
 		if err != nil {

@@ -22,6 +22,9 @@ type approveOptions struct {
 	Ref    string
 	By     string `flag:"by"`
 	Reason string `flag:"reason"`
+	// Yes approves without asking at a terminal (for scripts that run
+	// with one).
+	Yes bool `flag:"yes"`
 }
 
 func newApproveCommand(a *app, verb string) *cobra.Command {
@@ -29,7 +32,13 @@ func newApproveCommand(a *app, verb string) *cobra.Command {
 	long := `Approve the pending action request REF (the ref acr status prints). The
 approval binds to that exact action and to the cycle that asked: the next
 cycle re-runs governance with the approval as evidence and executes the
-recorded action, not a new one. It never takes the run lock.`
+recorded action, not a new one. It never takes the run lock.
+
+Before it records anything it shows the change: a unified diff of the
+target from the world as it is now (or, for a command, the exact command
+line, what it may change and its time limit). At a terminal it then asks
+for confirmation; --yes skips the question. Without a terminal on stdin
+(cron, scripts) nothing is asked.`
 	if verb == "deny" {
 		short = "Deny a pending action request"
 		long = `Deny the pending action request REF. The next cycle records the refusal and
@@ -60,6 +69,7 @@ and exits 69.`
 	}
 	cmd.Flags().String("by", "", "who decides (default: the OS user)")
 	cmd.Flags().String("reason", "", "why")
+	cmd.Flags().Bool("yes", false, "do not ask for confirmation at a terminal")
 	return cmd
 }
 
@@ -128,12 +138,30 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 		// records both and acts on this one.
 		ap.Replaces = prev.ID
 	}
+	// Show the change before anything is recorded; a person at a terminal
+	// confirms an approval of it.
+	change, perr := a.preview(ctx, rs.State, p)
+	if !a.cfg.JSON {
+		if perr != nil {
+			a.printf("change: cannot be shown: %v\n", perr)
+		} else {
+			a.printf("change:\n%s", indentLines(change, "  ", 0))
+		}
+	}
+	if opts.Verdict == "approve" && !opts.Yes && !a.cfg.JSON && a.stdinTerminal() {
+		if !confirm(a.stdin, a.stdout, "approve this change?") {
+			return noEffectf("not approved: nothing queued (acr deny %s refuses it)", p.Ref)
+		}
+	}
 	id, err := q.Put(ap)
 	if err != nil {
 		return err
 	}
 	out := map[string]any{"queued": true, "id": id, "ref": p.Ref, "request_cycle": p.CycleSeq, "verdict": ap.Verdict,
 		"operation": p.Operation, "target": p.Target}
+	if perr == nil {
+		out["change"] = change
+	}
 	text := fmt.Sprintf("queued %s of %s %s (%s, requested in cycle %d)\n", ap.Verdict, p.Operation, p.Target, p.Ref, p.CycleSeq)
 	if prev != nil {
 		out["replaces"] = prev.ID

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -97,4 +99,68 @@ func TestRunApproveThenRun(t *testing.T) {
 	stdout.Reset()
 	require.NoError(t, runRun(t.Context(), runOptions{MaxCycles: 20}, a))
 	assert.Regexp(t, `(?m)^cycle 4 .*EXECUTE .*apply_local_patch config/app.ini \[committed\]`, stdout.String())
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// ttyIn is stdin that claims to be a terminal, with a person's typed
+// answer.
+type ttyIn struct{ *strings.Reader }
+
+func (ttyIn) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestApproveShowsTheChange: approve shows the diff of the pending action
+// before it records anything; at a terminal it asks, and only a yes (or
+// --yes) queues the answer; status shows the change too.
+func TestApproveShowsTheChange(t *testing.T) {
+	t.Parallel()
+	const diff = "  --- a/config/app.ini\n  +++ b/config/app.ini\n"
+	for _, tc := range []struct {
+		name     string
+		terminal bool
+		tty      string // what the person types at the terminal
+		yes      bool
+		code     int
+		asked    bool
+		contains string
+	}{
+		{name: "no terminal", contains: "queued approve of apply_local_patch config/app.ini"},
+		{name: "terminal, yes", terminal: true, tty: "y\n", asked: true, contains: "queued approve"},
+		{name: "terminal, no", terminal: true, tty: "n\n", asked: true, code: exitNoEffect, contains: "not approved: nothing queued"},
+		{name: "terminal, end of input", terminal: true, tty: "", asked: true, code: exitNoEffect, contains: "not approved: nothing queued"},
+		{name: "terminal, --yes", terminal: true, tty: "n\n", yes: true, contains: "queued approve"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := newQuickstart(t, 20)
+			a, stdout, _ := newTestApp(t, dir, false)
+			if tc.terminal {
+				in := ttyIn{strings.NewReader(tc.tty)}
+				a.stdin = in
+				a.term = func(w io.Writer) (bool, int) { return w == io.Writer(in), 0 }
+			}
+			err := runApprove(t.Context(), approveOptions{Verdict: "approve", Ref: pendingRef(t, dir), By: "test", Yes: tc.yes}, a)
+			out := stdout.String() + errText(err)
+			assert.Equal(t, tc.code, exitCode(err), out)
+			assert.Contains(t, out, "change:\n"+diff, "the change comes first")
+			assert.Contains(t, out, "  -debug = true\n  +debug = false\n")
+			assert.Equal(t, tc.asked, strings.Contains(out, "approve this change? [y/N]"), out)
+			assert.Contains(t, out, tc.contains)
+			q, err := runstore.OpenQueue(dir)
+			require.NoError(t, err)
+			items, _, err := q.List()
+			require.NoError(t, err)
+			assert.Equal(t, tc.code == 0, len(items) == 1, "queued only when approved: %v", items)
+		})
+	}
+
+	dir := newQuickstart(t, 20)
+	a, stdout, _ := newTestApp(t, dir, false)
+	require.NoError(t, runStatus(t.Context(), statusOptions{}, a))
+	assert.Contains(t, stdout.String(), "    change:\n      --- a/config/app.ini\n")
 }

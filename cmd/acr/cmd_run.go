@@ -58,11 +58,12 @@ func runRun(ctx context.Context, opts runOptions, a *app) error {
 	if a.cfg.JSON {
 		return runRunJSON(ctx, opts, a, r)
 	}
-	each, p := a.printCycle, a.newProgress(opts.MaxCycles)
+	show, p := a.printCycle, a.newProgress(opts.MaxCycles)
 	if p != nil {
 		p.begin()
-		each = func(s kernel.Summary) { p.cycle(s, cycleLine(s)) }
+		show = func(s kernel.Summary) { p.cycle(s, cycleLine(s)) }
 	}
+	each := func(s kernel.Summary) { a.logCycle(s); show(s) }
 	rep, err := r.Driver.Run(heldContext(ctx, r), opts.MaxCycles, each)
 	if cerr := r.Close(); err == nil {
 		err = cerr

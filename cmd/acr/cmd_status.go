@@ -86,6 +86,11 @@ func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 			check = " (check " + p.CheckID + ")"
 		}
 		a.printf("  %s%s, requested in cycle %d, %s: %s\n", pendingAction(p), check, p.CycleSeq, when(p.RequestedAt, now), p.Reason)
+		if change, err := a.preview(ctx, rs.State, p); err != nil {
+			a.printf("    change: cannot be shown: %v\n", err)
+		} else {
+			a.printf("    change:\n%s", indentLines(change, "      ", statusDiffLines))
+		}
 		if v := queuedVerdict(queued, p); v != "" {
 			other := map[string]string{"approve": "deny", "deny": "approve"}[v]
 			a.printf("    answered: %s is queued; the next acr run applies it (until then, acr %s %s replaces it)\n", v, other, p.Ref)

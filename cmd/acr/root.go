@@ -60,7 +60,7 @@ underscores); acr config show prints what is in effect and why.
 	pf.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	pf.String("config", "", "configuration file (default ./acr.yaml if present)")
 	pf.Bool("no-load-state", false, "start from a clean slate in memory: the state directory is neither read nor written (debugging, testing)")
-	pf.Int("checkpoint-every", 16, "cycles between directory checkpoints within one invocation (each cycle is durable in the ledger regardless)")
+	pf.Int("checkpoint-every", 64, "cycles between directory checkpoints within one invocation (each cycle is durable in the ledger regardless)")
 	root.Flags().Bool("version", false, "print acr's version (the same as acr version)")
 
 	for _, c := range []*cobra.Command{

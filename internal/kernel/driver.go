@@ -130,6 +130,8 @@ type Driver struct {
 type Notice struct {
 	// Level is "info", "warn" or "error".
 	Level string
+	// RunID is the run's id.
+	RunID string
 	// Cycle is the run's last cycle when it happened.
 	Cycle int64
 	// What says what happened, in a few words ("inbox file quarantined").
@@ -141,7 +143,7 @@ type Notice struct {
 // notify tells Notify, if set.
 func (d *Driver) notify(level, what string, fields map[string]any) {
 	if d.Notify != nil {
-		d.Notify(Notice{Level: level, Cycle: d.state.Run.CycleSeq, What: what, Fields: fields})
+		d.Notify(Notice{Level: level, RunID: d.state.Run.RunID, Cycle: d.state.Run.CycleSeq, What: what, Fields: fields})
 	}
 }
 

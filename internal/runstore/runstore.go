@@ -185,6 +185,9 @@ type Options struct {
 	CheckpointEvery int
 	// Failpoint is called at named substages (crash tests).
 	Failpoint func(string)
+	// Notify hears what the driver does that an operator should see in
+	// the logs (kernel.Driver.Notify).
+	Notify func(kernel.Notice)
 	// WrapWorld, when set, wraps the sandbox as the driver sees it (tests
 	// use it to make the observation provider fail or return garbage).
 	WrapWorld func(kernel.World) kernel.World
@@ -352,7 +355,7 @@ func (r *Run) wire(opt Options, snap storage.Snapshot, cp storage.Checkpoints, l
 	r.Driver = &kernel.Driver{
 		Store: cp, Ledger: led, World: kw, Inbox: ib, Clock: clock, Knowledge: opt.Knowledge,
 		Revision: opt.Revision, CheckpointEvery: every, UncertainErr: sandbox.ErrUncertain, RefusedErr: sandbox.ErrConfinement,
-		Failpoint: opt.Failpoint, Proposer: prop,
+		Failpoint: opt.Failpoint, Proposer: prop, Notify: opt.Notify,
 		KillSwitch: kill, Snapshot: &snap,
 	}
 	return r.Driver.Open()

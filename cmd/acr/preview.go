@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/kernel"
+	"github.com/acr-project/acr/internal/sandbox"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// statusDiffLines bounds the change acr status shows per pending action;
+// acr approve shows it whole.
+const statusDiffLines = 24
+
+// preview says what the pending action p would change if approved now: a
+// unified diff of its target from the world as it is (or its command
+// line), computed without writing anything. The world is opened read-only
+// where this host keeps it: the state directory, or for a JetStream store
+// the run's local world directory.
+func (a *app) preview(ctx context.Context, st kernel.EngineState, p state.PendingApproval) (string, error) {
+	var act world.Action
+	if err := codec.DecodeValue(p.Action, &act); err != nil {
+		return "", fmt.Errorf("pending action %s: %w", p.Ref, err)
+	}
+	base := a.cfg.StateDir
+	if a.nats() {
+		m, err := a.dialRemote(ctx)
+		if err != nil {
+			return "", err
+		}
+		base = m.WorldDir
+	}
+	w, err := sandbox.OpenReadOnly(base, st.Spec)
+	if err != nil {
+		return "", err
+	}
+	defer w.Close()
+	return w.Preview(act)
+}
+
+// indentLines indents every line of text by prefix, keeping at most max
+// lines (0: all) and saying how many were left out.
+func indentLines(text, prefix string, max int) string {
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	var b strings.Builder
+	for i, l := range lines {
+		if max > 0 && i == max {
+			fmt.Fprintf(&b, "%s... %d more lines (acr approve shows the whole change)\n", prefix, len(lines)-max)
+			break
+		}
+		b.WriteString(prefix + l + "\n")
+	}
+	return b.String()
+}
+
+// confirm asks a person at a terminal to confirm; it reports true only for
+// an answer that starts with y. With no terminal on stdin it is not asked
+// (scripts): the caller decides what that means.
+func confirm(in io.Reader, out io.Writer, question string) bool {
+	fmt.Fprintf(out, "%s [y/N] ", question)
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	answer := strings.ToLower(strings.TrimSpace(line))
+	return strings.HasPrefix(answer, "y")
+}
+
+// stdinTerminal reports whether stdin is a terminal a person answers at.
+func (a *app) stdinTerminal() bool {
+	w, ok := a.stdin.(io.Writer)
+	if !ok {
+		return false
+	}
+	isTerm, _ := a.term(w)
+	return isTerm
+}
