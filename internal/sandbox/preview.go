@@ -2,8 +2,6 @@ package sandbox
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/acr-project/acr/internal/diff"
@@ -15,22 +13,7 @@ import (
 // sweeps no temporary files and has no idempotency table, so it writes
 // nothing, and it works on a read-only copy of the state directory.
 func OpenReadOnly(stateDir string, spec world.Spec) (*World, error) {
-	worldDir := filepath.Join(stateDir, filepath.FromSlash(WorldDir))
-	if spec.Root != "" {
-		worldDir = spec.Root
-	}
-	if err := requireDir(worldDir); err != nil {
-		return nil, fmt.Errorf("open world %s: %w", worldDir, err)
-	}
-	private, err := privateDir(worldDir, stateDir)
-	if err != nil {
-		return nil, fmt.Errorf("open world %s: %w", worldDir, err)
-	}
-	root, err := os.OpenRoot(worldDir)
-	if err != nil {
-		return nil, fmt.Errorf("open world %s: %w", worldDir, err)
-	}
-	return &World{root: root, dir: worldDir, spec: spec, private: private}, nil
+	return openWorld(stateDir, spec)
 }
 
 // previewDigest stands in for the idempotency key an action gets only

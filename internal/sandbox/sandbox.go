@@ -198,6 +198,21 @@ func populate(worldDir string, spec world.Spec, keys disk.FS) (*World, error) {
 // mid-replace are removed: they were never renamed onto anything, so they
 // hold no state.
 func Open(stateDir string, spec world.Spec, keys disk.FS) (*World, error) {
+	w, err := openWorld(stateDir, spec)
+	if err != nil {
+		return nil, err
+	}
+	w.keys, w.table = keys, keyTable{fs: keys}
+	if err := w.sweepTemps(); err != nil {
+		_ = w.root.Close()
+		return nil, fmt.Errorf("open sandbox: %w", err)
+	}
+	return w, nil
+}
+
+// openWorld opens the world directory of the run in stateDir (or the
+// spec's root) confined, without touching anything in it.
+func openWorld(stateDir string, spec world.Spec) (*World, error) {
 	worldDir := filepath.Join(stateDir, filepath.FromSlash(WorldDir))
 	if spec.Root != "" {
 		worldDir = spec.Root
@@ -213,12 +228,7 @@ func Open(stateDir string, spec world.Spec, keys disk.FS) (*World, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open world %s: %w", worldDir, err)
 	}
-	w := &World{root: root, dir: worldDir, spec: spec, keys: keys, private: private, table: keyTable{fs: keys}}
-	if err := w.sweepTemps(); err != nil {
-		_ = root.Close()
-		return nil, fmt.Errorf("open sandbox: %w", err)
-	}
-	return w, nil
+	return &World{root: root, dir: worldDir, spec: spec, private: private}, nil
 }
 
 // Close releases the world root and the idempotency table. The World must
