@@ -32,9 +32,9 @@ type app struct {
 	// stdin is where acr approve reads a person's confirmation from, and
 	// only when it is a terminal (term says).
 	stdin io.Reader
-	v              *viper.Viper
-	log            zerolog.Logger
-	cfg            config
+	v     *viper.Viper
+	log   zerolog.Logger
+	cfg   config
 	// term, wall and getenv are how acr looks at its surroundings: whether
 	// a writer is a terminal, the wall clock for elapsed times on screen,
 	// and the environment (NO_COLOR, TERM, ACR_*). They are fields so that
