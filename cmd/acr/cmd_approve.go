@@ -81,6 +81,12 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 		return err
 	}
 	run := rs.State.Run
+	if p, ok, err := pendingAmendment(run, opts.Ref); err != nil || ok {
+		if err != nil {
+			return err
+		}
+		return runAnswerAmendment(opts, a, run, p)
+	}
 	var match, answered []state.PendingApproval
 	var known []string
 	for _, p := range run.PendingApprovals {
