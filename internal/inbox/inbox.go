@@ -1,6 +1,7 @@
 // Package inbox is how the outside world talks to a run without touching
-// it: the items `acr wake`, `acr approve`, `acr deny` and `acr stop` leave
-// for the next cycle (wake signals, answers, stop requests), sealed with an
+// it: the items `acr wake`, `acr approve`, `acr deny`, `acr amend` and
+// `acr stop` leave for the next cycle (wake signals, answers, amendments,
+// stop requests), sealed with an
 // id derived from their content, decoded strictly, and checked (a wake
 // payload never carries authority). A cycle consumes the items and records
 // each one in the ledger; the run state remembers consumed ids so that an
