@@ -180,3 +180,40 @@ func TestAmendmentAnswers(t *testing.T) {
 	}
 	require.NotEmpty(t, cases)
 }
+
+// TestAmendGoalAndEnvironment: a goal amendment replaces the goal; an
+// environment amendment may change checks but never the world it names.
+func TestAmendGoalAndEnvironment(t *testing.T) {
+	spec := testSpec(patchCheck("a", "a.txt"))
+	ok := observe(spec, map[string]bool{}, false)
+	s := newState(t, spec, testContract(), ok)
+	in := func(m int, it inbox.Item) Inputs {
+		return Inputs{Now: t0.Add(time.Duration(m) * time.Minute), Observation: ok, Inbox: []inbox.Item{it}, InboxPresent: []string{it.ID}}
+	}
+
+	g := s.Goal
+	g.Mission = "a clearer mission"
+	r, _ := step(t, s, in(1, amendItem(t, state.AmendGoal, g, s.Run.GoalRefs[0])))
+	require.Len(t, r.State.Run.PendingAmendments, 1)
+	p := r.State.Run.PendingAmendments[0]
+	r, evs := step(t, r.State, in(2, answerItem(t, p.Ref, p.CycleSeq, "approve", "alice", "")))
+	require.Len(t, eventsOf(evs, event.AmendmentAccepted), 1)
+	assert.Equal(t, "a clearer mission", r.State.Goal.Mission)
+	assert.Equal(t, []codec.Ref{codec.MustRefOf(kindGoal, g)}, r.State.Run.GoalRefs)
+
+	moved := s.Spec
+	moved.Files = map[string]string{"a.txt": "elsewhere"}
+	r, evs = step(t, s, in(1, amendItem(t, state.AmendEnvironment, moved, s.Run.EnvironmentSpecRef)))
+	require.Len(t, eventsOf(evs, event.AmendmentRefused), 1)
+	assert.Contains(t, eventsOf(evs, event.AmendmentRefused)[0].Reasons, "invalid_document")
+	assert.Empty(t, r.State.Run.PendingAmendments)
+
+	more := s.Spec
+	more.Checks = append(slices.Clone(more.Checks), patchCheck("b", "b.txt"))
+	r, _ = step(t, s, in(1, amendItem(t, state.AmendEnvironment, more, s.Run.EnvironmentSpecRef)))
+	require.Len(t, r.State.Run.PendingAmendments, 1)
+	p = r.State.Run.PendingAmendments[0]
+	r, _ = step(t, r.State, in(2, answerItem(t, p.Ref, p.CycleSeq, "approve", "alice", "")))
+	assert.Len(t, r.State.Spec.Checks, 2)
+	assert.Equal(t, codec.MustRefOf(kindSpec, more), r.State.Run.EnvironmentSpecRef)
+}
