@@ -16,7 +16,8 @@ import (
 	"github.com/acr-project/acr/internal/runstore"
 )
 
-// TestWorkers: two workers on one store with several runs. Each run is
+// TestWorkers: two workers on one store with several runs, one of them
+// running up to 3 runs at once (--concurrency). Each run is
 // initialised, run by whichever worker gets its lease until it waits for
 // its approval, approved by another process, and run again to its next
 // rest. Every run advances; its ledger verifies and replays; no cycle is
@@ -51,7 +52,7 @@ func TestWorkers(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			code, out, errOut := acrCtx(t.Context(), dir, "--store", store, "worker", "--once")
+			code, out, errOut := acrCtx(t.Context(), dir, "--store", store, "worker", "--once", "--concurrency", fmt.Sprint(1+3*w))
 			assert.Equal(t, 0, code, "%s%s", out, errOut)
 			outs[w] = out
 		}()
@@ -64,11 +65,11 @@ func TestWorkers(t *testing.T) {
 
 	// Two looping workers; approvals arrive while they run.
 	ctx, cancel := context.WithCancel(t.Context())
-	for range 2 {
+	for w := range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			code, out, errOut := acrCtx(ctx, dir, "--store", store, "worker", "--poll", "200ms")
+			code, out, errOut := acrCtx(ctx, dir, "--store", store, "worker", "--poll", "200ms", "--concurrency", fmt.Sprint(1+2*w))
 			assert.Equal(t, 0, code, "%s%s", out, errOut)
 		}()
 	}
@@ -138,4 +139,18 @@ func TestWorkers(t *testing.T) {
 		code, out, errOut := acrIn(t, dir, "--store", store, "--run-id", id(i), "replay", "--verify")
 		assert.Equal(t, 0, code, "%s%s", out, errOut)
 	}
+}
+
+// TestWorkerUsage: acr worker's flags are checked before it connects.
+func TestWorkerUsage(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	store := srv.ClientURL() + "/usage"
+	dir := t.TempDir()
+	for _, args := range [][]string{{"--concurrency", "0"}, {"--max-cycles", "0"}, {"--poll", "-1s"}} {
+		code, out, errOut := acrIn(t, dir, append([]string{"--store", store, "worker", "--once"}, args...)...)
+		assert.Equal(t, 64, code, "%v: %s%s", args, out, errOut)
+	}
+	code, out, errOut := acrIn(t, dir, "worker", "--once")
+	assert.Equal(t, 64, code, "a state directory: %s%s", out, errOut)
 }
