@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -153,4 +154,62 @@ func TestWorkerUsage(t *testing.T) {
 	}
 	code, out, errOut := acrIn(t, dir, "worker", "--once")
 	assert.Equal(t, 64, code, "a state directory: %s%s", out, errOut)
+}
+
+// TestConsumedInboxDropped: a process killed after the checkpoint that
+// consumed an inbox item and before it deleted the item's message leaves
+// the message in the stream; the next open of the run deletes it, so the
+// run is not due (inbox not empty) at every worker poll forever.
+func TestConsumedInboxDropped(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	store := srv.ClientURL() + "/dropped"
+	dir := t.TempDir()
+	q := quickstartOptions()
+	const id = "run:dropped"
+	for _, args := range [][]string{
+		{"init", "--goal", q.Goal, "--contract", q.Contract, "--env", q.Env},
+		{"run", "--max-cycles", "20"},
+		{"wake", "--signal", "external_event"},
+	} {
+		code, out, errOut := acrIn(t, dir, append([]string{"--store", store, "--run-id", id}, args...)...)
+		require.Equal(t, 0, code, "%v: %s%s", args, out, errOut)
+	}
+	s, err := runstore.DialStore(t.Context(), store, "")
+	require.NoError(t, err)
+	defer s.Close()
+	inbox := func() uint64 {
+		t.Helper()
+		all, err := s.Runs(t.Context())
+		require.NoError(t, err)
+		require.Len(t, all, 1)
+		return all[0].Inbox
+	}
+	require.EqualValues(t, 1, inbox())
+
+	type killed struct{}
+	m, err := runstore.OpenRemote(t.Context(), s, store, id, filepath.Join(dir, "state"))
+	require.NoError(t, err)
+	r, err := m.Open(t.Context(), "test", runstore.Options{Failpoint: func(stage string) {
+		if stage == "after-checkpoint" {
+			panic(killed{})
+		}
+	}})
+	require.NoError(t, err)
+	func() {
+		defer func() { require.IsType(t, killed{}, recover()) }()
+		_, _ = r.Driver.Run(t.Context(), 10, nil)
+	}()
+	require.NoError(t, r.Close()) // releases the lease; deletes nothing
+	require.EqualValues(t, 1, inbox(), "the consumed wake is still in the stream")
+
+	m, err = runstore.OpenRemote(t.Context(), s, store, id, filepath.Join(dir, "state"))
+	require.NoError(t, err)
+	r, err = m.Open(t.Context(), "test", runstore.Options{})
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	require.Zero(t, inbox(), "reopening the run deletes what its checkpoint consumed")
+	due, err := s.Due(t.Context(), time.Now())
+	require.NoError(t, err)
+	require.Empty(t, due)
 }
