@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/storage"
+	"github.com/acr-project/acr/internal/world"
 )
 
 // workerOptions are acr worker's flags.
@@ -19,6 +21,7 @@ type workerOptions struct {
 	Poll        string `flag:"poll"`
 	MaxCycles   int    `flag:"max-cycles"`
 	Concurrency int    `flag:"concurrency"`
+	Label       string `flag:"label"`
 }
 
 func newWorkerCommand(a *app) *cobra.Command {
@@ -36,12 +39,16 @@ share the state directory holding the runs' worlds, share the work; the
 lease keeps two of them off one run, and if both ever write it (a lease lost
 to a long pause), the store refuses the stale one's writes whole.
 
+A run created with acr init --label L is run only by workers started with
+--label L (a list: --label eu,gpu); a run without a label by any worker.
+
 SIGINT or SIGTERM lets the cycle in progress of every run finish and
-checkpoint, releases the leases, and exits 0. --once does one pass over what is due and exits
-(for cron on several hosts, and for tests). It prints one line per run it
-ran.`,
+checkpoint, releases the leases, and exits 0. --once does one pass over
+what is due and exits (for cron on several hosts, and for tests). It prints
+one line per run it ran.`,
 		Example: `  acr --store nats://localhost:4222 worker
   acr --store nats://localhost:4222 worker --concurrency 8
+  acr --store nats://localhost:4222 worker --label host-a
   acr --store nats://localhost:4222 worker --once`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -56,6 +63,7 @@ ran.`,
 	cmd.Flags().String("poll", "3s", "how often to look for runs that are due")
 	cmd.Flags().Int("max-cycles", 100, "most cycles of one run per turn, before the worker moves on")
 	cmd.Flags().Int("concurrency", 1, "most runs this worker runs at once, each under its own lease")
+	cmd.Flags().String("label", "", "comma-separated labels: also run the runs with one of these labels (acr init --label); without, only runs without a label")
 	return finishesCycleOnInterrupt(cmd)
 }
 
@@ -74,6 +82,15 @@ func runWorker(ctx context.Context, opts workerOptions, a *app) error {
 	}
 	if opts.Concurrency < 1 {
 		return usagef("--concurrency must be at least 1")
+	}
+	var labels []string
+	if opts.Label != "" {
+		for l := range strings.SplitSeq(opts.Label, ",") {
+			if !world.ValidLabel(l) {
+				return usagef("--label %q: comma-separated labels of letters, digits, '.', '_' and '-', starting with a letter or digit", opts.Label)
+			}
+			labels = append(labels, l)
+		}
 	}
 	opt, err := a.clock()
 	if err != nil {
@@ -101,7 +118,7 @@ func runWorker(ctx context.Context, opts workerOptions, a *app) error {
 	// SIGTERM), and the worker exits 74.
 	work, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	w := &worker{a: a, s: s, opt: opt, max: opts.MaxCycles, holder: holderName(),
+	w := &worker{a: a, s: s, opt: opt, max: opts.MaxCycles, holder: holderName(), labels: labels,
 		slots: make(chan struct{}, opts.Concurrency), busy: map[string]bool{}, freed: wake, fail: stop}
 	defer w.wg.Wait()
 	tick := time.NewTicker(poll)
@@ -139,6 +156,8 @@ type worker struct {
 	opt    runstore.Options
 	max    int
 	holder string
+	// labels are --label's: the labelled runs this worker may run.
+	labels []string
 
 	// slots holds a token for each run in progress (--concurrency).
 	slots chan struct{}
@@ -166,7 +185,7 @@ func (w *worker) pass(ctx context.Context) error {
 		return err
 	}
 	for _, st := range due {
-		if !w.claim(st.RunID) {
+		if !st.Takes(w.labels) || !w.claim(st.RunID) {
 			continue
 		}
 		select {

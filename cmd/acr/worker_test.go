@@ -156,6 +156,62 @@ func TestWorkerUsage(t *testing.T) {
 	assert.Equal(t, 64, code, "a state directory: %s%s", out, errOut)
 }
 
+// TestWorkerLabels: a run created with --label is run only by a worker
+// with that label; a run without one by any worker.
+func TestWorkerLabels(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	store := srv.ClientURL() + "/labels"
+	dir := t.TempDir()
+	q := quickstartOptions()
+	for id, label := range map[string]string{"run:east": "east", "run:west": "west", "run:any": ""} {
+		args := []string{"--store", store, "--run-id", id, "init", "--goal", q.Goal, "--contract", q.Contract, "--env", q.Env}
+		if label != "" {
+			args = append(args, "--label", label)
+		}
+		code, out, errOut := acrIn(t, dir, args...)
+		require.Equal(t, 0, code, "%s%s", out, errOut)
+	}
+	code, out, errOut := acrIn(t, dir, "--store", store, "--run-id", "run:bad", "init", "--goal", q.Goal, "--contract", q.Contract, "--env", q.Env, "--label", "no spaces")
+	require.Equal(t, 64, code, "%s%s", out, errOut)
+	code, out, errOut = acrIn(t, dir, "--store", store, "worker", "--once", "--label", "east,")
+	require.Equal(t, 64, code, "%s%s", out, errOut)
+	cycles := func() map[string]int64 {
+		t.Helper()
+		code, out, errOut := acrIn(t, dir, "--store", store, "--json", "runs")
+		require.Equal(t, 0, code, "%s%s", out, errOut)
+		var v struct{ Runs []runRow }
+		require.NoError(t, json.Unmarshal([]byte(out), &v), out)
+		got := map[string]int64{}
+		for _, r := range v.Runs {
+			got[r.RunID+"/"+r.Label] = r.Cycle
+		}
+		return got
+	}
+	worker := func(args ...string) {
+		t.Helper()
+		code, out, errOut := acrIn(t, dir, append([]string{"--store", store, "worker", "--once"}, args...)...)
+		require.Equal(t, 0, code, "%s%s", out, errOut)
+	}
+	require.Equal(t, map[string]int64{"run:east/east": 0, "run:west/west": 0, "run:any/": 0}, cycles())
+	worker("--label", "north")
+	got := cycles()
+	assert.Zero(t, got["run:east/east"], "a worker without the label ran it")
+	assert.Zero(t, got["run:west/west"], "a worker without the label ran it")
+	assert.NotZero(t, got["run:any/"], "a run without a label goes to any worker")
+	worker() // no labels: labelled runs are not its
+	assert.Equal(t, got, cycles())
+	worker("--label", "north,east")
+	got = cycles()
+	assert.NotZero(t, got["run:east/east"])
+	assert.Zero(t, got["run:west/west"])
+	worker("--label", "west")
+	assert.NotZero(t, cycles()["run:west/west"])
+	code, out, errOut = acrIn(t, dir, "--store", store, "runs")
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	assert.Contains(t, out, "LABEL")
+}
+
 // TestConsumedInboxDropped: a process killed after the checkpoint that
 // consumed an inbox item and before it deleted the item's message leaves
 // the message in the stream; the next open of the run deletes it, so the
