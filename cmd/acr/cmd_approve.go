@@ -46,6 +46,11 @@ does not propose that action again. It never takes the run lock.`
 	}
 	long += `
 
+REF may also name a pending amendment (amd:sha256:..., from acr amend, as
+acr status lists it): acr shows its diff and queues the answer; a later
+cycle than the one that proposed it replaces the pinned document (approve)
+or records the refusal (deny).
+
 Until a cycle consumes it, an answer can be replaced: acr deny REF after
 acr approve REF (or the other way round) queues the new answer in place of
 the old one; the cycle records both and acts on the last. Once consumed,
@@ -81,6 +86,12 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 		return err
 	}
 	run := rs.State.Run
+	if p, ok, err := pendingAmendment(run, opts.Ref); err != nil || ok {
+		if err != nil {
+			return err
+		}
+		return runAnswerAmendment(opts, a, run, p)
+	}
 	var match, answered []state.PendingApproval
 	var known []string
 	for _, p := range run.PendingApprovals {

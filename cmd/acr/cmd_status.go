@@ -98,6 +98,18 @@ func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 		}
 		a.printf("    approve: acr approve %s\n    deny:    acr deny %s\n", p.Ref, p.Ref)
 	}
+	if n := len(r.PendingAmendments); n > 0 {
+		a.printf("amendments   %d pending\n", n)
+	}
+	for _, p := range r.PendingAmendments {
+		a.printf("  %s %s -> %s, proposed in cycle %d by %s, %s\n", p.Target, p.Amends.Short(), p.NewRef.Short(), p.CycleSeq, p.By, when(p.CreatedAt, now))
+		a.printf("    change:\n%s", indentLines(p.Diff, "      ", statusDiffLines))
+		if v := queuedAnswer(queued, p.Ref, p.CycleSeq); v != "" {
+			a.printf("    answered: %s is queued; the next acr run applies it\n", v)
+			continue
+		}
+		a.printf("    approve: acr approve %s\n    deny:    acr deny %s\n", p.Ref, p.Ref)
+	}
 	cs := rs.State.Commitments.Commitments
 	if len(cs) == 0 {
 		a.printf("commitments  none live\n")
@@ -189,6 +201,8 @@ func (a *app) printInbox(queued []inbox.Item, bad []inbox.Rejected, err error) {
 				line += " " + it.Wake.Ref
 			}
 			a.printf("%s (by %s, expires %s)\n", line, it.Wake.By, it.Wake.ExpiresAt)
+		case inbox.KindAmendment:
+			a.printf("  amendment of the %s %s (by %s)\n", it.Amendment.Target, it.Amendment.Amends.Short(), it.Amendment.By)
 		case inbox.KindStop:
 			kill := ""
 			if it.Stop.Kill {
@@ -314,7 +328,12 @@ func nextCommand(s kernel.EngineState, queued []inbox.Item) string {
 			return "acr approve " + string(p.Ref) + "   (or acr deny ...)"
 		}
 	}
-	if len(queued) > 0 && !r.LoopDisposition.Terminal() {
+	for _, p := range r.PendingAmendments {
+		if queuedAnswer(queued, p.Ref, p.CycleSeq) == "" {
+			return "acr approve " + string(p.Ref) + "   (accepts the amendment; or acr deny ...)"
+		}
+	}
+	if len(queued) > 0 && (!r.LoopDisposition.Terminal() || kernel.Amendable(&r)) {
 		return "acr run   (the next cycle consumes what is queued; a scheduled run does too)"
 	}
 	switch r.LoopDisposition {
@@ -386,4 +405,13 @@ func pendingAction(p state.PendingApproval) string {
 		return p.Operation + " " + p.Target
 	}
 	return a.Describe()
+}
+
+// queuedAnswer is the verdict of the answer queued for a request (an
+// action's or an amendment's ref and the cycle that asked), or "".
+func queuedAnswer(queued []inbox.Item, ref codec.Ref, cycle int64) string {
+	if it := inbox.Answer(queued, ref, cycle); it != nil {
+		return it.Approval.Verdict
+	}
+	return ""
 }

@@ -120,8 +120,8 @@ func cmdExit(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // cmdPending sets an environment variable to the ref of the first open
-// approval request of the run in a state directory, so that a script can
-// answer it:
+// approval request (or else pending amendment) of the run in a state
+// directory, so that a script can answer it:
 //
 //	pending engine_state REF
 //	exec acr approve $REF
@@ -137,7 +137,11 @@ func cmdPending(ts *testscript.TestScript, neg bool, args []string) {
 			return
 		}
 	}
-	ts.Fatalf("pending: no open approval request in %s", args[0])
+	for _, p := range s.Run.PendingAmendments {
+		ts.Setenv(args[1], string(p.Ref))
+		return
+	}
+	ts.Fatalf("pending: no open approval request or amendment in %s", args[0])
 }
 
 // cmdWaitFile waits (up to a minute) until a file exists: the handshake

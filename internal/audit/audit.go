@@ -35,22 +35,27 @@ import (
 
 // Report explains one cycle.
 type Report struct {
-	RunID          string               `json:"run_id"`
-	Cycle          int64                `json:"cycle"`
-	CycleRef       codec.Ref            `json:"cycle_ref"`
-	Record         state.CycleRecord    `json:"cycle_record"`
-	Inputs         event.Inputs         `json:"inputs"`
-	InboxItems     []InboxItem          `json:"inbox_items"`
-	Chain          []Step               `json:"causal_chain"`
-	Agenda         *agenda.Resolution   `json:"agenda,omitempty"`
-	Program        *cognition.Program   `json:"cognitive_program,omitempty"`
-	Dialogue       *cognition.Dialogue  `json:"self_dialogue,omitempty"`
-	Action         *world.Action        `json:"action_request,omitempty"`
-	ActionRef      codec.Ref            `json:"action_ref,omitempty"`
-	Decision       *governance.Decision `json:"decision,omitempty"`
-	DecisionRef    codec.Ref            `json:"decision_ref,omitempty"`
-	Receipt        *governance.Receipt  `json:"decision_receipt,omitempty"`
-	Contract       ContractInForce      `json:"contract_in_force"`
+	RunID       string               `json:"run_id"`
+	Cycle       int64                `json:"cycle"`
+	CycleRef    codec.Ref            `json:"cycle_ref"`
+	Record      state.CycleRecord    `json:"cycle_record"`
+	Inputs      event.Inputs         `json:"inputs"`
+	InboxItems  []InboxItem          `json:"inbox_items"`
+	Chain       []Step               `json:"causal_chain"`
+	Agenda      *agenda.Resolution   `json:"agenda,omitempty"`
+	Program     *cognition.Program   `json:"cognitive_program,omitempty"`
+	Dialogue    *cognition.Dialogue  `json:"self_dialogue,omitempty"`
+	Action      *world.Action        `json:"action_request,omitempty"`
+	ActionRef   codec.Ref            `json:"action_ref,omitempty"`
+	Decision    *governance.Decision `json:"decision,omitempty"`
+	DecisionRef codec.Ref            `json:"decision_ref,omitempty"`
+	Receipt     *governance.Receipt  `json:"decision_receipt,omitempty"`
+	Contract    ContractInForce      `json:"contract_in_force"`
+	// Pinned are the versions of the goal, contract, authority and
+	// environment the cycle ran under, when the run was amended before
+	// it (persistent.cycle.started names them); absent, the cycle ran
+	// under the versions pinned at the start.
+	Pinned         map[string]codec.Ref `json:"pinned_versions,omitempty"`
 	IdempotencyKey string               `json:"idempotency_key,omitempty"`
 	Intent         *world.Intent        `json:"intent,omitempty"`
 	Outcome        *world.Outcome       `json:"world_outcome,omitempty"`
@@ -228,7 +233,15 @@ func Explain(h History, cycle int64) (*Report, error) {
 		return nil, err
 	}
 	r.Contract = ContractInForce{GoalRef: codec.MustRefOf("goal", g), GoalID: g.ID, Ref: codec.MustRefOf("contract", c), ID: c.ID, AuthorityRef: c.AuthorityRef(), Authority: c.Authority, Coordinates: c.Coordinates}
-	if r.Decision != nil {
+	if r.Pinned != nil && r.Pinned["contract"] != r.Contract.Ref {
+		// An amended contract: the prologue's body is not the one in
+		// force, so only its refs are told (acr log shows the
+		// amendment.accepted that pinned it).
+		r.Contract = ContractInForce{GoalRef: r.Pinned["goal"], Ref: r.Pinned["contract"], AuthorityRef: r.Pinned["authority"]}
+	} else if r.Pinned != nil {
+		r.Contract.GoalRef = r.Pinned["goal"]
+	}
+	if r.Decision != nil && r.Contract.ID != "" {
 		var i int
 		if _, err := fmt.Sscanf(r.Decision.Rule, "rules[%d]", &i); err == nil && i >= 0 && i < len(c.Rules) {
 			rule := c.Rules[i]
@@ -278,6 +291,14 @@ func (r *Report) absorb(rec event.Record) error {
 		var m *event.Inputs
 		if m, err = decode[event.Inputs](ev.Object); err == nil {
 			r.Inputs = *m
+		}
+		if ev.Refs["contract"] != "" {
+			r.Pinned = map[string]codec.Ref{}
+			for _, k := range []string{"goal", "contract", "authority", "environment_spec"} {
+				if ref := ev.Refs[k]; ref != "" {
+					r.Pinned[k] = ref
+				}
+			}
 		}
 	case ev.Type == event.InboxConsumed:
 		r.InboxItems = append(r.InboxItems, inboxItem(ev.Object))

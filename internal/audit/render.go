@@ -77,8 +77,16 @@ func (r *Report) WriteText(w io.Writer) error {
 		p("  receipt   decided %s, evidence %s", rc.DecidedAt, strings.Join(rc.EvidenceRefs, ", "))
 	}
 	c := r.Contract
-	p("contract    %s (%s), authority %s mode %s (%s), coordinates %s/%s/%s", c.ID, c.Ref, c.Authority.ID, c.Authority.Mode, c.AuthorityRef,
-		c.Coordinates.Readiness, c.Coordinates.Autonomy, c.Coordinates.CognitiveDepth)
+	if r.Pinned != nil {
+		p("pinned      goal %s, contract %s, environment %s (amended during the run; acr log lists amendment.accepted)",
+			r.Pinned["goal"], r.Pinned["contract"], r.Pinned["environment_spec"])
+	}
+	if c.ID == "" {
+		p("contract    %s (amended), authority %s", c.Ref, c.AuthorityRef)
+	} else {
+		p("contract    %s (%s), authority %s mode %s (%s), coordinates %s/%s/%s", c.ID, c.Ref, c.Authority.ID, c.Authority.Mode, c.AuthorityRef,
+			c.Coordinates.Readiness, c.Coordinates.Autonomy, c.Coordinates.CognitiveDepth)
+	}
 	if c.Rule != nil {
 		p("  rule      %s %v: %s%s", c.Rule.Operation, c.Rule.Paths, c.Rule.Effect, reasonSuffix(c.Rule.Reason))
 	}

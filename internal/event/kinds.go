@@ -49,6 +49,15 @@ const (
 	ApprovalRequested Kind = "approval.requested"
 	ApprovalResolved  Kind = "approval.resolved"
 	ApprovalIgnored   Kind = "approval.ignored"
+	// AmendmentProposed records an amendment of a pinned document (acr
+	// amend) taken up by a cycle, with its diff: it waits for a person.
+	AmendmentProposed Kind = "amendment.proposed"
+	// AmendmentAccepted records a pinned document replaced, with the old
+	// and the new version's refs.
+	AmendmentAccepted Kind = "amendment.accepted"
+	// AmendmentRefused records an amendment not taken: invalid, stale (it
+	// amends a version no longer pinned), unchanged, or denied.
+	AmendmentRefused Kind = "amendment.refused"
 )
 
 // Run budgets.
@@ -164,7 +173,7 @@ const (
 
 // Kinds lists every kind acr writes, in catalog order.
 func Kinds() []Kind {
-	return []Kind{GoalPinned, ContractPinned, SpecPinned, RunStarted, RunStopped, RunFaulted, RunResumed, CycleStarted, CycleCompleted, CheckpointCreated, Observed, InboxConsumed, KnowledgeObserved, LoopWoke, LoopIdled, LoopSlept, LoopDeferred, LoopWaitingApproval, WakeAccepted, WakeRejected, WakeCoalesced, StopRequested, ApprovalRequested, ApprovalResolved, ApprovalIgnored, BudgetSoftLimitReached, BudgetReplenished, BudgetReplenishIgnored, SemanticEncoded, SelfObserved, ConditionsEvaluated, CommitmentCreated, CommitmentModified, CommitmentSuspended, CommitmentResumed, CommitmentCompleted, CommitmentExpired, CommitmentAbandoned, CommitmentResumeAnnounced, DeferralLifted, SuppressionLifted, CandidatesProposed, AgendaSelected, AgendaEmpty, PromotionRecorded, WorkDeferred, GuardTripped, StrategicTension, ReviewEvaluated, ReviewRequested, ReviewCapped, LensRetrieved, RoutingOverlaid, KnowledgeCandidate, ProgramCompiled, ProposalRequested, ProposalReceived, DialogueCompleted, ActionProposed, DecisionRecorded, ReceiptRecorded, ActionRequested, ActionIntent, ActionBlocked, ActionCommitted, ActionNotApplied, ReadbackRecorded, EvaluationRecorded, Transition, Transitions, CycleDeclared, CycleBlocked, TensionAssessed, FitnessFixed, FitnessCarried, ViolationRefused, LearningMetabolized, CandidateForged, CascadeRecorded, RollbackRequested, ProposalReviewed, CompactionCompleted, CompactionFailed, RecoveryStarted, RecoveryCompleted, CycleAbandoned, ProviderFailed, TailRepaired, InboxQuarantined}
+	return []Kind{GoalPinned, ContractPinned, SpecPinned, RunStarted, RunStopped, RunFaulted, RunResumed, CycleStarted, CycleCompleted, CheckpointCreated, Observed, InboxConsumed, KnowledgeObserved, LoopWoke, LoopIdled, LoopSlept, LoopDeferred, LoopWaitingApproval, WakeAccepted, WakeRejected, WakeCoalesced, StopRequested, ApprovalRequested, ApprovalResolved, ApprovalIgnored, AmendmentProposed, AmendmentAccepted, AmendmentRefused, BudgetSoftLimitReached, BudgetReplenished, BudgetReplenishIgnored, SemanticEncoded, SelfObserved, ConditionsEvaluated, CommitmentCreated, CommitmentModified, CommitmentSuspended, CommitmentResumed, CommitmentCompleted, CommitmentExpired, CommitmentAbandoned, CommitmentResumeAnnounced, DeferralLifted, SuppressionLifted, CandidatesProposed, AgendaSelected, AgendaEmpty, PromotionRecorded, WorkDeferred, GuardTripped, StrategicTension, ReviewEvaluated, ReviewRequested, ReviewCapped, LensRetrieved, RoutingOverlaid, KnowledgeCandidate, ProgramCompiled, ProposalRequested, ProposalReceived, DialogueCompleted, ActionProposed, DecisionRecorded, ReceiptRecorded, ActionRequested, ActionIntent, ActionBlocked, ActionCommitted, ActionNotApplied, ReadbackRecorded, EvaluationRecorded, Transition, Transitions, CycleDeclared, CycleBlocked, TensionAssessed, FitnessFixed, FitnessCarried, ViolationRefused, LearningMetabolized, CandidateForged, CascadeRecorded, RollbackRequested, ProposalReviewed, CompactionCompleted, CompactionFailed, RecoveryStarted, RecoveryCompleted, CycleAbandoned, ProviderFailed, TailRepaired, InboxQuarantined}
 }
 
 // Valid reports whether k is a kind acr writes.

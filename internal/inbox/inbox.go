@@ -1,6 +1,7 @@
 // Package inbox is how the outside world talks to a run without touching
-// it: the items `acr wake`, `acr approve`, `acr deny` and `acr stop` leave
-// for the next cycle (wake signals, answers, stop requests), sealed with an
+// it: the items `acr wake`, `acr approve`, `acr deny`, `acr amend` and
+// `acr stop` leave for the next cycle (wake signals, answers, amendments,
+// stop requests), sealed with an
 // id derived from their content, decoded strictly, and checked (a wake
 // payload never carries authority). A cycle consumes the items and records
 // each one in the ledger; the run state remembers consumed ids so that an
@@ -28,6 +29,9 @@ const (
 	KindWake     Kind = "wake"
 	KindApproval Kind = "approval"
 	KindStop     Kind = "stop"
+	// KindAmendment proposes to replace the run's pinned contract, goal
+	// or environment (acr amend); a person accepts it with acr approve.
+	KindAmendment Kind = "amendment"
 )
 
 // Item is one inbox entry, decoded and checked.
@@ -37,6 +41,8 @@ type Item struct {
 	Wake     *state.WakeSignal
 	Approval *state.Approval
 	Stop     *state.StopRequest
+	// Amendment is set for KindAmendment.
+	Amendment *state.Amendment
 	// Body is the item's canonical bytes, as recorded in the ledger.
 	Body []byte
 }
@@ -48,6 +54,8 @@ func (it Item) CreatedAt() string {
 		return it.Wake.CreatedAt
 	case KindApproval:
 		return it.Approval.CreatedAt
+	case KindAmendment:
+		return it.Amendment.CreatedAt
 	default:
 		return it.Stop.CreatedAt
 	}
@@ -60,7 +68,7 @@ type Rejected struct {
 }
 
 // Seal assigns the content-derived id to an item (a *state.WakeSignal,
-// *state.Approval or *state.StopRequest) and returns its canonical bytes.
+// *state.Approval, *state.StopRequest or *state.Amendment) and returns its canonical bytes.
 func Seal(v any) (string, []byte, error) {
 	kind, setID, err := describe(v)
 	if err != nil {
@@ -88,6 +96,8 @@ func describe(v any) (Kind, func(string), error) {
 		return KindApproval, func(id string) { x.ID = id }, nil
 	case *state.StopRequest:
 		return KindStop, func(id string) { x.ID = id }, nil
+	case *state.Amendment:
+		return KindAmendment, func(id string) { x.ID = id }, nil
 	}
 	return "", nil, fmt.Errorf("inbox: cannot hold %T", v)
 }
@@ -111,6 +121,9 @@ func Decode(id string, b []byte) (Item, error) {
 	case KindStop:
 		it.Stop = &state.StopRequest{}
 		v = it.Stop
+	case KindAmendment:
+		it.Amendment = &state.Amendment{}
+		v = it.Amendment
 	default:
 		return Item{}, fmt.Errorf("inbox item %q: unknown kind %q", id, kind)
 	}

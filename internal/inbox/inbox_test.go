@@ -38,7 +38,12 @@ func stopItem(created string) *state.StopRequest {
 	return &state.StopRequest{Schema: state.StopSchema, By: "carol", Reason: "enough", Kill: true, CreatedAt: created}
 }
 
-var idPattern = regexp.MustCompile(`^(wake|approval|stop)-[0-9a-f]{24}$`)
+func amendmentItem(t *testing.T, created string) *state.Amendment {
+	return &state.Amendment{Schema: state.AmendmentSchema, Target: state.AmendContract, Amends: codec.MustRefOf("contract", "x"),
+		Document: *mustParse(t, `{"id": "c2"}`), Diff: "-a\n+b\n", By: "dave", CreatedAt: created}
+}
+
+var idPattern = regexp.MustCompile(`^(wake|approval|stop|amendment)-[0-9a-f]{24}$`)
 
 func TestSealDecodeRoundTrip(t *testing.T) {
 	cases := []struct {
@@ -49,6 +54,7 @@ func TestSealDecodeRoundTrip(t *testing.T) {
 		{"wake", wake(t, "2026-01-01T00:00:00Z"), inbox.KindWake},
 		{"approval", approvalItem("2026-01-01T00:00:00Z", "approve"), inbox.KindApproval},
 		{"stop", stopItem("2026-01-01T00:00:00Z"), inbox.KindStop},
+		{"amendment", amendmentItem(t, "2026-01-01T00:00:00Z"), inbox.KindAmendment},
 	}
 	require.NotEmpty(t, cases)
 	for _, tc := range cases {
@@ -88,6 +94,11 @@ func TestSealDecodeRoundTrip(t *testing.T) {
 				require.NotNil(t, it.Stop)
 				decoded = it.Stop
 				assert.True(t, it.Stop.Kill)
+			case inbox.KindAmendment:
+				require.NotNil(t, it.Amendment)
+				decoded = it.Amendment
+				assert.Equal(t, state.AmendContract, it.Amendment.Target)
+				assert.Equal(t, `{"id":"c2"}`, string(it.Amendment.Document.Encode()))
 			}
 			re, err := codec.Marshal(decoded)
 			require.NoError(t, err)

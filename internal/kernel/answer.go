@@ -38,6 +38,10 @@ func (b *builder) answer(it inbox.Item, refs map[string]codec.Ref, replaced map[
 	if n := len(rs.AnswersConsumed) - state.MaxAnswersConsumed; n > 0 {
 		rs.AnswersConsumed = slices.Delete(rs.AnswersConsumed, 0, n)
 	}
+	if i := slices.IndexFunc(rs.PendingAmendments, func(p state.PendingAmendment) bool { return p.Ref == a.ActionRef }); i >= 0 {
+		b.answerAmendment(i, a, refs, replaced[it.ID])
+		return
+	}
 	// The request still open, or answered earlier in this same cycle.
 	open := func(p state.PendingApproval) bool {
 		return p.Ref == a.ActionRef && (p.Resolution == nil || b.answeredNow(p.Resolution.ID))

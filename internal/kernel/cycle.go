@@ -102,6 +102,7 @@ type builder struct {
 	approvals  []state.Approval
 	stop       *state.StopRequest
 	resumed    bool
+	amended    bool // an amendment was accepted (amend.go)
 	res        agenda.Resolution
 	resRef     codec.Ref
 	candidates int
@@ -227,7 +228,7 @@ func Begin(s EngineState, in Inputs) (*Pending, error) {
 		return nil, err
 	}
 	b.rec.InputRefs = slices.Concat([]codec.Ref{m.ObservationRef}, m.InboxItems, m.Knowledge)
-	b.record(event.CycleStarted, "pin", m, map[string]codec.Ref{"prior_cycle": s.Run.LastCycleRef})
+	b.record(event.CycleStarted, "pin", m, pinnedRefs(&s.Run, map[string]codec.Ref{"prior_cycle": s.Run.LastCycleRef}))
 	for _, ev := range inputEvents {
 		b.emit(ev.Type, ev.Object, ev.Refs, ev.Reasons...)
 	}
@@ -293,6 +294,21 @@ func (b *builder) run() {
 	if b.stop != nil {
 		b.block(controller.Operator, stopReason(*b.stop))
 		b.conclude(state.Stopped, []string{stopReason(*b.stop)})
+		return
+	}
+	if b.amended {
+		// The cycle that accepts an amendment ends there: the next one
+		// runs under the new version (amend.go).
+		b.block(controller.Operator, "amendment_accepted")
+		b.conclude(state.Continue, []string{"amendment_accepted"})
+		return
+	}
+	if rs.Status == state.RunStopped {
+		// A run stopped on a budget woke only to take an amendment or an
+		// answer to one, and stays stopped.
+		b.stoppedAtStart = true
+		b.block(controller.IntentCustodian, "run_stopped")
+		b.conclude(state.Stopped, slices.Clone(rs.ReasonCodes))
 		return
 	}
 	if rs.Status == state.RunFaulted {

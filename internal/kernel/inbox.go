@@ -68,6 +68,8 @@ func (b *builder) consumeInbox(in Inputs) {
 			}
 		case inbox.KindApproval:
 			b.answer(it, refs, replaced)
+		case inbox.KindAmendment:
+			b.proposeAmendment(it, refs)
 		case inbox.KindStop:
 			st := *it.Stop
 			b.stop = &st

@@ -46,6 +46,8 @@ func inboxKind(k inbox.Kind) string {
 		return "sig"
 	case inbox.KindApproval:
 		return "apr"
+	case inbox.KindAmendment:
+		return "amd"
 	default:
 		return "stopreq"
 	}

@@ -26,6 +26,9 @@ import (
 func Eligible(s EngineState, in Inputs) (bool, []string) {
 	rs := &s.Run
 	if rs.Status == state.RunStopped {
+		if amendable(rs) && slices.ContainsFunc(in.Inbox, func(it inbox.Item) bool { return amendsRun(rs, it) }) {
+			return true, []string{"amendment"}
+		}
 		return false, []string{"run_stopped"}
 	}
 	if rs.Status == state.RunFaulted {
@@ -36,7 +39,8 @@ func Eligible(s EngineState, in Inputs) (bool, []string) {
 		}
 		return false, []string{"run_faulted"}
 	}
-	if restsOnBudget(rs) && !in.KillSwitch && !slices.ContainsFunc(in.Inbox, resumesBudget) {
+	if restsOnBudget(rs) && !in.KillSwitch && !slices.ContainsFunc(in.Inbox, resumesBudget) &&
+		!slices.ContainsFunc(in.Inbox, func(it inbox.Item) bool { return amendsRun(rs, it) }) {
 		// A temporarily exhausted budget spends nothing more, not even a
 		// cycle, until it is replenished or the run is stopped.
 		why := slices.DeleteFunc(slices.Clone(rs.ReasonCodes), func(r string) bool { return !strings.HasPrefix(r, "budget_") })
@@ -55,6 +59,8 @@ func Eligible(s EngineState, in Inputs) (bool, []string) {
 			why = append(why, "stop_requested")
 		case inbox.KindApproval:
 			why = append(why, "approval_resolved")
+		case inbox.KindAmendment:
+			why = append(why, "amendment_proposed")
 		default:
 			why = append(why, "wake_"+it.Wake.Source)
 		}

@@ -72,6 +72,53 @@ func ReadInputs(goalPath, contractPath, envPath string) (Inputs, error) {
 	return in, nil
 }
 
+// ReadAmendment reads a new version of one of a run's pinned documents
+// (target: state.AmendContract, AmendGoal or AmendEnvironment) for acr
+// amend: strictly and with the checks of ReadInputs, then against the rest
+// of the run's pinned state (kernel.CheckAmendment). A bad file is a
+// *ValidationError naming the file and the field. It returns the
+// document's canonical value and its ref.
+func ReadAmendment(target, path string, s kernel.EngineState) (codec.Value, codec.Ref, error) {
+	var (
+		doc      any
+		validate func() error
+	)
+	switch target {
+	case state.AmendContract:
+		c := &governance.Contract{}
+		doc, validate = c, func() error { return resolveProposer(c, path) }
+	case state.AmendGoal:
+		g := &intent.Goal{}
+		doc, validate = g, func() error { return g.Validate(&s.Spec) }
+	case state.AmendEnvironment:
+		sp := &world.Spec{}
+		doc, validate = sp, func() error {
+			if err := resolveRoot(sp, path); err != nil {
+				return err
+			}
+			return sandbox.CheckFiles(sp.Files)
+		}
+	default:
+		return codec.Value{}, "", fmt.Errorf("amend: unknown target %q", target)
+	}
+	if err := readDoc(path, doc, validate); err != nil {
+		return codec.Value{}, "", err
+	}
+	b, err := codec.Marshal(doc)
+	if err != nil {
+		return codec.Value{}, "", err
+	}
+	v, err := codec.ParseCanonical(b)
+	if err != nil {
+		return codec.Value{}, "", err
+	}
+	ref, err := kernel.CheckAmendment(s, state.Amendment{Target: target, Document: v})
+	if err != nil {
+		return codec.Value{}, "", asValidation(path, err)
+	}
+	return v, ref, nil
+}
+
 // resolveRoot validates an environment and makes its root absolute: a
 // relative root is relative to the environment file, and the pinned spec
 // must name one place however acr is started later. The root must be a

@@ -15,6 +15,7 @@ const (
 	WakeSignalSchema = "acr.wake-signal/v0.1"
 	ApprovalSchema   = "acr.approval/v0.1"
 	StopSchema       = "acr.stop-request/v0.1"
+	AmendmentSchema  = "acr.amendment/v0.1"
 )
 
 // TimeFormat is how acr writes clock readings: RFC 3339 in UTC, whole
@@ -203,6 +204,11 @@ type RunState struct {
 	// and how it was judged, so that the next request can tell it (the
 	// most recent AttemptsKeptPerItem per item).
 	Proposed []ProposedAttempt `json:"proposed,omitempty"`
+	// PendingAmendments are proposed amendments of the pinned goal,
+	// contract or environment waiting for a person's answer.
+	PendingAmendments []PendingAmendment `json:"pending_amendments,omitempty"`
+	// Amendments counts the amendments accepted in this run.
+	Amendments int64 `json:"amendments,omitempty"`
 }
 
 // ProposedAttempt is one action a proposer proposed for an item.
@@ -444,6 +450,48 @@ type Approval struct {
 	// request that this one replaces: of the two, this one counts.
 	Replaces  string `json:"replaces,omitempty"`
 	CreatedAt string `json:"created_at"`
+}
+
+// The documents an amendment can replace.
+const (
+	AmendContract    = "contract"
+	AmendGoal        = "goal"
+	AmendEnvironment = "environment"
+)
+
+// AmendTargets lists the documents an amendment can replace.
+func AmendTargets() []string { return []string{AmendContract, AmendEnvironment, AmendGoal} }
+
+// Amendment proposes to replace one pinned document of the run (its
+// contract, goal or environment) with Document. Amends is the ref of the
+// pinned version it was written against: accepted, it replaces exactly
+// that version, and an amendment of a version no longer pinned is stale.
+// Diff is the unified diff of the pretty-printed documents, for a person.
+type Amendment struct {
+	Schema    string      `json:"schema"`
+	ID        string      `json:"id"`
+	Target    string      `json:"target"`
+	Amends    codec.Ref   `json:"amends"`
+	Document  codec.Value `json:"document"`
+	Diff      string      `json:"diff"`
+	By        string      `json:"by"`
+	Reason    string      `json:"reason,omitempty"`
+	CreatedAt string      `json:"created_at"`
+}
+
+// PendingAmendment is a proposed amendment waiting for a person's answer
+// (acr approve REF or acr deny REF, REF being Ref). It is accepted by a
+// later cycle than the one that proposed it (CycleSeq), never the same.
+type PendingAmendment struct {
+	Ref       codec.Ref   `json:"ref"`
+	Target    string      `json:"target"`
+	Amends    codec.Ref   `json:"amends"`
+	NewRef    codec.Ref   `json:"new_ref"`
+	Document  codec.Value `json:"document"`
+	Diff      string      `json:"diff"`
+	By        string      `json:"by"`
+	CycleSeq  int64       `json:"cycle_seq"`
+	CreatedAt string      `json:"created_at"`
 }
 
 // StopRequest asks the run to stop at its next invocation. Kill marks the
