@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -275,13 +276,12 @@ func failpoint(spec string) func(string) {
 		}
 	}
 	hang := len(parts) == 3 && parts[2] == "hang"
-	hits := 0
+	var hits atomic.Int64 // a worker runs several runs at once
 	return func(stage string) {
 		if stage != name {
 			return
 		}
-		hits++
-		if hits != want {
+		if hits.Add(1) != int64(want) {
 			return
 		}
 		if hang {

@@ -18,6 +18,9 @@ type initOptions struct {
 	Contract string `flag:"contract"`
 	Env      string `flag:"env"`
 	RunID    string `flag:"run-id"`
+	// Label names the workers that may run the run (the environment's
+	// label; acr worker --label).
+	Label string `flag:"label"`
 	// Force replaces an existing run; it is taken only from the command
 	// line (newInitCommand refuses it from ACR_FORCE or acr.yaml).
 	Force bool `flag:"force"`
@@ -56,6 +59,7 @@ to archive/<time>/ inside the state directory, and init says where.`,
 	f.String("goal", "", "goal document (acr.goal/v0.1)")
 	f.String("contract", "", "contract document (acr.contract/v0.1)")
 	f.String("env", "", "initial environment document (acr.environment/v0.1)")
+	f.String("label", "", "only acr worker --label with this label runs the run (sets the environment's label)")
 	f.Bool("force", false, "replace an existing run, archiving it under archive/ in the state directory (command line only)")
 	return cmd
 }
@@ -71,9 +75,15 @@ func runInit(ctx context.Context, opts initOptions, a *app) error {
 	if a.cfg.NoLoadState {
 		return runInitSlate(opts, a)
 	}
+	if opts.Label != "" && !world.ValidLabel(opts.Label) {
+		return usagef("--label %q: letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64", opts.Label)
+	}
 	in, err := runstore.ReadInputs(opts.Goal, opts.Contract, opts.Env)
 	if err != nil {
 		return err
+	}
+	if opts.Label != "" {
+		in.Spec.Label = opts.Label
 	}
 	opt, err := a.clock()
 	if err != nil {
@@ -155,7 +165,7 @@ func runInitRemote(ctx context.Context, opts initOptions, a *app, in runstore.In
 	if a.cfg.JSON {
 		a.printJSON(map[string]any{"run_id": st.Run.RunID, "store": a.cfg.Store, "world": filepath.Join(m.WorldDir, filepath.FromSlash(sandbox.WorldDir)),
 			"goal_ref": st.Run.GoalRefs[0], "contract_ref": st.Run.ContractRef, "authority_ref": st.Run.AuthorityRef,
-			"environment_ref": st.Run.EnvironmentRef, "loop_disposition": st.Run.LoopDisposition})
+			"environment_ref": st.Run.EnvironmentRef, "loop_disposition": st.Run.LoopDisposition, "label": in.Spec.Label})
 		return nil
 	}
 	a.printf("initialised run %s in %s\n  goal      %s (%s)\n  contract  %s (%s)\n  world     %s\n  checks    %d, failing now: %d\nnext: acr --store %s --run-id %s run --max-cycles 20\n",

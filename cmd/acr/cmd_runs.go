@@ -22,6 +22,8 @@ type runRow struct {
 	Cycle       int64  `json:"cycle"`
 	NextWake    string `json:"next_wake,omitempty"`
 	Inbox       uint64 `json:"inbox"`
+	// Label is the run's worker label (acr init --label), if any.
+	Label string `json:"label,omitempty"`
 }
 
 func newRunsCommand(a *app) *cobra.Command {
@@ -56,7 +58,7 @@ func runRuns(ctx context.Context, opts runsOptions, a *app) error {
 			if a.cfg.RunID != "" && st.RunID != a.cfg.RunID {
 				continue
 			}
-			rows = append(rows, runRow{RunID: st.RunID, Status: st.RunStatus, Disposition: st.Disposition, Cycle: st.CycleSeq, NextWake: st.NextWake, Inbox: st.Inbox})
+			rows = append(rows, runRow{RunID: st.RunID, Status: st.RunStatus, Disposition: st.Disposition, Cycle: st.CycleSeq, NextWake: st.NextWake, Inbox: st.Inbox, Label: st.Label})
 		}
 	} else {
 		rs, err := a.readState()
@@ -78,7 +80,7 @@ func runRuns(ctx context.Context, opts runsOptions, a *app) error {
 				n++
 			}
 		}
-		row := runRow{RunID: r.RunID, Status: string(r.Status), Disposition: r.LoopDisposition.String(), Cycle: r.CycleSeq, Inbox: n}
+		row := runRow{RunID: r.RunID, Status: string(r.Status), Disposition: r.LoopDisposition.String(), Cycle: r.CycleSeq, Inbox: n, Label: rs.State.Spec.Label}
 		if r.NextWake != nil {
 			row.NextWake = r.NextWake.At
 		}
@@ -91,10 +93,17 @@ func runRuns(ctx context.Context, opts runsOptions, a *app) error {
 		a.printJSON(map[string]any{"runs": rows})
 		return nil
 	}
+	labelled := slices.ContainsFunc(rows, func(r runRow) bool { return r.Label != "" })
+	label := func(s string) string {
+		if !labelled {
+			return ""
+		}
+		return "\t" + s
+	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	_, _ = tw.Write([]byte("RUN\tSTATUS\tDISPOSITION\tCYCLE\tNEXT WAKE\tINBOX\n"))
+	_, _ = tw.Write([]byte("RUN\tSTATUS\tDISPOSITION\tCYCLE\tNEXT WAKE\tINBOX" + label("LABEL") + "\n"))
 	for _, r := range rows {
-		_, _ = tw.Write([]byte(r.RunID + "\t" + r.Status + "\t" + r.Disposition + "\t" + strconv.FormatInt(r.Cycle, 10) + "\t" + orDashStr(r.NextWake) + "\t" + strconv.FormatUint(r.Inbox, 10) + "\n"))
+		_, _ = tw.Write([]byte(r.RunID + "\t" + r.Status + "\t" + r.Disposition + "\t" + strconv.FormatInt(r.Cycle, 10) + "\t" + orDashStr(r.NextWake) + "\t" + strconv.FormatUint(r.Inbox, 10) + label(orDashStr(r.Label)) + "\n"))
 	}
 	return tw.Flush()
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -10,34 +12,43 @@ import (
 	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/storage"
+	"github.com/acr-project/acr/internal/world"
 )
 
 // workerOptions are acr worker's flags.
 type workerOptions struct {
-	Once      bool   `flag:"once"`
-	Poll      string `flag:"poll"`
-	MaxCycles int    `flag:"max-cycles"`
+	Once        bool   `flag:"once"`
+	Poll        string `flag:"poll"`
+	MaxCycles   int    `flag:"max-cycles"`
+	Concurrency int    `flag:"concurrency"`
+	Label       string `flag:"label"`
 }
 
 func newWorkerCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "worker --store nats://HOST:PORT[/PREFIX]",
-		Short: "Run the runs of a nats:// store that are due, one at a time",
+		Short: "Run the runs of a nats:// store that are due",
 		Long: `Run whatever is due in a JetStream store: a run whose last cycle asked to
 continue, whose wake time has come, or whose inbox holds items. For each, the
 worker takes the run's lease (a run another worker holds is skipped), keeps
 it while it runs the run's cycles until the run rests (or --max-cycles), then
-releases it and moves on. It hears of an inbox item at once and looks for due
-runs every --poll otherwise. Several workers, on one host or on several that
+releases it and moves on. It runs up to --concurrency runs at once, each
+under its own lease (never one run twice). It hears of an inbox item at once
+and looks for due runs every --poll otherwise. Several workers, on one host or on several that
 share the state directory holding the runs' worlds, share the work; the
 lease keeps two of them off one run, and if both ever write it (a lease lost
 to a long pause), the store refuses the stale one's writes whole.
 
-SIGINT or SIGTERM lets the cycle in progress finish and checkpoint, releases
-the lease, and exits 0. --once does one pass over what is due and exits
-(for cron on several hosts, and for tests). It prints one line per run it
-ran.`,
+A run created with acr init --label L is run only by workers started with
+--label L (a list: --label eu,gpu); a run without a label by any worker.
+
+SIGINT or SIGTERM lets the cycle in progress of every run finish and
+checkpoint, releases the leases, and exits 0. --once does one pass over
+what is due and exits (for cron on several hosts, and for tests). It prints
+one line per run it ran.`,
 		Example: `  acr --store nats://localhost:4222 worker
+  acr --store nats://localhost:4222 worker --concurrency 8
+  acr --store nats://localhost:4222 worker --label host-a
   acr --store nats://localhost:4222 worker --once`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -51,10 +62,13 @@ ran.`,
 	cmd.Flags().Bool("once", false, "one pass over the runs that are due, then exit")
 	cmd.Flags().String("poll", "3s", "how often to look for runs that are due")
 	cmd.Flags().Int("max-cycles", 100, "most cycles of one run per turn, before the worker moves on")
+	cmd.Flags().Int("concurrency", 1, "most runs this worker runs at once, each under its own lease")
+	cmd.Flags().String("label", "", "comma-separated labels: also run the runs with one of these labels (acr init --label); without, only runs without a label")
 	return finishesCycleOnInterrupt(cmd)
 }
 
-// runWorker runs due runs until ctx ends (or one pass with --once).
+// runWorker runs due runs until ctx ends (or one pass with --once), up to
+// --concurrency of them at once.
 func runWorker(ctx context.Context, opts workerOptions, a *app) error {
 	if !a.nats() {
 		return usagef("acr worker runs the runs of a nats:// store: give --store nats://HOST:PORT (a state directory has one run: use acr run)")
@@ -66,6 +80,18 @@ func runWorker(ctx context.Context, opts workerOptions, a *app) error {
 	if opts.MaxCycles < 1 {
 		return usagef("--max-cycles must be at least 1")
 	}
+	if opts.Concurrency < 1 {
+		return usagef("--concurrency must be at least 1")
+	}
+	var labels []string
+	if opts.Label != "" {
+		for l := range strings.SplitSeq(opts.Label, ",") {
+			if !world.ValidLabel(l) {
+				return usagef("--label %q: comma-separated labels of letters, digits, '.', '_' and '-', starting with a letter or digit", opts.Label)
+			}
+			labels = append(labels, l)
+		}
+	}
 	opt, err := a.clock()
 	if err != nil {
 		return err
@@ -76,32 +102,47 @@ func runWorker(ctx context.Context, opts workerOptions, a *app) error {
 	}
 	defer s.Close()
 	woken := make(chan struct{}, 1)
-	unwatch, err := s.WatchInbox(func(string) {
+	wake := func() {
 		select {
 		case woken <- struct{}{}:
 		default:
 		}
-	})
+	}
+	unwatch, err := s.WatchInbox(func(string) { wake() })
 	if err != nil {
 		return err
 	}
 	defer func() { _ = unwatch() }()
-	w := worker{a: a, s: s, opt: opt, max: opts.MaxCycles, holder: holderName()}
+	// A run's goroutine that meets an unreachable store cancels work: the
+	// other runs finish their cycle in progress and checkpoint (as on
+	// SIGTERM), and the worker exits 74.
+	work, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	w := &worker{a: a, s: s, opt: opt, max: opts.MaxCycles, holder: holderName(), labels: labels,
+		slots: make(chan struct{}, opts.Concurrency), busy: map[string]bool{}, freed: wake, fail: stop}
+	defer w.wg.Wait()
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	for {
-		if err := w.pass(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil // stopped (SIGINT, SIGTERM) while it talked to the store
-			}
-			return err
+		err := w.pass(work)
+		if err == nil && opts.Once {
+			w.wg.Wait()
 		}
-		if opts.Once {
+		if work.Err() != nil {
+			err = context.Cause(work)
+		}
+		switch {
+		case ctx.Err() != nil:
+			w.wg.Wait()
+			return nil // stopped (SIGINT, SIGTERM)
+		case err != nil:
+			w.wg.Wait()
+			return err
+		case opts.Once:
 			return nil
 		}
 		select {
-		case <-ctx.Done():
-			return nil
+		case <-work.Done():
 		case <-woken:
 		case <-tick.C:
 		}
@@ -115,56 +156,115 @@ type worker struct {
 	opt    runstore.Options
 	max    int
 	holder string
+	// labels are --label's: the labelled runs this worker may run.
+	labels []string
+
+	// slots holds a token for each run in progress (--concurrency).
+	slots chan struct{}
+	// busy names the runs this process is running: never two goroutines
+	// on one run (across processes the lease sees to it; within one the
+	// lease's holder name is the same, so this map does).
+	mu   sync.Mutex
+	busy map[string]bool
+	wg   sync.WaitGroup
+	// freed asks for another pass when a run ran cycles; fail ends the
+	// worker with an error (an unreachable store).
+	freed func()
+	fail  context.CancelCauseFunc
+	out   sync.Mutex
 }
 
-// pass runs each run that is due once. A run that cannot be run here
-// (held by another worker, another writer won, its world not on this
-// host, damaged) is logged and skipped; only an unreachable store ends
-// the worker (exit 74).
+// pass starts each due run that is not already running here, waiting for
+// a free slot when all are taken. A run that cannot be run here (held by
+// another worker, another writer won, its world not on this host,
+// damaged) is logged and skipped; an unreachable store ends the worker
+// (exit 74).
 func (w *worker) pass(ctx context.Context) error {
 	due, err := w.s.Due(ctx, w.opt.Clock.Now())
 	if err != nil {
 		return err
 	}
 	for _, st := range due {
-		if ctx.Err() != nil {
+		if !st.Takes(w.labels) || !w.claim(st.RunID) {
+			continue
+		}
+		select {
+		case w.slots <- struct{}{}:
+		case <-ctx.Done():
+			w.unclaim(st.RunID)
 			return nil
 		}
-		err := w.turn(ctx, st.RunID)
-		switch {
-		case err == nil:
-		case ctx.Err() != nil:
-			return nil
-		case runstore.Unavailable(err):
-			return err
-		case errors.Is(err, storage.ErrBusy):
-			w.a.log.Debug().Str("run_id", st.RunID).Msg("held by another worker")
-		default:
-			w.a.log.Warn().Str("run_id", st.RunID).Err(err).Msg("run skipped")
-			w.a.printf("%s: skipped: %v\n", st.RunID, err)
-		}
+		w.wg.Add(1)
+		go func(id string) {
+			defer w.wg.Done()
+			cycles, err := w.turn(ctx, id)
+			<-w.slots
+			w.unclaim(id)
+			w.report(ctx, id, err)
+			if cycles > 0 {
+				w.freed() // it may be due again (--max-cycles), or others wait
+			}
+		}(st.RunID)
 	}
 	return nil
 }
 
+func (w *worker) claim(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.busy[id] {
+		return false
+	}
+	w.busy[id] = true
+	return true
+}
+
+func (w *worker) unclaim(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.busy, id)
+}
+
+// report logs what became of a run's turn.
+func (w *worker) report(ctx context.Context, id string, err error) {
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+	case runstore.Unavailable(err):
+		w.fail(err)
+	case errors.Is(err, storage.ErrBusy):
+		w.a.log.Debug().Str("run_id", id).Msg("held by another worker")
+	default:
+		w.a.log.Warn().Str("run_id", id).Err(err).Msg("run skipped")
+		w.printf("%s: skipped: %v\n", id, err)
+	}
+}
+
+// printf prints a line for one run; runs end concurrently.
+func (w *worker) printf(format string, args ...any) {
+	w.out.Lock()
+	defer w.out.Unlock()
+	w.a.printf(format, args...)
+}
+
 // turn takes a run's lease, runs it until it rests or max cycles, and
-// gives the lease back.
-func (w *worker) turn(ctx context.Context, id string) error {
+// gives the lease back. It returns how many cycles it ran.
+func (w *worker) turn(ctx context.Context, id string) (int, error) {
 	m, err := runstore.OpenRemote(ctx, w.s, w.a.cfg.Store, id, w.a.cfg.StateDir)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	r, err := m.Open(ctx, w.holder, w.opt)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	rep, err := r.Driver.Run(r.Held, w.max, nil)
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
-	w.a.printf("%s: %d cycle(s), final disposition %s\n", id, rep.CyclesExecuted, rep.FinalDisposition)
-	return nil
+	w.printf("%s: %d cycle(s), final disposition %s\n", id, rep.CyclesExecuted, rep.FinalDisposition)
+	return rep.CyclesExecuted, nil
 }

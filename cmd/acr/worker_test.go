@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +17,8 @@ import (
 	"github.com/acr-project/acr/internal/runstore"
 )
 
-// TestWorkers: two workers on one store with several runs. Each run is
+// TestWorkers: two workers on one store with several runs, one of them
+// running up to 3 runs at once (--concurrency). Each run is
 // initialised, run by whichever worker gets its lease until it waits for
 // its approval, approved by another process, and run again to its next
 // rest. Every run advances; its ledger verifies and replays; no cycle is
@@ -51,7 +53,7 @@ func TestWorkers(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			code, out, errOut := acrCtx(t.Context(), dir, "--store", store, "worker", "--once")
+			code, out, errOut := acrCtx(t.Context(), dir, "--store", store, "worker", "--once", "--concurrency", fmt.Sprint(1+3*w))
 			assert.Equal(t, 0, code, "%s%s", out, errOut)
 			outs[w] = out
 		}()
@@ -64,11 +66,11 @@ func TestWorkers(t *testing.T) {
 
 	// Two looping workers; approvals arrive while they run.
 	ctx, cancel := context.WithCancel(t.Context())
-	for range 2 {
+	for w := range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			code, out, errOut := acrCtx(ctx, dir, "--store", store, "worker", "--poll", "200ms")
+			code, out, errOut := acrCtx(ctx, dir, "--store", store, "worker", "--poll", "200ms", "--concurrency", fmt.Sprint(1+2*w))
 			assert.Equal(t, 0, code, "%s%s", out, errOut)
 		}()
 	}
@@ -138,4 +140,132 @@ func TestWorkers(t *testing.T) {
 		code, out, errOut := acrIn(t, dir, "--store", store, "--run-id", id(i), "replay", "--verify")
 		assert.Equal(t, 0, code, "%s%s", out, errOut)
 	}
+}
+
+// TestWorkerUsage: acr worker's flags are checked before it connects.
+func TestWorkerUsage(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	store := srv.ClientURL() + "/usage"
+	dir := t.TempDir()
+	for _, args := range [][]string{{"--concurrency", "0"}, {"--max-cycles", "0"}, {"--poll", "-1s"}} {
+		code, out, errOut := acrIn(t, dir, append([]string{"--store", store, "worker", "--once"}, args...)...)
+		assert.Equal(t, 64, code, "%v: %s%s", args, out, errOut)
+	}
+	code, out, errOut := acrIn(t, dir, "worker", "--once")
+	assert.Equal(t, 64, code, "a state directory: %s%s", out, errOut)
+}
+
+// TestWorkerLabels: a run created with --label is run only by a worker
+// with that label; a run without one by any worker.
+func TestWorkerLabels(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	store := srv.ClientURL() + "/labels"
+	dir := t.TempDir()
+	q := quickstartOptions()
+	for id, label := range map[string]string{"run:east": "east", "run:west": "west", "run:any": ""} {
+		args := []string{"--store", store, "--run-id", id, "init", "--goal", q.Goal, "--contract", q.Contract, "--env", q.Env}
+		if label != "" {
+			args = append(args, "--label", label)
+		}
+		code, out, errOut := acrIn(t, dir, args...)
+		require.Equal(t, 0, code, "%s%s", out, errOut)
+	}
+	code, out, errOut := acrIn(t, dir, "--store", store, "--run-id", "run:bad", "init", "--goal", q.Goal, "--contract", q.Contract, "--env", q.Env, "--label", "no spaces")
+	require.Equal(t, 64, code, "%s%s", out, errOut)
+	code, out, errOut = acrIn(t, dir, "--store", store, "worker", "--once", "--label", "east,")
+	require.Equal(t, 64, code, "%s%s", out, errOut)
+	cycles := func() map[string]int64 {
+		t.Helper()
+		code, out, errOut := acrIn(t, dir, "--store", store, "--json", "runs")
+		require.Equal(t, 0, code, "%s%s", out, errOut)
+		var v struct{ Runs []runRow }
+		require.NoError(t, json.Unmarshal([]byte(out), &v), out)
+		got := map[string]int64{}
+		for _, r := range v.Runs {
+			got[r.RunID+"/"+r.Label] = r.Cycle
+		}
+		return got
+	}
+	worker := func(args ...string) {
+		t.Helper()
+		code, out, errOut := acrIn(t, dir, append([]string{"--store", store, "worker", "--once"}, args...)...)
+		require.Equal(t, 0, code, "%s%s", out, errOut)
+	}
+	require.Equal(t, map[string]int64{"run:east/east": 0, "run:west/west": 0, "run:any/": 0}, cycles())
+	worker("--label", "north")
+	got := cycles()
+	assert.Zero(t, got["run:east/east"], "a worker without the label ran it")
+	assert.Zero(t, got["run:west/west"], "a worker without the label ran it")
+	assert.NotZero(t, got["run:any/"], "a run without a label goes to any worker")
+	worker() // no labels: labelled runs are not its
+	assert.Equal(t, got, cycles())
+	worker("--label", "north,east")
+	got = cycles()
+	assert.NotZero(t, got["run:east/east"])
+	assert.Zero(t, got["run:west/west"])
+	worker("--label", "west")
+	assert.NotZero(t, cycles()["run:west/west"])
+	code, out, errOut = acrIn(t, dir, "--store", store, "runs")
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	assert.Contains(t, out, "LABEL")
+}
+
+// TestConsumedInboxDropped: a process killed after the checkpoint that
+// consumed an inbox item and before it deleted the item's message leaves
+// the message in the stream; the next open of the run deletes it, so the
+// run is not due (inbox not empty) at every worker poll forever.
+func TestConsumedInboxDropped(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	store := srv.ClientURL() + "/dropped"
+	dir := t.TempDir()
+	q := quickstartOptions()
+	const id = "run:dropped"
+	for _, args := range [][]string{
+		{"init", "--goal", q.Goal, "--contract", q.Contract, "--env", q.Env},
+		{"run", "--max-cycles", "20"},
+		{"wake", "--signal", "external_event"},
+	} {
+		code, out, errOut := acrIn(t, dir, append([]string{"--store", store, "--run-id", id}, args...)...)
+		require.Equal(t, 0, code, "%v: %s%s", args, out, errOut)
+	}
+	s, err := runstore.DialStore(t.Context(), store, "")
+	require.NoError(t, err)
+	defer s.Close()
+	inbox := func() uint64 {
+		t.Helper()
+		all, err := s.Runs(t.Context())
+		require.NoError(t, err)
+		require.Len(t, all, 1)
+		return all[0].Inbox
+	}
+	require.EqualValues(t, 1, inbox())
+
+	type killed struct{}
+	m, err := runstore.OpenRemote(t.Context(), s, store, id, filepath.Join(dir, "state"))
+	require.NoError(t, err)
+	r, err := m.Open(t.Context(), "test", runstore.Options{Failpoint: func(stage string) {
+		if stage == "after-checkpoint" {
+			panic(killed{})
+		}
+	}})
+	require.NoError(t, err)
+	func() {
+		defer func() { require.IsType(t, killed{}, recover()) }()
+		_, _ = r.Driver.Run(t.Context(), 10, nil)
+	}()
+	require.NoError(t, r.Close()) // releases the lease; deletes nothing
+	require.EqualValues(t, 1, inbox(), "the consumed wake is still in the stream")
+
+	m, err = runstore.OpenRemote(t.Context(), s, store, id, filepath.Join(dir, "state"))
+	require.NoError(t, err)
+	r, err = m.Open(t.Context(), "test", runstore.Options{})
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	require.Zero(t, inbox(), "reopening the run deletes what its checkpoint consumed")
+	due, err := s.Due(t.Context(), time.Now())
+	require.NoError(t, err)
+	require.Empty(t, due)
 }

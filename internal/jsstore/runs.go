@@ -31,13 +31,16 @@ type Status struct {
 	NextWake string `json:"next_wake,omitempty"`
 	// UpdatedAt is the run state's clock reading of its last change.
 	UpdatedAt string `json:"updated_at,omitempty"`
+	// Label is the environment's label: only a worker with that label
+	// runs the run (empty: any worker).
+	Label string `json:"label,omitempty"`
 	// Inbox is how many items wait in the run's inbox (not stored in the
 	// status message: counted when listing).
 	Inbox uint64 `json:"-"`
 }
 
 // statusOf summarises a commit. It reads the few fields it needs from
-// the run_state file, leniently (a file without them gives an empty
+// the run_state file (and the label from environment_spec), leniently (a file without them gives an empty
 // field, not an error): the storage.Commit carries no summary of its own
 // yet.
 func statusOf(cm storage.Commit, m storage.Manifest) Status {
@@ -56,7 +59,19 @@ func statusOf(cm storage.Commit, m storage.Manifest) Status {
 			st.NextWake = rs.NextWake.At
 		}
 	}
+	var spec struct {
+		Label string `json:"label"`
+	}
+	if b, ok := cm.Files["environment_spec"]; ok && json.Unmarshal(b, &spec) == nil {
+		st.Label = spec.Label
+	}
 	return st
+}
+
+// Takes reports whether a worker with labels runs the run: a run without
+// a label goes to any worker, a run with one only to a worker that has it.
+func (s Status) Takes(labels []string) bool {
+	return s.Label == "" || slices.Contains(labels, s.Label)
 }
 
 // Due reports whether a worker should run the run now: it is not stopped

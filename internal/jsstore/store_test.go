@@ -16,6 +16,7 @@ import (
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/storage"
+	"github.com/acr-project/acr/internal/world"
 )
 
 // initRun appends a few events to a new run and commits its first
@@ -343,6 +344,16 @@ func TestStatusOfRunState(t *testing.T) {
 		NextWake: "2026-01-02T00:00:00Z", UpdatedAt: "2026-01-01T00:00:00Z"}, st)
 	require.False(t, st.Due(time.Date(2026, 1, 1, 23, 0, 0, 0, time.UTC)))
 	require.True(t, st.Due(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)))
+	require.True(t, st.Takes(nil))
+	require.True(t, st.Takes([]string{"gpu"}))
+
+	spec, err := codec.Marshal(world.Spec{Schema: world.SpecSchema, Label: "gpu"})
+	require.NoError(t, err)
+	st = statusOf(storage.Commit{RunID: "run:s", CycleSeq: 4, Files: map[string][]byte{"run_state": b, "environment_spec": spec}}, storage.Manifest{Generation: 3})
+	require.Equal(t, "gpu", st.Label)
+	require.False(t, st.Takes(nil))
+	require.False(t, st.Takes([]string{"eu"}))
+	require.True(t, st.Takes([]string{"eu", "gpu"}))
 }
 
 // A worker watching the inbox hears of an item as it is put, from

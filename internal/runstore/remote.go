@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/nats-io/nats.go"
 
@@ -253,5 +254,36 @@ func (m *Remote) open(r *Run, opt Options) error {
 		return fmt.Errorf("open sandbox: %w", err)
 	}
 	r.World = w
+	if err := dropConsumed(snap, m.Run.Inbox()); err != nil {
+		return err
+	}
 	return r.wire(opt, snap, m.Run.Checkpoints(), led, m.Run.Inbox(), nil)
+}
+
+// dropConsumed deletes the inbox items that the checkpoint records as
+// consumed (the run state's inbox_seen): a process killed between a
+// checkpoint and its deletion of the items that checkpoint consumed
+// leaves them in the stream, where no cycle will consume them again, and
+// the run would be due (inbox not empty) at every worker poll forever.
+// A directory inbox keeps such files harmlessly (acr runs does not count
+// them); a stream's count is the server's.
+func dropConsumed(snap storage.Snapshot, ib *jsstore.Inbox) error {
+	st, err := kernel.DecodeLight(snap.Files)
+	if err != nil || len(st.Run.InboxSeen) == 0 {
+		return err
+	}
+	items, _, err := ib.List()
+	if err != nil {
+		return err
+	}
+	var left []string
+	for _, it := range items {
+		if slices.Contains(st.Run.InboxSeen, it.ID) {
+			left = append(left, it.ID)
+		}
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	return ib.Consumed(left)
 }

@@ -38,6 +38,9 @@ func (s *Spec) Validate() error {
 			return &codec.FieldError{Path: fmt.Sprintf("pass_env[%d]", i), Err: err}
 		}
 	}
+	if s.Label != "" && !ValidLabel(s.Label) {
+		return &codec.FieldError{Path: "label", Err: fmt.Errorf("%q is not a valid label (letters, digits, . _ -, starting with a letter or digit, at most 64)", s.Label)}
+	}
 	if l := s.Limits; l != nil && (l.MaxDepth < 0 || l.MaxEntries < 0 || l.MaxBytes < 0) {
 		return &codec.FieldError{Path: "limits", Err: fmt.Errorf("limits must be >= 0 (0 takes the default)")}
 	}
@@ -199,3 +202,9 @@ func (s *Spec) CheckByID(id string) (Check, bool) {
 	}
 	return Check{}, false
 }
+
+var labelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// ValidLabel reports whether s is a worker label: letters, digits, '.',
+// '_' and '-', starting with a letter or digit, at most 64 bytes.
+func ValidLabel(s string) bool { return labelRE.MatchString(s) }

@@ -49,6 +49,9 @@ type Spec struct {
 	PassEnv []string `json:"pass_env,omitempty"`
 	// Limits bound one observation of the world; nil takes the defaults.
 	Limits *Limits `json:"limits,omitempty"`
+	// Label names the group of workers that may run the run (acr worker
+	// --label): the hosts that see its world. Empty: any worker.
+	Label string `json:"label,omitempty"`
 }
 
 // Limits bound what one observation may walk. The world is untrusted

@@ -93,6 +93,8 @@ func TestSpecValidateNamesTheField(t *testing.T) {
 		{"pass_env not a name", func(s *world.Spec) { s.PassEnv = []string{"GOPATH", "A-B"} }, "pass_env[1]", "not an environment variable name"},
 		{"pass_env reserved", func(s *world.Spec) { s.PassEnv = []string{"ACR_IDEMPOTENCY_KEY"} }, "pass_env[0]", "set by acr"},
 		{"negative limits", func(s *world.Spec) { s.Limits = &world.Limits{MaxDepth: -1} }, "limits", ">= 0"},
+		{"label with a space", func(s *world.Spec) { s.Label = "host a" }, "label", "not a valid label"},
+		{"label too long", func(s *world.Spec) { s.Label = strings.Repeat("a", 65) }, "label", "not a valid label"},
 		{"command check without argv", func(s *world.Spec) {
 			s.Checks = append(s.Checks, world.Check{ID: "vet", Kind: world.CheckCommand})
 		}, "checks[5].argv", "required"},
