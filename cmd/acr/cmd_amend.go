@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -189,30 +188,9 @@ func runAnswerAmendment(opts approveOptions, a *app, run state.RunState, p state
 	if !kernel.Amendable(&run) {
 		return noEffectf("the run is %s: no cycle will consume an answer to %s; nothing queued", run.Status, p.Ref)
 	}
-	q, err := a.queue()
+	q, ap, prev, err := a.draftAnswer(opts, run, p.Ref, p.CycleSeq)
 	if err != nil {
 		return err
-	}
-	items, _, err := q.List()
-	if err != nil {
-		return err
-	}
-	queued := slices.DeleteFunc(items, func(it inbox.Item) bool {
-		return slices.Contains(run.InboxSeen, it.ID) || slices.Contains(run.AnswersConsumed, it.ID)
-	})
-	by := opts.By
-	if by == "" {
-		by = osUser()
-	}
-	ap := &state.Approval{Schema: state.ApprovalSchema, ActionRef: p.Ref, RequestCycle: p.CycleSeq, Verdict: opts.Verdict, By: by, Reason: opts.Reason,
-		CreatedAt: state.FormatTime(a.now().UTC().Truncate(time.Second))}
-	prev := inbox.Answer(queued, p.Ref, p.CycleSeq)
-	if prev != nil {
-		q := prev.Approval
-		if q.Verdict == ap.Verdict && q.By == ap.By && q.Reason == ap.Reason {
-			return noEffectf("the same answer (%s by %s) to %s is already queued as %s; nothing queued", q.Verdict, q.By, p.Ref, prev.ID)
-		}
-		ap.Replaces = prev.ID
 	}
 	if !a.cfg.JSON {
 		a.printf("amendment of the %s (%s -> %s):\n%s", p.Target, p.Amends.Short(), p.NewRef.Short(), indentLines(p.Diff, "  ", 0))

@@ -9,7 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/inbox"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -122,32 +124,9 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 		return noEffectf("no pending approval with ref %s; pending: %s; nothing queued", opts.Ref, strings.Join(known, ", "))
 	}
 	p := match[0]
-	q, err := a.queue()
+	q, ap, prev, err := a.draftAnswer(opts, run, p.Ref, p.CycleSeq)
 	if err != nil {
 		return err
-	}
-	items, _, err := q.List()
-	if err != nil {
-		return err
-	}
-	queued := slices.DeleteFunc(items, func(it inbox.Item) bool {
-		return slices.Contains(run.InboxSeen, it.ID) || slices.Contains(run.AnswersConsumed, it.ID)
-	})
-	by := opts.By
-	if by == "" {
-		by = osUser()
-	}
-	ap := &state.Approval{Schema: state.ApprovalSchema, ActionRef: p.Ref, RequestCycle: p.CycleSeq, Verdict: opts.Verdict, By: by, Reason: opts.Reason,
-		CreatedAt: state.FormatTime(a.now().UTC().Truncate(time.Second))}
-	prev := inbox.Answer(queued, p.Ref, p.CycleSeq)
-	if prev != nil {
-		q := prev.Approval
-		if q.Verdict == ap.Verdict && q.By == ap.By && q.Reason == ap.Reason {
-			return noEffectf("the same answer (%s by %s) to %s is already queued as %s; nothing queued", q.Verdict, q.By, p.Ref, prev.ID)
-		}
-		// The answer not yet consumed is replaced, not deleted: the cycle
-		// records both and acts on this one.
-		ap.Replaces = prev.ID
 	}
 	// Show the change before anything is recorded; a person at a terminal
 	// confirms an approval of it.
@@ -186,4 +165,39 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 		a.next("acr run   (the next cycle records the refusal; a scheduled run does too)")
 	}
 	return nil
+}
+
+// draftAnswer prepares the answer opts gives to the request ref asked in
+// cycle (an action's approval or an amendment): the queue it goes into,
+// the answer, and the queued answer it replaces (nil if none). The same
+// answer already queued is a no-effect error: nothing would change.
+func (a *app) draftAnswer(opts approveOptions, run state.RunState, ref codec.Ref, cycle int64) (runstore.Queue, *state.Approval, *inbox.Item, error) {
+	q, err := a.queue()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	items, _, err := q.List()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	queued := slices.DeleteFunc(items, func(it inbox.Item) bool {
+		return slices.Contains(run.InboxSeen, it.ID) || slices.Contains(run.AnswersConsumed, it.ID)
+	})
+	by := opts.By
+	if by == "" {
+		by = osUser()
+	}
+	ap := &state.Approval{Schema: state.ApprovalSchema, ActionRef: ref, RequestCycle: cycle, Verdict: opts.Verdict, By: by, Reason: opts.Reason,
+		CreatedAt: state.FormatTime(a.now().UTC().Truncate(time.Second))}
+	prev := inbox.Answer(queued, ref, cycle)
+	if prev != nil {
+		old := prev.Approval
+		if old.Verdict == ap.Verdict && old.By == ap.By && old.Reason == ap.Reason {
+			return nil, nil, nil, noEffectf("the same answer (%s by %s) to %s is already queued as %s; nothing queued", old.Verdict, old.By, ref, prev.ID)
+		}
+		// The answer not yet consumed is replaced, not deleted: the cycle
+		// records both and acts on this one.
+		ap.Replaces = prev.ID
+	}
+	return q, ap, prev, nil
 }
