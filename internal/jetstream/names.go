@@ -1,6 +1,8 @@
 package jetstream
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -64,6 +66,36 @@ func (n Names) InboxSubject(run string) string { return n.Prefix + ".inbox." + T
 // QuarantineSubject is the subject of run's quarantined inbox items:
 // <prefix>.quarantine.<run>.
 func (n Names) QuarantineSubject(run string) string { return n.Prefix + ".quarantine." + Token(run) }
+
+// WorldSubject is the subject of the file at path in run's world:
+// <prefix>.world.<run>.<32 hex digits>, the first 128 bits of the
+// SHA-256 of the path. A hash keeps every subject short and one token
+// whatever the path (world paths may be 3 KiB long, and escaped three
+// times that); the message carries the path itself in Acr-Path.
+func (n Names) WorldSubject(run, path string) string {
+	return n.Prefix + ".world." + Token(run) + "." + worldKey(path)
+}
+
+// WorldHeadSubject is the subject of run's world head, the world's
+// fencing token: <prefix>.world.<run>.head. Every write of the world
+// moves it (see Worlds).
+func (n Names) WorldHeadSubject(run string) string {
+	return n.Prefix + ".world." + Token(run) + "." + worldHead
+}
+
+// WorldFilter matches every subject of run's world, its files and its
+// head: <prefix>.world.<run>.*.
+func (n Names) WorldFilter(run string) string { return n.Prefix + ".world." + Token(run) + ".*" }
+
+// worldHead is the last token of a world's head subject; a file's token
+// is 32 hex digits, so the two never meet.
+const worldHead = "head"
+
+// worldKey is the last token of the subject of the world file at path.
+func worldKey(path string) string {
+	sum := sha256.Sum256([]byte(path))
+	return hex.EncodeToString(sum[:16])
+}
 
 // plain reports whether c needs no escaping in a subject token, a stream
 // name and a KV key.

@@ -66,6 +66,9 @@ type Store struct {
 	Idempotency *Table
 	Inbox       *Inbox
 	Leases      *Leases
+	// Worlds are the runs' worlds, in the runs stream beside their
+	// ledgers (a world write is guarded by its run's ledger end).
+	Worlds *Worlds
 }
 
 // Open creates the store's streams and buckets, or updates them to this
@@ -117,6 +120,7 @@ func Open(ctx context.Context, nc *nats.Conn, names Names, opts Options) (*Store
 		Idempotency: &Table{kv: idem},
 		Inbox:       &Inbox{nc: nc, js: js, names: names, stream: names.InboxStream()},
 		Leases:      &Leases{kv: lease, ttl: o.LeaseTTL},
+		Worlds:      &Worlds{nc: nc, names: names, stream: names.RunsStream()},
 	}, nil
 }
 
@@ -147,8 +151,8 @@ func ensureKeyValue(ctx context.Context, js natsjs.JetStream, cfg natsjs.KeyValu
 func runsStreamConfig(n Names, o Options) natsjs.StreamConfig {
 	return natsjs.StreamConfig{
 		Name:        n.RunsStream(),
-		Description: "acr ledgers and checkpoints, one subject pair per run",
-		Subjects:    []string{n.Prefix + ".ledger.*", n.Prefix + ".ckpt.*", n.Prefix + ".status.*"},
+		Description: "acr ledgers, checkpoints and worlds, a few subjects per run",
+		Subjects:    []string{n.Prefix + ".ledger.*", n.Prefix + ".ckpt.*", n.Prefix + ".status.*", n.Prefix + ".world.*.*"},
 		Storage:     o.storage(),
 		Replicas:    o.Replicas,
 		// Limits retention with no limits: nothing expires, nothing is

@@ -1,0 +1,236 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Headers of world messages.
+const (
+	// hdrWorld says what a world message is: "put" (a file's bytes), "del"
+	// (the file was removed; empty body) or "head" (the world's head).
+	hdrWorld = "Acr-World"
+	// hdrPath is a file message's world path, as Token(path).
+	hdrPath = "Acr-Path"
+)
+
+// What a world message is (hdrWorld).
+const (
+	worldPut  = "put"
+	worldDel  = "del"
+	worldHd   = "head"
+	worldSeal = "seal"
+	worldTake = "take"
+)
+
+// ErrBadWorld means a stored world message is not one this package
+// writes: a damaged or foreign message on a world subject.
+var ErrBadWorld = errors.New("malformed world message")
+
+// Worlds is every run's world, the files its effects change, in the runs
+// stream beside the run's ledger: one subject per file, rolled up so that
+// it keeps only the file's last message, and one head per run.
+//
+//	P.world.<R>.<K>    a file (K: 32 hex digits of the SHA-256 of its path):
+//	                   its bytes (Acr-World: put) or its removal (Acr-World:
+//	                   del, empty body); Acr-Path: Token(path)
+//	P.world.<R>.head   the head (Acr-World: head): moved by every write of
+//	                   the world, whose stream sequence is the world's
+//	                   fencing token
+//
+// Three writes:
+//
+//   - Take stores a new head that expects the head the taker read. A
+//     process takes a run's world before it runs the run's cycles: every
+//     process that held it before now has a stale head, and the taker
+//     learns that what it read was the world's last state (a world written
+//     after the read, or a read answered by a replica behind its leader,
+//     makes the take fail with ErrConflict).
+//   - Write stores a file (or its removal) and a new head in one atomic
+//     batch. The file expects the run's ledger to end where the writer's
+//     does (Nats-Expected-Last-Subject-Sequence on the ledger subject: the
+//     record that authorises the write, the effect's intent, is still the
+//     last one), the head expects the head the writer last took or wrote.
+//     Both hold or nothing is stored (ErrConflict).
+//   - Upload stores a file alone, guarded by the ledger's end, for a world
+//     nobody can hold yet (a new run's, or one moved into the store for
+//     the first time); Take with no head expected then seals it.
+//
+// The head is always the last world message of its run in the stream (a
+// write puts it after the file), so a reader that sees head h has seen
+// every file written before h.
+type Worlds struct {
+	nc     *nats.Conn
+	names  Names
+	stream string
+}
+
+// WorldState is a run's world as Read found it.
+type WorldState struct {
+	// Files are the world's files by path (an empty file is an empty,
+	// not nil, slice).
+	Files map[string][]byte
+	// Head is the stream sequence of the world's head: 0 when the run's
+	// world was never stored.
+	Head uint64
+}
+
+// Guard is what a world write expects.
+type Guard struct {
+	// Ledger is the stream sequence of the run's last ledger record.
+	Ledger uint64
+	// Head is the stream sequence of the run's world head (0: none).
+	Head uint64
+}
+
+// headBody is a head's body: what moved it, for people reading the stream.
+type headBody struct {
+	Op     string `json:"op"`
+	Path   string `json:"path,omitempty"`
+	Ledger uint64 `json:"ledger"`
+}
+
+// Read returns run's world: every file's last message in stream order,
+// checked (its subject must be its path's), and the head.
+func (w *Worlds) Read(ctx context.Context, run string) (WorldState, error) {
+	st := WorldState{Files: map[string][]byte{}}
+	head := w.names.WorldHeadSubject(run)
+	err := readSubject(ctx, w.nc, w.stream, w.names.WorldFilter(run), 1, func(seq uint64, m *nats.Msg) error {
+		subj, op := m.Header.Get(hdrSubject), m.Header.Get(hdrWorld)
+		if subj == head {
+			if op != worldHd {
+				return fmt.Errorf("%w: head at stream sequence %d: %s %q", ErrBadWorld, seq, hdrWorld, op)
+			}
+			st.Head = seq
+			return nil
+		}
+		path, err := ParseToken(m.Header.Get(hdrPath))
+		if err != nil || w.names.WorldSubject(run, path) != subj {
+			return fmt.Errorf("%w: stream sequence %d on %s: %s %q is not its path", ErrBadWorld, seq, subj, hdrPath, m.Header.Get(hdrPath))
+		}
+		switch op {
+		case worldPut:
+			st.Files[path] = append([]byte{}, m.Data...)
+		case worldDel:
+			delete(st.Files, path)
+		default:
+			return fmt.Errorf("%w: stream sequence %d on %s: %s %q", ErrBadWorld, seq, subj, hdrWorld, op)
+		}
+		return nil
+	})
+	if err != nil {
+		return WorldState{}, fmt.Errorf("read world of %s: %w", run, err)
+	}
+	return st, nil
+}
+
+// Write stores data as the file at path of run's world (or, with remove,
+// the file's removal) and moves the head, in one atomic batch guarded by
+// g: the run's ledger must end at g.Ledger and its head be g.Head. It
+// returns the new head; ErrConflict (nothing stored) if either moved.
+func (w *Worlds) Write(ctx context.Context, run, path string, data []byte, remove bool, g Guard) (uint64, error) {
+	op := worldPut
+	if remove {
+		op, data = worldDel, nil
+	}
+	file := w.fileMsg(run, path, op, data, g.Ledger)
+	head, err := w.headMsg(run, g.Head, headBody{Op: op, Path: path, Ledger: g.Ledger})
+	if err != nil {
+		return 0, err
+	}
+	var ack batchAck
+	err = retryInFlight(ctx, func() (err error) {
+		ack, err = publishBatch(ctx, w.nc, []*nats.Msg{file, head})
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("write %s of the world of %s: %w", path, run, err)
+	}
+	return ack.Seq, nil
+}
+
+// Take stores a new head for run's world, expecting its head to be
+// g.Head (0: none, which seals a world just uploaded); g.Ledger is only
+// recorded. It returns the new head; ErrConflict if the head moved.
+func (w *Worlds) Take(ctx context.Context, run string, g Guard) (uint64, error) {
+	op := worldTake
+	if g.Head == 0 {
+		op = worldSeal
+	}
+	m, err := w.headMsg(run, g.Head, headBody{Op: op, Ledger: g.Ledger})
+	if err != nil {
+		return 0, err
+	}
+	var ack batchAck
+	err = retryInFlight(ctx, func() (err error) {
+		ack, err = publishOne(ctx, w.nc, m, nil)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("take the world of %s: %w", run, err)
+	}
+	return ack.Seq, nil
+}
+
+// Upload stores data as the file at path of run's world (or, with
+// remove, the file's removal) without moving the head, provided the run's
+// ledger ends at ledger (ErrConflict if not): for a world that nobody can
+// hold yet, sealed by a Take after the last file.
+func (w *Worlds) Upload(ctx context.Context, run, path string, data []byte, remove bool, ledger uint64) error {
+	op := worldPut
+	if remove {
+		op, data = worldDel, nil
+	}
+	m := w.fileMsg(run, path, op, data, ledger)
+	err := retryInFlight(ctx, func() error {
+		_, err := publishOne(ctx, w.nc, m, nil)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("upload %s to the world of %s: %w", path, run, err)
+	}
+	return nil
+}
+
+// Room is the largest file at path that a world message of run holds at
+// any ledger position: the server's max_payload less the message's
+// headers (with the longest ledger sequence) and the batch's.
+func (w *Worlds) Room(run, path string) int {
+	m := w.fileMsg(run, path, worldPut, nil, math.MaxUint64)
+	return int(w.nc.MaxPayload()) - headerSize(m.Header) - batchHeaderRoom
+}
+
+// batchHeaderRoom is what publishBatch keeps for the batch headers it
+// adds to a message.
+const batchHeaderRoom = 256
+
+// fileMsg is the message of a file write: rolled up on its subject,
+// guarded by the run's ledger end.
+func (w *Worlds) fileMsg(run, path, op string, data []byte, ledger uint64) *nats.Msg {
+	m := &nats.Msg{Subject: w.names.WorldSubject(run, path), Data: data, Header: nats.Header{}}
+	m.Header.Set(hdrWorld, op)
+	m.Header.Set(hdrPath, Token(path))
+	m.Header.Set(hdrRollup, "sub")
+	m.Header.Set(hdrExpectSubj, strconv.FormatUint(ledger, 10))
+	m.Header.Set(hdrExpectSubjSubj, w.names.LedgerSubject(run))
+	return m
+}
+
+// headMsg is the message of a new head, rolled up, expecting head.
+func (w *Worlds) headMsg(run string, head uint64, body headBody) (*nats.Msg, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	m := &nats.Msg{Subject: w.names.WorldHeadSubject(run), Data: b, Header: nats.Header{}}
+	m.Header.Set(hdrWorld, worldHd)
+	m.Header.Set(hdrRollup, "sub")
+	m.Header.Set(hdrExpectSubj, strconv.FormatUint(head, 10))
+	return m, nil
+}

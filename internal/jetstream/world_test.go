@@ -1,0 +1,150 @@
+package jetstream
+
+import (
+	"bytes"
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+)
+
+// sameWorld fails unless run's stored world is want, with head head.
+func sameWorld(t *testing.T, w *Worlds, run string, want map[string]string, head uint64) {
+	t.Helper()
+	st, err := w.Read(ctx(t), run)
+	must(t, err)
+	got := map[string]string{}
+	for p, b := range st.Files {
+		got[p] = string(b)
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("world of %s: got %q, want %q", run, got, want)
+	}
+	if st.Head != head {
+		t.Fatalf("world of %s: head %d, want %d", run, st.Head, head)
+	}
+}
+
+// A world is uploaded and sealed, then written file by file; every write
+// is guarded twice, by the run's ledger end and by the world's head, and
+// a write that fails either guard stores nothing.
+func TestWorldWritesAreGuardedByLedgerAndHead(t *testing.T) {
+	_, _, st := open(t, Options{})
+	w := st.Worlds
+	c, err := st.Ledger.Append(ctx(t), run, 0, records("init", 2, 100))
+	must(t, err)
+	at := c.Frontier.Ledger
+	sameWorld(t, w, run, map[string]string{}, 0)
+
+	long := strings.Repeat("deep/", 600) + "f.txt" // 3005 bytes, as long as a world path gets
+	odd := "docs/ünïcode name.v2.md"
+	for p, b := range map[string]string{"README.md": "# hi\n", "empty": "", long: "long", odd: "odd"} {
+		must(t, w.Upload(ctx(t), run, p, []byte(b), false, at))
+	}
+	wantErr(t, w.Upload(ctx(t), run, "late", []byte("x"), false, at-1), ErrConflict)
+	must(t, w.Upload(ctx(t), run, "gone", []byte("x"), false, at))
+	must(t, w.Upload(ctx(t), run, "gone", nil, true, at))
+	world := map[string]string{"README.md": "# hi\n", "empty": "", long: "long", odd: "odd"}
+	sameWorld(t, w, run, world, 0)
+	if st, _ := w.Read(ctx(t), run); st.Files["empty"] == nil {
+		t.Fatal("an empty file reads as nil, not as an empty file")
+	}
+	h1, err := w.Take(ctx(t), run, Guard{Ledger: at})
+	must(t, err)
+	sameWorld(t, w, run, world, h1)
+	_, err = w.Take(ctx(t), run, Guard{Ledger: at})
+	wantErr(t, err, ErrConflict) // sealed once
+
+	h2, err := w.Write(ctx(t), run, "README.md", []byte("# hello\n"), false, Guard{Ledger: at, Head: h1})
+	must(t, err)
+	world["README.md"] = "# hello\n"
+	h3, err := w.Write(ctx(t), run, odd, nil, true, Guard{Ledger: at, Head: h2})
+	must(t, err)
+	delete(world, odd)
+	sameWorld(t, w, run, world, h3)
+
+	// A stale head: nothing stored.
+	_, err = w.Write(ctx(t), run, "README.md", []byte("stale head"), false, Guard{Ledger: at, Head: h2})
+	wantErr(t, err, ErrConflict)
+	sameWorld(t, w, run, world, h3)
+	// The ledger moved on: nothing stored.
+	c, err = st.Ledger.Append(ctx(t), run, at, records("cycle", 1, 100))
+	must(t, err)
+	_, err = w.Write(ctx(t), run, "README.md", []byte("stale ledger"), false, Guard{Ledger: at, Head: h3})
+	wantErr(t, err, ErrConflict)
+	sameWorld(t, w, run, world, h3)
+	at = c.Frontier.Ledger
+
+	// Another process takes the world: the first one's next write is
+	// refused although the ledger has not moved.
+	h4, err := w.Take(ctx(t), run, Guard{Ledger: at, Head: h3})
+	must(t, err)
+	_, err = w.Write(ctx(t), run, "README.md", []byte("fenced"), false, Guard{Ledger: at, Head: h3})
+	wantErr(t, err, ErrConflict)
+	_, err = w.Take(ctx(t), run, Guard{Ledger: at, Head: h3})
+	wantErr(t, err, ErrConflict)
+	h5, err := w.Write(ctx(t), run, odd, []byte("back"), false, Guard{Ledger: at, Head: h4})
+	must(t, err)
+	world[odd] = "back"
+	sameWorld(t, w, run, world, h5)
+
+	// Another run's world is apart.
+	sameWorld(t, w, "run:other", map[string]string{}, 0)
+}
+
+// Room is what fits at any ledger position: a file of Room bytes is
+// stored; at this run's short ledger sequence (19 digits shorter than the
+// longest) 20 bytes more are refused before anything is sent.
+func TestWorldRoom(t *testing.T) {
+	_, nc, st := open(t, Options{})
+	w := st.Worlds
+	c, err := st.Ledger.Append(ctx(t), run, 0, records("init", 1, 100))
+	must(t, err)
+	h, err := w.Take(ctx(t), run, Guard{Ledger: c.Frontier.Ledger})
+	must(t, err)
+	for _, p := range []string{"a", strings.Repeat("x/", 1000) + "y"} {
+		room := w.Room(run, p)
+		if room <= 0 || room > int(nc.MaxPayload()) {
+			t.Fatalf("room for %.20q: %d of max_payload %d", p, room, nc.MaxPayload())
+		}
+		h, err = w.Write(ctx(t), run, p, bytes.Repeat([]byte{'z'}, room), false, Guard{Ledger: c.Frontier.Ledger, Head: h})
+		must(t, err)
+		_, err = w.Write(ctx(t), run, p, bytes.Repeat([]byte{'z'}, room+20), false, Guard{Ledger: c.Frontier.Ledger, Head: h})
+		wantErr(t, err, ErrTooLarge)
+	}
+}
+
+// A message on a world subject that is not the world's own is damage,
+// never a file.
+func TestWorldReadRefusesForeignMessages(t *testing.T) {
+	_, nc, st := open(t, Options{})
+	for name, bad := range map[string]func(run string) *nats.Msg{
+		"path of another subject": func(run string) *nats.Msg {
+			return &nats.Msg{Subject: testNames.WorldSubject(run, "a"), Header: nats.Header{hdrWorld: {worldPut}, hdrPath: {Token("b")}}}
+		},
+		"no path": func(run string) *nats.Msg {
+			return &nats.Msg{Subject: testNames.WorldSubject(run, "a"), Header: nats.Header{hdrWorld: {worldPut}}}
+		},
+		"unknown kind": func(run string) *nats.Msg {
+			return &nats.Msg{Subject: testNames.WorldSubject(run, "a"), Header: nats.Header{hdrWorld: {"append"}, hdrPath: {Token("a")}}}
+		},
+		"head without its kind": func(run string) *nats.Msg {
+			return &nats.Msg{Subject: testNames.WorldHeadSubject(run), Header: nats.Header{}}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			run := "run:" + name
+			must(t, st.Worlds.Upload(ctx(t), run, "z", []byte("z"), false, 0))
+			_, err := st.Worlds.Read(ctx(t), run)
+			must(t, err)
+			m := bad(run)
+			m.Data = []byte("x")
+			if _, err := nc.RequestMsg(m, defaultTimeout); err != nil {
+				t.Fatal(err)
+			}
+			_, err = st.Worlds.Read(ctx(t), run)
+			wantErr(t, err, ErrBadWorld)
+		})
+	}
+}

@@ -1,0 +1,150 @@
+package jsstore
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/acr-project/acr/internal/jetstream"
+	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
+)
+
+// ErrNoWorld means the store holds no world for a run: a run created by
+// a release that kept the worlds of a store's runs on the host that ran
+// acr init (or an init that never finished, which made no run).
+var ErrNoWorld = errors.New("the store holds no world for the run")
+
+// World is a run's world in the store, the truth that every host's copy
+// of it (its cache) follows: one message per file on the run's world
+// subjects in the runs stream, and the head that fences its writers (see
+// jetstream.Worlds).
+//
+// A World is one writer's handle. Load reads the world and remembers its
+// head; Take makes this handle the world's writer; Put and Remove then
+// change one file each, each write guarded by the run's ledger end the
+// caller gives (the stream sequence of its last record: the intent that
+// authorises the change) and by the head this handle last read or wrote.
+// Another process that took the world since, or appended to the ledger
+// since, makes the write fail with storage.ErrConflict, and nothing of it
+// is stored.
+type World struct {
+	run  *Run
+	head uint64
+}
+
+// World returns the run's world handle; nothing is read.
+func (r *Run) World() *World { return &World{run: r} }
+
+// Load returns the run's world, file by file; ErrNoWorld if the store
+// holds none for the run. A damaged world message is a
+// *state.IntegrityError.
+func (w *World) Load() (map[string][]byte, error) {
+	st, err := w.run.s.blocks.Worlds.Read(w.run.ctx, w.run.ID)
+	if errors.Is(err, jetstream.ErrBadWorld) {
+		return nil, &state.IntegrityError{File: "world of " + w.run.ID, Msg: err.Error()}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st.Head == 0 {
+		return nil, fmt.Errorf("world of %s: %w", w.run.ID, ErrNoWorld)
+	}
+	w.head = st.Head
+	return st.Files, nil
+}
+
+// Take makes this handle the world's writer: it moves the head from the
+// one Load read, so that any handle that took the world before stores
+// nothing more, and so that a world that changed after Load (or that Load
+// read from a replica behind its leader) is a storage.ErrConflict rather
+// than a stale copy run on. ledgerAt is recorded with the head.
+func (w *World) Take(ledgerAt int64) error {
+	if w.head == 0 {
+		return fmt.Errorf("take the world of %s: %w (load it first)", w.run.ID, ErrNoWorld)
+	}
+	h, err := w.run.s.blocks.Worlds.Take(w.run.ctx, w.run.ID, jetstream.Guard{Ledger: uint64(ledgerAt), Head: w.head})
+	if err != nil {
+		return w.failed(err)
+	}
+	w.head = h
+	return nil
+}
+
+// Seal stores a whole world for a run that has none yet (acr init, or a
+// world that an earlier release kept on one host, moved into the store),
+// provided the run's ledger ends at ledgerAt: every file, then the head.
+// A world that has a head is a storage.ErrConflict and gains nothing.
+// Files are uploaded in path order; an upload cut short leaves files and
+// no head, which Load reports as no world, and a later Seal writes them
+// again.
+func (w *World) Seal(files map[string][]byte, ledgerAt int64) error {
+	st, err := w.run.s.blocks.Worlds.Read(w.run.ctx, w.run.ID)
+	if err != nil {
+		return fmt.Errorf("seal the world of %s: %w", w.run.ID, err)
+	}
+	if st.Head != 0 {
+		return fmt.Errorf("seal the world of %s: %w: it has one already", w.run.ID, storage.ErrConflict)
+	}
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		if err := w.run.s.blocks.Worlds.Upload(w.run.ctx, w.run.ID, p, files[p], false, uint64(ledgerAt)); err != nil {
+			return w.failed(err)
+		}
+	}
+	// Files a cut-short upload left that this world does not have.
+	for _, p := range slices.Sorted(maps.Keys(st.Files)) {
+		if _, ok := files[p]; ok {
+			continue
+		}
+		if err := w.run.s.blocks.Worlds.Upload(w.run.ctx, w.run.ID, p, nil, true, uint64(ledgerAt)); err != nil {
+			return w.failed(err)
+		}
+	}
+	h, err := w.run.s.blocks.Worlds.Take(w.run.ctx, w.run.ID, jetstream.Guard{Ledger: uint64(ledgerAt)})
+	if err != nil {
+		return w.failed(err)
+	}
+	w.head = h
+	return nil
+}
+
+// Put stores data as the file at path, provided the run's ledger still
+// ends at ledgerAt and nobody took the world since this handle's last
+// Take or write (storage.ErrConflict otherwise, nothing stored). A file
+// larger than Room is ErrTooLarge.
+func (w *World) Put(path string, data []byte, ledgerAt int64) error {
+	return w.write(path, data, false, ledgerAt)
+}
+
+// Remove stores the removal of the file at path, guarded as Put is.
+func (w *World) Remove(path string, ledgerAt int64) error {
+	return w.write(path, nil, true, ledgerAt)
+}
+
+func (w *World) write(path string, data []byte, remove bool, ledgerAt int64) error {
+	if w.head == 0 {
+		return fmt.Errorf("write the world of %s: %w (take it first)", w.run.ID, ErrNoWorld)
+	}
+	h, err := w.run.s.blocks.Worlds.Write(w.run.ctx, w.run.ID, path, data, remove, jetstream.Guard{Ledger: uint64(ledgerAt), Head: w.head})
+	if err != nil {
+		return w.failed(err)
+	}
+	w.head = h
+	return nil
+}
+
+// Room is the largest file at path the store keeps in one message: the
+// server's max_payload (1 MiB by default) less about 1 KiB of headers
+// (more for a long path).
+func (w *World) Room(path string) int { return w.run.s.blocks.Worlds.Room(w.run.ID, path) }
+
+// failed maps a refused write to storage.ErrConflict; after any failure
+// the handle's head is unknown, so it writes nothing more.
+func (w *World) failed(err error) error {
+	w.head = 0
+	if errors.Is(err, jetstream.ErrConflict) {
+		return fmt.Errorf("world of %s: %w: another writer took the run's world or appended to its ledger: %w", w.run.ID, storage.ErrConflict, err)
+	}
+	return fmt.Errorf("world of %s: %w", w.run.ID, err)
+}
