@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 
@@ -157,6 +158,9 @@ func runInitRemote(ctx context.Context, opts initOptions, a *app, in runstore.In
 		return err
 	}
 	c, err := m.Init(in, opt)
+	if errors.Is(err, runstore.ErrCommandWorld) {
+		return usagef("--env %s: %v", opts.Env, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -170,6 +174,6 @@ func runInitRemote(ctx context.Context, opts initOptions, a *app, in runstore.In
 	}
 	a.printf("initialised run %s in %s\n  goal      %s (%s)\n  contract  %s (%s)\n  world     %s\n  checks    %d, failing now: %d\nnext: acr --store %s --run-id %s run --max-cycles 20\n",
 		st.Run.RunID, a.cfg.Store, in.Goal.ID, st.Run.GoalRefs[0].Short(), in.Contract.ID, st.Run.ContractRef.Short(),
-		"a sandbox copy of the environment's files in "+m.WorldDir, len(in.Spec.Checks), failing(st.Environment.Checks), a.cfg.Store, st.Run.RunID)
+		"the environment's files, kept in the store (this host's copy: "+m.WorldDir+")", len(in.Spec.Checks), failing(st.Environment.Checks), a.cfg.Store, st.Run.RunID)
 	return nil
 }

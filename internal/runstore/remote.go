@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"maps"
 	"path/filepath"
 	"slices"
 
@@ -18,20 +19,21 @@ import (
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/storage"
+	"github.com/acr-project/acr/internal/world"
 )
 
 // RemoteWorlds is the directory, inside the local state directory, that
-// holds the worlds of runs kept in a JetStream store: one directory per
-// run, named by the run id's subject token.
+// holds this host's copies of the worlds of runs kept in a JetStream
+// store: one directory per run, named by the run id's subject token.
 const RemoteWorlds = "runs"
 
 // Remote is a run in a JetStream store (a nats:// or tls:// store URL).
-// Its checkpoint, ledger and inbox are on the server, so any host can read
-// it, wake it, answer it or stop it. Its world, the sandbox copy of the
-// environment's files and the idempotency table beside it, is a local
-// directory (WorldDir): a process that runs cycles (run, step, recover,
-// worker) must see that directory, so every process that runs a run works
-// on one host or on a shared file system (docs/scale-out.md).
+// Its checkpoint, ledger, inbox and world are on the server, so any host
+// can read it, wake it, answer it, stop it and run its cycles. A host
+// that runs its cycles (run, step, recover, worker) keeps a copy of its
+// world in a local directory (WorldDir), brought to the store's world each
+// time the run is opened, and the sandbox's idempotency table beside it
+// (only commands, which such runs do not run, record anything there).
 type Remote struct {
 	URL      string
 	Store    *jsstore.Store
@@ -56,10 +58,12 @@ func (e *NoRemoteRunError) Error() string {
 // Unwrap lets errors.Is(err, storage.ErrNoRun) match.
 func (e *NoRemoteRunError) Unwrap() error { return storage.ErrNoRun }
 
-// ErrNoWorld means the world of a run kept in a JetStream store is not in
-// this host's state directory: this host can read, wake, answer and stop
-// the run, not run its cycles.
-var ErrNoWorld = errors.New("the run's world is not on this host")
+// ErrNoWorld means the store holds no world for a run, and this host has
+// no copy of it to move there: a run created by an earlier release, which
+// kept the world on the host that ran acr init. Opening the run there once
+// moves its world into the store; until then other hosts can read, wake,
+// answer and stop the run, not run its cycles.
+var ErrNoWorld = errors.New("the store holds no world for the run, and this host has no copy of it")
 
 // ErrRootWorld means an environment whose world is a real directory
 // (root) was given for a run in a JetStream store, which holds runs whose
@@ -68,8 +72,8 @@ var ErrRootWorld = errors.New("an environment with a root directory is bound to 
 
 // Dial connects to the JetStream store at url (credentials from the file
 // creds, if not empty) and names run id in it; stateDir is the local
-// directory whose runs/ holds the worlds of the store's runs. Nothing is
-// read yet. Close closes the connection.
+// directory whose runs/ holds this host's copies of the store's worlds.
+// Nothing is read yet. Close closes the connection.
 func Dial(ctx context.Context, url, creds, runID, stateDir string) (*Remote, error) {
 	s, err := DialStore(ctx, url, creds)
 	if err != nil {
@@ -149,13 +153,24 @@ func (m *Remote) Queue() Queue { return m.Run.Inbox() }
 // History reads the run's ledger (see jsstore.History).
 func (m *Remote) History() (History, error) { return m.Run.History() }
 
-// Init creates the run: its world in WorldDir, its first records and its
-// first checkpoint in the store. A run that exists is ErrRunExists; the
-// ledger records of an init cut off before its checkpoint make it a
-// damaged run (also refused). The run id is the Remote's.
+// Init creates the run: its world in the store (and this host's copy of
+// it in WorldDir), its first records and its first checkpoint. A run that
+// exists is ErrRunExists; the ledger records of an init cut off before its
+// checkpoint make it a damaged run (also refused). The run id is the
+// Remote's. An environment the store cannot hold is refused before
+// anything is written: a root directory (ErrRootWorld), fixes that run
+// commands (ErrCommandWorld), a file larger than one message of the store
+// (a *ValidationError naming it).
 func (m *Remote) Init(in Inputs, opt Options) (Created, error) {
 	if in.Spec.Root != "" {
 		return Created{}, ErrRootWorld
+	}
+	if commandFix(in.Spec) {
+		return Created{}, ErrCommandWorld
+	}
+	sw := m.Run.World()
+	if err := checkRoom(in, sw); err != nil {
+		return Created{}, err
 	}
 	where := m.URL + " run " + m.Run.ID
 	if _, err := m.Run.Checkpoints().Load(); err == nil {
@@ -170,14 +185,15 @@ func (m *Remote) Init(in Inputs, opt Options) (Created, error) {
 	if err != nil {
 		return Created{}, err
 	}
-	// A world left by an init that never committed its checkpoint is
-	// not a run's: start it afresh.
-	if err := os.RemoveAll(m.WorldDir); err != nil {
+	wfs, unlock, err := lockCache(m.WorldDir)
+	if err != nil {
 		return Created{}, fmt.Errorf("init: %w", err)
 	}
-	wfs, err := disk.CreateOSDir(m.WorldDir)
-	if err != nil {
-		return Created{}, fmt.Errorf("init: world directory: %w", err)
+	defer unlock.Unlock()
+	// A copy left by an init that never committed its checkpoint is not
+	// a run's: start it afresh.
+	if err := os.RemoveAll(filepath.Join(m.WorldDir, filepath.FromSlash(sandbox.Dir))); err != nil {
+		return Created{}, fmt.Errorf("init: %w", err)
 	}
 	w, err := sandbox.Create(m.WorldDir, in.Spec, wfs)
 	if err != nil {
@@ -193,17 +209,42 @@ func (m *Remote) Init(in Inputs, opt Options) (Created, error) {
 	if err != nil {
 		return Created{}, err
 	}
+	// The records first: their append expects an empty ledger, so of two
+	// inits of one run id only one gets past it to store a world.
 	if _, err := led.Append(evs); err != nil {
 		return Created{}, err
 	}
-	files, err := st.Encode()
+	files := make(map[string][]byte, len(in.Spec.Files))
+	for p, c := range in.Spec.Files {
+		files[p] = []byte(c)
+	}
+	if err := sw.Seal(files, led.Frontier().Offset); err != nil {
+		return Created{}, fmt.Errorf("init: %w", err)
+	}
+	enc, err := st.Encode()
 	if err != nil {
 		return Created{}, err
 	}
-	if _, err := m.Run.Checkpoints().Commit(storage.Commit{RunID: m.Run.ID, Revision: opt.Revision, Frontier: led.Frontier(), Files: files}); err != nil {
+	if _, err := m.Run.Checkpoints().Commit(storage.Commit{RunID: m.Run.ID, Revision: opt.Revision, Frontier: led.Frontier(), Files: enc}); err != nil {
 		return Created{}, err
 	}
 	return Created{State: st}, nil
+}
+
+// checkRoom refuses an initial world with a file larger than one message
+// of the store.
+func checkRoom(in Inputs, sw *jsstore.World) error {
+	for _, p := range slices.Sorted(maps.Keys(in.Spec.Files)) {
+		if size, room := len(in.Spec.Files[p]), sw.Room(p); size > room {
+			file := in.EnvFile
+			if file == "" {
+				file = "environment"
+			}
+			return &ValidationError{File: file, Field: "files." + p, Err: fmt.Errorf(
+				"%d bytes: a run in a nats:// store keeps each file of its world in one message, which holds at most %d bytes of this file (the server's max_payload, 1 MiB unless configured, less headers); keep the file smaller or keep the run in a state directory", size, room)}
+		}
+	}
+	return nil
 }
 
 // Open takes the run's lease for holder, keeps it, opens the run's parts
@@ -238,26 +279,67 @@ func (m *Remote) open(r *Run, opt Options) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(m.WorldDir, filepath.FromSlash(sandbox.Dir))); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: %s is missing (run it on the host that ran acr init, or share the directory)", ErrNoWorld, m.WorldDir)
-	}
-	wfs, err := disk.OpenOSDir(m.WorldDir)
-	if err != nil {
-		return fmt.Errorf("open world: %w", err)
+	if spec.Root != "" {
+		return ErrRootWorld
 	}
 	led, err := m.Run.OpenLedger()
 	if err != nil {
 		return err
 	}
-	w, err := sandbox.Open(m.WorldDir, spec, wfs)
+	wfs, unlock, err := lockCache(m.WorldDir)
 	if err != nil {
-		return fmt.Errorf("open sandbox: %w", err)
+		return err
+	}
+	r.unlock = unlock
+	sw := m.Run.World()
+	files, err := sw.Load()
+	switch {
+	case errors.Is(err, jsstore.ErrNoWorld):
+		files, err = m.moveWorld(spec, wfs, sw, led.Frontier().Offset)
+	case err == nil:
+		err = sw.Take(led.Frontier().Offset)
+	}
+	if err != nil {
+		return err
+	}
+	w, err := openCache(m.WorldDir, spec, wfs)
+	if err != nil {
+		return err
 	}
 	r.World = w
+	if _, err := w.Mirror(files); err != nil {
+		return fmt.Errorf("bring the copy of the world of %s to the store's: %w", m.Run.ID, err)
+	}
+	r.stored = func(w *sandbox.World) kernel.World {
+		return newStoredWorld(w, sw, files, func() int64 { return led.Frontier().Offset }, opt.Failpoint)
+	}
 	if err := dropConsumed(snap, m.Run.Inbox()); err != nil {
 		return err
 	}
 	return r.wire(opt, snap, m.Run.Checkpoints(), led, m.Run.Inbox(), nil)
+}
+
+// moveWorld puts the world of a run that an earlier release created,
+// which kept it on the host that ran acr init, into the store, from this
+// host's copy; ErrNoWorld if this host has none. ledgerAt guards the
+// upload: a process that appended to the run since makes it a conflict.
+func (m *Remote) moveWorld(spec world.Spec, wfs disk.FS, sw *jsstore.World, ledgerAt int64) (map[string][]byte, error) {
+	if _, err := os.Stat(filepath.Join(m.WorldDir, filepath.FromSlash(sandbox.WorldDir))); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: run %s (created by an earlier acr, which kept its world on the host that ran acr init: open it once there, with acr run, to move its world into the store)", ErrNoWorld, m.Run.ID)
+	}
+	w, err := sandbox.Open(m.WorldDir, spec, wfs)
+	if err != nil {
+		return nil, fmt.Errorf("open world copy: %w", err)
+	}
+	files, err := w.Files()
+	w.Close()
+	if err != nil {
+		return nil, err
+	}
+	if err := sw.Seal(files, ledgerAt); err != nil {
+		return nil, fmt.Errorf("move the world of %s into the store: %w", m.Run.ID, err)
+	}
+	return files, nil
 }
 
 // dropConsumed deletes the inbox items that the checkpoint records as

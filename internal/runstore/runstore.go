@@ -47,13 +47,16 @@ type Inputs struct {
 	Goal     intent.Goal
 	Contract governance.Contract
 	Spec     world.Spec
+	// EnvFile is the file Spec was read from, for the messages of checks
+	// made later ("" when it was not read from a file).
+	EnvFile string
 }
 
 // ReadInputs reads and validates the goal, contract and environment files.
 // A missing file, malformed JSON, a wrong schema or an unknown field is a
 // *ValidationError naming the file and the field.
 func ReadInputs(goalPath, contractPath, envPath string) (Inputs, error) {
-	var in Inputs
+	in := Inputs{EnvFile: envPath}
 	checkSpec := func() error {
 		if err := resolveRoot(&in.Spec, envPath); err != nil {
 			return err
@@ -266,6 +269,9 @@ type Run struct {
 	unlock disk.Unlocker
 	// release stops keeping the lease and gives it up.
 	release func() error
+	// stored, when set, wraps the sandbox before the driver sees it: a
+	// run in a JetStream store puts every effect in the store's world.
+	stored func(*sandbox.World) kernel.World
 	// openedAt is the cycle of the checkpoint the run was opened at, and
 	// verified what the ledger check before the first write established
 	// (nil if this invocation wrote nothing).
@@ -396,8 +402,11 @@ func (r *Run) wire(opt Options, snap storage.Snapshot, cp storage.Checkpoints, l
 		every = 1
 	}
 	var kw kernel.World = w
+	if r.stored != nil {
+		kw = r.stored(w)
+	}
 	if opt.WrapWorld != nil {
-		kw = opt.WrapWorld(w)
+		kw = opt.WrapWorld(kw)
 	}
 	r.Driver = &kernel.Driver{
 		Store: cp, Ledger: led, World: kw, Inbox: ib, Clock: clock, Knowledge: opt.Knowledge,
