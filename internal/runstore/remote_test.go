@@ -1,0 +1,394 @@
+package runstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acr-project/acr/internal/event"
+	"github.com/acr-project/acr/internal/jetstream"
+	"github.com/acr-project/acr/internal/jetstream/natstest"
+	"github.com/acr-project/acr/internal/jsstore"
+	"github.com/acr-project/acr/internal/kernel"
+	"github.com/acr-project/acr/internal/storage"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// remoteStore is an embedded server with a store on it, and what the
+// tests of runs kept there need to reach around acr: the lease bucket
+// (to bypass a lease, as an operator waiting for its TTL would) and the
+// runs stream (to take a world out, as an earlier release never put it
+// in).
+type remoteStore struct {
+	url    string
+	s      *jsstore.Store
+	leases natsjs.KeyValue
+	runs   natsjs.Stream
+}
+
+const testPrefix = "rs"
+
+func startStore(t *testing.T, opts ...natstest.Option) *remoteStore {
+	t.Helper()
+	srv := natstest.Start(t, opts...)
+	url := srv.ClientURL() + "/" + testPrefix
+	s, err := DialStore(t.Context(), url, "")
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	js, err := natsjs.New(natstest.Connect(t, srv.ClientURL()))
+	require.NoError(t, err)
+	leases, err := js.KeyValue(t.Context(), testPrefix+"-lease")
+	require.NoError(t, err)
+	runs, err := js.Stream(t.Context(), testPrefix+"-runs")
+	require.NoError(t, err)
+	return &remoteStore{url: url, s: s, leases: leases, runs: runs}
+}
+
+// on names run id as seen from a host whose state directory is dir.
+func (rs *remoteStore) on(t *testing.T, dir, id string) *Remote {
+	t.Helper()
+	m, err := OpenRemote(t.Context(), rs.s, rs.url, id, dir)
+	require.NoError(t, err)
+	return m
+}
+
+// freeLease lets another process take run id's lease at once.
+func (rs *remoteStore) freeLease(t *testing.T, id string) {
+	t.Helper()
+	require.NoError(t, rs.leases.Purge(t.Context(), jetstream.Token(id)))
+}
+
+// world is run id's world in the store.
+func (rs *remoteStore) world(t *testing.T, id string) map[string]string {
+	t.Helper()
+	r, err := rs.s.Run(t.Context(), id)
+	require.NoError(t, err)
+	files, err := r.World().Load()
+	require.NoError(t, err)
+	return asStrings(files)
+}
+
+func asStrings(files map[string][]byte) map[string]string {
+	out := make(map[string]string, len(files))
+	for p, b := range files {
+		out[p] = string(b)
+	}
+	return out
+}
+
+// hostCopy is the copy of run id's world on the host whose state
+// directory is dir.
+func hostCopy(t *testing.T, dir, id string) map[string]string {
+	t.Helper()
+	return filesUnder(t, filepath.Join(dir, RemoteWorlds, jetstream.Token(id), "sandbox", "world"))
+}
+
+func filesUnder(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(root, p)
+		out[filepath.ToSlash(rel)] = string(b)
+		return err
+	}))
+	return out
+}
+
+// queueInputs is a run that drains a queue of n items, one effect per
+// cycle, with no approval to wait for; files are added to its world.
+func queueInputs(t *testing.T, n int, files map[string]string) Inputs {
+	t.Helper()
+	dir := t.TempDir()
+	world := map[string]string{"queue.txt": strings.Repeat("p\n", n)}
+	for p, c := range files {
+		world[p] = c
+	}
+	docs := map[string]any{
+		"goal.json": map[string]any{"schema": "acr.goal/v0.1", "id": "queue", "mission": "drain the queue",
+			"success": map[string]any{"all_checks_pass": true}},
+		"contract.json": map[string]any{"schema": "acr.contract/v0.1", "id": "queue", "authority": map[string]any{"id": "op", "mode": "project_write"},
+			"coordinates": map[string]any{"readiness": "L2", "autonomy": "A2", "cognitive_depth": "D2"},
+			"rules":       []any{map[string]any{"operation": "*", "paths": []string{"**"}, "effect": "allow"}},
+			"budgets":     map[string]any{"cycles": map[string]any{"hard": n + 100}}, "policy": map[string]any{}},
+		"env.json": map[string]any{"schema": "acr.environment/v0.1", "files": world,
+			"checks": []any{map[string]any{"id": "queue", "summary": "items pending", "kind": "absent_text", "path": "queue.txt",
+				"text": "p", "priority": 10,
+				"fixes": []any{map[string]any{"operation": "apply_local_patch", "find": "p", "replace": "d", "occurrences": 1}}}}},
+	}
+	for name, doc := range docs {
+		b, err := json.Marshal(doc)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
+	}
+	in, err := ReadInputs(filepath.Join(dir, "goal.json"), filepath.Join(dir, "contract.json"), filepath.Join(dir, "env.json"))
+	require.NoError(t, err)
+	return in
+}
+
+// reference runs in a state directory to the end: the world and the
+// number of effects an uninterrupted run leaves.
+func reference(t *testing.T, in Inputs) (map[string]string, int) {
+	t.Helper()
+	dir := t.TempDir()
+	_, err := Init(dir, in, "run:ref", false, testOptions())
+	require.NoError(t, err)
+	r, err := Open(dir, testOptions())
+	require.NoError(t, err)
+	_, err = r.Driver.Run(context.Background(), 100, nil)
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	h, err := OpenHistory(dir)
+	require.NoError(t, err)
+	return filesUnder(t, filepath.Join(dir, "sandbox", "world")), len(committed(t, h))
+}
+
+// committed counts the sandbox.action.committed events of a history per
+// idempotency key.
+func committed(t *testing.T, h History) map[string]int {
+	t.Helper()
+	recs, err := h.ReadAll()
+	require.NoError(t, err)
+	out := map[string]int{}
+	for _, rec := range recs {
+		if rec.Event.Type == event.ActionCommitted {
+			var o world.Outcome
+			require.NoError(t, rec.Event.Object.Decode(&o))
+			require.NotEmpty(t, o.Key)
+			out[o.Key]++
+		}
+	}
+	return out
+}
+
+// cycles opens the run on m's host, runs at most n cycles and closes it.
+func cycles(t *testing.T, m *Remote, holder string, n int) (kernel.RunReport, error) {
+	t.Helper()
+	r, err := m.Open(t.Context(), holder, testOptions())
+	if err != nil {
+		return kernel.RunReport{}, err
+	}
+	rep, err := r.Driver.Run(r.Held, n, nil)
+	return rep, errors.Join(err, r.Close())
+}
+
+// settled checks what a run kept in the store must end with: its ledger
+// verifies, no effect was committed twice and as many as an
+// uninterrupted run committed, and its world is the uninterrupted run's.
+func settled(t *testing.T, rs *remoteStore, m *Remote, want map[string]string, effects int) {
+	t.Helper()
+	h, err := m.History()
+	require.NoError(t, err)
+	expect, err := h.Expect()
+	require.NoError(t, err)
+	rep, err := h.Verify(expect)
+	require.NoError(t, err)
+	require.True(t, rep.OK, "%v", rep.Damage)
+	keys := committed(t, h)
+	for k, n := range keys {
+		assert.Equal(t, 1, n, "effect %s committed %d times", k, n)
+	}
+	assert.Len(t, keys, effects)
+	assert.Equal(t, want, rs.world(t, m.Run.ID), "the world in the store")
+}
+
+// A run created on one host runs on any other: the first open on a host
+// makes its copy of the world from the store, a later one brings a stale
+// copy up to date, and every effect is in the store once it is recorded.
+func TestRemoteWorldOnAnyHost(t *testing.T) {
+	t.Parallel()
+	rs := startStore(t)
+	in := queueInputs(t, 4, map[string]string{"docs/a b.md": "keep\n", "empty": ""})
+	want, effects := reference(t, in)
+	hostA, hostB := t.TempDir(), t.TempDir()
+	const id = "run:hosts"
+	onA, onB := rs.on(t, hostA, id), rs.on(t, hostB, id)
+	_, err := onA.Init(in, testOptions())
+	require.NoError(t, err)
+	initial := asStrings(map[string][]byte{"queue.txt": []byte(in.Spec.Files["queue.txt"]), "docs/a b.md": []byte("keep\n"), "empty": {}})
+	assert.Equal(t, initial, rs.world(t, id), "init stores the world")
+	assert.Equal(t, initial, hostCopy(t, hostA, id))
+
+	rep, err := cycles(t, onB, "b", 2)
+	require.NoError(t, err)
+	require.Equal(t, 2, rep.CyclesExecuted)
+	afterB := rs.world(t, id)
+	assert.NotEqual(t, initial, afterB, "host B's effects are in the store")
+	assert.Equal(t, afterB, hostCopy(t, hostB, id))
+	assert.Equal(t, initial, hostCopy(t, hostA, id), "host A's copy is not touched until A runs the run")
+
+	_, err = cycles(t, onA, "a", 100)
+	require.NoError(t, err)
+	assert.Equal(t, want, hostCopy(t, hostA, id))
+	rep, err = cycles(t, onB, "b", 100)
+	require.NoError(t, err)
+	assert.Zero(t, rep.CyclesExecuted)
+	assert.Equal(t, want, hostCopy(t, hostB, id), "an open with nothing to run still brings the copy up to date")
+	settled(t, rs, onA, want, effects)
+}
+
+// Two processes forced onto one run (the lease bypassed): the one whose
+// world another took since stores nothing of its effect and fails with a
+// conflict; the other, whose ledger the first wrote to since, fails too;
+// whoever opens the run next applies the effect once, from the store's
+// world, whatever the first one's copy holds.
+func TestRemoteForcedSecondWriter(t *testing.T) {
+	t.Parallel()
+	rs := startStore(t)
+	in := queueInputs(t, 3, nil)
+	want, effects := reference(t, in)
+	hostA, hostB := t.TempDir(), t.TempDir()
+	const id = "run:two"
+	onA, onB := rs.on(t, hostA, id), rs.on(t, hostB, id)
+	_, err := onA.Init(in, testOptions())
+	require.NoError(t, err)
+	initial := rs.world(t, id)
+
+	a, err := onA.Open(t.Context(), "a", testOptions())
+	require.NoError(t, err)
+	rs.freeLease(t, id)
+	// B reads another time than A: the same time would make its first
+	// batch A's byte for byte, which the store takes for a retry of A's.
+	optB := testOptions()
+	optB.Clock = &stepClock{t: time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)}
+	b, err := onB.Open(t.Context(), "b", optB)
+	require.NoError(t, err)
+	_, err = a.Driver.Step()
+	require.ErrorIs(t, err, storage.ErrConflict, "A's effect is refused by the store: B took the world")
+	assert.Equal(t, initial, rs.world(t, id), "nothing of A's effect is stored")
+	assert.NotEqual(t, initial, hostCopy(t, hostA, id), "A's copy has its effect (the store does not)")
+	_, err = b.Driver.Step()
+	require.ErrorIs(t, err, storage.ErrConflict, "B's ledger is behind A's intent")
+	a.Abandon()
+	b.Abandon()
+	rs.freeLease(t, id)
+
+	_, err = cycles(t, onA, "a2", 100)
+	require.NoError(t, err)
+	assert.Equal(t, want, hostCopy(t, hostA, id))
+	settled(t, rs, onA, want, effects)
+}
+
+// Init refuses, before writing anything, an environment the store cannot
+// hold: a file larger than one message, fixes that run commands.
+func TestRemoteInitRefuses(t *testing.T) {
+	t.Parallel()
+	rs := startStore(t)
+	host := t.TempDir()
+	big := queueInputs(t, 1, map[string]string{"data/big.bin": strings.Repeat("x", 1<<20)})
+	cmd := queueInputs(t, 1, nil)
+	cmd.Spec.Checks[0].Fixes[0].Operation = "run_command"
+	for _, tc := range []struct {
+		name  string
+		in    Inputs
+		check func(t *testing.T, err error)
+	}{
+		{"a file larger than a message", big, func(t *testing.T, err error) {
+			var ve *ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.Equal(t, big.EnvFile, ve.File)
+			assert.Equal(t, "files.data/big.bin", ve.Field)
+			assert.Contains(t, ve.Err.Error(), "1048576 bytes")
+		}},
+		{"a fix that runs a command", cmd, func(t *testing.T, err error) { require.ErrorIs(t, err, ErrCommandWorld) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "run:" + tc.name
+			m := rs.on(t, host, id)
+			_, err := m.Init(tc.in, testOptions())
+			tc.check(t, err)
+			_, err = m.Run.Checkpoints().Load()
+			require.ErrorIs(t, err, storage.ErrNoRun)
+			led, err := m.Run.OpenLedger()
+			require.NoError(t, err)
+			assert.Zero(t, led.Frontier().Seq, "no records")
+			_, err = m.Run.World().Load()
+			require.ErrorIs(t, err, jsstore.ErrNoWorld)
+			_, err = os.Stat(m.WorldDir)
+			require.ErrorIs(t, err, fs.ErrNotExist, "no copy of a world on the host")
+		})
+	}
+}
+
+// A run whose world an earlier release kept on the host that ran init
+// (the store has none) cannot run elsewhere (ErrNoWorld) until it is
+// opened once on that host, which moves its world into the store.
+func TestRemoteWorldMovesIntoTheStore(t *testing.T) {
+	t.Parallel()
+	rs := startStore(t)
+	in := queueInputs(t, 3, nil)
+	want, effects := reference(t, in)
+	hostA, hostB := t.TempDir(), t.TempDir()
+	const id = "run:earlier"
+	onA, onB := rs.on(t, hostA, id), rs.on(t, hostB, id)
+	_, err := onA.Init(in, testOptions())
+	require.NoError(t, err)
+	_, err = cycles(t, onA, "a", 1)
+	require.NoError(t, err)
+	local := hostCopy(t, hostA, id)
+	err = rs.runs.Purge(t.Context(), natsjs.WithPurgeSubject(testPrefix+".world."+jetstream.Token(id)+".*"))
+	require.NoError(t, err)
+
+	_, err = cycles(t, onB, "b", 100)
+	require.ErrorIs(t, err, ErrNoWorld)
+	rs.freeLease(t, id)
+	rep, err := cycles(t, onA, "a", 1)
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.CyclesExecuted)
+	assert.NotEqual(t, local, rs.world(t, id), "the moved world, and the cycle's effect on it")
+	_, err = cycles(t, onB, "b", 100)
+	require.NoError(t, err)
+	assert.Equal(t, want, hostCopy(t, hostB, id))
+	settled(t, rs, onB, want, effects)
+}
+
+// An effect that would leave a file larger than one message of the store
+// is blocked before it is recorded, as a refused target is: nothing of it
+// happens, in the store or in the host's copy.
+func TestRemoteEffectTooLargeForTheStore(t *testing.T) {
+	t.Parallel()
+	rs := startStore(t, func(o *server.Options) { o.MaxPayload = 16 << 10 })
+	in := queueInputs(t, 1, nil)
+	in.Spec.Files["queue.txt"] = "p" + strings.Repeat("q", 9<<10)
+	fix := &in.Spec.Checks[0].Fixes[0]
+	fix.Find, fix.Replace, fix.Occurrences = "q", "qq", 0 // the file doubles, past one message
+	host := t.TempDir()
+	const id = "run:large"
+	m := rs.on(t, host, id)
+	_, err := m.Init(in, testOptions())
+	require.NoError(t, err)
+	initial := rs.world(t, id)
+	_, err = cycles(t, m, "a", 10)
+	require.NoError(t, err)
+	assert.Equal(t, initial, rs.world(t, id))
+	assert.Equal(t, initial, hostCopy(t, host, id))
+	h, err := m.History()
+	require.NoError(t, err)
+	recs, err := h.ReadAll()
+	require.NoError(t, err)
+	blocked := 0
+	for _, rec := range recs {
+		switch rec.Event.Type {
+		case event.ActionBlocked:
+			assert.Equal(t, []string{"target_refused"}, rec.Event.Reasons)
+			blocked++
+		case event.ActionCommitted:
+			t.Fatalf("an effect was committed: %+v", rec.Event)
+		}
+	}
+	assert.NotZero(t, blocked)
+}
