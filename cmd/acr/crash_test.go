@@ -109,6 +109,9 @@ type harness struct {
 	// worlds, when set, is where the run's world is (a run in a
 	// JetStream store keeps it under the state directory's runs/).
 	worlds string
+	// points are the failpoints kill picks from (nil: the six of every
+	// run, scenario.Failpoints).
+	points []string
 }
 
 func (h *harness) fresh(name string) string {
@@ -164,7 +167,10 @@ func (h *harness) runToEnd(dir string, extra []string) bool {
 // before the kill landed).
 func (h *harness) kill(dir, every string) string {
 	h.t.Helper()
-	points := scenario.Failpoints()
+	points := h.points
+	if points == nil {
+		points = scenario.Failpoints()
+	}
 	if h.rng.IntN(3) == 0 {
 		delay := time.Duration(h.rng.IntN(40_000)) * time.Microsecond
 		cmd := h.command(dir, nil, "run", "--max-cycles", "200", "--checkpoint-every", every)
@@ -182,8 +188,14 @@ func (h *harness) kill(dir, every string) string {
 		}
 		return ""
 	}
-	fp := points[h.rng.IntN(len(points))]
-	nth := 1 + h.rng.IntN(4)
+	return h.killAt(dir, every, points[h.rng.IntN(len(points))], 1+h.rng.IntN(4))
+}
+
+// killAt starts one invocation that kills itself the nth time it reaches
+// failpoint fp. It returns fp, or "" if the process finished without
+// reaching it that many times.
+func (h *harness) killAt(dir, every, fp string, nth int) string {
+	h.t.Helper()
 	cmd := h.command(dir, []string{fmt.Sprintf("ACR_FAILPOINT=%s:%d", fp, nth)}, "run", "--max-cycles", "200", "--checkpoint-every", every)
 	out, err := cmd.CombinedOutput()
 	if killedBySIGKILL(err) {
