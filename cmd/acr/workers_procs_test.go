@@ -23,7 +23,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acr-project/acr/internal/event"
-	"github.com/acr-project/acr/internal/jetstream"
 	"github.com/acr-project/acr/internal/jetstream/natstest"
 	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/scenario"
@@ -31,14 +30,17 @@ import (
 
 // TestWorkerProcesses runs a pool of real acr worker processes on one
 // JetStream store (an embedded server): 3 workers at --concurrency 2,
+// each on a host of its own (a state directory of its own, none of them
+// the one the runs were created in, so every run's world comes from the
+// store),
 // runs of the quickstart kind (which waits for an approval) and of a queue
 // kind (5 items drained one effect per cycle). While the workers run,
 // other acr processes send the approvals and wake signals, and workers are
 // killed with SIGKILL (by the test at a random instant, or by a failpoint
 // in the middle of a cycle) and restarted. At the end every run has
 // settled, every run's ledger verifies (acr ledger verify), every run's
-// world is byte for byte the world of an uninterrupted acr run on a state
-// directory, and no effect was committed twice.
+// world in the store is byte for byte the world of an uninterrupted acr
+// run on a state directory, and no effect was committed twice.
 //
 // 30 runs and 6 kills (about 10 s on an idle 2-core machine); with -short
 // 12 runs and 3 kills.
@@ -188,11 +190,12 @@ func TestWorkerProcesses(t *testing.T) {
 	}
 	t.Cleanup(stop)
 	for w := range 3 {
+		host := filepath.Join(t.TempDir(), fmt.Sprintf("host-%d", w))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				cmd := acr(context.Background(), dir, "--store", store, "worker", "--poll", "200ms", "--concurrency", "2")
+				cmd := acr(context.Background(), host, "--store", store, "worker", "--poll", "200ms", "--concurrency", "2")
 				mu.Lock()
 				if ctx.Err() != nil {
 					mu.Unlock()
@@ -200,7 +203,7 @@ func TestWorkerProcesses(t *testing.T) {
 				}
 				fp := ""
 				if total < kills && intN(2) == 0 {
-					points := scenario.Failpoints()
+					points := append(scenario.Failpoints(), runstore.StageAfterWorldPut)
 					fp = fmt.Sprintf("%s:%d", points[intN(len(points))], 1+intN(6))
 					cmd.Env = append(cmd.Env, "ACR_FAILPOINT="+fp)
 				}
@@ -304,10 +307,16 @@ func TestWorkerProcesses(t *testing.T) {
 	for _, id := range ids {
 		k := kindOf[id]
 		must(dir, "--store", store, "--run-id", id, "ledger", "verify")
-		got := worldHashes(t, filepath.Join(dir, runstore.RemoteWorlds, jetstream.Token(id), "sandbox", "world"))
-		assert.Equal(t, k.world, got, "%s (%s): the world differs from an uninterrupted run's", id, k.name)
 		m, err := runstore.OpenRemote(t.Context(), s, store, id, dir)
 		require.NoError(t, err)
+		files, err := m.Run.World().Load()
+		require.NoError(t, err)
+		got := map[string]string{}
+		for p, b := range files {
+			sum := sha256.Sum256(b)
+			got[p] = hex.EncodeToString(sum[:])
+		}
+		assert.Equal(t, k.world, got, "%s (%s): the world in the store differs from an uninterrupted run's", id, k.name)
 		h, err := m.History()
 		require.NoError(t, err)
 		recs, err := h.ReadAll()
