@@ -21,22 +21,26 @@ const statusDiffLines = 24
 // preview says what the pending action p would change if approved now: a
 // unified diff of its target from the world as it is (or its command
 // line), computed without writing anything. The world is opened read-only
-// where this host keeps it: the state directory, or for a JetStream store
-// the run's local world directory.
+// in the state directory; for a JetStream store it is read from the store
+// into a temporary copy (this host's own copy may be behind, or absent).
 func (a *app) preview(ctx context.Context, st kernel.EngineState, p state.PendingApproval) (string, error) {
 	var act world.Action
 	if err := codec.DecodeValue(p.Action, &act); err != nil {
 		return "", fmt.Errorf("pending action %s: %w", p.Ref, err)
 	}
-	base := a.cfg.StateDir
 	if a.nats() {
 		m, err := a.dialRemote(ctx)
 		if err != nil {
 			return "", err
 		}
-		base = m.WorldDir
+		w, done, err := m.PreviewWorld(st.Spec)
+		if err != nil {
+			return "", err
+		}
+		defer done()
+		return w.Preview(act)
 	}
-	w, err := sandbox.OpenReadOnly(base, st.Spec)
+	w, err := sandbox.OpenReadOnly(a.cfg.StateDir, st.Spec)
 	if err != nil {
 		return "", err
 	}

@@ -68,6 +68,11 @@ func TestNATSStore(t *testing.T) {
 	require.Len(t, pend, 1, "the quickstart waits for one approval: %s", out)
 	ref, _ := pend[0].(map[string]any)["ref"].(string)
 	require.NotEmpty(t, ref)
+	// Another host, without a copy of the world, shows the change from
+	// the store's world.
+	code, out, errOut = acrIn(t, t.TempDir(), append(append([]string{}, nats...), "status")...)
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	assert.Contains(t, out, "+debug = false", "the pending change, previewed on the store's world")
 	out = ok("approve", ref, "--by", "test", "--reason", "fine")
 	assert.Contains(t, out, "queued")
 	out = ok("step")

@@ -342,6 +342,41 @@ func (m *Remote) moveWorld(spec world.Spec, wfs disk.FS, sw *jsstore.World, ledg
 	return files, nil
 }
 
+// PreviewWorld returns a copy of the run's world as the store holds it
+// now, for showing what a pending action would change (acr approve, acr
+// status): this host's own copy may be behind, or absent. The copy is
+// made in a temporary directory, without the lease and without taking the
+// world; done removes it. spec is the run's pinned environment.
+func (m *Remote) PreviewWorld(spec world.Spec) (w *sandbox.World, done func(), err error) {
+	files, err := m.Run.World().Load()
+	if err != nil {
+		return nil, nil, err
+	}
+	tmp, err := os.MkdirTemp("", "acr-world-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("preview world: %w", err)
+	}
+	remove := func() { _ = os.RemoveAll(tmp) }
+	defer func() {
+		if err != nil {
+			remove()
+		}
+	}()
+	fsys, err := disk.OpenOSDir(tmp)
+	if err != nil {
+		return nil, nil, fmt.Errorf("preview world: %w", err)
+	}
+	copySpec := spec
+	copySpec.Root, copySpec.Files = "", make(map[string]string, len(files))
+	for p, b := range files {
+		copySpec.Files[p] = string(b)
+	}
+	if w, err = sandbox.Create(tmp, copySpec, fsys); err != nil {
+		return nil, nil, fmt.Errorf("preview world: %w", err)
+	}
+	return w, func() { _ = w.Close(); remove() }, nil
+}
+
 // dropConsumed deletes the inbox items that the checkpoint records as
 // consumed (the run state's inbox_seen): a process killed between a
 // checkpoint and its deletion of the items that checkpoint consumed

@@ -392,3 +392,31 @@ func TestRemoteEffectTooLargeForTheStore(t *testing.T) {
 	}
 	assert.NotZero(t, blocked)
 }
+
+// A preview of a pending action reads the store's world, not this host's
+// copy, which may be behind or absent; it leaves nothing behind.
+func TestRemotePreviewWorld(t *testing.T) {
+	t.Parallel()
+	rs := startStore(t)
+	in := queueInputs(t, 3, nil)
+	hostA, hostB := t.TempDir(), t.TempDir()
+	const id = "run:preview"
+	onA, onB := rs.on(t, hostA, id), rs.on(t, hostB, id)
+	_, err := onA.Init(in, testOptions())
+	require.NoError(t, err)
+	_, err = cycles(t, onB, "b", 1)
+	require.NoError(t, err)
+	stale := hostCopy(t, hostA, id)
+	require.NotEqual(t, stale, rs.world(t, id))
+
+	w, done, err := onA.PreviewWorld(in.Spec)
+	require.NoError(t, err)
+	files, err := w.Files()
+	require.NoError(t, err)
+	assert.Equal(t, rs.world(t, id), asStrings(files))
+	dir := filepath.Dir(filepath.Dir(w.Dir()))
+	done()
+	_, err = os.Stat(dir)
+	require.ErrorIs(t, err, fs.ErrNotExist, "the preview's copy is removed")
+	assert.Equal(t, stale, hostCopy(t, hostA, id), "this host's copy is not touched")
+}
