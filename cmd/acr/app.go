@@ -158,7 +158,7 @@ func nextStepFor(kind string) string {
 	case "unavailable":
 		return "hint: the NATS server named by --store did not answer: check it is running and reachable, then retry; a write it did not confirm is found (or not) when the run is reopened"
 	case "no_world":
-		return "hint: run cycles of this run on the host (or shared directory) that holds its world; status, wake, approve, stop, audit, log and report work from any host"
+		return "hint: the run was created by an earlier acr, which kept its world on the host that ran acr init: run it once there (acr run) to move its world into the store; status, wake, approve, stop, audit, log and report work from any host"
 	case "integrity":
 		return "hint: see docs/operations.md, \"Recovering from integrity errors\"; nothing was changed"
 	case "run_exists":

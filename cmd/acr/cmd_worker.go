@@ -34,10 +34,11 @@ worker takes the run's lease (a run another worker holds is skipped), keeps
 it while it runs the run's cycles until the run rests (or --max-cycles), then
 releases it and moves on. It runs up to --concurrency runs at once, each
 under its own lease (never one run twice). It hears of an inbox item at once
-and looks for due runs every --poll otherwise. Several workers, on one host or on several that
-share the state directory holding the runs' worlds, share the work; the
-lease keeps two of them off one run, and if both ever write it (a lease lost
-to a long pause), the store refuses the stale one's writes whole.
+and looks for due runs every --poll otherwise. Several workers, on one host or on
+several (a run's world is in the store; each host keeps a copy of the worlds
+it runs in its state directory), share the work; the lease keeps two of them
+off one run, and if both ever write it (a lease lost to a long pause), the
+store refuses the stale one's writes whole.
 
 A run created with acr init --label L is run only by workers started with
 --label L (a list: --label eu,gpu); a run without a label by any worker.
@@ -176,7 +177,7 @@ type worker struct {
 
 // pass starts each due run that is not already running here, waiting for
 // a free slot when all are taken. A run that cannot be run here (held by
-// another worker, another writer won, its world not on this host,
+// another worker, another writer won, no world for it in the store,
 // damaged) is logged and skipped; an unreachable store ends the worker
 // (exit 74).
 func (w *worker) pass(ctx context.Context) error {

@@ -33,7 +33,7 @@ EXIT STATUS
   0   done; any non-fault disposition (IDLE, SLEEP, WAIT_APPROVAL, DEFERRED, STOPPED)
   64  usage error (bad flags or arguments)
   65  bad input data (goal/contract/environment/signal) or integrity failure of ledger or checkpoint
-  66  no run in the state directory or the store (or, on a nats:// store, the run's world is not on this host)
+  66  no run in the state directory or the store (or, on a nats:// store, no world stored for the run nor a copy on this host)
   69  no effect: nothing written, as nothing would come of it (stopped run, request not pending, already queued)
   70  internal error, provider failure or FAULTED run
   74  I/O error (disk full, read-only state directory, fsync failure) or the --store server is unreachable

@@ -177,8 +177,8 @@ func (a *app) configure(cmd *cobra.Command) error {
 
 // resolveStore checks --store and makes it and --state-dir name the same
 // thing: a dir: store is the state directory; a nats:// or tls:// store
-// needs --run-id, and keeps the worlds of its runs that this host runs in
-// the state directory (runstore.Remote).
+// needs --run-id, and keeps this host's copies of the worlds of the runs
+// it runs in the state directory (runstore.Remote).
 func (a *app) resolveStore() error {
 	store, dir := a.cfg.Store, a.cfg.StateDir
 	switch {

@@ -16,6 +16,9 @@
 //	stream P-runs    subjects P.ledger.*  run R's ledger records on P.ledger.<R>
 //	                          P.ckpt.*    run R's checkpoint parts on P.ckpt.<R>
 //	                          P.status.*  run R's status (for listing runs) on P.status.<R>
+//	                          P.world.*.* run R's world: a file on P.world.<R>.<K>
+//	                                      (K: 32 hex digits of the SHA-256 of its
+//	                                      path), its head on P.world.<R>.head
 //	stream P-inbox   subject  P.inbox.*   run R's inbox items on P.inbox.<R>
 //	                          P.quarantine.*  items set aside, on P.quarantine.<R>
 //	bucket P-idem    key <R>.<key>        idempotency records (stream KV_P-idem)
@@ -95,6 +98,17 @@
 // every write and serves as a fencing token, but safety never rests on the
 // lease: a writer whose lease expired still fails its commit, because its
 // frontier is stale once anyone else committed.
+//
+// # Worlds
+//
+// A run's world lives beside its ledger, so that a world write can be
+// guarded by the ledger (an atomic batch covers one stream). Each file is
+// one subject, rolled up to its last content or removal; the head, moved
+// by every write, is the world's fencing token: a process takes the world
+// (a new head expecting the one it read) before it runs the run's cycles,
+// and each write is an atomic batch of the file, expecting the run's
+// ledger to end at the writer's intent, and a new head, expecting the
+// writer's last one. See Worlds.
 //
 // # Retention and limits
 //

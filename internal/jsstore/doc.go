@@ -1,7 +1,9 @@
 // Package jsstore is the JetStream backend of acr's runs: many runs in one
 // store on a NATS account, each run's checkpoint, ledger and inbox behind
-// storage.Checkpoints, storage.Ledger and storage.Inbox, plus the
-// idempotency table (Keys) and the run lease a worker holds. It assembles
+// storage.Checkpoints, storage.Ledger and storage.Inbox, plus the run's
+// world (World: the files its effects change, which every host that runs
+// the run copies), the idempotency table (Keys) and the run lease a worker
+// holds. It assembles
 // the building blocks of internal/jetstream; storagetest holds it to the
 // same contract as the directory backend.
 //
@@ -14,6 +16,9 @@
 //	stream P-runs   P.ledger.<R>      one message per ledger record
 //	                P.ckpt.<R>        the parts of the last checkpoint (rolled up)
 //	                P.status.<R>      the run's status, written with each checkpoint (rolled up)
+//	                P.world.<R>.<K>   a world file (K: 32 hex digits of the SHA-256 of
+//	                                  its path), its last content or removal (rolled up)
+//	                P.world.<R>.head  the world's head: its fencing token (rolled up)
 //	stream P-inbox  P.inbox.<R>       inbox items, with a TTL for wake signals
 //	                P.quarantine.<R>  items that failed to decode, set aside
 //	bucket P-idem   <R>.<key>         idempotency records
@@ -36,6 +41,10 @@
 //	Nats-TTL           wake signals: expires_at − now + Options.ExpiryGrace
 //	Acr-Part i/n, Acr-Ledger, Acr-Generation   checkpoint parts
 //	Acr-Key            inbox and quarantined items: the item id
+//	Acr-World, Acr-Path  world messages: put, del or head; the file's path as
+//	                   jetstream.Token(path). A file message carries
+//	                   Nats-Expected-Last-Subject-Sequence(-Subject) on the
+//	                   ledger subject, a head the head's own
 //
 // # What each method maps to
 //
@@ -64,6 +73,14 @@
 //	                     1024 runs) and the inbox stream's per-subject counts
 //	Store.WatchInbox     a plain subscription on P.inbox.*: a worker hears of an
 //	                     item as it is put
+//	World.Load           batched direct get of P.world.<R>.*: every file and the head
+//	World.Take           publish of a new head expecting the head Load read
+//	World.Put, Remove    one atomic batch: the file (guarded by the ledger's end
+//	                     the caller gives) and a new head (guarded by the head
+//	                     this handle last took or wrote); storage.ErrConflict
+//	World.Seal           each file published alone, guarded by the ledger's end,
+//	                     then the first head (init; a world an earlier release
+//	                     kept on one host, moved into the store)
 //
 // # Positions and bytes
 //
@@ -88,5 +105,19 @@
 // The lease saves work; the expected sequences keep a run intact. A writer
 // that lost its lease and another writer took over stores nothing: its
 // append expects a stale ledger end, its checkpoint a stale generation or
-// a stale ledger end.
+// a stale ledger end, its world write a stale head (every open for cycles
+// takes the world, moving the head) or a stale ledger end (a world write
+// is stored only while the intent that authorises it is the ledger's last
+// record).
+//
+// # The world and the hosts' copies
+//
+// The store's world is the truth; each host that runs a run keeps a copy
+// (runstore brings it to the store's world at every open for cycles, and
+// puts every effect's file in the store before the effect's outcome is
+// recorded). A file is one message, so a world file is at most Room bytes
+// (the server's max_payload less headers, about 1 KiB). The idempotency
+// table (Keys) is not used for a run's world: effects on one file need no
+// record (the intent in the ledger and the target's hash decide), and the
+// commands that do record are not run on runs kept here.
 package jsstore

@@ -10,8 +10,11 @@
 // A run is kept in one of two stores. A state directory (Open, Init,
 // ReadState, OpenQueue, OpenHistory) holds one run, locked by a writer. A
 // JetStream store (Dial, Remote) holds many, each picked by its run id:
-// its checkpoint, ledger and inbox are on the server, its world is in a
-// local directory, and a writer holds the run's lease instead of the lock.
+// its checkpoint, ledger, inbox and world are on the server, a host that
+// runs its cycles keeps a copy of its world in a local directory (brought
+// to the store's world at every open; every effect put in the store before
+// it counts as done), and a writer holds the run's lease instead of the
+// lock.
 // Both give the same Run (a kernel.Driver on storage interfaces), Queue
 // and History, so commands do not care which one they have.
 //

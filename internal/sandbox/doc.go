@@ -181,4 +181,14 @@
 //
 // A World serialises its own calls; a second process is kept out by the run
 // lock the kernel holds, not by this package.
+//
+// # A copy of a world kept elsewhere
+//
+// A sandbox copy may be the local copy of a world whose truth is kept in a
+// store (a run in a JetStream store, internal/runstore): Files reads the
+// copy to upload it, Mirror makes the copy exactly a given set of files
+// (atomic replaces and removals, made durable as effects are, following no
+// link), and PlannedSize tells the caller how large the target of a
+// prepared write will be, so that it can refuse a write its store would
+// not keep before the intent is recorded.
 package sandbox
