@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/acr-project/acr/internal/jetstream/natstest"
 )
 
 // sameWorld fails unless run's stored world is want, with head head.
@@ -146,5 +149,27 @@ func TestWorldReadRefusesForeignMessages(t *testing.T) {
 			_, err = st.Worlds.Read(ctx(t), run)
 			wantErr(t, err, ErrBadWorld)
 		})
+	}
+}
+
+// A store made before worlds were kept in it gains the world subjects
+// when it is opened.
+func TestOpenAddsWorldSubjectsToAnOlderStore(t *testing.T) {
+	s := natstest.Start(t)
+	nc := natstest.Connect(t, s.ClientURL())
+	js, err := natsjs.New(nc)
+	must(t, err)
+	old := runsStreamConfig(testNames, Options{}.withDefaults())
+	old.Subjects = old.Subjects[:3]
+	_, err = js.CreateStream(ctx(t), old)
+	must(t, err)
+	st := openOn(t, nc, Options{})
+	c, err := st.Ledger.Append(ctx(t), run, 0, records("old", 1, 50))
+	must(t, err)
+	must(t, st.Worlds.Upload(ctx(t), run, "a", []byte("a"), false, c.Frontier.Ledger))
+	info, err := js.Stream(ctx(t), testNames.RunsStream())
+	must(t, err)
+	if got := info.CachedInfo().Config.Subjects; len(got) != 4 || got[3] != "t.world.*.*" {
+		t.Fatalf("subjects %v", got)
 	}
 }
