@@ -30,8 +30,8 @@ var untagged = regexp.MustCompile(`\[[0-9a-f]{16}\] `)
 // then runs on A or B at random, and real acr processes are killed with
 // SIGKILL at every named failpoint (and right after an effect's file is
 // put in the store, before the ledger records it: each of them first,
-// then at random) and at random instants,
-// the next invocation on either host recovering and going on to the end.
+// then at random) and at random instants; the invocation after a kill is
+// always on the other host, which recovers the run and goes on.
 // After every kill the ledger verifies, the checkpoint loads and no
 // effect is in the store's world, or in a host's copy, twice; at the end
 // the world in the store and each host's copy are byte for byte the world
@@ -99,11 +99,18 @@ func TestCrashHarnessNATS(t *testing.T) {
 			t.Helper()
 			h.invariantsNATS(m, hosts, after)
 		}
+		// After a kill, the next invocation is on the other host: every
+		// interrupted cycle is recovered on a host other than the one
+		// that ran it.
+		next := -1
 		for i := 0; ; i++ {
 			if i > 400 {
 				t.Fatalf("episode %d did not finish", episodes)
 			}
 			host := h.rng.IntN(len(hosts))
+			if next >= 0 {
+				host, next = next, -1
+			}
 			if total < kills && h.rng.IntN(5) != 0 {
 				// Every failpoint once (the first time it is reached),
 				// then at random.
@@ -120,6 +127,7 @@ func TestCrashHarnessNATS(t *testing.T) {
 					total++
 					stats[mode]++
 					where[filepath.Base(hosts[host])]++
+					next = 1 - host
 					check(mode)
 				}
 				continue
