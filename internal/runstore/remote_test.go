@@ -241,7 +241,8 @@ func TestRemoteWorldOnAnyHost(t *testing.T) {
 	settled(t, rs, onA, want, effects)
 }
 
-// Two processes forced onto one run (the lease bypassed): the one whose
+// Two processes forced onto one run (the lease bypassed): on one host the
+// second is busy (the host's copy is locked); on two hosts, the one whose
 // world another took since stores nothing of its effect and fails with a
 // conflict; the other, whose ledger the first wrote to since, fails too;
 // whoever opens the run next applies the effect once, from the store's
@@ -260,6 +261,10 @@ func TestRemoteForcedSecondWriter(t *testing.T) {
 
 	a, err := onA.Open(t.Context(), "a", testOptions())
 	require.NoError(t, err)
+	rs.freeLease(t, id)
+	// On the same host the copy of the world is locked.
+	_, err = onA.Open(t.Context(), "a-again", testOptions())
+	require.ErrorIs(t, err, storage.ErrBusy)
 	rs.freeLease(t, id)
 	// B reads another time than A: the same time would make its first
 	// batch A's byte for byte, which the store takes for a retry of A's.
