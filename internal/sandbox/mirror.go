@@ -73,6 +73,12 @@ func (w *World) Files() (map[string][]byte, error) {
 // ones its effects and its initial files could have made): a path the
 // sandbox refuses is an error, and the tree is then left in part
 // mirrored, which the next Mirror finishes.
+//
+// The files Mirror writes go through the sandbox's replace and reach a
+// World's journal as every write does; its removals do not (the journal
+// has no removal of a directory tree): a copy that is mirrored is one
+// whose truth is kept elsewhere and that is mirrored again at every open,
+// so what a power loss leaves of it does not matter.
 func (w *World) Mirror(files map[string][]byte) ([]string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
