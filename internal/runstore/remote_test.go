@@ -21,6 +21,7 @@ import (
 	"github.com/acr-project/acr/internal/jetstream/natstest"
 	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/kernel"
+	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/storage"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -424,4 +425,33 @@ func TestRemotePreviewWorld(t *testing.T) {
 	_, err = os.Stat(dir)
 	require.ErrorIs(t, err, fs.ErrNotExist, "the preview's copy is removed")
 	assert.Equal(t, stale, hostCopy(t, hostA, id), "this host's copy is not touched")
+}
+
+// The world of a run kept in the store refuses, as confinement refuses a
+// path, an action whose effect is not a change of one file: a command
+// (an amendment can declare one after init refused it) or the restore of
+// a command's files. Nothing is planned, nothing happens.
+func TestRemoteWorldRefusesCommands(t *testing.T) {
+	t.Parallel()
+	rs := startStore(t)
+	in := queueInputs(t, 1, nil)
+	host := t.TempDir()
+	const id = "run:commands"
+	m := rs.on(t, host, id)
+	_, err := m.Init(in, testOptions())
+	require.NoError(t, err)
+	r, err := m.Open(t.Context(), "a", testOptions())
+	require.NoError(t, err)
+	defer r.Close()
+	for i, a := range []world.Action{
+		{Schema: world.ActionSchema, Operation: world.OpRunCommand, Argv: []string{"true"}, Touches: []string{"**"}},
+		{Schema: world.ActionSchema, Operation: world.OpRestore, Touches: []string{"queue.txt"}},
+	} {
+		key := "idem:sha256:" + strings.Repeat(string(rune('a'+i)), 64)
+		_, _, err := r.Driver.World.Prepare(key, a)
+		require.ErrorIs(t, err, sandbox.ErrConfinement, "%s", a.Operation)
+		_, _, err = r.Driver.World.Commit(key, a, world.Intent{Schema: world.IntentSchema, Key: key, Action: a})
+		require.Error(t, err)
+	}
+	assert.Equal(t, rs.world(t, id), hostCopy(t, host, id))
 }
