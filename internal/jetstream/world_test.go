@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -172,4 +173,21 @@ func TestOpenAddsWorldSubjectsToAnOlderStore(t *testing.T) {
 	if got := info.CachedInfo().Config.Subjects; len(got) != 4 || got[3] != "t.world.*.*" {
 		t.Fatalf("subjects %v", got)
 	}
+}
+
+// A world of more files than one direct get answers is read whole.
+func TestWorldReadPagesThroughManyFiles(t *testing.T) {
+	_, _, st := open(t, Options{})
+	c, err := st.Ledger.Append(ctx(t), run, 0, records("init", 1, 50))
+	must(t, err)
+	const n = 2*readBatch + 17
+	want := map[string]string{}
+	for i := range n {
+		p := fmt.Sprintf("dir%d/file-%04d.txt", i%7, i)
+		want[p] = fmt.Sprint(i)
+		must(t, st.Worlds.Upload(ctx(t), run, p, []byte(want[p]), false, c.Frontier.Ledger))
+	}
+	h, err := st.Worlds.Take(ctx(t), run, Guard{Ledger: c.Frontier.Ledger})
+	must(t, err)
+	sameWorld(t, st.Worlds, run, want, h)
 }
