@@ -42,7 +42,7 @@ func workersSizesFor(quick bool) workersSizes {
 		return workersSizes{runs: 4, items: 3, rounds: 1, wakes: 3, wakeRuns: 2,
 			setups: []setup{{nats: true, procs: 1, conc: 1}, {nats: true, procs: 2, conc: 1}, {procs: 1, conc: 1}, {procs: 2, conc: 1}}}
 	}
-	return workersSizes{runs: 40, items: 20, rounds: 3, wakes: 25, wakeRuns: 4, straceRuns: 8,
+	return workersSizes{runs: 40, items: 10, rounds: 3, wakes: 25, wakeRuns: 4, straceRuns: 8,
 		setups: []setup{
 			{procs: 1, conc: 1}, {procs: 2, conc: 1}, {procs: 4, conc: 1},
 			{nats: true, procs: 1, conc: 1}, {nats: true, procs: 2, conc: 1}, {nats: true, procs: 4, conc: 1}, {nats: true, procs: 1, conc: 4},
@@ -777,10 +777,10 @@ func runWorkers(out, bin, work string, quick bool) error {
 	}
 	defer nc.Close()
 	b := &bench{bin: abs, work: work, sz: sz, srv: srv, nc: nc, note: note}
-	if b.queue, err = perf.WriteQueueFiles(filepath.Join(work, "inputs-queue"), sz.items); err != nil {
+	if b.queue, err = perf.WriteQueueFiles(filepath.Join(work, "inputs-queue"), sz.items, int64(sz.items)+10); err != nil {
 		return err
 	}
-	if b.single, err = perf.WriteQueueFiles(filepath.Join(work, "inputs-single"), 1); err != nil {
+	if b.single, err = perf.WriteQueueFiles(filepath.Join(work, "inputs-single"), 1, int64(sz.wakes)+10); err != nil {
 		return err
 	}
 

@@ -327,9 +327,11 @@ type QueueFiles struct {
 
 // WriteQueueFiles writes the inputs of QueueInputs(n) into dir as the three
 // JSON files acr init reads, so that whole-process benchmarks create queue
-// runs with the real command.
-func WriteQueueFiles(dir string, n int) (QueueFiles, error) {
+// runs with the real command. cycles is the contract's hard cycle budget
+// (QueueInputs gives n+10), more for a run that is woken many times.
+func WriteQueueFiles(dir string, n int, cycles int64) (QueueFiles, error) {
 	in := QueueInputs(n)
+	in.Contract.Budgets.Cycles.Hard = cycles
 	f := QueueFiles{Goal: filepath.Join(dir, "goal.json"), Contract: filepath.Join(dir, "contract.json"), Env: filepath.Join(dir, "env.json")}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return f, fmt.Errorf("queue files: %w", err)
