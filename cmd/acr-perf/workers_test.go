@@ -147,8 +147,8 @@ func TestRenderWorkers(t *testing.T) {
 		wakes = append(wakes, wakeSample{inbox: 10 * ms, exited: 11 * ms, started: 20 * ms, settled: 25 * ms})
 	}
 	r := workersReport{
-		env: benchEnv{date: "2026-12-01 18:00 UTC", loadStart: "1.00 1.00 1.00", loadEnd: "2.00 2.00 2.00", tmp: "/tmp/x", took: 3 * time.Minute},
-		sz:  workersSizes{runs: 40, items: 10, rounds: 2, setups: setups, wakes: 20, wakeRuns: 4},
+		env:    benchEnv{date: "2026-12-01 18:00 UTC", loadStart: "1.00 1.00 1.00", loadEnd: "2.00 2.00 2.00", tmp: "/tmp/x", took: 3 * time.Minute},
+		sz:     workersSizes{runs: 40, items: 10, rounds: 2, setups: setups, wakes: 20, wakeRuns: 4},
 		trials: ts, wakes: wakes, dirWakes: []time.Duration{12 * time.Millisecond, 14 * time.Millisecond, 13 * time.Millisecond},
 		strace: straceFigures{cycles: 100, server: map[string]int{"fsync": 600, "mkdirat": 600}}, straced: true,
 	}
