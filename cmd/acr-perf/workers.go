@@ -92,6 +92,8 @@ type trial struct {
 	// polled is set when the end was seen by polling acr runs, not by a
 	// status message (which a subscriber may miss).
 	polled bool
+	// load is the load average right after the trial.
+	load string
 }
 
 // rate is the trial's durable cycles per second of wall time.
@@ -799,7 +801,8 @@ func runWorkers(out, bin, work string, quick bool) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", s, err)
 			}
-			note("round %d, %s: %d cycles in %v: %.1f cycles/s (load %s)", round+1, s, t.cycles, t.wall.Round(time.Millisecond), t.rate(), loadAvg())
+			t.load = loadAvg()
+			note("round %d, %s: %d cycles in %v: %.1f cycles/s (load %s)", round+1, s, t.cycles, t.wall.Round(time.Millisecond), t.rate(), t.load)
 			trials = append(trials, t)
 			// The trial's files are not needed again; free the disk.
 			_ = os.RemoveAll(filepath.Join(work, name))

@@ -260,6 +260,20 @@ func renderWorkers(r workersReport) string {
 		p("%s", para)
 		p("")
 	}
+	p("<details><summary>every trial</summary>")
+	p("")
+	p("| round | setup | cycles | wall | cycles/s | acr CPU | server CPU | load average after |")
+	p("| --- | --- | --- | --- | --- | --- | --- | --- |")
+	for _, t := range r.trials {
+		srv := "–"
+		if t.setup.nats {
+			srv = ms(t.srvCPU)
+		}
+		p("| %d | %s | %d | %s | %.1f | %s | %s | %s |", t.round+1, t.setup, t.cycles, ms(t.wall), t.rate(), ms(t.acrCPU), srv, t.load)
+	}
+	p("")
+	p("</details>")
+	p("")
 	p("To rerun: `make bench-workers` (about %s on two cores); `go run ./cmd/acr-perf -workers -quick -acr bin/acr` runs", about(r.env.took))
 	p("tiny sizes and prints the section without writing it.")
 	p("%s", workersEnd)
@@ -294,21 +308,22 @@ func orDash(s string) string {
 // boundNotes explains the figures with the measured numbers.
 func boundNotes(r workersReport, sums []setupSummary) []string {
 	var notes []string
+	cores := runtime.NumCPU()
 	one, okOne := find(sums, setup{nats: true, procs: 1, conc: 1})
 	if okOne && one.median > 0 {
-		perBatch := time.Duration(float64(time.Second) / (one.median * one.batches))
 		var scaling []string
 		for _, s := range sums {
 			if s.setup.nats && s.setup != one.setup {
-				scaling = append(scaling, fmt.Sprintf("%s %.2f×", strings.TrimPrefix(s.setup.String(), "NATS, "), s.median/one.median))
+				scaling = append(scaling, fmt.Sprintf("%d × --concurrency %d: %.2f×", s.setup.procs, s.setup.conc, s.median/one.median))
 			}
 		}
-		n := fmt.Sprintf("**NATS.** An acting cycle is about %.1f atomic batches on the server: jsstore commits every ledger "+
+		wall := time.Duration(float64(time.Second) / one.median)
+		n := fmt.Sprintf("**NATS.** An acting cycle is %.2f atomic batches on the server: jsstore commits every ledger "+
 			"append at once (a record's position is its stream sequence, known only once stored), so a cycle's decision and "+
 			"intent, written before its effect, and its outcome, after it, are two commits where a state directory makes one "+
-			"fsync; the checkpoint and status at rest add one per run. Every run's records go to one stream (`PREFIX-runs`), "+
-			"and a single-replica file stream stages each atomic batch in a small store of its own with synchronous writes, "+
-			"under the stream's lock.", one.batches)
+			"fsync; the checkpoint and status at rest add one per run. A single-replica file stream stages each atomic batch "+
+			"in a small store of its own with synchronous writes, under the stream's lock, and every run's records go to the "+
+			"one stream `PREFIX-runs`.", one.batches)
 		if r.straced {
 			c := float64(r.strace.cycles)
 			sv := func(k ...string) float64 {
@@ -318,29 +333,37 @@ func boundNotes(r workersReport, sums []setupSummary) []string {
 				}
 				return float64(t) / c
 			}
-			n += fmt.Sprintf(" Per durable cycle the server made %.1f fsync, %.1f mkdirat, %.1f openat, %.1f unlinkat and %.1f "+
-				"write/pwrite64 calls (strace -f -c attached to it over %d cycles of one worker).",
-				sv("fsync", "fdatasync"), sv("mkdirat"), sv("openat"), sv("unlinkat"), sv("write", "pwrite64"), r.strace.cycles)
+			n += fmt.Sprintf(" Per durable cycle the server made %.1f fsync, %.1f mkdirat, %.1f openat and %.1f unlinkat calls "+
+				"(strace -f -c attached to it over %d cycles of one worker; the worker itself made %.1f fsyncs per cycle, "+
+				"its world's).", sv("fsync", "fdatasync"), sv("mkdirat"), sv("openat"), sv("unlinkat"), r.strace.cycles,
+				float64(r.strace.worker["fsync"]+r.strace.worker["fdatasync"])/c)
 		}
-		n += fmt.Sprintf(" So batches are committed one at a time: at one worker's rate a batch took %s of wall time, and "+
-			"more workers share that one queue: %s the rate of one worker. The CPUs were not the limit (%.2f of %d cores busy "+
-			"with one worker).", ms(perBatch), strings.Join(scaling, ", "), one.busy, runtime.NumCPU())
+		n += fmt.Sprintf(" That made the server's CPU %s per cycle, %.0f%% of it in the kernel, against the worker's %s. "+
+			"With one worker the two take turns (the worker waits for each commit's answer, the server for the next batch), "+
+			"so a cycle's %s of wall time is at least their sum; the rest is waiting for the disk and for a core (load "+
+			"average %s at the start on %d cores). The stream's lock makes the server's part serial whatever the number of "+
+			"workers: with free cores one stream would top out near 1/%s = %.0f cycles/s. More workers overlap their own "+
+			"CPU with the server's and contend with it for the same cores: measured against one worker, %s.",
+			ms(one.srvCPU), 100*one.srvSys, ms(one.acrCPU), ms(wall), r.env.loadStart, cores, ms(one.srvCPU),
+			float64(time.Second)/float64(max(one.srvCPU, time.Microsecond)), strings.Join(scaling, ", "))
 		notes = append(notes, n)
 	}
-	if d1, ok := find(sums, setup{procs: 1, conc: 1}); ok {
+	if d1, ok := find(sums, setup{procs: 1, conc: 1}); ok && d1.median > 0 {
 		var scaling []string
 		for _, s := range sums {
 			if !s.setup.nats && s.setup.procs > 1 {
 				scaling = append(scaling, fmt.Sprintf("%d loops %.2f× (%.2f cores busy)", s.setup.procs, s.median/d1.median, s.busy))
 			}
 		}
-		n := fmt.Sprintf("**Directories.** A loop's cycle costs %s of CPU in the acr process, process start and opening "+
-			"the run included, and about three fsyncs of its own files (the side-by-side section above); loops on different "+
-			"runs share only the disk and the cores. One loop kept %.2f cores busy", ms(d1.acrCPU), d1.busy)
+		n := fmt.Sprintf("**Directories.** A loop's cycle costs %s of CPU in its acr process (process start and opening "+
+			"the run included) and about three fsyncs of its own files (the side-by-side section above): %s of wall time per "+
+			"cycle with one loop, which kept %.2f cores busy; the rest is waiting for fsyncs and for a core. Loops on different "+
+			"runs share only the disk and the cores, so a second loop fills the first one's waits",
+			ms(d1.acrCPU), ms(time.Duration(float64(time.Second)/d1.median)), d1.busy)
 		if len(scaling) > 0 {
-			n += "; " + strings.Join(scaling, ", ")
+			n += ": " + strings.Join(scaling, ", ")
 		}
-		n += fmt.Sprintf(": with %d cores, loops beyond that wait for CPU and for each other's fsyncs.", runtime.NumCPU())
+		n += fmt.Sprintf("; with %d cores, more loops than that only queue.", cores)
 		notes = append(notes, n)
 	}
 	if len(r.wakes) > 0 {
@@ -350,8 +373,8 @@ func boundNotes(r workersReport, sums []setupSummary) []string {
 		notes = append(notes, fmt.Sprintf("**Wake.** Of the median %s, %s pass before the signal reaches the server: the `acr wake` "+
 			"process starts, connects, and publishes into the inbox stream (on a directory the same command takes %s). From "+
 			"there, a median %s to the cycle's first record: the worker hears of the item through its subscription, lists the "+
-			"due runs (two requests), takes the run's lease, opens it (checkpoint and ledger end), and runs the cycle, whose "+
-			"records are one atomic batch. The worker's poll (3 s) does not enter unless the subscription's message is lost.",
+			"due runs (two requests), takes the run's lease, opens it (its checkpoint, the ledger's end, its local world), and runs the cycle, whose "+
+			"records are one atomic batch. The worker's poll (3 s) plays no part unless the subscription's message is lost.",
 			ms(started), ms(inbox), ms(percentile(r.dirWakes, 0.5)), ms(reaction)))
 	}
 	return notes
