@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/acr-project/acr/internal/jetstream"
 	"github.com/acr-project/acr/internal/perf"
@@ -349,6 +351,34 @@ func (p *proc) stop() (time.Duration, error) {
 	return cpu, nil
 }
 
+// dropStore deletes the streams (and key-value buckets, which are
+// streams) of the store with prefix, so that every trial starts on a
+// server holding no other trial's data.
+func (b *bench) dropStore(prefix string) error {
+	js, err := natsjs.New(b.nc)
+	if err != nil {
+		return fmt.Errorf("drop store %s: %w", prefix, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	names := js.StreamNames(ctx)
+	var drop []string
+	for n := range names.Name() {
+		if strings.HasPrefix(n, prefix+"-") || strings.HasPrefix(n, "KV_"+prefix+"-") {
+			drop = append(drop, n)
+		}
+	}
+	if err := names.Err(); err != nil {
+		return fmt.Errorf("drop store %s: %w", prefix, err)
+	}
+	for _, n := range drop {
+		if err := js.DeleteStream(ctx, n); err != nil {
+			return fmt.Errorf("drop store %s: %w", prefix, err)
+		}
+	}
+	return nil
+}
+
 // natsTrial creates the runs in a store of their own (prefix name), starts
 // the setup's workers at once and times them until every run has reported
 // IDLE.
@@ -419,8 +449,10 @@ func (b *bench) natsTrial(s setup, round int, name string) (trial, error) {
 	if t.cycles, err = drained(rows, len(ids), b.sz.items); err != nil {
 		return t, err
 	}
-	_, err = b.acr("--state-dir", state, "--store", store, "--run-id", ids[0], "ledger", "verify")
-	return t, err
+	if _, err = b.acr("--state-dir", state, "--store", store, "--run-id", ids[0], "ledger", "verify"); err != nil {
+		return t, err
+	}
+	return t, b.dropStore(name)
 }
 
 // awaitSettled waits for the tracker to see every run IDLE. Delivery to a

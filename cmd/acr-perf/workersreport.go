@@ -338,14 +338,17 @@ func boundNotes(r workersReport, sums []setupSummary) []string {
 				"its world's).", sv("fsync", "fdatasync"), sv("mkdirat"), sv("openat"), sv("unlinkat"), r.strace.cycles,
 				float64(r.strace.worker["fsync"]+r.strace.worker["fdatasync"])/c)
 		}
-		n += fmt.Sprintf(" That made the server's CPU %s per cycle, %.0f%% of it in the kernel, against the worker's %s. "+
-			"With one worker the two take turns (the worker waits for each commit's answer, the server for the next batch), "+
-			"so a cycle's %s of wall time is at least their sum; the rest is waiting for the disk and for a core (load "+
-			"average %s at the start on %d cores). The stream's lock makes the server's part serial whatever the number of "+
-			"workers: with free cores one stream would top out near 1/%s = %.0f cycles/s. More workers overlap their own "+
-			"CPU with the server's and contend with it for the same cores: measured against one worker, %s.",
-			ms(one.srvCPU), 100*one.srvSys, ms(one.acrCPU), ms(wall), r.env.loadStart, cores, ms(one.srvCPU),
-			float64(time.Second)/float64(max(one.srvCPU, time.Microsecond)), strings.Join(scaling, ", "))
+		both := one.srvCPU + one.acrCPU
+		n += fmt.Sprintf(" The server spent %s of CPU per cycle, %.0f%% of it in the kernel, and the worker %s: %s together, "+
+			"so %d free cores could run at most %.0f cycles/s of this workload even if nothing were serial, and the staging "+
+			"under the stream's lock is serial besides. With one worker the two take turns (the worker waits for each "+
+			"commit's answer, the server for the next batch), so a cycle's %s of wall time is at least their sum; the rest "+
+			"is waiting for the disk and for a core (load average %s at the start). More workers let a worker's CPU overlap "+
+			"the server's, and contend with it for the same cores: against one worker, %s. On two shared cores the stream's "+
+			"lock and the cores cannot be told apart as the bound; sharding runs over several streams, or a 3-node cluster "+
+			"(jsstore's NOTES.md), on more cores would show which comes first.",
+			ms(one.srvCPU), 100*one.srvSys, ms(one.acrCPU), ms(both), cores,
+			float64(cores)*float64(time.Second)/float64(max(both, time.Microsecond)), ms(wall), r.env.loadStart, strings.Join(scaling, ", "))
 		notes = append(notes, n)
 	}
 	if d1, ok := find(sums, setup{procs: 1, conc: 1}); ok && d1.median > 0 {
