@@ -37,8 +37,8 @@ type workersSizes struct {
 	straceRuns int
 }
 
-// workersSizesFor is the full benchmark (about four minutes on two cores)
-// or, quick, a smoke test of the harness (about twenty seconds).
+// workersSizesFor is the full benchmark (three to five minutes on two
+// cores) or, quick, a smoke test of the harness (under ten seconds).
 func workersSizesFor(quick bool) workersSizes {
 	if quick {
 		return workersSizes{runs: 4, items: 3, rounds: 1, wakes: 3, wakeRuns: 2,
@@ -109,11 +109,11 @@ type bench struct {
 	nc        *nats.Conn
 	queue     perf.QueueFiles // items items: the throughput runs
 	single    perf.QueueFiles // one item: the wake runs
-	note      func(format string, args ...any)
 }
 
-// cmd is an acr command with the settings tests clear cleared, so that
-// the caller's environment does not change what is measured.
+// cmd is an acr command with the environment variables that would change
+// what is measured (a failpoint, a frozen clock, a default store or run
+// id) cleared.
 func (b *bench) cmd(args ...string) *exec.Cmd {
 	c := exec.Command(b.bin, args...)
 	c.Env = append(os.Environ(), "ACR_FAILPOINT=", "ACR_CLOCK=", "ACR_STORE=", "ACR_RUN_ID=")
@@ -810,7 +810,7 @@ func runWorkers(out, bin, work string, quick bool) error {
 		return fmt.Errorf("connect %s: %w", srv.URL, err)
 	}
 	defer nc.Close()
-	b := &bench{bin: abs, work: work, sz: sz, srv: srv, nc: nc, note: note}
+	b := &bench{bin: abs, work: work, sz: sz, srv: srv, nc: nc}
 	if b.queue, err = perf.WriteQueueFiles(filepath.Join(work, "inputs-queue"), sz.items, int64(sz.items)+10); err != nil {
 		return err
 	}

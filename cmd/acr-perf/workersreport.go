@@ -248,7 +248,8 @@ func renderWorkers(r workersReport) string {
 	}
 	p("")
 	p("A cycle without an effect writes its records in one batch at its end, so its first record reaches the server")
-	p("after the cycle's work: the bold row is later than the cycle's start by that (a few ms of CPU).")
+	p("after the cycle's work: the bold row is later than the cycle's start by that (a few ms of CPU). The server passes")
+	p("a batch's messages to subscribers as they arrive; the commit that stores them follows the last one.")
 	p("")
 	p("**State directory: no figure.** A directory run has no daemon: `acr wake` drops a file into the run's `inbox/`")
 	p("(%s median for the command, over %d wakes), and the cycle that consumes it starts when something next runs", ms(percentile(r.dirWakes, 0.5)), len(r.dirWakes))
