@@ -367,7 +367,7 @@ func boundNotes(r workersReport, sums []setupSummary) []string {
 		if len(scaling) > 0 {
 			n += ": " + strings.Join(scaling, ", ")
 		}
-		n += fmt.Sprintf("; with %d cores, more loops than that only queue.", cores)
+		n += fmt.Sprintf("; past %d loops (the cores) each further loop adds less, as the loops queue for the cores and the disk.", cores)
 		notes = append(notes, n)
 	}
 	if len(r.wakes) > 0 {
