@@ -789,16 +789,17 @@ func runWorkers(out, bin, work string, quick bool) error {
 	if _, err := os.Stat(abs); err != nil {
 		return fmt.Errorf("%s: %w (build it first: make build)", bin, err)
 	}
+	where := work
 	if work == "" {
 		d, err := os.MkdirTemp("", "acr-workers-")
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(d)
-		work = d
+		work, where = d, os.TempDir()
 	}
 	note := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
-	env := benchEnv{date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), loadStart: loadAvg(), tmp: work}
+	env := benchEnv{date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), loadStart: loadAvg(), tmp: where}
 	began := time.Now()
 	srv, err := startNATS(filepath.Join(work, "nats"))
 	if err != nil {
