@@ -121,8 +121,8 @@ func TestParseRefuses(t *testing.T) {
 		"flipped body":    {flip(good, body+1), `entry 7 (world "README.md"): the body's sha256`},
 		"trailing bytes":  {append(bytes.Clone(good), "x\n"...), "after the end line"},
 		"entry removed":   {removeEntry(t, good, "empty"), "counts 13 entries, the archive has 12"},
-		"not canonical": {bytes.Replace(good, []byte(`{"kind":"ledger",`), []byte(`{ "kind":"ledger",`), 1), "not canonical"},
-		"bad mode":      {rehashLine(t, good, `"mode":"0700"`, `"mode":"700"`), `mode "700"`},
+		"not canonical":   {bytes.Replace(good, []byte(`{"kind":"ledger",`), []byte(`{ "kind":"ledger",`), 1), "not canonical"},
+		"bad mode":        {rehashLine(t, good, `"mode":"0700"`, `"mode":"700"`), `mode "700"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Parse(tc.b)
