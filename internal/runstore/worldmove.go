@@ -233,7 +233,9 @@ func writeWorldDir(base string, spec world.Spec, w movedWorld) error {
 		}
 	}
 	// Deepest first: each directory's entries, then the entry naming it.
-	slices.SortStableFunc(dirs, func(a, b string) int { return strings.Count(b, string(filepath.Separator)) - strings.Count(a, string(filepath.Separator)) })
+	slices.SortStableFunc(dirs, func(a, b string) int {
+		return strings.Count(b, string(filepath.Separator)) - strings.Count(a, string(filepath.Separator))
+	})
 	for _, d := range dirs {
 		if err := syncDirPath(d); err != nil {
 			return fail(err)
