@@ -165,7 +165,11 @@ func nextStepFor(kind string) string {
 	case "integrity":
 		return "hint: see docs/operations.md, \"Recovering from integrity errors\"; nothing was changed"
 	case "run_exists":
-		return "hint: acr status shows the run; use another --state-dir, or acr init --force to replace it"
+		return "hint: acr status shows the run; use another --state-dir, or acr init --force to replace it (acr import never replaces a run)"
+	case "bad_archive":
+		return "hint: the archive is damaged, cut short or not one acr export wrote; nothing was written: export the run again from its source"
+	case "not_at_rest":
+		return "hint: acr recover on the run brings it to a checkpoint; then export again. Nothing was written"
 	case "faulted", "provider_failure":
 		return "hint: acr status and acr log show the failures; fix the cause, then acr wake --signal manual_resume"
 	case "no_space":

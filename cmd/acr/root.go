@@ -68,7 +68,7 @@ underscores); acr config show prints what is in effect and why.
 		newInitCommand(a), newStatusCommand(a), newStepCommand(a), newRunCommand(a), newWakeCommand(a),
 		newApproveCommand(a, "approve"), newApproveCommand(a, "deny"), newStopCommand(a), newAmendCommand(a), newRecoverCommand(a),
 		newLedgerCommand(a), newAuditCommand(a), newLogCommand(a), newReplayCommand(a), newScenarioCommand(a), newValidateCommand(a),
-		newReportCommand(a), newRunsCommand(a), newWorkerCommand(a),
+		newReportCommand(a), newRunsCommand(a), newWorkerCommand(a), newExportCommand(a), newImportCommand(a),
 		newVersionCommand(a),
 	} {
 		c.Long = strings.TrimSpace(c.Long) + "\n" + exitStatusHelp
