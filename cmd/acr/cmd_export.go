@@ -21,7 +21,7 @@ type exportOptions struct {
 func newExportCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export [--out FILE]",
-		Short: "Write the run, whole, as one archive file (a backup, or to move it to another store)",
+		Short: "Write the run, whole, into one archive file: a backup, or a move to another store",
 		Long: `Write the run as one archive file: its committed checkpoint, every ledger
 line, the inbox items waiting, its world (the sandbox copy of the files) and
 its idempotency table, byte for byte, each hashed (docs/formats.md, "Run

@@ -22,7 +22,7 @@ type importOptions struct {
 func newImportCommand(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "import [FILE|-]",
-		Short: "Create the run an archive of acr export holds, in a store that has no run of that id",
+		Short: "Create the run an archive of acr export holds, where there is none",
 		Long: `Create the run an archive holds (acr export) in the store --store names: a state
 directory (dir:PATH, or --state-dir) or a JetStream store (nats://...; the
 run id is the archive's, and --run-id may be left out). The ledger, the
