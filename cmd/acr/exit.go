@@ -8,6 +8,7 @@ import (
 
 	"github.com/acr-project/acr/internal/archive"
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/runstore"
@@ -88,7 +89,7 @@ func errorKind(err error) (int, string) {
 	switch {
 	case err == nil:
 		return exitOK, ""
-	case errors.As(err, &ue), errors.As(err, &nd):
+	case errors.As(err, &ue), errors.As(err, &nd), errors.Is(err, jsstore.ErrReplicas):
 		return exitUsage, "usage"
 	case runstore.Unavailable(err):
 		return exitIO, "unavailable"

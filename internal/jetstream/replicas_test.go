@@ -34,7 +34,8 @@ func wantReplicas(t *testing.T, got map[string]int, want int) {
 // On a three-node cluster, Options.Replicas sets the replica count of
 // every stream and bucket when they are created and when it differs;
 // an Open that gives none (0) keeps the count an earlier Open set,
-// instead of scaling the store down to one node.
+// instead of scaling the store down to one node; more replicas than
+// servers is ErrReplicas.
 func TestClusterReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node cluster")
@@ -54,11 +55,14 @@ func TestClusterReplicas(t *testing.T) {
 	wantReplicas(t, replicas(t, js, testNames), 3)
 	openOn(t, nc, Options{Replicas: 1})
 	wantReplicas(t, replicas(t, js, testNames), 1)
+	_, err = Open(ctx(t), nc, testNames, Options{Replicas: 5})
+	wantErr(t, err, ErrReplicas)
+	wantReplicas(t, replicas(t, js, testNames), 1)
 	t.Logf("done in %v", time.Since(start).Round(time.Millisecond))
 }
 
 // On a single server, an Open without a replica count is an Open with
-// one, and asking for three is refused by the server.
+// one, and asking for three is refused (ErrReplicas), changing nothing.
 func TestReplicasOnOneServer(t *testing.T) {
 	_, nc, _ := open(t, Options{})
 	js, err := natsjs.New(nc)
@@ -66,10 +70,7 @@ func TestReplicasOnOneServer(t *testing.T) {
 	openOn(t, nc, Options{Replicas: 1})
 	openOn(t, nc, Options{})
 	wantReplicas(t, replicas(t, js, testNames), 1)
-	if _, err := Open(ctx(t), nc, testNames, Options{Replicas: 3}); err == nil {
-		t.Fatal("three replicas on one server were accepted")
-	} else {
-		t.Logf("three replicas on one server: %v", err)
-	}
+	_, err = Open(ctx(t), nc, testNames, Options{Replicas: 3})
+	wantErr(t, err, ErrReplicas)
 	wantReplicas(t, replicas(t, js, testNames), 1)
 }

@@ -91,10 +91,10 @@ func Open(ctx context.Context, nc *nats.Conn, names Names, opts Options) (*Store
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	if err := ensureStream(ctx, js, runsStreamConfig(names, o), o.keepReplicas); err != nil {
-		return nil, fmt.Errorf("open %s: %w", names.RunsStream(), classify(err))
+		return nil, fmt.Errorf("open %s: %w", names.RunsStream(), o.classifyOpen(err))
 	}
 	if err := ensureStream(ctx, js, inboxStreamConfig(names, o), o.keepReplicas); err != nil {
-		return nil, fmt.Errorf("open %s: %w", names.InboxStream(), classify(err))
+		return nil, fmt.Errorf("open %s: %w", names.InboxStream(), o.classifyOpen(err))
 	}
 	var ckpt *Checkpoints
 	if o.KVCheckpoints {
@@ -102,7 +102,7 @@ func Open(ctx context.Context, nc *nats.Conn, names Names, opts Options) (*Store
 			Bucket: names.CheckpointBucket(), History: 1, Storage: o.storage(), Replicas: o.Replicas,
 		}, o.keepReplicas)
 		if err != nil {
-			return nil, fmt.Errorf("open %s: %w", names.CheckpointBucket(), classify(err))
+			return nil, fmt.Errorf("open %s: %w", names.CheckpointBucket(), o.classifyOpen(err))
 		}
 		ckpt = &Checkpoints{kv: kv}
 	}
@@ -110,13 +110,13 @@ func Open(ctx context.Context, nc *nats.Conn, names Names, opts Options) (*Store
 		Bucket: names.IdempotencyBucket(), History: 1, Storage: o.storage(), Replicas: o.Replicas,
 	}, o.keepReplicas)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", names.IdempotencyBucket(), classify(err))
+		return nil, fmt.Errorf("open %s: %w", names.IdempotencyBucket(), o.classifyOpen(err))
 	}
 	lease, err := ensureKeyValue(ctx, js, natsjs.KeyValueConfig{
 		Bucket: names.LeaseBucket(), History: 1, TTL: o.LeaseTTL, Storage: o.storage(), Replicas: o.Replicas,
 	}, o.keepReplicas)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", names.LeaseBucket(), classify(err))
+		return nil, fmt.Errorf("open %s: %w", names.LeaseBucket(), o.classifyOpen(err))
 	}
 	return &Store{
 		Names:       names,
@@ -126,6 +126,16 @@ func Open(ctx context.Context, nc *nats.Conn, names Names, opts Options) (*Store
 		Inbox:       &Inbox{nc: nc, js: js, names: names, stream: names.InboxStream()},
 		Leases:      &Leases{kv: lease, ttl: o.LeaseTTL},
 	}, nil
+}
+
+// classifyOpen is classify for creating or updating a stream or bucket:
+// a placement the servers refuse for a replica count given is
+// ErrReplicas.
+func (o Options) classifyOpen(err error) error {
+	if c := apiCode(err); !o.keepReplicas && o.Replicas > 1 && (c == codeReplicasNotClustered || c == codeNoPeers) {
+		return fmt.Errorf("%w (%d asked for: a single server holds 1, a cluster at most as many as its servers): %w", ErrReplicas, o.Replicas, err)
+	}
+	return classify(err)
 }
 
 // ensureStream creates the stream, which the server accepts without a

@@ -29,6 +29,9 @@ var (
 	// than the server takes in one message, or a batch has more records
 	// than one atomic batch holds.
 	ErrTooLarge = jetstream.ErrTooLarge
+	// ErrReplicas: the servers cannot hold the replica count
+	// Options.Replicas asks for; nothing was changed.
+	ErrReplicas = jetstream.ErrReplicas
 )
 
 // Options are a store's settings; the zero value means the defaults.
