@@ -104,6 +104,19 @@ func TestExportImportNATS(t *testing.T) {
 	assert.True(t, bytes.Equal(b1, b3), "the run continued after the round trip is the run continued at the source")
 	assert.Contains(t, ok(mid, append(nats, "ledger", "verify")...), "ledger ok")
 
+	// A run whose world is a real directory stays with the host that sees
+	// it: it is not imported into the store (64), and nothing is stored.
+	proj, rootRun := t.TempDir(), t.TempDir()
+	env := filepath.Join(proj, "env.json")
+	require.NoError(t, os.WriteFile(env, []byte(`{"schema":"acr.environment/v0.1","root":".","checks":[]}`), 0o644))
+	ok(rootRun, "init", "--goal", q.Goal, "--contract", q.Contract, "--env", env, "--run-id", "run:root")
+	ok(rootRun, "export", "--out", filepath.Join(files, "root.acr"))
+	code, _, errOut = acrIn(t, mid, "--store", store, "import", filepath.Join(files, "root.acr"))
+	assert.Equal(t, exitUsage, code, errOut)
+	assert.Contains(t, errOut, "root directory")
+	code, _, _ = acrIn(t, mid, "--store", store, "--run-id", "run:root", "status")
+	assert.Equal(t, exitNoInput, code, "no run:root in the store")
+
 	// The run's world is not on this host: the store's run cannot be
 	// exported from here.
 	code, _, errOut = acrIn(t, t.TempDir(), append(nats, "export", "--out", filepath.Join(files, "x.acr"))...)
