@@ -117,6 +117,13 @@ func ImportDir(dir string, r archive.Run, st kernel.EngineState, opt Options) (I
 	return Imported{State: st, Records: r.Checkpoint.LedgerSeq}, nil
 }
 
+// ImportOn is ImportDir on fsys, with the sandbox world under worldRoot
+// on the real file system, as InitOn creates a run: tests use it with
+// disk.Mem to cut the power in the middle of an import.
+func ImportOn(fsys disk.FS, worldRoot string, r archive.Run, st kernel.EngineState, opt Options) error {
+	return importOn(store{fsys: fsys, root: worldRoot, world: worldFS(fsys, worldRoot)}, r, st, opt)
+}
+
 // importOn is ImportDir under the run lock: build in the staging
 // directory, decide, swap (init.go has the protocol).
 func importOn(s store, r archive.Run, st kernel.EngineState, opt Options) error {
@@ -167,11 +174,13 @@ func importOn(s store, r archive.Run, st kernel.EngineState, opt Options) error 
 // ledger, world and idempotency table, and the checkpoint with its
 // manifest last, each durable.
 func buildImport(s store, r archive.Run, st kernel.EngineState, opt Options) error {
-	if err := s.fsys.RemoveAll(stagingDir); err != nil {
-		return fmt.Errorf("import: remove an unfinished earlier attempt: %w", err)
-	}
-	if err := s.fsys.MkdirAll(stagingDir); err != nil {
-		return fmt.Errorf("import: %w", err)
+	for _, f := range s.all() {
+		if err := f.RemoveAll(stagingDir); err != nil {
+			return fmt.Errorf("import: remove an unfinished earlier attempt: %w", err)
+		}
+		if err := f.MkdirAll(stagingDir); err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
 	}
 	sub := disk.Sub(s.fsys, stagingDir)
 	if err := sub.MkdirAll(dirstore.InboxDir); err != nil {
@@ -191,7 +200,7 @@ func buildImport(s store, r archive.Run, st kernel.EngineState, opt Options) err
 	if err := disk.ReplaceFile(sub, ledger.FileName, r.Ledger); err != nil {
 		return fmt.Errorf("import: ledger: %w", err)
 	}
-	if err := writeWorldDir(filepath.Join(s.root, stagingDir), st.Spec, movedWorld{Tree: r.World, Keys: r.Keys}); err != nil {
+	if err := writeWorldDir(filepath.Join(s.root, stagingDir), sub, st.Spec, movedWorld{Tree: r.World, Keys: r.Keys}); err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
 	c := r.Checkpoint

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/acr-project/acr/internal/archive"
+	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -58,7 +59,11 @@ func writeRemoteWorld(m *Remote, spec world.Spec, w movedWorld) error {
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		return fmt.Errorf("import world: %w", err)
 	}
-	if err := writeWorldDir(tmp, spec, w); err != nil {
+	keys, err := disk.OpenOSDir(tmp)
+	if err == nil {
+		err = writeWorldDir(tmp, keys, spec, w)
+	}
+	if err != nil {
 		_ = os.RemoveAll(tmp)
 		return err
 	}
@@ -167,25 +172,28 @@ func readRegular(top, rel string, fi fs.FileInfo) ([]byte, error) {
 }
 
 // writeWorldDir writes w under base, which exists and holds no sandbox
-// yet: sandbox/world (unless the spec names a root) and sandbox/keys,
-// every file and directory fsynced before the directory that holds it, so
-// that the world is durable when it returns. Directory modes are set
-// last, so that a read-only directory is still filled and fsynced (their
-// change of mode is not: the sandbox world is outside acr's power-loss
-// model, docs/on-disk-format.md).
-func writeWorldDir(base string, spec world.Spec, w movedWorld) error {
+// yet: the tree of sandbox/world (unless the spec names a root) on the
+// real file system, every file and directory fsynced before the
+// directory that holds it, and the idempotency table's files through
+// keys (an FS whose sandbox/keys is base's, as the sandbox keeps its
+// table), each made durable as that FS makes writes durable. Directory
+// modes are set last, so that a read-only directory is still filled and
+// fsynced (their change of mode is not: the world is outside acr's
+// power-loss model, docs/on-disk-format.md).
+func writeWorldDir(base string, keys disk.FS, spec world.Spec, w movedWorld) error {
 	fail := func(err error) error { return fmt.Errorf("write world: %w", err) }
 	sb := filepath.Join(base, filepath.FromSlash(sandbox.Dir))
-	dirs := []string{base, sb}
 	if err := os.Mkdir(sb, 0o755); err != nil {
 		return fail(err)
 	}
+	dirs := []string{base, sb}
 	type dirMode struct {
 		p    string
 		mode fs.FileMode
 	}
 	var modes []dirMode
-	if spec.Root == "" {
+	switch {
+	case spec.Root == "":
 		top := filepath.Join(base, filepath.FromSlash(sandbox.WorldDir))
 		if err := os.Mkdir(top, 0o755); err != nil {
 			return fail(err)
@@ -210,27 +218,8 @@ func writeWorldDir(base string, spec world.Spec, w movedWorld) error {
 				}
 			}
 		}
-	} else if len(w.Tree) > 0 {
+	case len(w.Tree) > 0:
 		return fail(fmt.Errorf("the environment's world is the directory %s, but the archive carries a world tree", spec.Root))
-	}
-	keys := filepath.Join(base, filepath.FromSlash(sandbox.KeysDir))
-	if err := os.Mkdir(keys, 0o755); err != nil {
-		return fail(err)
-	}
-	dirs = append(dirs, keys)
-	for _, f := range w.Keys {
-		p := filepath.Join(keys, filepath.FromSlash(f.Path))
-		if d := filepath.Dir(p); d != keys {
-			if err := os.MkdirAll(d, 0o755); err != nil {
-				return fail(err)
-			}
-			if !slices.Contains(dirs, d) {
-				dirs = append(dirs, d)
-			}
-		}
-		if err := writeSynced(p, f.Data, 0o644); err != nil {
-			return fail(err)
-		}
 	}
 	// Deepest first: each directory's entries, then the entry naming it.
 	slices.SortStableFunc(dirs, func(a, b string) int {
@@ -243,6 +232,28 @@ func writeWorldDir(base string, spec world.Spec, w movedWorld) error {
 	}
 	for i := len(modes) - 1; i >= 0; i-- {
 		if err := os.Chmod(modes[i].p, modes[i].mode); err != nil {
+			return fail(err)
+		}
+	}
+	if err := keys.MkdirAll(sandbox.KeysDir); err != nil {
+		return fail(err)
+	}
+	var keyDirs []string
+	for _, f := range w.Keys {
+		p := sandbox.KeysDir + "/" + f.Path
+		d := disk.Dir(p)
+		if !slices.Contains(keyDirs, d) {
+			if err := keys.MkdirAll(d); err != nil {
+				return fail(err)
+			}
+			keyDirs = append(keyDirs, d)
+		}
+		if err := keys.WriteFile(p, f.Data); err != nil {
+			return fail(err)
+		}
+	}
+	for _, d := range keyDirs {
+		if err := keys.SyncDir(d); err != nil {
 			return fail(err)
 		}
 	}
