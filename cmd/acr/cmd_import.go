@@ -108,14 +108,14 @@ func runImport(ctx context.Context, opts importOptions, a *app) error {
 		return err
 	}
 	sum := summariseArchive(r, b)
-	sum.Out = where
 	a.log.Info().Str("run_id", r.RunID).Str("store", a.cfg.Store).Int64("resumed_records", im.Resumed).Msg("run imported")
 	if a.cfg.JSON {
 		a.printJSON(struct {
 			archiveSummary
 			From    string `json:"from"`
+			Into    string `json:"into"`
 			Resumed int64  `json:"resumed_records,omitempty"`
-		}{sum, name, im.Resumed})
+		}{sum, name, where, im.Resumed})
 		return nil
 	}
 	a.printf("imported run %s at cycle %d from %s into %s\n", r.RunID, r.Checkpoint.CycleSeq, name, where)

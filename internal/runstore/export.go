@@ -120,7 +120,11 @@ func (m *Remote) Export(ctx context.Context, holder string) (Exported, error) {
 	if err != nil {
 		return Exported{}, fmt.Errorf("run %s: %w", m.Run.ID, err)
 	}
-	defer func() { _ = l.Release(context.WithoutCancel(ctx)) }()
+	_, stop := l.Keep(ctx)
+	defer func() {
+		stop()
+		_ = l.Release(context.WithoutCancel(ctx))
+	}()
 	snap, err := m.load()
 	if err != nil {
 		return Exported{}, err
@@ -156,7 +160,7 @@ func (m *Remote) Export(ctx context.Context, holder string) (Exported, error) {
 func atRest(where string, end, ckpt state.Frontier) error {
 	switch {
 	case end.Seq > ckpt.Seq:
-		return &NotAtRestError{Where: where, Beyond: fmt.Sprintf("the ledger holds %d records beyond the checkpoint (seq %d to %d: a cycle a crash cut off)", end.Seq-ckpt.Seq, ckpt.Seq+1, end.Seq)}
+		return &NotAtRestError{Where: where, Beyond: fmt.Sprintf("the ledger goes on past the checkpoint's seq %d to seq %d (a cycle a crash cut off)", ckpt.Seq, end.Seq)}
 	case end.Seq < ckpt.Seq:
 		return fmt.Errorf("%s: %w: the ledger ends at seq %d, the checkpoint expects seq %d", where, ledger.ErrBehind, end.Seq, ckpt.Seq)
 	case end.Hash != ckpt.Hash:

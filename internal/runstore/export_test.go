@@ -218,6 +218,16 @@ func TestImportRemoteResumes(t *testing.T) {
 	_, err = m.Import(t.Context(), r, st, "test")
 	assert.ErrorIs(t, err, ErrRunExists)
 
+	// Records beyond the checkpoint (a cycle a worker's death cut off):
+	// not at rest, not exported.
+	led, err = m.Run.OpenLedger()
+	require.NoError(t, err)
+	_, err = led.Append([]event.Event{{Type: event.RecoveryStarted, RunID: "run:test", At: "2026-01-01T00:00:00Z"}})
+	require.NoError(t, err)
+	_, err = m.Export(t.Context(), "test")
+	assert.ErrorIs(t, err, ErrNotAtRest)
+	assert.ErrorContains(t, err, "the ledger goes on past the checkpoint's seq")
+
 	other, err := Dial(t.Context(), url, Connection{}, "run:other", t.TempDir())
 	require.NoError(t, err)
 	defer other.Close()
