@@ -178,8 +178,10 @@ func readRegular(top, rel string, fi fs.FileInfo) ([]byte, error) {
 // keys (an FS whose sandbox/keys is base's, as the sandbox keeps its
 // table), each made durable as that FS makes writes durable. Directory
 // modes are set last, so that a read-only directory is still filled and
-// fsynced (their change of mode is not: the world is outside acr's
-// power-loss model, docs/on-disk-format.md).
+// fsynced (their change of mode is not). The tree is written with the OS,
+// not through the sandbox's journal, so the world's power-loss model
+// (sandbox TestWorldPowerLoss) does not cover it; the idempotency table is
+// on keys, inside the run's (TestPowerLossDuringImport).
 func writeWorldDir(base string, keys disk.FS, spec world.Spec, w movedWorld) error {
 	fail := func(err error) error { return fmt.Errorf("write world: %w", err) }
 	sb := filepath.Join(base, filepath.FromSlash(sandbox.Dir))
