@@ -15,12 +15,15 @@ import (
 
 // exportOptions are acr export's flags.
 type exportOptions struct {
-	Out string `flag:"out"` // a file, or "-" for stdout
+	// Out is --output: a file, or "-" for stdout. Not --out, which
+	// report and validate share: an out: in acr.yaml meant for the
+	// report must not become where an archive is written.
+	Out string `flag:"output"`
 }
 
 func newExportCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "export [--out FILE]",
+		Use:   "export [--output FILE]",
 		Short: "Write the run, whole, into one archive file: a backup, or a move to another store",
 		Long: `Write the run as one archive file: its committed checkpoint, every ledger
 line, the inbox items waiting, its world (the sandbox copy of the files) and
@@ -38,11 +41,11 @@ lock (a state directory) or lease (a nats:// store) while it reads, so a run
 in progress makes it exit 75; it writes nothing into the store. On a nats://
 store the run's world must be on this host (66 otherwise).
 
---out FILE writes the archive atomically (a temporary file, fsync, rename);
-without --out, or with --out -, it goes to stdout, but not to a terminal.
+--output FILE (-o) writes the archive atomically (a temporary file, fsync,
+rename); without it, or with -o -, it goes to stdout, but not to a terminal.
 The archive names no store: the same run gives the same file from either.`,
-		Example: `  acr export --out backup.acr
-  acr --store nats://localhost:4222/acr --run-id repo:api export --out api.acr
+		Example: `  acr export -o backup.acr
+  acr --store nats://localhost:4222/acr --run-id repo:api export -o api.acr
   acr --state-dir old export | acr --store nats://localhost:4222/acr import`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -53,7 +56,7 @@ The archive names no store: the same run gives the same file from either.`,
 			return runExport(cmd.Context(), opts, a)
 		},
 	}
-	cmd.Flags().StringP("out", "o", "-", "file to write the archive to, atomically; - for stdout")
+	cmd.Flags().StringP("output", "o", "-", "file to write the archive to, atomically; - for stdout")
 	return cmd
 }
 
@@ -66,13 +69,13 @@ func runExport(ctx context.Context, opts exportOptions, a *app) error {
 	out := opts.Out
 	toStdout := out == "" || out == "-"
 	if toStdout && a.cfg.JSON {
-		return usagef("--json prints a summary on stdout, so the archive needs --out FILE")
+		return usagef("--json prints a summary on stdout, so the archive needs --output FILE")
 	}
 	if isTerm, _ := a.term(a.stdout); toStdout && isTerm {
-		return usagef("refusing to write an archive to a terminal: use --out FILE, or redirect stdout")
+		return usagef("refusing to write an archive to a terminal: use --output FILE, or redirect stdout")
 	}
 	if !toStdout && !a.nats() {
-		if err := outsideStateDir(out, a.cfg.StateDir, "acr export"); err != nil {
+		if err := outsideStateDir("--output", out, a.cfg.StateDir, "acr export"); err != nil {
 			return err
 		}
 	}

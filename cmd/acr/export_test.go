@@ -46,11 +46,13 @@ func TestExportImportNATS(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(ok(src, "--json", "status")), &st))
 	require.Len(t, st.Pending, 1)
 	ok(src, "approve", st.Pending[0].Ref, "--by", "test", "--reason", "fine")
-	ok(src, "wake", "--signal", "manual_resume", "--by", "test")
+	// The store's message TTL runs on the real clock, the run on the
+	// frozen one: an expiry far ahead keeps the signal in the store.
+	ok(src, "wake", "--signal", "manual_resume", "--by", "test", "--expires", "2099-01-01T00:00:00Z")
 
 	files := t.TempDir()
 	a1, a2, a3 := filepath.Join(files, "dir.acr"), filepath.Join(files, "nats.acr"), filepath.Join(files, "dir2.acr")
-	out := ok(src, "export", "--out", a1)
+	out := ok(src, "export", "--output", a1)
 	assert.Contains(t, out, "2 items waiting")
 
 	// dir -> nats
@@ -62,10 +64,10 @@ func TestExportImportNATS(t *testing.T) {
 	assert.Contains(t, errOut, "never replaces a run")
 
 	// nats -> dir
-	ok(mid, append(nats, "export", "--out", a2)...)
+	ok(mid, append(nats, "export", "--output", a2)...)
 	ok(dst, "import", a2)
 	ok(dst, "ledger", "verify")
-	ok(dst, "export", "--out", a3)
+	ok(dst, "export", "--output", a3)
 	b1, b2, b3 := readFile(t, a1), readFile(t, a2), readFile(t, a3)
 	assert.True(t, bytes.Equal(b1, b2), "the archive of the run in the store is the source's")
 	assert.True(t, bytes.Equal(b1, b3), "the archive of the run moved back is the source's")
@@ -96,9 +98,9 @@ func TestExportImportNATS(t *testing.T) {
 		cfg := readFile(t, filepath.Join(run, "sandbox", "world", "config", "app.ini"))
 		assert.Contains(t, string(cfg), "debug = false", run)
 	}
-	ok(src, "export", "--out", a1)
-	ok(mid, append(nats, "export", "--out", a2)...)
-	ok(dst, "export", "--out", a3)
+	ok(src, "export", "--output", a1)
+	ok(mid, append(nats, "export", "--output", a2)...)
+	ok(dst, "export", "--output", a3)
 	b1, b2, b3 = readFile(t, a1), readFile(t, a2), readFile(t, a3)
 	assert.True(t, bytes.Equal(b1, b2), "the run continued in the store is the run continued at the source")
 	assert.True(t, bytes.Equal(b1, b3), "the run continued after the round trip is the run continued at the source")
@@ -110,7 +112,7 @@ func TestExportImportNATS(t *testing.T) {
 	env := filepath.Join(proj, "env.json")
 	require.NoError(t, os.WriteFile(env, []byte(`{"schema":"acr.environment/v0.1","root":".","checks":[]}`), 0o644))
 	ok(rootRun, "init", "--goal", q.Goal, "--contract", q.Contract, "--env", env, "--run-id", "run:root")
-	ok(rootRun, "export", "--out", filepath.Join(files, "root.acr"))
+	ok(rootRun, "export", "--output", filepath.Join(files, "root.acr"))
 	code, _, errOut = acrIn(t, mid, "--store", store, "import", filepath.Join(files, "root.acr"))
 	assert.Equal(t, exitUsage, code, errOut)
 	assert.Contains(t, errOut, "root directory")
@@ -119,7 +121,7 @@ func TestExportImportNATS(t *testing.T) {
 
 	// The run's world is not on this host: the store's run cannot be
 	// exported from here.
-	code, _, errOut = acrIn(t, t.TempDir(), append(nats, "export", "--out", filepath.Join(files, "x.acr"))...)
+	code, _, errOut = acrIn(t, t.TempDir(), append(nats, "export", "--output", filepath.Join(files, "x.acr"))...)
 	assert.Equal(t, exitNoInput, code, errOut)
 	assert.Contains(t, errOut, "world")
 	assert.NoFileExists(t, filepath.Join(files, "x.acr"))
