@@ -66,7 +66,7 @@ func TestCrashHarnessNATS(t *testing.T) {
 	srv := natstest.Start(t)
 	store := srv.ClientURL() + "/crash"
 	hosts := []string{filepath.Join(t.TempDir(), "host-a"), filepath.Join(t.TempDir(), "host-b")}
-	s, err := runstore.DialStore(t.Context(), store, "")
+	s, err := runstore.DialStore(t.Context(), store, runstore.Connection{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,27 +72,28 @@ func (w *World) Take(ledgerAt int64) error {
 	return nil
 }
 
-// Seal stores a whole world for a run that has none yet (acr init, or a
-// world that an earlier release kept on one host, moved into the store),
-// provided the run's ledger ends at ledgerAt: every file, then the head.
-// A world that has a head is a storage.ErrConflict and gains nothing.
-// Files are uploaded in path order; an upload cut short leaves files and
-// no head, which Load reports as no world, and a later Seal writes them
-// again.
+// Seal stores a whole world for a run that nobody can hold yet, provided
+// the run's ledger ends at ledgerAt: every file, the removal of the files
+// a world already there has and files does not, then a head that expects
+// the one read first. It is for a run that has no world (acr init; a
+// world that an earlier release kept on one host, moved into the store)
+// or whose world was left by an init or import cut off before its first
+// checkpoint (no process runs a run without a checkpoint). Files are
+// uploaded in path order; an upload cut short leaves files and the old
+// head (or none), and a later Seal writes them again.
 func (w *World) Seal(files map[string][]byte, ledgerAt int64) error {
 	st, err := w.run.s.blocks.Worlds.Read(w.run.ctx, w.run.ID)
+	if errors.Is(err, jetstream.ErrBadWorld) {
+		return &state.IntegrityError{File: "world of " + w.run.ID, Msg: err.Error()}
+	}
 	if err != nil {
 		return fmt.Errorf("seal the world of %s: %w", w.run.ID, err)
-	}
-	if st.Head != 0 {
-		return fmt.Errorf("seal the world of %s: %w: it has one already", w.run.ID, storage.ErrConflict)
 	}
 	for _, p := range slices.Sorted(maps.Keys(files)) {
 		if err := w.run.s.blocks.Worlds.Upload(w.run.ctx, w.run.ID, p, files[p], false, uint64(ledgerAt)); err != nil {
 			return w.failed(err)
 		}
 	}
-	// Files a cut-short upload left that this world does not have.
 	for _, p := range slices.Sorted(maps.Keys(st.Files)) {
 		if _, ok := files[p]; ok {
 			continue
@@ -101,7 +102,7 @@ func (w *World) Seal(files map[string][]byte, ledgerAt int64) error {
 			return w.failed(err)
 		}
 	}
-	h, err := w.run.s.blocks.Worlds.Take(w.run.ctx, w.run.ID, jetstream.Guard{Ledger: uint64(ledgerAt)})
+	h, err := w.run.s.blocks.Worlds.Take(w.run.ctx, w.run.ID, jetstream.Guard{Ledger: uint64(ledgerAt), Head: st.Head})
 	if err != nil {
 		return w.failed(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/archive"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/jetstream"
 	"github.com/acr-project/acr/internal/jetstream/natstest"
@@ -44,7 +46,7 @@ func startStore(t *testing.T, opts ...natstest.Option) *remoteStore {
 	t.Helper()
 	srv := natstest.Start(t, opts...)
 	url := srv.ClientURL() + "/" + testPrefix
-	s, err := DialStore(t.Context(), url, "")
+	s, err := DialStore(t.Context(), url, Connection{})
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
 	js, err := natsjs.New(natstest.Connect(t, srv.ClientURL()))
@@ -454,4 +456,46 @@ func TestRemoteWorldRefusesCommands(t *testing.T) {
 		require.Error(t, err)
 	}
 	assert.Equal(t, rs.world(t, id), hostCopy(t, host, id))
+}
+
+// A run imported into the store on one host is exported, byte for byte
+// the archive, and run, from hosts that never had a copy of its world;
+// an archive whose world the store cannot keep (a symlink) is refused
+// before anything is written.
+func TestRemoteImportExportOnAnyHost(t *testing.T) {
+	t.Parallel()
+	rs := startStore(t)
+	src := quickRun(t, 4)
+	want := exportBytes(t, src)
+	r, st, err := CheckArchive(want)
+	require.NoError(t, err)
+	hostA, hostB, hostC := t.TempDir(), t.TempDir(), t.TempDir()
+	_, err = rs.on(t, hostA, r.RunID).Import(t.Context(), r, st, "a")
+	require.NoError(t, err)
+	srcWorld := filesUnder(t, filepath.Join(src, "sandbox", "world"))
+	assert.Equal(t, srcWorld, rs.world(t, r.RunID), "the world is in the store")
+
+	ex, err := rs.on(t, hostB, r.RunID).Export(t.Context(), "b")
+	require.NoError(t, err)
+	got, err := archive.Encode(ex.Run)
+	require.NoError(t, err)
+	sameBytes(t, want, got, "exported from a host without a copy")
+	_, err = os.Stat(filepath.Join(hostB, RemoteWorlds))
+	require.ErrorIs(t, err, fs.ErrNotExist, "export makes no copy")
+
+	_, err = cycles(t, rs.on(t, hostC, r.RunID), "c", 100)
+	require.NoError(t, err)
+	assert.Equal(t, rs.world(t, r.RunID), hostCopy(t, hostC, r.RunID))
+
+	bad := r
+	bad.RunID = "run:with-a-link"
+	bad.World = append(slices.Clone(r.World), archive.Entry{Path: "link", Type: archive.TypeSymlink, Data: []byte("README.md")})
+	m := rs.on(t, hostA, bad.RunID)
+	_, err = m.Import(t.Context(), bad, st, "a")
+	require.ErrorContains(t, err, "symlink")
+	_, err = m.Run.World().Load()
+	require.ErrorIs(t, err, jsstore.ErrNoWorld)
+	led, err := m.Run.OpenLedger()
+	require.NoError(t, err)
+	assert.Zero(t, led.Frontier().Seq)
 }
