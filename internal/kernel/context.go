@@ -41,8 +41,8 @@ func (b *builder) observeContext() codec.Ref {
 		goal = rs.GoalRefs[0]
 	}
 	b.ctx = controller.Context{Schema: controller.ContextSchema, CycleID: b.cycleID,
-		Sources: controller.Sources(goal, rs.ContractRef, rs.EnvironmentSpecRef, obs, rs.PendingAmendments, b.s.Contract.Proposer != nil),
-		Trust:   controller.AssessTrust(b.s.Environment, obs, rs.PendingApprovals),
+		Sources:      controller.Sources(goal, rs.ContractRef, rs.EnvironmentSpecRef, obs, rs.PendingAmendments, b.s.Contract.Proposer != nil),
+		Trust:        controller.AssessTrust(b.s.Environment, obs, rs.PendingApprovals),
 		Capabilities: controller.Capabilities(&b.s.Contract, &b.s.Spec)}
 	b.hasCtx = true
 	return b.record(event.ContextRecorded, kindControllerContext, b.ctx, map[string]codec.Ref{"observation": obs},
