@@ -120,6 +120,9 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 	b.sum.Action = action.Describe()
 	more := b.candidates > 1
 	b.judgeProposed(b.fp, "governance_"+strings.ToLower(d.Verdict.String())+"_"+d.ReasonCodes[0])
+	if b.preflight(action, req, d, decRef, rcptRef) {
+		return
+	}
 
 	switch d.Verdict {
 	case governance.Execute:
