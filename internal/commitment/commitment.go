@@ -263,8 +263,8 @@ func (ch Change) apply(c *Commitment) {
 // and change only by an accepted amendment, so any accepted amendment that
 // touches a commitment is a contract change.
 const (
-	ContractChanged   = "contract_changed"
-	TerminalExit      = "terminal_exit_condition"
+	ContractChanged    = "contract_changed"
+	TerminalExit       = "terminal_exit_condition"
 	GovernanceBoundary = "governance_boundary"
 )
 
