@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/acr-project/acr/internal/agenda"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/event"
@@ -58,12 +59,20 @@ func (b *builder) transition(t commitment.Transition, refs map[string]codec.Ref)
 	}
 	ref := b.record(event.Commitment(lifecycleVerb(t.Kind)), "cmt", c, refs, reasons...)
 	b.rec.CommitmentRefs = append(b.rec.CommitmentRefs, ref)
-	if t.Kind == commitment.Expire && c.ItemID != "" {
+	switch {
+	case t.Kind == commitment.Expire && c.ItemID != "":
 		// An expired promise is not renewed on the spot: the item waits
 		// for new evidence (a change to its target) before it is proposed
 		// again.
 		r, _ := b.s.Environment.Check(c.CheckID)
 		b.suppress(state.Suppression{ItemID: c.ItemID, Reason: "commitment_expired", Since: b.at, EvidenceRef: string(r.TargetSHA256)})
+	case t.Kind == commitment.Abandon && t.Reason == commitment.ReasonDeadlineUnmet:
+		// Nor is a standing promise given up at its deadline: its failing
+		// checks wait for new evidence too.
+		for _, id := range c.Failing(b.s.Environment) {
+			r, _ := b.s.Environment.Check(id)
+			b.suppress(state.Suppression{ItemID: agenda.ItemID(id), Reason: "commitment_abandoned", Since: b.at, EvidenceRef: string(r.TargetSHA256)})
+		}
 	}
 	if t.Kind == commitment.Resume {
 		b.emit(event.CommitmentResumeAnnounced, nil, map[string]codec.Ref{"commitment": ref}, "explicit_resume")

@@ -286,7 +286,7 @@ func validateSteps(steps []Step, at string) error {
 			return &codec.FieldError{Path: fmt.Sprintf("%s[%d].by", at, i), Err: fmt.Errorf("by goes with approve or deny")}
 		}
 		if st.Amend != nil {
-			if _, file, n := st.Amend.target(); n != 1 || filepath.Base(file) != file {
+			if _, file, n := st.Amend.target(); n != 1 || filepath.Base(file) != file || file == "." || file == ".." {
 				return &codec.FieldError{Path: fmt.Sprintf("%s[%d].amend", at, i), Err: fmt.Errorf("name exactly one of goal, contract or environment: a file in the scenario's folder")}
 			}
 		}
