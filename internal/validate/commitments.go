@@ -137,7 +137,10 @@ func (j *commitmentJudge) judge(seq int64, typ event.Kind, reasons []string, bef
 		return
 	}
 	has := func(r string) bool { return slices.Contains(reasons, r) }
-	reached := func(t string) bool { tt, err := time.Parse(time.RFC3339, t); return t != "" && err == nil && !in.at.Before(tt) }
+	reached := func(t string) bool {
+		tt, err := time.Parse(time.RFC3339, t)
+		return t != "" && err == nil && !in.at.Before(tt)
+	}
 	passes := func(ids []string) bool {
 		for _, id := range ids {
 			if !in.observation.passes(id) {
