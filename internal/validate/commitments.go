@@ -348,6 +348,6 @@ func (j *commitmentJudge) summary() string {
 		fmt.Sprintf("%d deadlines moved", j.moved),
 		fmt.Sprintf("%d periods come due", j.periods),
 		fmt.Sprintf("%d scope changes", j.scopes),
-		fmt.Sprintf("%d resting cycles woken in time for a commitment", j.wakes),
+		fmt.Sprintf("%d resting cycles set to wake by a commitment's time", j.wakes),
 	}, ", ")
 }
