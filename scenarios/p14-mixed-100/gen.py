@@ -75,7 +75,7 @@ steps = [
   {"note": "cycles 41-50: commitment lifecycle: a standing commitment's period comes due while the run sleeps", "advance": "6h"},
   {"run": 20, "expect": {"executed": 1, "live_commitments": 3, "events": {"commitment.modified": 1}}},
   {"repeat": {"times": 4, "steps": [W("docs/page-1.md", "page 1: teh text\n"), {"run": 5}]}},
-  {"note": "cycles 51-60: healthy idle windows",
+  {"note": "cycles 51-60: healthy quiet windows (the run sleeps on its commitments' times)",
    "repeat": {"times": 8, "steps": [W("scratch/window.txt", "quiet\n"), {"run": 5}, W("scratch/window.txt", "still quiet\n"), {"run": 5}]}},
   {"note": "cycles 61-70: relational approval request", **W("config/app.ini", "[server]\ndebug = true\n")},
   {"run": 20, "expect": {"disposition": "WAIT_APPROVAL", "pending_approvals": 1}},
@@ -108,7 +108,7 @@ steps = [
    "expect": {"disposition": "IDLE", "live_commitments": 0}},
 ]
 sc = {"schema": "acr.scenario/v0.1", "name": "p14-mixed-100", "title": "100-cycle mixed autonomous sandbox run",
-      "description": "The seed's §19 regime over about a hundred cycles without per-cycle human prompts: health issues on the direct path, repeated failure and a strategic review, evidence unavailable (deferral, promotion, sleep), evidence arriving (wake, explicit resume), a commitment expiring, compaction, idle windows, an approval request and its resolution, crashes around the action commit with recovery, and mixed work to the end. The only human acts are the world changes of the script, one approval, and wake signals.",
+      "description": "The seed's §19 regime over about a hundred cycles without per-cycle human prompts: health issues on the direct path, repeated failure and a strategic review, evidence unavailable (deferral, promotion, sleep), evidence arriving (wake, explicit resume), three standing commitments the goal declares (a period coming due while the run sleeps, one suspended at the approval boundary and resumed by the approval, one abandoned and one narrowed by an environment amendment, a deadline moved by a signal, two kept at their deadlines), compaction, sleep windows, an approval request and its resolution, crashes around the action commit with recovery, and mixed work to the end. The only human acts are the world changes of the script, one approval, one environment amendment and its acceptance, and wake signals.",
       "seed_ref": "phase12 §17 P14, §19", "start": "2026-01-01T00:00:00Z", "gates": ["A", "S"],
       "steps": steps,
       "expect": {"final_disposition": "IDLE",
