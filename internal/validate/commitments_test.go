@@ -78,12 +78,24 @@ func TestCommitmentJudge(t *testing.T) {
 		{"abandoned as undeclared, still declared", event.CommitmentAbandoned, []string{"declaration_removed"}, live, with(func(c *commitmentView) { c.Status = "abandoned" }), inputs("2026-01-01T08:00:00Z"), nil, false, false},
 		{"abandoned for no known reason", event.CommitmentAbandoned, []string{"felt_like_it"}, live, with(func(c *commitmentView) { c.Status = "abandoned" }), inputs("2026-01-01T08:00:00Z"), nil, false, false},
 		{"deadline moved by the named signal", event.CommitmentModified, []string{"deadline_moved"}, live, with(func(c *commitmentView) { c.Deadline = "2026-01-01T18:00:00Z" }),
-			func() wakeInputs { in := inputs("2026-01-01T08:00:00Z"); in.signals = []signalView{moved("release", "2026-01-01T20:00:00+02:00")}; return in }(), nil, false, true},
+			func() wakeInputs {
+				in := inputs("2026-01-01T08:00:00Z")
+				in.signals = []signalView{moved("release", "2026-01-01T20:00:00+02:00")}
+				return in
+			}(), nil, false, true},
 		{"deadline moved with no signal", event.CommitmentModified, []string{"deadline_moved"}, live, with(func(c *commitmentView) { c.Deadline = "2026-01-01T18:00:00Z" }), inputs("2026-01-01T08:00:00Z"), nil, false, false},
 		{"deadline moved by another ref", event.CommitmentModified, []string{"deadline_moved"}, live, with(func(c *commitmentView) { c.Deadline = "2026-01-01T18:00:00Z" }),
-			func() wakeInputs { in := inputs("2026-01-01T08:00:00Z"); in.signals = []signalView{moved("marketing", "2026-01-01T18:00:00Z")}; return in }(), nil, false, false},
+			func() wakeInputs {
+				in := inputs("2026-01-01T08:00:00Z")
+				in.signals = []signalView{moved("marketing", "2026-01-01T18:00:00Z")}
+				return in
+			}(), nil, false, false},
 		{"deadline moved into the past", event.CommitmentModified, []string{"deadline_moved"}, live, with(func(c *commitmentView) { c.Deadline = "2026-01-01T07:00:00Z" }),
-			func() wakeInputs { in := inputs("2026-01-01T08:00:00Z"); in.signals = []signalView{moved("release", "2026-01-01T07:00:00Z")}; return in }(), nil, false, false},
+			func() wakeInputs {
+				in := inputs("2026-01-01T08:00:00Z")
+				in.signals = []signalView{moved("release", "2026-01-01T07:00:00Z")}
+				return in
+			}(), nil, false, false},
 		{"period due", event.CommitmentModified, []string{"period_due"}, live, with(func(c *commitmentView) { c.NextDue = "2026-01-01T12:00:00Z" }), inputs("2026-01-01T06:00:00Z"), nil, false, true},
 		{"period moved on early", event.CommitmentModified, []string{"period_due"}, live, with(func(c *commitmentView) { c.NextDue = "2026-01-01T12:00:00Z" }), inputs("2026-01-01T05:59:59Z"), nil, false, false},
 		{"period off its schedule", event.CommitmentModified, []string{"period_due"}, live, with(func(c *commitmentView) { c.NextDue = "2026-01-01T13:00:00Z" }), inputs("2026-01-01T07:00:00Z"), nil, false, false},
