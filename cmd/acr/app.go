@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/viper"
 
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
@@ -369,6 +370,19 @@ func (a *app) readState() (runState, error) {
 		err = a.checkRunID(st.Run.RunID)
 	}
 	return runState{State: st, Manifest: m}, err
+}
+
+// readSince reads, without the lock, the ledger records appended after
+// the checkpoint whose manifest is m.
+func (a *app) readSince(m storage.Manifest) ([]event.Record, error) {
+	if a.nats() {
+		rm, err := a.dialRemote(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		return rm.ReadSince(m)
+	}
+	return runstore.ReadSince(a.cfg.StateDir, m)
 }
 
 // queue opens the run's inbox for the commands that queue into it (and

@@ -317,7 +317,7 @@ func (d *Driver) rollForward(recs []event.Record, rec *Recovery) error {
 		if r.Event.Type == event.RunFaulted && r.Event.CycleSeq == d.state.Run.CycleSeq {
 			// A fault recorded outside a cycle (Fault) whose checkpoint was
 			// not written: apply it again.
-			st, _, err := Fault(d.state, parseAt(r.Event.At), r.Event.Reasons)
+			st, _, err := Fault(d.state, parseAt(r.Event.At), r.Event.Reasons, FaultCause(r.Event))
 			if err != nil {
 				return err
 			}
@@ -898,7 +898,7 @@ func (d *Driver) providerFailed(cause error) error {
 	}
 	d.notify("error", "run faulted: provider failures reached the policy's limit (acr wake --signal manual_resume resumes it)",
 		map[string]any{"consecutive": d.failures, "limit": limit})
-	st, evs, err := Fault(d.state, d.Clock.Now(), []string{"provider_failures_exceeded", fmt.Sprintf("failures_%d", d.failures)})
+	st, evs, err := Fault(d.state, d.Clock.Now(), []string{"provider_failures_exceeded", fmt.Sprintf("failures_%d", d.failures)}, cause.Error())
 	if err != nil {
 		return err
 	}

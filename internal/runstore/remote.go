@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/jetstream"
 	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/kernel"
@@ -142,6 +143,16 @@ func (m *Remote) load() (storage.Snapshot, error) {
 }
 
 func (m *Remote) noRun() error { return &NoRemoteRunError{Store: m.URL, Run: m.Run.ID} }
+
+// ReadSince reads, without the lease, the ledger records appended after
+// the checkpoint whose manifest is m (see the directory's ReadSince).
+func (m *Remote) ReadSince(man storage.Manifest) ([]event.Record, error) {
+	led, err := m.Run.OpenLedger()
+	if err != nil {
+		return nil, err
+	}
+	return led.After(man.LedgerFrontier)
+}
 
 // Queue returns the run's inbox, without the lease.
 func (m *Remote) Queue() Queue { return m.Run.Inbox() }

@@ -261,7 +261,7 @@ type Wake struct {
 
 // Waiting describes why the run waits.
 type Waiting struct {
-	Kind     string `json:"kind"` // approval | deferral | sleep | idle
+	Kind     string `json:"kind"` // approval | deferral | sleep | idle | fault
 	Reason   string `json:"reason"`
 	Since    string `json:"since"`
 	Deadline string `json:"deadline,omitempty"`
