@@ -4,7 +4,7 @@ BIN      := bin/acr
 DEMO_DIR ?= $(CURDIR)/.demo_state
 FUZZTIME ?= 50000x
 
-.PHONY: build install demo example proposers test test-short lint fuzz bench bench-quick bench-peers crash fsync-mutants validate release-manifest mutants mutants-quick man clean
+.PHONY: build install demo example proposers test test-short lint fuzz bench bench-quick bench-peers bench-workers crash fsync-mutants validate release-manifest mutants mutants-quick man clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/acr
@@ -101,10 +101,12 @@ mutants:
 mutants-quick:
 	$(GO) run ./cmd/acr-mutants -quick -switched
 
-# Go micro-benchmarks, then the whole-process targets of docs/PERFORMANCE.md.
-bench:
+# Go micro-benchmarks, then the whole-process targets of docs/PERFORMANCE.md,
+# then the workers section (bench-workers).
+bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(GO) run ./cmd/acr-perf -out docs/PERFORMANCE.md
+	$(GO) run ./cmd/acr-perf -workers -acr $(BIN) -out docs/PERFORMANCE.md
 
 # acr against DBOS Transact Go and LangGraph.js on the same work, whole
 # processes alternated (PEERS/side-by-side.sh, see its README), then one
@@ -115,9 +117,21 @@ PEERS ?= ../shared/peers
 bench-peers: build
 	$(GO) run ./cmd/acr-perf -peers $(PEERS) -acr $(BIN)
 
-# The same harness with small sizes (checks the harness, not the targets).
-bench-quick:
+# Aggregate durable cycles/s of 1, 2 and 4 acr worker processes (and one
+# at --concurrency 4) on one NATS server (started by the harness, in a
+# child process) against 1, 2 and 4 acr run loops over state directories,
+# the same 40 runs each, alternated over 3 rounds; then the latency of
+# acr wake from another process until the cycle that consumes it starts.
+# Writes the workers section of docs/PERFORMANCE.md; about 3-5 minutes on
+# two cores.
+bench-workers: build
+	$(GO) run ./cmd/acr-perf -workers -acr $(BIN) -out docs/PERFORMANCE.md
+
+# The same harnesses with small sizes (check the harnesses, not the
+# targets; nothing is written).
+bench-quick: build
 	$(GO) run ./cmd/acr-perf -quick
+	$(GO) run ./cmd/acr-perf -workers -quick -acr $(BIN)
 
 # One man page per command, generated from the command tree (the same
 # source as --help) into man/: read one with man -l man/acr-run.1, install

@@ -55,12 +55,23 @@ var allowed = map[string]string{
 	"internal/sandbox/journal.go syncPath f.Sync()":              "OS call behind the journal's syncdir; its callers are in the world's power-loss model",
 	"internal/sandbox/sandbox.go World.syncDir w.rootDir.Sync()": "OS call behind the journal's syncdir; its callers are in the world's power-loss model",
 	"internal/sandbox/sandbox.go World.syncDir f.Sync()":         "OS call behind the journal's syncdir; its callers are in the world's power-loss model",
+	// The world an import writes: with the OS, not through the sandbox's
+	// journal, so the world's power-loss model does not see these (the
+	// run's own state an import writes, its idempotency table included,
+	// is on disk.FS and in TestPowerLossDuringImport).
+	"internal/runstore/worldmove.go writeSynced f.Sync()":                                           "world file written by an import, with the OS: not in the world's power-loss model (not journalled)",
+	"internal/runstore/worldmove.go syncDirPath d.Sync()":                                           "world directory written by an import, with the OS: not in the world's power-loss model (not journalled)",
+	"internal/runstore/import.go importOn disk.ReplaceFile(s.fsys, stagingDir+\"/\"+swapFile, rec)": "import's swap record: the final fsync of the state directory makes the whole swap durable at once and nothing of it is durable before, so a power cut never needs the record; it is there for a kill -9 half-way through the swap, which TestPowerLossDuringImport cuts at every operation",
+	// Copies held in memory to be checked, not written anywhere.
+	"internal/runstore/export.go verifyLedger mem.WriteFile(ledger.FileName, b)":   "an in-memory copy of a ledger to verify it (disk.Mem), not a durable write",
+	"internal/runstore/import.go archiveRecords mem.WriteFile(ledger.FileName, b)": "an in-memory copy of a ledger to decode it (disk.Mem), not a durable write",
 	// Files acr writes that are not the run's state.
+	"cmd/acr/cmd_export.go runExport disk.ReplaceFile(dir, filepath.Base(out), b)":                                       "the archive acr export writes, outside the state directory",
 	"internal/validate/manifest.go WriteOutputs disk.ReplaceFile(fsys, \"release-manifest.json\", append(js, '\\n'))":    "release output in docs/, not run state",
 	"internal/validate/manifest.go WriteOutputs disk.ReplaceFile(fsys, \"PHASE12_VALIDATION.md\", Markdown(ev, rep, m))": "release output in docs/, not run state",
 	"cmd/acr/cmd_report.go runReport disk.ReplaceFile(dir, filepath.Base(out), page.Bytes())":                            "the HTML report, written outside the state directory",
-	"internal/perf/measure.go Floor f.Sync()":                                     "benchmark of fsync cost, not run state",
-	"internal/perf/measure.go Floor disk.ReplaceFile(d, \"checkpoint.json\", cp)": "benchmark of fsync cost, not run state",
+	"internal/perf/measure.go Floor f.Sync()":                                                                            "benchmark of fsync cost, not run state",
+	"internal/perf/measure.go Floor disk.ReplaceFile(d, \"checkpoint.json\", cp)":                                        "benchmark of fsync cost, not run state",
 }
 
 // site is one fsync call site.

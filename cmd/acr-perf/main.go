@@ -2,6 +2,11 @@
 // docs/PERFORMANCE.md. Every target is a ratio measured in the same run on
 // the same disk; long histories are generated (see internal/perf). Run it
 // with make bench; -quick uses small sizes (a smoke test, not the targets).
+//
+// -peers runs acr side by side with other durable-execution engines, and
+// -workers drains many runs with acr worker processes on one NATS server
+// against acr run loops over state directories, and times acr wake until
+// the cycle that consumes it; each writes its own section of the report.
 package main
 
 import (
@@ -33,7 +38,9 @@ func main() {
 	quick := flag.Bool("quick", false, "small sizes: checks the harness, not the targets")
 	lookup := flag.Bool("lookup", false, "only measure the idempotency lookup row and print it (nothing is written)")
 	peers := flag.String("peers", "", "run DIR/side-by-side.sh (the peers' folder) against -acr and write its section of -out")
-	acr := flag.String("acr", "bin/acr", "the binary -peers measures")
+	acr := flag.String("acr", "bin/acr", "the binary -peers and -workers measure")
+	workers := flag.Bool("workers", false, "measure acr worker processes on one NATS server against state directories, and acr wake's latency, and write that section of -out")
+	serve := flag.String("serve-nats", "", "run a NATS server with its JetStream store in this directory until SIGTERM (used by -workers)")
 	flag.Parse()
 	do := run
 	if *lookup {
@@ -41,6 +48,12 @@ func main() {
 	}
 	if *peers != "" {
 		do = func(out, work string, _ bool) error { return runPeers(out, *peers, *acr, work) }
+	}
+	if *workers {
+		do = func(out, work string, quick bool) error { return runWorkers(out, *acr, work, quick) }
+	}
+	if *serve != "" {
+		do = func(string, string, bool) error { return serveNATS(*serve) }
 	}
 	if err := do(*out, *work, *quick); err != nil {
 		fmt.Fprintln(os.Stderr, "acr-perf:", err)

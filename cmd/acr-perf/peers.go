@@ -16,8 +16,9 @@ import (
 
 // The side-by-side section of docs/PERFORMANCE.md lies between these two
 // markers. make bench-peers rewrites what is between them; make bench
-// rewrites the rest of the file and keeps everything from peersBegin to
-// the end (the section and the hand-written analysis after it).
+// rewrites the rest of the file and keeps everything from the first
+// generated section (this one or the workers section) to the end, the
+// hand-written analysis among them.
 const (
 	peersBegin = "<!-- peers:begin: written by make bench-peers, kept by make bench -->"
 	peersEnd   = "<!-- peers:end -->"
@@ -197,24 +198,30 @@ func renderPeers(s sideBySide, q queueRun, raw, date, load string) string {
 	return b.String()
 }
 
-// spliceSection puts section in place of the one between the markers in
-// doc, or appends it if doc has none.
-func spliceSection(doc, section string) string {
-	i := strings.Index(doc, peersBegin)
-	j := strings.Index(doc, peersEnd)
+// spliceSection puts section in place of the one between the markers
+// begin and end in doc, or appends it if doc has none.
+func spliceSection(doc, begin, end, section string) string {
+	i := strings.Index(doc, begin)
+	j := strings.Index(doc, end)
 	if i < 0 || j < i {
 		return strings.TrimRight(doc, "\n") + "\n\n" + section
 	}
-	return doc[:i] + strings.TrimRight(section, "\n") + doc[j+len(peersEnd):]
+	return doc[:i] + strings.TrimRight(section, "\n") + doc[j+len(end):]
 }
 
-// keptTail is the part of doc make bench keeps: from the section's start
-// to the end, or nothing.
+// keptTail is the part of doc make bench keeps: from the first generated
+// section (side by side, or workers) to the end, or nothing.
 func keptTail(doc string) string {
-	if i := strings.Index(doc, peersBegin); i >= 0 {
-		return doc[i:]
+	i := -1
+	for _, m := range []string{peersBegin, workersBegin} {
+		if k := strings.Index(doc, m); k >= 0 && (i < 0 || k < i) {
+			i = k
+		}
 	}
-	return ""
+	if i < 0 {
+		return ""
+	}
+	return doc[i:]
 }
 
 // runPeers runs side-by-side.sh from peersDir against bin and writes its
@@ -254,5 +261,5 @@ func runPeers(out, peersDir, bin, work string) error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	return os.WriteFile(out, []byte(spliceSection(string(doc), section)), 0o644)
+	return os.WriteFile(out, []byte(spliceSection(string(doc), peersBegin, peersEnd, section)), 0o644)
 }

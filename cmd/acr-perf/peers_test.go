@@ -67,10 +67,10 @@ func TestSectionSplicing(t *testing.T) {
 	// Appended to a document without the section, replaced in one with it,
 	// and what follows the section is kept both by bench-peers and by bench.
 	doc := "# Performance\n\nrows\n"
-	once := spliceSection(doc, sec)
+	once := spliceSection(doc, peersBegin, peersEnd, sec)
 	require.True(t, strings.HasPrefix(once, doc))
 	withNotes := once + "\n## Notes\nhand-written\n"
-	twice := spliceSection(withNotes, strings.Replace(sec, "0.50×", "0.90×", 1))
+	twice := spliceSection(withNotes, peersBegin, peersEnd, strings.Replace(sec, "0.50×", "0.90×", 1))
 	assert.Contains(t, twice, "0.90×")
 	assert.NotContains(t, twice, "0.50×")
 	assert.Contains(t, twice, "hand-written")

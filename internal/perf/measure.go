@@ -2,6 +2,7 @@ package perf
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -316,4 +317,33 @@ func VerifyVsSHA256(dir string) (verify, sha float64, err error) {
 		}
 	}
 	return size / bestV.Seconds(), size / bestS.Seconds(), nil
+}
+
+// QueueFiles are the paths of a queue run's input files, as acr init
+// takes them (--goal, --contract, --env).
+type QueueFiles struct {
+	Goal, Contract, Env string
+}
+
+// WriteQueueFiles writes the inputs of QueueInputs(n) into dir as the three
+// JSON files acr init reads, so that whole-process benchmarks create queue
+// runs with the real command. cycles is the contract's hard cycle budget
+// (QueueInputs gives n+10), more for a run that is woken many times.
+func WriteQueueFiles(dir string, n int, cycles int64) (QueueFiles, error) {
+	in := QueueInputs(n)
+	in.Contract.Budgets.Cycles.Hard = cycles
+	f := QueueFiles{Goal: filepath.Join(dir, "goal.json"), Contract: filepath.Join(dir, "contract.json"), Env: filepath.Join(dir, "env.json")}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return f, fmt.Errorf("queue files: %w", err)
+	}
+	for path, doc := range map[string]any{f.Goal: in.Goal, f.Contract: in.Contract, f.Env: in.Spec} {
+		b, err := json.MarshalIndent(doc, "", "  ")
+		if err != nil {
+			return f, fmt.Errorf("queue files: encode %s: %w", filepath.Base(path), err)
+		}
+		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+			return f, fmt.Errorf("queue files: %w", err)
+		}
+	}
+	return f, nil
 }
