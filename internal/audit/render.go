@@ -120,7 +120,18 @@ func (r *Report) WriteText(w io.Writer) error {
 		p("evaluation  %s by %s: expected %s; observed %s", e.Result, e.Actor, e.Expected, e.Observed)
 	}
 	for _, cc := range r.Commitments {
-		p("commitment  %s %s v%d %s%s", cc.Event, cc.Commitment.ID, cc.Commitment.Version, cc.Commitment.Status, reasonSuffix(cc.Reason))
+		c := cc.Commitment
+		p("commitment  %s %s v%d %s%s", cc.Event, c.ID, c.Version, c.Status, reasonSuffix(cc.Reason))
+		if c.Standing != "" {
+			line := fmt.Sprintf("  standing  %s on %s", c.Standing, strings.Join(c.Scope, ", "))
+			if c.NextDue != "" {
+				line += ", next look " + c.NextDue
+			}
+			if c.Deadline != "" {
+				line += ", deadline " + c.Deadline
+			}
+			p("%s", line)
+		}
 	}
 	if cp := r.Compaction; cp != nil {
 		p("compaction  summarised at cycle %d into block %s (cycles %d-%d, %s), %s", cp.Cycle, cp.BlockID, cp.From, cp.To, cp.Trigger, cp.EventRef)

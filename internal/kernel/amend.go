@@ -106,7 +106,7 @@ func checkAmendment(s EngineState, a state.Amendment) (amended, error) {
 			err = n.spec.Validate()
 		}
 		if err == nil {
-			err = s.Goal.Validate(&n.spec)
+			err = s.Goal.CheckEnvironment(&n.spec)
 		}
 		if err == nil && (n.spec.Root != s.Spec.Root || !maps.Equal(n.spec.Files, s.Spec.Files)) {
 			err = &codec.FieldError{Path: "root", Err: errors.New("an amendment cannot change the world a run looks after (root and files stay as pinned)")}

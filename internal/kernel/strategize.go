@@ -65,7 +65,11 @@ func (b *builder) strategize() {
 	}
 	targets := map[string]string{}
 	for _, c := range b.s.Commitments.Commitments {
-		targets[c.ID] = c.Target
+		if c.Target != "" {
+			// A standing commitment covers checks, not one target: it
+			// conflicts with nothing by its path.
+			targets[c.ID] = c.Target
+		}
 	}
 	var open []strategy.KnowledgeCandidate
 	for _, c := range b.s.Strategy.Candidates {
