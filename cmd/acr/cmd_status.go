@@ -123,8 +123,14 @@ func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 	}
 	for _, c := range cs {
 		line := fmt.Sprintf("  %s v%d %s: %s", c.ID, c.Version, c.Status, c.Summary)
+		if c.Standing != "" {
+			line += "; standing " + c.Standing + " on " + strings.Join(c.Scope, ", ")
+		}
 		if c.Wake != nil {
 			line += "; wakes on " + c.Wake.String()
+		}
+		if c.NextDue != "" {
+			line += "; next look " + when(c.NextDue, now)
 		}
 		if c.Deadline != "" {
 			line += "; deadline " + when(c.Deadline, now)

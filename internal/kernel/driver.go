@@ -939,6 +939,7 @@ func (d *Driver) Run(ctx context.Context, maxCycles int, each func(Summary)) (Ru
 			break
 		}
 		var sum Summary
+		spec := d.state.Run.EnvironmentSpecRef
 		sum, err = d.Step()
 		if err != nil || !sum.Executed {
 			if !sum.Executed && err == nil {
@@ -952,6 +953,13 @@ func (d *Driver) Run(ctx context.Context, maxCycles int, each func(Summary)) (Ru
 			each(sum)
 		}
 		if sum.LoopDisposition.Terminal() {
+			break
+		}
+		if d.state.Run.EnvironmentSpecRef != spec {
+			// An accepted amendment changed the environment: the world
+			// was opened with the old one (its checks), so the invocation
+			// ends here and the next opens it with the new one.
+			rep.ReasonCodes = []string{"environment_amended"}
 			break
 		}
 	}
