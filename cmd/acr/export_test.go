@@ -58,7 +58,7 @@ func TestExportImportNATS(t *testing.T) {
 	// dir -> nats
 	out = ok(mid, "--store", store, "import", a1)
 	assert.Contains(t, out, "imported run run:test at cycle 3")
-	assert.Contains(t, ok(mid, append(nats, "ledger", "verify")...), "ledger ok: 71 events")
+	assert.Contains(t, ok(mid, append(nats, "ledger", "verify")...), "ledger ok: 74 events")
 	code, _, errOut := acrIn(t, mid, "--store", store, "import", a1)
 	assert.Equal(t, exitData, code, "an import onto the run it made: %s", errOut)
 	assert.Contains(t, errOut, "never replaces a run")
