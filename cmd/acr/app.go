@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/viper"
 
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
@@ -62,9 +63,12 @@ type config struct {
 	StateDir   string `flag:"state-dir"`
 	// Store is --store: "dir:PATH" (the state directory, the default) or
 	// a nats:// or tls:// URL of a JetStream store; configure checks it.
-	Store           string `flag:"store"`
-	RunID           string `flag:"run-id"`
-	NatsCreds       string `flag:"nats-creds"`
+	Store     string `flag:"store"`
+	RunID     string `flag:"run-id"`
+	NatsCreds string `flag:"nats-creds"`
+	// NatsReplicas is --nats-replicas: 0 when not set (keep what the
+	// store has), else 1 to 5 (configure checks it).
+	NatsReplicas    int    `flag:"nats-replicas"`
 	JSON            bool   `flag:"json"`
 	LogLevel        string `flag:"log-level"`
 	NoLoadState     bool   `flag:"no-load-state"`
@@ -162,7 +166,11 @@ func nextStepFor(kind string) string {
 	case "integrity":
 		return "hint: see docs/operations.md, \"Recovering from integrity errors\"; nothing was changed"
 	case "run_exists":
-		return "hint: acr status shows the run; use another --state-dir, or acr init --force to replace it"
+		return "hint: acr status shows the run; use another --state-dir, or acr init --force to replace it (acr import never replaces a run)"
+	case "bad_archive":
+		return "hint: the archive is damaged, cut short or not one acr export wrote; nothing was written: export the run again from its source"
+	case "not_at_rest":
+		return "hint: acr recover on the run brings it to a checkpoint; then export again. Nothing was written"
 	case "faulted", "provider_failure":
 		return "hint: acr status and acr log show the failures; fix the cause, then acr wake --signal manual_resume"
 	case "no_space":
@@ -371,6 +379,19 @@ func (a *app) readState() (runState, error) {
 	return runState{State: st, Manifest: m}, err
 }
 
+// readSince reads, without the lock, the ledger records appended after
+// the checkpoint whose manifest is m.
+func (a *app) readSince(m storage.Manifest) ([]event.Record, error) {
+	if a.nats() {
+		rm, err := a.dialRemote(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		return rm.ReadSince(m)
+	}
+	return runstore.ReadSince(a.cfg.StateDir, m)
+}
+
 // queue opens the run's inbox for the commands that queue into it (and
 // status), without the lock or the lease.
 func (a *app) queue() (runstore.Queue, error) {
@@ -398,13 +419,18 @@ func (a *app) dialRemote(ctx context.Context) (*runstore.Remote, error) {
 	if a.cfg.RunID == "" {
 		return nil, usagef("--store %s holds many runs: give --run-id ID (or ACR_RUN_ID) to pick one (acr runs lists them)", a.cfg.Store)
 	}
-	m, err := runstore.Dial(ctx, a.cfg.Store, a.cfg.NatsCreds, a.cfg.RunID, a.cfg.StateDir)
+	m, err := runstore.Dial(ctx, a.cfg.Store, a.connection(), a.cfg.RunID, a.cfg.StateDir)
 	if err != nil {
 		return nil, fmt.Errorf("--store %s: %w", a.cfg.Store, err)
 	}
 	a.remote = m
 	a.discard = append(a.discard, m.Close)
 	return m, nil
+}
+
+// connection is how this invocation connects to a JetStream store.
+func (a *app) connection() runstore.Connection {
+	return runstore.Connection{Creds: a.cfg.NatsCreds, Replicas: a.cfg.NatsReplicas}
 }
 
 // checkRunID refuses a run that is not the one --run-id names (with a

@@ -81,7 +81,7 @@ func runReport(ctx context.Context, opts reportOptions, a *app) error {
 		return usagef("refusing to write HTML to a terminal: use --out report.html, or redirect stdout")
 	}
 	if !toStdout {
-		if err := outsideStateDir(out, a.cfg.StateDir); err != nil {
+		if err := outsideStateDir("--out", out, a.cfg.StateDir, "acr report"); err != nil {
 			return err
 		}
 	}
@@ -135,9 +135,10 @@ func runReport(ctx context.Context, opts reportOptions, a *app) error {
 	return nil
 }
 
-// outsideStateDir refuses an --out inside the state directory: the report
-// never writes there, and a file acr does not know about does not belong.
-func outsideStateDir(out, stateDir string) error {
+// outsideStateDir refuses an output file (flag) inside the state
+// directory: the report and the export (who) never write there, and a
+// file acr does not know about does not belong.
+func outsideStateDir(flag, out, stateDir, who string) error {
 	o, err1 := filepath.Abs(filepath.Dir(out))
 	s, err2 := filepath.Abs(stateDir)
 	if err1 != nil || err2 != nil {
@@ -150,7 +151,7 @@ func outsideStateDir(out, stateDir string) error {
 		s = r
 	}
 	if rel, err := filepath.Rel(s, o); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return usagef("--out %s is inside the state directory %s; acr report never writes there", out, stateDir)
+		return usagef("%s %s is inside the state directory %s; %s never writes there", flag, out, stateDir, who)
 	}
 	return nil
 }

@@ -45,7 +45,7 @@ holds one. It never takes a lock or a lease.`,
 func runRuns(ctx context.Context, opts runsOptions, a *app) error {
 	var rows []runRow
 	if a.nats() {
-		s, err := runstore.DialStore(ctx, a.cfg.Store, a.cfg.NatsCreds)
+		s, err := runstore.DialStore(ctx, a.cfg.Store, a.connection())
 		if err != nil {
 			return err
 		}

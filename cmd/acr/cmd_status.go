@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/state"
@@ -63,6 +65,9 @@ func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 			line += ", deadline " + when(w.Deadline, now)
 		}
 		a.printf("%s\n", line)
+	}
+	if line := a.lastFailure(rs, now); line != "" {
+		a.printf("last error   %s\n", line)
 	}
 	a.printf("next wake    %s\n", nextWake(r, now))
 	if nw := r.NextWake; nw != nil {
@@ -118,8 +123,14 @@ func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 	}
 	for _, c := range cs {
 		line := fmt.Sprintf("  %s v%d %s: %s", c.ID, c.Version, c.Status, c.Summary)
+		if c.Standing != "" {
+			line += "; standing " + c.Standing + " on " + strings.Join(c.Scope, ", ")
+		}
 		if c.Wake != nil {
 			line += "; wakes on " + c.Wake.String()
+		}
+		if c.NextDue != "" {
+			line += "; next look " + when(c.NextDue, now)
 		}
 		if c.Deadline != "" {
 			line += "; deadline " + when(c.Deadline, now)
@@ -414,4 +425,37 @@ func queuedAnswer(queued []inbox.Item, ref codec.Ref, cycle int64) string {
 		return it.Approval.Verdict
 	}
 	return ""
+}
+
+// lastFailure describes the provider failures recorded since the last
+// cycle, which leave the checkpoint as it was (the run did not advance):
+// the last error, how many in a row and how many fault the run. It is ""
+// when the last thing recorded is a cycle.
+func (a *app) lastFailure(rs runState, now time.Time) string {
+	recs, err := a.readSince(rs.Manifest)
+	if err != nil {
+		return fmt.Sprintf("cannot read the ledger after the checkpoint: %v", err)
+	}
+	var last *event.Record
+	for i := range recs {
+		switch recs[i].Event.Type {
+		case event.ProviderFailed:
+			last = &recs[i]
+		case event.CycleCompleted:
+			last = nil
+		}
+	}
+	if last == nil {
+		return ""
+	}
+	var body struct {
+		Error       string          `json:"error"`
+		Consecutive int             `json:"consecutive"`
+		Fault       json.RawMessage `json:"fault,omitempty"`
+	}
+	if last.Event.Object == nil || last.Event.Object.Decode(&body) != nil {
+		return fmt.Sprintf("a provider failure at ledger seq %d (acr log shows it)", last.Seq)
+	}
+	limit := rs.State.Contract.Policy.Defaults().MaxProviderFailures
+	return fmt.Sprintf("%s (%s; %d in a row, the run faults at %d)", body.Error, when(last.Event.At, now), body.Consecutive, limit)
 }

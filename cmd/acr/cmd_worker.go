@@ -96,7 +96,7 @@ func runWorker(ctx context.Context, opts workerOptions, a *app) error {
 	if err != nil {
 		return err
 	}
-	s, err := runstore.DialStore(ctx, a.cfg.Store, a.cfg.NatsCreds)
+	s, err := runstore.DialStore(ctx, a.cfg.Store, a.connection())
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"syscall"
 
+	"github.com/acr-project/acr/internal/archive"
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/runstore"
@@ -82,11 +84,12 @@ func errorKind(err error) (int, string) {
 		nd *runstore.NotDirError
 		dm *runstore.DamagedError
 		ii *runstore.InterruptedInitError
+		ae *archive.Error
 	)
 	switch {
 	case err == nil:
 		return exitOK, ""
-	case errors.As(err, &ue), errors.As(err, &nd):
+	case errors.As(err, &ue), errors.As(err, &nd), errors.Is(err, jsstore.ErrReplicas):
 		return exitUsage, "usage"
 	case runstore.Unavailable(err):
 		return exitIO, "unavailable"
@@ -100,6 +103,10 @@ func errorKind(err error) (int, string) {
 		return exitNoInput, "no_world"
 	case errors.As(err, &ne):
 		return exitNoEffect, "no_effect"
+	case errors.As(err, &ae):
+		return exitData, "bad_archive"
+	case errors.Is(err, runstore.ErrNotAtRest):
+		return exitData, "not_at_rest"
 	case errors.As(err, &ve), errors.As(err, &de), errors.As(err, &se), errors.As(err, &fe):
 		return exitData, "bad_input"
 	case errors.As(err, &dm), errors.As(err, &ii):

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/acr-project/acr/internal/archive"
+	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/runstore"
@@ -47,6 +49,10 @@ func TestExitCodes(t *testing.T) {
 		{"disk full", wrap(&fs.PathError{Op: "write", Path: "manifest.json", Err: syscall.ENOSPC}), exitIO},
 		{"read-only", wrap(&fs.PathError{Op: "open", Path: "x", Err: syscall.EROFS}), exitIO},
 		{"fsync failure", wrap(fmt.Errorf("fsync ledger: %w", syscall.EIO)), exitIO},
+		{"bad archive", fmt.Errorf("run.acr: %w", &archive.Error{Offset: 9, Msg: "x"}), exitData},
+		{"not at rest", wrap(&runstore.NotAtRestError{Where: "d", Beyond: "x"}), exitData},
+		{"import onto a run", &runstore.ImportExistsError{Where: "d"}, exitData},
+		{"replicas the servers cannot hold", fmt.Errorf("--store x: %w", jsstore.ErrReplicas), exitUsage},
 		{"anything else", errors.New("boom"), exitInternal},
 	}
 	for _, c := range cases {

@@ -56,6 +56,7 @@ underscores); acr config show prints what is in effect and why.
 	pf.String("store", "", "where runs are kept: dir:PATH, a state directory (the same as --state-dir); or nats://HOST:PORT[/PREFIX] or tls://HOST:PORT[/PREFIX], a JetStream store of many runs, several servers comma-separated")
 	pf.String("run-id", "", "the run: required with a nats:// store; with a state directory optional, and it must be the directory's run (acr init: the new run's id, default derived from the inputs and the start time)")
 	pf.String("nats-creds", "", "NATS credentials file for a nats:// or tls:// store")
+	pf.Int("nats-replicas", 0, "replicas of a nats:// store's streams and buckets, 1 to 5 (3 on a three-node cluster); set when acr creates them or they differ; not given: as they are (1 for a new store)")
 	pf.Bool("json", false, "print one JSON object on stdout")
 	pf.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	pf.String("config", "", "configuration file (default ./acr.yaml if present)")
@@ -67,7 +68,7 @@ underscores); acr config show prints what is in effect and why.
 		newInitCommand(a), newStatusCommand(a), newStepCommand(a), newRunCommand(a), newWakeCommand(a),
 		newApproveCommand(a, "approve"), newApproveCommand(a, "deny"), newStopCommand(a), newAmendCommand(a), newRecoverCommand(a),
 		newLedgerCommand(a), newAuditCommand(a), newLogCommand(a), newReplayCommand(a), newScenarioCommand(a), newValidateCommand(a),
-		newReportCommand(a), newRunsCommand(a), newWorkerCommand(a),
+		newReportCommand(a), newRunsCommand(a), newWorkerCommand(a), newExportCommand(a), newImportCommand(a),
 		newVersionCommand(a),
 	} {
 		c.Long = strings.TrimSpace(c.Long) + "\n" + exitStatusHelp
@@ -163,6 +164,9 @@ func (a *app) configure(cmd *cobra.Command) error {
 	if err := a.resolveStore(); err != nil {
 		return err
 	}
+	if err := a.checkReplicas(cmd); err != nil {
+		return err
+	}
 	if a.cfg.CheckpointEvery < 1 {
 		return usagef("--checkpoint-every must be at least 1")
 	}
@@ -208,6 +212,24 @@ func (a *app) resolveStore() error {
 	}
 	a.cfg.Store, a.cfg.StateDir = store, dir
 	return nil
+}
+
+// checkReplicas refuses a --nats-replicas outside 1 to 5, naming where it
+// came from (a value in acr.yaml is bad input data, as every bad value
+// there is). Not given at all, it is 0: keep what the store has.
+func (a *app) checkReplicas(cmd *cobra.Command) error {
+	n := a.cfg.NatsReplicas
+	if (n == 0 && !a.v.IsSet("nats-replicas")) || (n >= 1 && n <= 5) {
+		return nil
+	}
+	const want = "want 1 to 5 (the replicas of the store's streams and buckets: 1 on a single server, at most the servers of a cluster)"
+	switch {
+	case cmd.Flags().Changed("nats-replicas"):
+		return usagef("--nats-replicas %d: %s", n, want)
+	case a.getenv("ACR_NATS_REPLICAS") != "":
+		return usagef("ACR_NATS_REPLICAS=%d: %s", n, want)
+	}
+	return &runstore.ValidationError{File: a.cfg.ConfigFile, Field: "nats-replicas", Err: fmt.Errorf("%d: %s", n, want)}
 }
 
 // newLogger logs to stderr: human console format on a terminal, JSON lines

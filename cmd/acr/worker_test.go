@@ -107,7 +107,7 @@ func TestWorkers(t *testing.T) {
 	cancel()
 	wg.Wait()
 
-	s, err := runstore.DialStore(t.Context(), store, "")
+	s, err := runstore.DialStore(t.Context(), store, runstore.Connection{})
 	require.NoError(t, err)
 	defer s.Close()
 	for i := range runs {
@@ -231,7 +231,7 @@ func TestConsumedInboxDropped(t *testing.T) {
 		code, out, errOut := acrIn(t, dir, append([]string{"--store", store, "--run-id", id}, args...)...)
 		require.Equal(t, 0, code, "%v: %s%s", args, out, errOut)
 	}
-	s, err := runstore.DialStore(t.Context(), store, "")
+	s, err := runstore.DialStore(t.Context(), store, runstore.Connection{})
 	require.NoError(t, err)
 	defer s.Close()
 	inbox := func() uint64 {

@@ -140,7 +140,7 @@ func TestWorkerProcesses(t *testing.T) {
 	}
 	t.Logf("set up (build, references, %d inits): %v", runs, time.Since(start).Round(time.Millisecond))
 
-	s, err := runstore.DialStore(t.Context(), store, "")
+	s, err := runstore.DialStore(t.Context(), store, runstore.Connection{})
 	require.NoError(t, err)
 	defer s.Close()
 	js, err := natsjs.New(natstest.Connect(t, srv.ClientURL()))

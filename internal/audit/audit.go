@@ -71,7 +71,10 @@ type Report struct {
 // coordinates and budget, every transition with its actor role, and the
 // controller's artifacts.
 type Controller struct {
-	Declaration *controller.Declaration     `json:"declaration,omitempty"`
+	Declaration *controller.Declaration `json:"declaration,omitempty"`
+	// Context is the cycle's source authority, trust state and available
+	// capabilities (ledger format 2; absent in older runs).
+	Context     *controller.Context         `json:"context,omitempty"`
 	Transitions []controller.Transition     `json:"transitions"`
 	Tension     *controller.TensionReport   `json:"tension,omitempty"`
 	Fitness     *controller.FitnessContract `json:"fitness_contract,omitempty"`
@@ -97,6 +100,8 @@ func (c *Controller) add(ev event.Event) error {
 		}
 	case event.CycleDeclared:
 		c.Declaration, err = decode[controller.Declaration](ev.Object)
+	case event.ContextRecorded:
+		c.Context, err = decode[controller.Context](ev.Object)
 	case event.TensionAssessed:
 		c.Tension, err = decode[controller.TensionReport](ev.Object)
 	case event.FitnessFixed:

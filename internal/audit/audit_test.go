@@ -113,6 +113,29 @@ func TestAuditGolden(t *testing.T) {
 	require.Equal(t, 6, n)
 }
 
+// TestAuditStandingCommitment pins the explanation of two cycles of a
+// goal's standing commitments (p17): the one a period woke, which sets
+// the next look, and the one the deadline woke, which gives the promise up
+// as unmet; each says what woke it and the commitment's scope and times.
+func TestAuditStandingCommitment(t *testing.T) {
+	fsys := runScenario(t, "p17-standing-commitments")
+	for c, want := range map[int64][]string{
+		5: {"commitment  commitment.modified", "(period_due)", "  standing  nightly-report on nightly, next look 2026-01-03T00:00:00Z",
+			"sleep          -> wake                     observer         commitment_deadline_due"},
+		6: {"commitment  commitment.abandoned", "(deadline_passed_unmet,terminal_exit_condition)",
+			"  standing  release-notes on release-notes, deadline 2026-01-02T12:00:00Z", "commitment_deadline_due"},
+	} {
+		r, err := Explain(ledger.NewReader(fsys), c)
+		require.NoError(t, err)
+		var text bytes.Buffer
+		require.NoError(t, r.WriteText(&text))
+		golden(t, filepath.Join("testdata", "p17-cycle"+itoa(c)+".txt"), text.Bytes())
+		for _, w := range want {
+			assert.Contains(t, text.String(), w, "cycle %d", c)
+		}
+	}
+}
+
 func itoa(n int64) string { return string(rune('0' + n)) }
 
 func golden(t *testing.T, path string, got []byte) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/controller"
 )
 
 // WriteText writes the report for a person: every line is a fact from the
@@ -119,7 +120,18 @@ func (r *Report) WriteText(w io.Writer) error {
 		p("evaluation  %s by %s: expected %s; observed %s", e.Result, e.Actor, e.Expected, e.Observed)
 	}
 	for _, cc := range r.Commitments {
-		p("commitment  %s %s v%d %s%s", cc.Event, cc.Commitment.ID, cc.Commitment.Version, cc.Commitment.Status, reasonSuffix(cc.Reason))
+		c := cc.Commitment
+		p("commitment  %s %s v%d %s%s", cc.Event, c.ID, c.Version, c.Status, reasonSuffix(cc.Reason))
+		if c.Standing != "" {
+			line := fmt.Sprintf("  standing  %s on %s", c.Standing, strings.Join(c.Scope, ", "))
+			if c.NextDue != "" {
+				line += ", next look " + c.NextDue
+			}
+			if c.Deadline != "" {
+				line += ", deadline " + c.Deadline
+			}
+			p("%s", line)
+		}
 	}
 	if cp := r.Compaction; cp != nil {
 		p("compaction  summarised at cycle %d into block %s (cycles %d-%d, %s), %s", cp.Cycle, cp.BlockID, cp.From, cp.To, cp.Trigger, cp.EventRef)
@@ -142,6 +154,14 @@ func reasonSuffix(s string) string {
 		return ""
 	}
 	return " (" + s + ")"
+}
+
+// textOrDash is s, or "-" when it is empty (orDash is for refs).
+func textOrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func orDash(s string) string {
@@ -184,6 +204,9 @@ func writeController(p func(string, ...any), c Controller) {
 		p("controller  %s: readiness %s, autonomy %s, authority %s, depth %s (max D%d this cycle)", d.CycleID, co.Readiness, co.Autonomy,
 			co.Authority, co.CognitiveDepth, d.MaxDepth)
 	}
+	if x := c.Context; x != nil {
+		writeContext(p, *x)
+	}
 	if t := c.Tension; t != nil {
 		var subjects []string
 		for _, s := range t.Sources {
@@ -215,11 +238,51 @@ func writeController(p func(string, ...any), c Controller) {
 		p("  candidate %s (%s, enabled %t) for %s: %s", cd.ID, cd.Kind, cd.Enabled, cd.Gap, cd.Spec)
 	}
 	if cs := c.Cascade; cs != nil && len(cs.Surfaces) > 0 {
-		p("  cascade   surfaces %s, recipients %s", strings.Join(cs.Surfaces, ", "), orDash(strings.Join(cs.Recipients, ", ")))
+		p("  cascade   surfaces %s, recipients %s", strings.Join(cs.Surfaces, ", "), textOrDash(strings.Join(cs.Recipients, ", ")))
 	}
 	for _, v := range c.Violations {
 		p("  refused   %s: %s by %s on %s", v.Rule, v.Detail, v.Actor, v.Artifact)
 	}
+}
+
+// writeContext prints the cycle's context: each source and its
+// authority (with amendments a person has not answered), the trust state
+// and its concerns, and what the run can do.
+func writeContext(p func(string, ...any), x controller.Context) {
+	var srcs []string
+	for _, s := range x.Sources {
+		line := s.Name
+		if s.Ref != "" {
+			line += " " + s.Ref.Short()
+		}
+		line += " (" + s.Authority
+		for _, a := range s.Pending {
+			line += ", amendment " + a.Short() + " pending"
+		}
+		srcs = append(srcs, line+")")
+	}
+	p("  sources   %s", strings.Join(srcs, ", "))
+	if len(x.Trust.Concerns) == 0 {
+		p("  trust     %s: nothing in doubt", x.Trust.Level)
+	} else {
+		var cs []string
+		for _, c := range x.Trust.Concerns {
+			cs = append(cs, fmt.Sprintf("%s %s on %s%s", c.Level, c.Reason, strings.Join(c.Paths, " "), reasonSuffix(c.Detail)))
+		}
+		p("  trust     %s: %s", x.Trust.Level, strings.Join(cs, "; "))
+	}
+	var caps []string
+	for _, c := range x.Capabilities {
+		what := c.Kind
+		switch {
+		case c.Kind == controller.CapabilityFix:
+			what = c.CheckID + "/" + c.Fix + " " + string(c.Operation)
+		case c.Operation != "":
+			what += " " + string(c.Operation)
+		}
+		caps = append(caps, what+" ("+c.Mode+")")
+	}
+	p("  can       %s", textOrDash(strings.Join(caps, ", ")))
 }
 
 // outputLines is the first n lines a command printed, stdout then stderr.

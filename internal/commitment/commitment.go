@@ -9,6 +9,13 @@
 // overwriting (optimistic concurrency). And nothing becomes a commitment by
 // accident: Create is called only for an explicit, recorded promotion.
 //
+// Commitments come from two places. A deferral promoted explicitly (the
+// work waits, suspended, for its evidence) makes one; and a goal declares
+// standing commitments (standing.go): checks the loop promises to keep
+// passing, judged at a deadline, looked at on a schedule, or both, which
+// the store takes up, narrows, moves and ends as the goal, the environment,
+// the clock and the wake signals say.
+//
 // The store holds live commitments only; terminal ones leave it and live on
 // in the ledger's lifecycle events.
 package commitment
@@ -87,34 +94,70 @@ type Commitment struct {
 	ID      string `json:"id"`
 	Version int64  `json:"version"`
 	Status  Status `json:"status"`
-	ItemID  string `json:"item_id"`
+	// ItemID is the agenda item the commitment holds: the work a deferral
+	// promoted, or the work a standing commitment is suspended on (empty
+	// while it is active).
+	ItemID string `json:"item_id"`
+	// CheckID and Target are the check and path of promoted work; a
+	// standing commitment covers its Scope instead.
 	CheckID string `json:"check_id"`
 	Target  string `json:"target"`
 	Summary string `json:"summary"`
-	// Origin records the explicit promotion that created it.
+	// Origin records the explicit promotion or the goal declaration that
+	// created it.
 	Origin Origin     `json:"origin"`
 	Wake   *Condition `json:"wake"`
-	// Deadline, when set, expires the commitment if it is still live then.
+	// Deadline, when set, ends the commitment if it is still live then: a
+	// promoted one expires; a standing one is judged (completed when every
+	// check of its scope passes, abandoned when one fails).
 	Deadline string `json:"deadline,omitempty"`
 	// ExitOnCheckPass completes the commitment once its check passes.
-	ExitOnCheckPass bool   `json:"exit_on_check_pass"`
-	CreatedAt       string `json:"created_at"`
-	UpdatedAt       string `json:"updated_at"`
-	LastReason      string `json:"last_reason"`
+	ExitOnCheckPass bool `json:"exit_on_check_pass"`
+	// Standing is the id of the goal's declaration a standing commitment
+	// keeps (empty for promoted work), DeclarationRef the version of that
+	// declaration it keeps now.
+	Standing       string    `json:"standing,omitempty"`
+	DeclarationRef codec.Ref `json:"declaration_ref,omitempty"`
+	// Scope lists the checks a standing commitment promises to keep
+	// passing: the declared ones the environment still has.
+	Scope []string `json:"scope,omitempty"`
+	// EverySeconds is a recurring standing commitment's period, NextDue
+	// the next time the loop looks at its checks even if nothing else
+	// wakes it.
+	EverySeconds int64  `json:"every_seconds,omitempty"`
+	NextDue      string `json:"next_due,omitempty"`
+	// MovedBy is the ref of the external_event wake signal whose payload
+	// may move the deadline.
+	MovedBy    string `json:"moved_by,omitempty"`
+	CreatedAt  string `json:"created_at"`
+	UpdatedAt  string `json:"updated_at"`
+	LastReason string `json:"last_reason"`
 }
 
 // Origin is the recorded decision a commitment came from.
 type Origin struct {
-	Kind          string    `json:"kind"` // PROMOTE_TO_COMMITMENT
+	Kind          string    `json:"kind"` // PROMOTE_TO_COMMITMENT or GOAL_DECLARED
 	CycleSeq      int64     `json:"cycle_seq"`
 	ResolutionRef codec.Ref `json:"agenda_resolution_ref"`
 	DecisionRef   codec.Ref `json:"decision_ref,omitempty"`
+	// GoalRef is the goal version that declared a standing commitment.
+	GoalRef codec.Ref `json:"goal_ref,omitempty"`
 }
+
+// The origins of a commitment.
+const (
+	OriginPromoted = "PROMOTE_TO_COMMITMENT"
+	OriginDeclared = "GOAL_DECLARED"
+)
 
 // Store is the set of live commitments.
 type Store struct {
 	Schema      string       `json:"schema"`
 	Commitments []Commitment `json:"commitments"`
+	// Declared lists the refs of every goal declaration the store has
+	// taken up, live or ended, so that a kept or abandoned promise is not
+	// made again from the same declaration (a changed one is new).
+	Declared []codec.Ref `json:"declared,omitempty"`
 }
 
 // NewStore returns an empty store.
@@ -165,15 +208,65 @@ const (
 // Transition asks for one lifecycle change. ExpectedVersion must equal the
 // commitment's current version (0 for Create).
 type Transition struct {
-	Kind            Kind        `json:"kind"`
-	CommitmentID    string      `json:"commitment_id"`
-	ExpectedVersion int64       `json:"expected_version"`
-	Reason          string      `json:"reason"`
-	At              string      `json:"at"`
-	New             *Commitment `json:"new,omitempty"`      // Create
-	Wake            *Condition  `json:"wake,omitempty"`     // Suspend, Modify
-	Deadline        *string     `json:"deadline,omitempty"` // Modify
+	Kind            Kind   `json:"kind"`
+	CommitmentID    string `json:"commitment_id"`
+	ExpectedVersion int64  `json:"expected_version"`
+	Reason          string `json:"reason"`
+	// Class is the seed's class of interruption (Phase-12 §7.3) behind
+	// the change, when one is: an Interruption constant.
+	Class string      `json:"class,omitempty"`
+	At    string      `json:"at"`
+	New   *Commitment `json:"new,omitempty"`  // Create
+	Wake  *Condition  `json:"wake,omitempty"` // Suspend, Modify
+	// Item is the work a standing commitment is suspended on (Suspend).
+	Item string `json:"item_id,omitempty"`
+	// Change is what a Modify sets.
+	Change
 }
+
+// Change is what a Modify sets; nil (or empty) fields stay as they are.
+type Change struct {
+	Deadline       *string    `json:"deadline,omitempty"`
+	NextDue        *string    `json:"next_due,omitempty"`
+	EverySeconds   *int64     `json:"every_seconds,omitempty"`
+	Scope          []string   `json:"scope,omitempty"`
+	MovedBy        *string    `json:"moved_by,omitempty"`
+	Summary        *string    `json:"summary,omitempty"`
+	DeclarationRef *codec.Ref `json:"declaration_ref,omitempty"`
+}
+
+// apply sets what the change names on c.
+func (ch Change) apply(c *Commitment) {
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&c.Deadline, ch.Deadline)
+	set(&c.NextDue, ch.NextDue)
+	set(&c.MovedBy, ch.MovedBy)
+	set(&c.Summary, ch.Summary)
+	if ch.EverySeconds != nil {
+		c.EverySeconds = *ch.EverySeconds
+	}
+	if ch.Scope != nil {
+		c.Scope = slices.Clone(ch.Scope)
+	}
+	if ch.DeclarationRef != nil {
+		c.DeclarationRef = *ch.DeclarationRef
+	}
+}
+
+// Interruption classes: why a live commitment was interrupted, modified or
+// given up, in the words of the seed's §7.3 (a commitment's priority is not
+// absolute). In acr the goal, contract and environment are pinned together
+// and change only by an accepted amendment, so any accepted amendment that
+// touches a commitment is a contract change.
+const (
+	ContractChanged    = "contract_changed"
+	TerminalExit       = "terminal_exit_condition"
+	GovernanceBoundary = "governance_boundary"
+)
 
 // allowedFrom lists the statuses a transition may start from.
 func allowedFrom(k Kind) []Status {
@@ -204,6 +297,9 @@ func (s Store) Apply(t Transition) (Store, Commitment, error) {
 			return s, Commitment{}, fmt.Errorf("%w: a new commitment is active or suspended, not %s", ErrIllegal, c.Status)
 		}
 		out := s.with(c)
+		if c.Standing != "" && c.DeclarationRef != "" {
+			out = out.declared(c.DeclarationRef)
+		}
 		return out, c, nil
 	}
 	cur, ok := s.Get(t.CommitmentID)
@@ -224,13 +320,17 @@ func (s Store) Apply(t Transition) (Store, Commitment, error) {
 		if t.Wake != nil {
 			next.Wake = t.Wake
 		}
-		if t.Deadline != nil {
-			next.Deadline = *t.Deadline
-		}
+		t.Change.apply(&next)
 	case Suspend:
 		next.Status, next.Wake = Suspended, t.Wake
+		if next.Standing != "" {
+			next.ItemID = t.Item
+		}
 	case Resume:
 		next.Status, next.Wake = Active, nil
+		if next.Standing != "" {
+			next.ItemID = ""
+		}
 	case Complete:
 		next.Status = Completed
 	case Expire:
@@ -241,18 +341,35 @@ func (s Store) Apply(t Transition) (Store, Commitment, error) {
 	if next.Status.Terminal() {
 		return s.without(cur.ID), next, nil
 	}
-	return s.with(next), next, nil
+	out := s.with(next)
+	if next.Standing != "" && next.DeclarationRef != cur.DeclarationRef {
+		out = out.declared(next.DeclarationRef)
+	}
+	return out, next, nil
 }
 
 func (s Store) with(c Commitment) Store {
-	out := Store{Schema: StoreSchema, Commitments: slices.DeleteFunc(slices.Clone(s.Commitments), func(x Commitment) bool { return x.ID == c.ID })}
+	out := Store{Schema: StoreSchema, Commitments: slices.DeleteFunc(slices.Clone(s.Commitments), func(x Commitment) bool { return x.ID == c.ID }),
+		Declared: s.Declared}
 	out.Commitments = append(out.Commitments, c)
 	slices.SortFunc(out.Commitments, func(a, b Commitment) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 
 func (s Store) without(id string) Store {
-	return Store{Schema: StoreSchema, Commitments: slices.DeleteFunc(slices.Clone(s.Commitments), func(x Commitment) bool { return x.ID == id })}
+	return Store{Schema: StoreSchema, Commitments: slices.DeleteFunc(slices.Clone(s.Commitments), func(x Commitment) bool { return x.ID == id }),
+		Declared: s.Declared}
+}
+
+// declared records that a declaration was taken up.
+func (s Store) declared(ref codec.Ref) Store {
+	if slices.Contains(s.Declared, ref) {
+		return s
+	}
+	d := append(slices.Clone(s.Declared), ref)
+	slices.Sort(d)
+	s.Declared = d
+	return s
 }
 
 // Context is what conditions are evaluated against.
@@ -263,6 +380,14 @@ type Context struct {
 	Signals []state.WakeSignal
 	// Approvals are the approval resolutions consumed this cycle.
 	Approvals []state.Approval
+	// Declarations are the standing commitments the goal declares now,
+	// GoalRef the goal's version, Checks the ids of the environment's
+	// checks and CycleSeq the cycle: what standing commitments are
+	// reconciled with (standing.go).
+	Declarations []Declaration
+	GoalRef      codec.Ref
+	Checks       []string
+	CycleSeq     int64
 }
 
 // Candidate is a transition the conditions call for. It is a proposal:
@@ -272,28 +397,90 @@ type Candidate struct {
 	Kind            Kind   `json:"kind"`
 	ExpectedVersion int64  `json:"expected_version"`
 	Reason          string `json:"reason"`
+	// Class is the §7.3 interruption class, when one applies.
+	Class string `json:"class,omitempty"`
+	// New is the commitment a Create makes.
+	New *Commitment `json:"new,omitempty"`
+	// Change is what a Modify sets.
+	Change *Change `json:"change,omitempty"`
 }
 
-// Evaluate checks every live commitment's exit, deadline and wake
-// conditions, in that order, and returns the transitions they call for. It
-// changes nothing.
+// Transition is the transition that carries the candidate out at at.
+func (c Candidate) Transition(at string) Transition {
+	t := Transition{Kind: c.Kind, CommitmentID: c.CommitmentID, ExpectedVersion: c.ExpectedVersion, Reason: c.Reason, Class: c.Class, At: at, New: c.New}
+	if c.Change != nil {
+		t.Change = *c.Change
+	}
+	return t
+}
+
+// maxSteps bounds the transitions one commitment takes in one evaluation.
+// Each rule moves a commitment on (a terminal status, a deadline or due
+// time set after now, an active status), so a handful always suffices.
+const maxSteps = 8
+
+// Evaluate checks the live commitments against the goal's declarations
+// and the conditions of the cycle, and returns the transitions they call
+// for, in the order they are to be applied: standing commitments are first
+// reconciled with the goal and the environment (taken up, narrowed,
+// redeclared, abandoned), then every commitment's exit, deadline and wake
+// conditions are evaluated in that order (for a standing commitment, a
+// signal moving its deadline comes first and its period last). One
+// commitment may take several steps (resumed, then due): each candidate
+// expects the version the one before leaves. Evaluate changes nothing: it
+// works on a copy.
 func Evaluate(s Store, ctx Context) []Candidate {
 	var out []Candidate
-	for _, c := range s.Commitments {
-		cand := Candidate{CommitmentID: c.ID, ExpectedVersion: c.Version}
-		switch {
-		case c.ExitOnCheckPass && checkPasses(ctx.Observation, c.CheckID):
-			cand.Kind, cand.Reason = Complete, "exit_condition_met"
-		case c.Deadline != "" && deadlinePassed(c.Deadline, ctx.Now):
-			cand.Kind, cand.Reason = Expire, "deadline_passed"
-		case c.Status == Suspended && c.Wake != nil && Matched(*c.Wake, ctx):
-			cand.Kind, cand.Reason = Resume, "wake_condition_matched"
-		default:
-			continue
+	at := state.FormatTime(ctx.Now)
+	work := s
+	take := func(c Candidate) bool {
+		next, _, err := work.Apply(c.Transition(at))
+		if err != nil {
+			return false
 		}
-		out = append(out, cand)
+		work = next
+		out = append(out, c)
+		return true
+	}
+	for _, c := range reconcile(work, ctx) {
+		take(c)
+	}
+	ids := make([]string, 0, len(work.Commitments))
+	for _, c := range work.Commitments {
+		ids = append(ids, c.ID)
+	}
+	for _, id := range ids {
+		for range maxSteps {
+			c, ok := work.Get(id)
+			if !ok {
+				break
+			}
+			cand, ok := condition(c, ctx)
+			if !ok || !take(cand) {
+				break
+			}
+		}
 	}
 	return out
+}
+
+// condition is the transition one commitment's conditions call for now.
+func condition(c Commitment, ctx Context) (Candidate, bool) {
+	if c.Standing != "" {
+		return standingCondition(c, ctx)
+	}
+	cand := Candidate{CommitmentID: c.ID, ExpectedVersion: c.Version}
+	switch {
+	case c.ExitOnCheckPass && checkPasses(ctx.Observation, c.CheckID):
+		cand.Kind, cand.Reason = Complete, "exit_condition_met"
+	case c.Deadline != "" && deadlinePassed(c.Deadline, ctx.Now):
+		cand.Kind, cand.Reason = Expire, "deadline_passed"
+	case c.Status == Suspended && c.Wake != nil && Matched(*c.Wake, ctx):
+		cand.Kind, cand.Reason = Resume, "wake_condition_matched"
+	default:
+		return cand, false
+	}
+	return cand, true
 }
 
 func checkPasses(obs world.Observation, id string) bool {

@@ -147,7 +147,7 @@ func TestApplyModify(t *testing.T) {
 
 	dl := "2026-04-01T00:00:00Z"
 	w := &commitment.Condition{Kind: commitment.WakeSignal, Source: "external_event"}
-	out, got, err = out.Apply(commitment.Transition{Kind: commitment.Modify, CommitmentID: "a", ExpectedVersion: 3, At: t1, Deadline: &dl, Wake: w})
+	out, got, err = out.Apply(commitment.Transition{Kind: commitment.Modify, CommitmentID: "a", ExpectedVersion: 3, At: t1, Change: commitment.Change{Deadline: &dl}, Wake: w})
 	require.NoError(t, err)
 	assert.Equal(t, dl, got.Deadline)
 	assert.Equal(t, w, got.Wake)

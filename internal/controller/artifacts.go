@@ -77,8 +77,12 @@ type TensionInputs struct {
 	Due []string
 	// Conflicts are open conflicts the strategy layer found.
 	Conflicts []string
-	// Gaps are items for which no acceptable remedy exists.
+	// Gaps are failing checks none of whose fixes is an available
+	// capability, with no proposer to ask.
 	Gaps []string
+	// Opportunities are available fixes that are the declared remedy of
+	// several failing checks at once, each named by its checks.
+	Opportunities []string
 	// Maintenance is upkeep that is due (a compaction asked for).
 	Maintenance []string
 	// Stop is set when a stop request or the kill switch is pending: it
@@ -109,6 +113,7 @@ func Assess(in TensionInputs) TensionReport {
 	add(TensionFreshness, in.Due)
 	add(TensionConflict, in.Conflicts)
 	add(TensionCapabilityGap, in.Gaps)
+	add(TensionOpportunity, in.Opportunities)
 	add(TensionMaintenance, in.Maintenance)
 	for _, s := range r.Sources {
 		if !slices.Contains(r.Classes, s.Class) {

@@ -3,7 +3,11 @@
 // package kernel says how a cycle runs; this package says which controller
 // state each step of it is, which role acts there, which transitions are
 // legal, what a cycle may spend, and which acts of approval are refused
-// because the approver would be approving itself.
+// because the approver would be approving itself. It also computes the
+// three controller inputs the seed names that no document hands a cycle
+// (context.go): which sources speak with authority, how far the context
+// can be trusted (on the readiness coordinate's scale), and what the run
+// can actually do.
 //
 // Everything here is pure: a Machine is stepped by the kernel with the
 // clock reading, the refs and the role of each step, and returns the

@@ -94,7 +94,10 @@ func (g *Guard) AcceptEvaluation(eval, outcome codec.Ref, evidence []codec.Ref) 
 }
 
 // FixFitness fixes the FitnessContract before the action. It can be fixed
-// once per cycle.
+// once per cycle, and nothing replaces it afterwards: the contract is
+// derived from the pinned environment and the action when the plan is
+// made, and a plan that waits for a person carries it to the cycle that
+// acts (docs/controller.md says why no amendment replaces it).
 func (g *Guard) FixFitness(ref codec.Ref, by Role) error {
 	if g.fitness != "" && g.fitness != ref {
 		return refuse(RuleFitnessFixed, by, ref, "the fitness contract %s is already fixed", g.fitness)
@@ -105,20 +108,6 @@ func (g *Guard) FixFitness(ref codec.Ref, by Role) error {
 
 // Fitness is the FitnessContract fixed in this cycle.
 func (g *Guard) Fitness() codec.Ref { return g.fitness }
-
-// AmendFitness replaces the fixed FitnessContract. Only an amendment the
-// operator approved (approvedBy Operator, in an earlier cycle) may; the
-// evaluator never may, approved or not, since it is judged by the contract.
-func (g *Guard) AmendFitness(ref codec.Ref, by Role, approvedBy Role) error {
-	if by == Evaluator {
-		return refuse(RuleFitnessFixed, by, ref, "the evaluator cannot change the active fitness contract")
-	}
-	if approvedBy != Operator {
-		return refuse(RuleFitnessFixed, by, ref, "an amendment needs a separate operator approval")
-	}
-	g.fitness = ref
-	return nil
-}
 
 // Promote lets by load or promote a capability candidate: only the
 // promoter may, never the candidate itself (by names the acting artifact)

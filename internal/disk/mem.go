@@ -257,6 +257,26 @@ func (m *Mem) MkdirAll(name string) error {
 	return nil
 }
 
+// Mkdir creates one directory, whose parent must exist, the way os.Mkdir
+// does: its entry is durable only once the parent is SyncDir'ed. It is
+// not part of FS (whose MkdirAll is durable at once); tests use it to
+// model a caller that creates directories itself, such as the sandbox's
+// world writes.
+func (m *Mem) Mkdir(name string) error {
+	m.op("mkdir", name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, base, err := m.parent("mkdir", name)
+	if err != nil {
+		return err
+	}
+	if _, ok := d.entries[base]; ok {
+		return &fs.PathError{Op: "mkdir", Path: name, Err: fs.ErrExist}
+	}
+	d.entries[base] = newDir()
+	return nil
+}
+
 // WriteFile implements FS: the data is durable (the temp file was fsynced),
 // the name is not until SyncDir.
 func (m *Mem) WriteFile(name string, data []byte) error {

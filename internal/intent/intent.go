@@ -6,11 +6,13 @@
 package intent
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
 	"github.com/acr-project/acr/internal/world"
@@ -37,6 +39,11 @@ type Goal struct {
 	// Lenses is the goal's strategy lens registry; empty means the
 	// built-in one.
 	Lenses []strategy.Lens `json:"lenses,omitempty"`
+	// Commitments are standing commitments: promises about checks the goal
+	// makes for the loop, which the loop takes up as live commitments and
+	// keeps, judges at their deadline and looks at on their schedule
+	// (package commitment, standing.go).
+	Commitments []commitment.Declaration `json:"commitments,omitempty"`
 }
 
 // Success says when the goal holds.
@@ -60,10 +67,8 @@ func (g *Goal) Validate(spec *world.Spec) error {
 	if !g.Success.AllChecksPass && len(g.Success.Checks) == 0 {
 		return &codec.FieldError{Path: "success", Err: fmt.Errorf("say when the goal holds: all_checks_pass or a list of checks")}
 	}
-	for i, c := range g.Success.Checks {
-		if spec != nil && !slices.ContainsFunc(spec.Checks, func(k world.Check) bool { return k.ID == c }) {
-			return &codec.FieldError{Path: fmt.Sprintf("success.checks[%d]", i), Err: fmt.Errorf("no check %q in the environment", c)}
-		}
+	if err := g.CheckEnvironment(spec); err != nil {
+		return err
 	}
 	if g.ExpiresAt != "" {
 		if _, err := state.ParseTime(g.ExpiresAt); err != nil {
@@ -76,7 +81,47 @@ func (g *Goal) Validate(spec *world.Spec) error {
 	if c := g.contradiction(); c != "" {
 		return &codec.FieldError{Path: "non_goals", Err: fmt.Errorf("%q is both an objective and a non-goal", c)}
 	}
+	for i, d := range g.Commitments {
+		if err := d.Validate(); err != nil {
+			return prefixed(fmt.Sprintf("commitments[%d]", i), err)
+		}
+		if slices.IndexFunc(g.Commitments, func(x commitment.Declaration) bool { return x.ID == d.ID }) != i {
+			return &codec.FieldError{Path: fmt.Sprintf("commitments[%d].id", i), Err: fmt.Errorf("commitment %q is declared twice", d.ID)}
+		}
+		for j, c := range d.Checks {
+			if spec != nil && !hasCheck(spec, c) {
+				return &codec.FieldError{Path: fmt.Sprintf("commitments[%d].checks[%d]", i, j), Err: fmt.Errorf("no check %q in the environment", c)}
+			}
+		}
+	}
 	return nil
+}
+
+// CheckEnvironment checks what the goal needs of an environment it runs
+// in: every check its success condition names. (An environment amended
+// under a running goal may drop a check a standing commitment keeps: the
+// commitment's scope narrows, or it is abandoned, when the amendment is
+// accepted.)
+func (g *Goal) CheckEnvironment(spec *world.Spec) error {
+	for i, c := range g.Success.Checks {
+		if spec != nil && !hasCheck(spec, c) {
+			return &codec.FieldError{Path: fmt.Sprintf("success.checks[%d]", i), Err: fmt.Errorf("no check %q in the environment", c)}
+		}
+	}
+	return nil
+}
+
+func hasCheck(spec *world.Spec, id string) bool {
+	return slices.ContainsFunc(spec.Checks, func(k world.Check) bool { return k.ID == id })
+}
+
+// prefixed puts a declaration's field error under its place in the goal.
+func prefixed(at string, err error) error {
+	var fe *codec.FieldError
+	if errors.As(err, &fe) {
+		return &codec.FieldError{Path: at + "." + fe.Path, Err: fe.Err}
+	}
+	return &codec.FieldError{Path: at, Err: err}
 }
 
 func (g *Goal) contradiction() string {

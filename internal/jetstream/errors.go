@@ -36,6 +36,11 @@ var (
 	// against the same frontier), which either stores it or reports that it
 	// already was. acr maps it to exit 74.
 	ErrUnavailable = errors.New("nats server unavailable")
+
+	// ErrReplicas means the servers cannot place a stream or bucket with
+	// the replica count asked for: more than one on a server that is not
+	// in a cluster, more than the cluster's servers. Nothing was changed.
+	ErrReplicas = errors.New("the servers cannot hold that many replicas")
 )
 
 // JetStream API error codes this package interprets (nats-server
@@ -48,6 +53,8 @@ const (
 	codeBatchIncomplete           = 10176 // atomic publish batch is incomplete
 	codeClusterNotAvailable       = 10008 // JetStream system temporarily unavailable
 	codeStreamOffline             = 10118 // stream is offline
+	codeReplicasNotClustered      = 10074 // replicas > 1 not supported in non-clustered mode
+	codeNoPeers                   = 10005 // no suitable peers for placement (and other placement errors)
 )
 
 // apiCode returns the JetStream error code carried by err, or 0.

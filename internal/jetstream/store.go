@@ -12,8 +12,12 @@ import (
 
 // Options are a store's settings; the zero value means the defaults.
 type Options struct {
-	// Replicas of every stream and bucket: 1 (the default) on a single
-	// server, 3 on a three-node cluster.
+	// Replicas of every stream and bucket: 1 on a single server, 3 on a
+	// three-node cluster. Open sets it on a stream or bucket that has
+	// another count (the server scales it). 0 leaves an existing stream's
+	// or bucket's count as it is and creates a new one with 1, so that a
+	// process that does not say (a status on a laptop) never scales a
+	// cluster's store down.
 	Replicas int
 	// LedgerDedup is the runs stream's dedup window (default 2 min). The
 	// expected sequence, not the window, is what stops a stale write; the
@@ -32,9 +36,13 @@ type Options struct {
 	// kept for the tests and benchmarks that compare the two. Without it
 	// Store.Checkpoints is nil.
 	KVCheckpoints bool
+
+	// keepReplicas is set by withDefaults when Replicas was not given.
+	keepReplicas bool
 }
 
 func (o Options) withDefaults() Options {
+	o.keepReplicas = o.Replicas == 0
 	if o.Replicas == 0 {
 		o.Replicas = 1
 	}
@@ -82,33 +90,33 @@ func Open(ctx context.Context, nc *nats.Conn, names Names, opts Options) (*Store
 	}
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	if err := ensureStream(ctx, js, runsStreamConfig(names, o)); err != nil {
-		return nil, fmt.Errorf("open %s: %w", names.RunsStream(), classify(err))
+	if err := ensureStream(ctx, js, runsStreamConfig(names, o), o.keepReplicas); err != nil {
+		return nil, fmt.Errorf("open %s: %w", names.RunsStream(), o.classifyOpen(err))
 	}
-	if err := ensureStream(ctx, js, inboxStreamConfig(names, o)); err != nil {
-		return nil, fmt.Errorf("open %s: %w", names.InboxStream(), classify(err))
+	if err := ensureStream(ctx, js, inboxStreamConfig(names, o), o.keepReplicas); err != nil {
+		return nil, fmt.Errorf("open %s: %w", names.InboxStream(), o.classifyOpen(err))
 	}
 	var ckpt *Checkpoints
 	if o.KVCheckpoints {
 		kv, err := ensureKeyValue(ctx, js, natsjs.KeyValueConfig{
 			Bucket: names.CheckpointBucket(), History: 1, Storage: o.storage(), Replicas: o.Replicas,
-		})
+		}, o.keepReplicas)
 		if err != nil {
-			return nil, fmt.Errorf("open %s: %w", names.CheckpointBucket(), classify(err))
+			return nil, fmt.Errorf("open %s: %w", names.CheckpointBucket(), o.classifyOpen(err))
 		}
 		ckpt = &Checkpoints{kv: kv}
 	}
 	idem, err := ensureKeyValue(ctx, js, natsjs.KeyValueConfig{
 		Bucket: names.IdempotencyBucket(), History: 1, Storage: o.storage(), Replicas: o.Replicas,
-	})
+	}, o.keepReplicas)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", names.IdempotencyBucket(), classify(err))
+		return nil, fmt.Errorf("open %s: %w", names.IdempotencyBucket(), o.classifyOpen(err))
 	}
 	lease, err := ensureKeyValue(ctx, js, natsjs.KeyValueConfig{
 		Bucket: names.LeaseBucket(), History: 1, TTL: o.LeaseTTL, Storage: o.storage(), Replicas: o.Replicas,
-	})
+	}, o.keepReplicas)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", names.LeaseBucket(), classify(err))
+		return nil, fmt.Errorf("open %s: %w", names.LeaseBucket(), o.classifyOpen(err))
 	}
 	return &Store{
 		Names:       names,
@@ -120,27 +128,78 @@ func Open(ctx context.Context, nc *nats.Conn, names Names, opts Options) (*Store
 	}, nil
 }
 
+// classifyOpen is classify for creating or updating a stream or bucket:
+// a placement the servers refuse for a replica count given is
+// ErrReplicas.
+func (o Options) classifyOpen(err error) error {
+	if c := apiCode(err); !o.keepReplicas && o.Replicas > 1 && (c == codeReplicasNotClustered || c == codeNoPeers) {
+		return fmt.Errorf("%w (%d asked for: a single server holds 1, a cluster at most as many as its servers): %w", ErrReplicas, o.Replicas, err)
+	}
+	return classify(err)
+}
+
 // ensureStream creates the stream, which the server accepts without a
 // change when it exists with this configuration, and updates it only when
 // the configuration differs. CreateOrUpdateStream would send an update
 // every time: on a cluster each is a proposal through the meta leader, and
 // every acr process opens the store when it starts, so under load those
 // updates queue behind each other (a reopen once timed out after 30 s in CI).
-func ensureStream(ctx context.Context, js natsjs.JetStream, cfg natsjs.StreamConfig) error {
+//
+// With keep (no replica count given), a stream that exists keeps its
+// replica count: the configuration compared and sent is the stream's own
+// count, so a process that does not name one neither updates nor scales a
+// stream an operator set to three replicas. A stream whose count is all
+// that differs then costs two more requests (its info, the create again),
+// and no update.
+func ensureStream(ctx context.Context, js natsjs.JetStream, cfg natsjs.StreamConfig, keep bool) error {
 	_, err := js.CreateStream(ctx, cfg)
-	if errors.Is(err, natsjs.ErrStreamNameAlreadyInUse) {
-		_, err = js.UpdateStream(ctx, cfg)
+	if !errors.Is(err, natsjs.ErrStreamNameAlreadyInUse) {
+		return err
 	}
+	if keep {
+		n, err := replicasOf(ctx, js, cfg.Name)
+		if err != nil {
+			return err
+		}
+		if n != cfg.Replicas {
+			cfg.Replicas = n
+			if _, err = js.CreateStream(ctx, cfg); !errors.Is(err, natsjs.ErrStreamNameAlreadyInUse) {
+				return err
+			}
+		}
+	}
+	_, err = js.UpdateStream(ctx, cfg)
 	return err
 }
 
-// ensureKeyValue is ensureStream for a bucket.
-func ensureKeyValue(ctx context.Context, js natsjs.JetStream, cfg natsjs.KeyValueConfig) (natsjs.KeyValue, error) {
+// ensureKeyValue is ensureStream for a bucket (its stream is KV_<bucket>).
+func ensureKeyValue(ctx context.Context, js natsjs.JetStream, cfg natsjs.KeyValueConfig, keep bool) (natsjs.KeyValue, error) {
 	kv, err := js.CreateKeyValue(ctx, cfg)
-	if errors.Is(err, natsjs.ErrBucketExists) {
-		return js.CreateOrUpdateKeyValue(ctx, cfg)
+	if !errors.Is(err, natsjs.ErrBucketExists) {
+		return kv, err
 	}
-	return kv, err
+	if keep {
+		n, err := replicasOf(ctx, js, "KV_"+cfg.Bucket)
+		if err != nil {
+			return nil, err
+		}
+		if n != cfg.Replicas {
+			cfg.Replicas = n
+			if kv, err = js.CreateKeyValue(ctx, cfg); !errors.Is(err, natsjs.ErrBucketExists) {
+				return kv, err
+			}
+		}
+	}
+	return js.CreateOrUpdateKeyValue(ctx, cfg)
+}
+
+// replicasOf is the replica count of an existing stream.
+func replicasOf(ctx context.Context, js natsjs.JetStream, stream string) (int, error) {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return 0, err
+	}
+	return s.CachedInfo().Config.Replicas, nil
 }
 
 // runsStreamConfig is the runs stream: every run's ledger and checkpoint.

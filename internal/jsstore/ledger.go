@@ -3,6 +3,7 @@ package jsstore
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/jetstream"
@@ -128,9 +129,21 @@ func (l *Ledger) CheckFrontier(f state.Frontier) error {
 		}
 		return nil
 	}
-	if f.Seq > l.front.Seq || f.Offset > l.front.Offset {
-		return fmt.Errorf("%w: checkpoint expects seq %d at stream sequence %d, ledger of %s ends at seq %d, stream sequence %d",
-			ledger.ErrBehind, f.Seq, f.Offset, l.run.ID, l.front.Seq, l.front.Offset)
+	// On a replicated stream a direct get may be answered by a replica
+	// that has not applied the latest writes yet: a ledger that looks
+	// behind the checkpoint is read again for a while before it is
+	// called damaged.
+	for wait := 10 * time.Millisecond; f.Seq > l.front.Seq || f.Offset > l.front.Offset; wait *= 2 {
+		if wait > 2*time.Second {
+			return fmt.Errorf("%w: checkpoint expects seq %d at stream sequence %d, ledger of %s ends at seq %d, stream sequence %d",
+				ledger.ErrBehind, f.Seq, f.Offset, l.run.ID, l.front.Seq, l.front.Offset)
+		}
+		time.Sleep(wait)
+		again, err := l.run.OpenLedger()
+		if err != nil {
+			return err
+		}
+		l.front = again.front
 	}
 	if f.Offset <= 0 {
 		return fmt.Errorf("%w: checkpoint frontier seq %d has no stream sequence", ledger.ErrCorrupt, f.Seq)

@@ -29,6 +29,9 @@ var (
 	// than the server takes in one message, or a batch has more records
 	// than one atomic batch holds.
 	ErrTooLarge = jetstream.ErrTooLarge
+	// ErrReplicas: the servers cannot hold the replica count
+	// Options.Replicas asks for; nothing was changed.
+	ErrReplicas = jetstream.ErrReplicas
 )
 
 // Options are a store's settings; the zero value means the defaults.
@@ -36,8 +39,9 @@ type Options struct {
 	// Prefix names the store's streams, buckets and subjects (default
 	// "acr"), so that several stores can share a NATS account.
 	Prefix string
-	// Replicas of every stream and bucket: 1 (the default) on a single
-	// server, 3 on a three-node cluster.
+	// Replicas of every stream and bucket: 1 on a single server, 3 on a
+	// three-node cluster; 0 leaves existing ones as they are and creates
+	// new ones with 1 (jetstream.Options.Replicas).
 	Replicas int
 	// LeaseTTL is how long a run lease lasts unless renewed (default 30 s).
 	LeaseTTL time.Duration

@@ -28,7 +28,7 @@ func (b *builder) blocked() map[string]string {
 		out[d.ItemID] = "awaiting_evidence"
 	}
 	for _, c := range b.s.Commitments.Commitments {
-		if c.Status == commitment.Suspended {
+		if c.Status == commitment.Suspended && c.ItemID != "" {
 			out[c.ItemID] = "commitment_suspended"
 		}
 	}
@@ -45,7 +45,15 @@ func (b *builder) resolveAgenda(sem semantic.Encoded) {
 		in.Issues = append(in.Issues, agenda.Issue{CheckID: f.Subject, Priority: f.Priority, Summary: summary})
 	}
 	for _, c := range b.s.Commitments.Commitments {
-		if c.Status == commitment.Active {
+		switch {
+		case c.Status != commitment.Active:
+		case c.Standing != "":
+			// A standing commitment puts the failing checks of its scope
+			// on the agenda; one whose checks pass asks for nothing.
+			for _, id := range c.Failing(b.s.Environment) {
+				in.Reactivated = append(in.Reactivated, agenda.Work{CommitmentID: c.ID, CheckID: id, Summary: c.Summary})
+			}
+		default:
 			in.Reactivated = append(in.Reactivated, agenda.Work{CommitmentID: c.ID, CheckID: c.CheckID, Summary: c.Summary})
 		}
 	}

@@ -32,6 +32,11 @@ import (
 //     there; the next runs under the new version, and from then on every
 //     persistent.cycle.started names the versions it runs under.
 //
+// While an amendment waits for its answer, the pinned version rules, but
+// an action the loop would take on its own that the answer decides is
+// not taken (context.go, contested): the source authority for it is
+// unresolved.
+//
 // A run stopped on a hard budget takes amendments and their answers, and
 // an accepted one resumes it: raising a budget is an amendment.
 
@@ -101,7 +106,7 @@ func checkAmendment(s EngineState, a state.Amendment) (amended, error) {
 			err = n.spec.Validate()
 		}
 		if err == nil {
-			err = s.Goal.Validate(&n.spec)
+			err = s.Goal.CheckEnvironment(&n.spec)
 		}
 		if err == nil && (n.spec.Root != s.Spec.Root || !maps.Equal(n.spec.Files, s.Spec.Files)) {
 			err = &codec.FieldError{Path: "root", Err: errors.New("an amendment cannot change the world a run looks after (root and files stay as pinned)")}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/acr-project/acr/internal/agenda"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/event"
@@ -16,18 +17,23 @@ import (
 // transitions applied through the store's explicit API, before any new
 // agenda; deferrals and suppressions lifted when their evidence changed.
 
-// evaluateCommitments evaluates live commitments' conditions and applies
-// the transitions they call for through the store's explicit API.
+// evaluateCommitments reconciles the goal's standing commitments with the
+// store, evaluates live commitments' conditions and applies the
+// transitions they call for through the store's explicit API.
 func (b *builder) evaluateCommitments() {
-	if len(b.s.Commitments.Commitments) == 0 {
+	if len(b.s.Commitments.Commitments) == 0 && len(b.s.Goal.Commitments) == 0 {
 		return
 	}
-	ctx := commitment.Context{Now: b.now, Observation: b.s.Environment, Signals: b.signals, Approvals: b.approvals}
+	checks := make([]string, 0, len(b.s.Spec.Checks))
+	for _, c := range b.s.Spec.Checks {
+		checks = append(checks, c.ID)
+	}
+	ctx := commitment.Context{Now: b.now, Observation: b.s.Environment, Signals: b.signals, Approvals: b.approvals,
+		Declarations: b.s.Goal.Commitments, GoalRef: codec.MustRefOf(kindGoal, b.s.Goal), Checks: checks, CycleSeq: b.cycle}
 	cands := commitment.Evaluate(b.s.Commitments, ctx)
 	evRef := b.record(event.ConditionsEvaluated, "ceval", map[string]any{"candidates": nonNil(cands), "cycle_seq": b.cycle}, nil)
 	for _, c := range cands {
-		b.transition(commitment.Transition{Kind: c.Kind, CommitmentID: c.CommitmentID, ExpectedVersion: c.ExpectedVersion, Reason: c.Reason, At: b.at},
-			map[string]codec.Ref{"evaluation": evRef})
+		b.transition(c.Transition(b.at), map[string]codec.Ref{"evaluation": evRef})
 	}
 }
 
@@ -47,19 +53,31 @@ func (b *builder) transition(t commitment.Transition, refs map[string]codec.Ref)
 		return
 	}
 	b.s.Commitments = store
-	ref := b.record(event.Commitment(lifecycleVerb(t.Kind)), "cmt", c, refs, t.Reason)
+	reasons := []string{t.Reason}
+	if t.Class != "" {
+		reasons = append(reasons, t.Class)
+	}
+	ref := b.record(event.Commitment(lifecycleVerb(t.Kind)), "cmt", c, refs, reasons...)
 	b.rec.CommitmentRefs = append(b.rec.CommitmentRefs, ref)
-	if t.Kind == commitment.Expire {
+	switch {
+	case t.Kind == commitment.Expire && c.ItemID != "":
 		// An expired promise is not renewed on the spot: the item waits
 		// for new evidence (a change to its target) before it is proposed
 		// again.
 		r, _ := b.s.Environment.Check(c.CheckID)
 		b.suppress(state.Suppression{ItemID: c.ItemID, Reason: "commitment_expired", Since: b.at, EvidenceRef: string(r.TargetSHA256)})
+	case t.Kind == commitment.Abandon && t.Reason == commitment.ReasonDeadlineUnmet:
+		// Nor is a standing promise given up at its deadline: its failing
+		// checks wait for new evidence too.
+		for _, id := range c.Failing(b.s.Environment) {
+			r, _ := b.s.Environment.Check(id)
+			b.suppress(state.Suppression{ItemID: agenda.ItemID(id), Reason: "commitment_abandoned", Since: b.at, EvidenceRef: string(r.TargetSHA256)})
+		}
 	}
 	if t.Kind == commitment.Resume {
 		b.emit(event.CommitmentResumeAnnounced, nil, map[string]codec.Ref{"commitment": ref}, "explicit_resume")
 	}
-	if t.Kind == commitment.Resume || t.Kind == commitment.Expire {
+	if t.Kind == commitment.Resume || t.Kind == commitment.Expire || t.Due() {
 		b.woken = append(b.woken, c.ID)
 	}
 }

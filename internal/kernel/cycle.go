@@ -134,6 +134,8 @@ type builder struct {
 	areqRef    codec.Ref
 	carried    *codec.Value // the fitness contract an approved plan keeps
 	woken      []string     // commitments whose condition or deadline came
+	ctx        controller.Context
+	hasCtx     bool // ctx was made (ledger format 2, the cycle observed)
 	restOut    []codec.Ref
 	restUsed   budget.Usage
 
@@ -343,7 +345,8 @@ func (b *builder) run() {
 	b.rec.SemanticStateRef = b.record(event.SemanticEncoded, "sem", sem, nil)
 	self := semantic.Observe(rs, b.cycle, len(b.s.Commitments.Commitments))
 	b.rec.SelfObservationRef = b.record(event.SelfObserved, "self", self, nil)
-	b.move(controller.Align, "context_snapshot", b.rec.SemanticStateRef, b.rec.SelfObservationRef)
+	ctxRef := b.observeContext()
+	b.move(controller.Align, "context_snapshot", b.rec.SemanticStateRef, b.rec.SelfObservationRef, ctxRef)
 
 	// Align with the accepted intent.
 	if al := intent.Align(&b.s.Goal, b.now); !al.Aligned {
@@ -359,6 +362,7 @@ func (b *builder) run() {
 	b.evaluateCommitments()
 	b.liftDeferrals()
 	b.liftSuppressions()
+	b.liftPreflight()
 	b.strategize()
 	tension, tensionRef := b.assessTension(sem)
 

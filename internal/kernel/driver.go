@@ -317,7 +317,7 @@ func (d *Driver) rollForward(recs []event.Record, rec *Recovery) error {
 		if r.Event.Type == event.RunFaulted && r.Event.CycleSeq == d.state.Run.CycleSeq {
 			// A fault recorded outside a cycle (Fault) whose checkpoint was
 			// not written: apply it again.
-			st, _, err := Fault(d.state, parseAt(r.Event.At), r.Event.Reasons)
+			st, _, err := Fault(d.state, parseAt(r.Event.At), r.Event.Reasons, FaultCause(r.Event))
 			if err != nil {
 				return err
 			}
@@ -898,7 +898,7 @@ func (d *Driver) providerFailed(cause error) error {
 	}
 	d.notify("error", "run faulted: provider failures reached the policy's limit (acr wake --signal manual_resume resumes it)",
 		map[string]any{"consecutive": d.failures, "limit": limit})
-	st, evs, err := Fault(d.state, d.Clock.Now(), []string{"provider_failures_exceeded", fmt.Sprintf("failures_%d", d.failures)})
+	st, evs, err := Fault(d.state, d.Clock.Now(), []string{"provider_failures_exceeded", fmt.Sprintf("failures_%d", d.failures)}, cause.Error())
 	if err != nil {
 		return err
 	}
@@ -939,6 +939,7 @@ func (d *Driver) Run(ctx context.Context, maxCycles int, each func(Summary)) (Ru
 			break
 		}
 		var sum Summary
+		spec := d.state.Run.EnvironmentSpecRef
 		sum, err = d.Step()
 		if err != nil || !sum.Executed {
 			if !sum.Executed && err == nil {
@@ -952,6 +953,13 @@ func (d *Driver) Run(ctx context.Context, maxCycles int, each func(Summary)) (Ru
 			each(sum)
 		}
 		if sum.LoopDisposition.Terminal() {
+			break
+		}
+		if d.state.Run.EnvironmentSpecRef != spec {
+			// An accepted amendment changed the environment: the world
+			// was opened with the old one (its checks), so the invocation
+			// ends here and the next opens it with the new one.
+			rep.ReasonCodes = []string{"environment_amended"}
 			break
 		}
 	}

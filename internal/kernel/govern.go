@@ -120,6 +120,9 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 	b.sum.Action = action.Describe()
 	more := b.candidates > 1
 	b.judgeProposed(b.fp, "governance_"+strings.ToLower(d.Verdict.String())+"_"+d.ReasonCodes[0])
+	if b.preflight(action, req, d, decRef, rcptRef) {
+		return
+	}
 
 	switch d.Verdict {
 	case governance.Execute:
@@ -176,6 +179,9 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 			ProposalOnly: b.coords.AutonomyLevel() <= 1, FitnessRef: fitRef, Fitness: ptr(mustValue(b.fitness)),
 		})
 		b.emit(event.ApprovalRequested, nil, map[string]codec.Ref{"action": actionRef, "decision": decRef}, d.ReasonCodes...)
+		// The commitment whose work this was is interrupted at the
+		// boundary (§7.3): suspended until a person answers.
+		b.interrupt(commitmentID, "awaiting_approval", &commitment.Condition{Kind: commitment.WakeApproval, ActionRef: string(actionRef)}, decRef)
 		b.move(controller.Propose, d.ReasonCodes[0], decRef, rcptRef, fitRef)
 		b.conclude(b.orResting(more), append([]string{"governance_escalated"}, d.ReasonCodes...))
 	case governance.Defer:
@@ -208,9 +214,7 @@ func (b *builder) deferItem(d governance.Decision, decRef codec.Ref, commitmentI
 		b.emit(event.WorkDeferred, nil, map[string]codec.Ref{"decision": decRef}, "evidence_missing")
 		return
 	}
-	if c, ok := b.s.Commitments.ForItem(b.item); ok && commitmentID != "" {
-		b.transition(commitment.Transition{Kind: commitment.Suspend, CommitmentID: c.ID, ExpectedVersion: c.Version, Reason: "evidence_missing", At: b.at, Wake: wake},
-			map[string]codec.Ref{"decision": decRef})
+	if b.interrupt(commitmentID, "evidence_missing", wake, decRef) {
 		return
 	}
 	c := commitment.Commitment{
@@ -225,6 +229,24 @@ func (b *builder) deferItem(d governance.Decision, decRef codec.Ref, commitmentI
 		"policy": "defer_to_sleep", "cycle_seq": b.cycle}
 	pref := b.record(event.PromotionRecorded, "promo", promo, map[string]codec.Ref{"resolution": b.resRef}, "PROMOTE_TO_COMMITMENT")
 	b.transition(commitment.Transition{Kind: commitment.Create, New: &c, Reason: "promoted_deferred_work", At: b.at}, map[string]codec.Ref{"promotion": pref})
+}
+
+// interrupt suspends the live, active commitment whose work met a
+// governance boundary (a deferral for evidence, an escalation to a person)
+// until wake holds, and reports whether there was one. A standing
+// commitment remembers the item it is held on.
+func (b *builder) interrupt(commitmentID, reason string, wake *commitment.Condition, decRef codec.Ref) bool {
+	c, ok := b.s.Commitments.Get(commitmentID)
+	if commitmentID == "" || !ok || c.Status != commitment.Active {
+		return false
+	}
+	t := commitment.Transition{Kind: commitment.Suspend, CommitmentID: c.ID, ExpectedVersion: c.Version, Reason: reason,
+		Class: commitment.GovernanceBoundary, At: b.at, Wake: wake}
+	if c.Standing != "" {
+		t.Item = b.item
+	}
+	b.transition(t, map[string]codec.Ref{"decision": decRef})
+	return true
 }
 
 func (b *builder) suppress(sp state.Suppression) {

@@ -89,20 +89,31 @@ func Init(bs Bootstrap) (EngineState, []event.Event, error) {
 }
 
 // Fault moves the run to FAULTED outside any cycle (for example after
-// repeated provider failures), with the reason recorded.
-func Fault(s EngineState, now time.Time, reasons []string) (EngineState, []event.Event, error) {
+// repeated provider failures), with the reason recorded. cause, when not
+// empty, is the last error in words: the fault event carries it and the
+// run waits on it (waiting kind "fault"), so that acr status shows what a
+// person has to fix, not only a reason code, and replay derives the same
+// state from the event.
+func Fault(s EngineState, now time.Time, reasons []string, cause string) (EngineState, []event.Event, error) {
 	b := &builder{s: s.clone(), cycle: s.Run.CycleSeq, now: now, at: state.FormatTime(now)}
 	b.s.Run.Status = state.RunFaulted
 	b.s.Run.LoopDisposition = state.Faulted
 	b.s.Run.ReasonCodes = reasons
 	b.s.Run.Waiting = nil
+	var obj *event.Object
+	if cause != "" {
+		b.s.Run.Waiting = &state.Waiting{Kind: WaitingFault, Reason: cause, Since: b.at}
+		if obj, b.err = event.NewObject(kindFault, faultCause{Error: cause}); b.err != nil {
+			return EngineState{}, nil, b.err
+		}
+	}
 	b.s.Run.NextWake = nil
 	b.s.Run.UpdatedAt = b.at
 	if b.s.Run.Format() != state.LedgerFormat1 {
 		b.s.Run.LastCheckpointRef = checkpointRef(b.s.Checkpoint)
 	}
 	b.s.seal()
-	b.emit(event.RunFaulted, nil, nil, reasons...)
+	b.emit(event.RunFaulted, obj, nil, reasons...)
 	chk := b.s.Checkpoint
 	chk.RunStateRef = runStateRef(b.s.Run)
 	b.s.Checkpoint = chk
@@ -111,6 +122,29 @@ func Fault(s EngineState, now time.Time, reasons []string) (EngineState, []event
 		return EngineState{}, nil, b.err
 	}
 	return b.s, b.events, nil
+}
+
+// WaitingFault is the waiting kind of a run faulted with a known cause:
+// it waits for a person (acr wake --signal manual_resume, once the cause
+// is dealt with).
+const WaitingFault = "fault"
+
+// kindFault is the object kind of a fault event's cause.
+const kindFault = "fault"
+
+// faultCause is the object a fault event carries when its cause is known.
+type faultCause struct {
+	Error string `json:"error"`
+}
+
+// FaultCause returns the cause a recorded fault event carries ("" when
+// it has none), for replay and recovery to fault the run the same way.
+func FaultCause(ev event.Event) string {
+	var c faultCause
+	if ev.Object != nil && ev.Object.Decode(&c) == nil {
+		return c.Error
+	}
+	return ""
 }
 
 // formatReason is the reason code of persistent.run.started that names the

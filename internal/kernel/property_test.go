@@ -67,6 +67,7 @@ func randomRun(seed uint64, seen map[controller.Phase]int) error {
 	ct.Authority.Mode = governance.AuthorityMode(pick("none", "read", "propose", "project_write", "project_write", "project_write", "project_write"))
 	ct.Coordinates.Autonomy = pick("A0", "A1", "A2", "A2", "A3", "A4", "A4")
 	ct.Coordinates.CognitiveDepth = pick("D0", "D1", "D2", "D2", "D3")
+	ct.Coordinates.Readiness = pick("L0", "L1", "L2", "L2", "L3")
 	if rng.IntN(5) == 0 {
 		ct.CycleBudget = &budget.Cycle{MaxCost: int64(2 + rng.IntN(8)), MaxEvents: int64(30 + rng.IntN(60)), MaxCascadeFanout: 1}
 	}
@@ -85,6 +86,9 @@ func randomRun(seed uint64, seen map[controller.Phase]int) error {
 			}
 		}
 		in := Inputs{Now: now, Observation: observe(spec, failing, rng.IntN(4) == 0), KillSwitch: rng.IntN(40) == 0}
+		if rng.IntN(6) == 0 {
+			in.Observation.Refused = []world.Refusal{{Path: pick("a.txt", "b.txt"), Reason: "symlink"}}
+		}
 		for j := range rng.IntN(3) {
 			in.Inbox = append(in.Inbox, randomItem(rng, s, now, fmt.Sprintf("%d-%d", cycle, j)))
 		}
@@ -190,7 +194,21 @@ func randomSettlement(rng *rand.Rand, p *Pending) Settlement {
 // checkPath checks one cycle's controller transitions.
 func checkPath(evs []event.Event, ct governance.Contract, seen map[controller.Phase]int) error {
 	var path []controller.Transition
+	var ctx *controller.Context
+	var action *world.Action
 	for _, ev := range evs {
+		switch ev.Type {
+		case event.ContextRecorded:
+			ctx = &controller.Context{}
+			if err := ev.Object.Decode(ctx); err != nil {
+				return err
+			}
+		case event.ActionProposed:
+			action = &world.Action{}
+			if err := ev.Object.Decode(action); err != nil {
+				return err
+			}
+		}
 		ts, err := ev.ControllerTransitions()
 		if err != nil {
 			return err
@@ -215,6 +233,14 @@ func checkPath(evs []event.Event, ct governance.Contract, seen map[controller.Ph
 		}
 		if tr.NextState == controller.Act && governance.Level(ct.Coordinates.Autonomy, 'A') < 2 {
 			return fmt.Errorf("acted at autonomy %s", ct.Coordinates.Autonomy)
+		}
+		if (tr.NextState == controller.Act || tr.NextState == controller.Propose) && action != nil && action.Operation != world.OpRestore {
+			if ctx == nil {
+				return fmt.Errorf("%s without a context record", tr.NextState)
+			}
+			if trust := ctx.Trust.For(action.Paths()); !controller.Ready(ct.Coordinates.Readiness, trust) {
+				return fmt.Errorf("%s on %s with trust %s below readiness %s", tr.NextState, action.Target, trust, ct.Coordinates.Readiness)
+			}
 		}
 	}
 	return nil

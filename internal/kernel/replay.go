@@ -122,7 +122,7 @@ func lastIndex(recs []event.Record, typ event.Kind) int {
 func replayFault(s EngineState, group []event.Record) (EngineState, bool, error) {
 	for _, r := range group {
 		if r.Event.Type == event.RunFaulted {
-			st, _, err := Fault(s, parseAt(r.Event.At), r.Event.Reasons)
+			st, _, err := Fault(s, parseAt(r.Event.At), r.Event.Reasons, FaultCause(r.Event))
 			return st, true, err
 		}
 	}

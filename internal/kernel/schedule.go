@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
@@ -69,7 +70,10 @@ func Eligible(s EngineState, in Inputs) (bool, []string) {
 		why = append(why, "knowledge_source_changed")
 	}
 	if rs.NextWake != nil && rs.NextWake.At != "" && expired(rs.NextWake.At, in.Now) {
-		why = append(why, "wake_time_reached")
+		// The run's own clock wakes it: a commitment's deadline or period
+		// (commitment_deadline_due), a time a commitment waits for, or a
+		// scheduled look.
+		why = append(why, cmp.Or(rs.NextWake.Source, "wake_time_reached"))
 	}
 	if in.Observation.Ref() != rs.EnvironmentRef {
 		why = append(why, "environment_changed")
@@ -89,7 +93,9 @@ func (b *builder) resting() state.Disposition {
 	switch {
 	case slices.ContainsFunc(rs.PendingApprovals, func(p state.PendingApproval) bool { return p.Resolution == nil }):
 		return state.WaitApproval
-	case b.hasSleepingCommitment() || b.idleSleep() != "":
+	case b.hasSleepingCommitment() || b.s.Commitments.Due(b.now) != "" || b.idleSleep() != "":
+		// A known future wake (a condition, a commitment's deadline or
+		// period, a scheduled look) is a sleep, not an idle (seed §5.2).
 		return state.Sleep
 	case len(rs.Deferred) > 0:
 		return state.Deferred
@@ -104,6 +110,9 @@ func (b *builder) restingReasons() []string {
 	case state.Sleep:
 		if b.hasSleepingCommitment() {
 			return []string{"no_positive_agenda", "commitment_wake_condition_pending"}
+		}
+		if b.s.Commitments.Due(b.now) != "" {
+			return []string{"no_positive_agenda", "commitment_deadline_pending"}
 		}
 		return []string{"no_positive_agenda", "scheduled_tick_pending"}
 	case state.Deferred:
@@ -131,22 +140,24 @@ func (b *builder) idleSleep() string {
 func (b *builder) setWaiting(d state.Disposition) {
 	rs := &b.s.Run
 	var wake state.Wake
-	earliest := func(t string) {
-		if t != "" && (wake.At == "" || t < wake.At) {
-			wake.At = t
+	// earliest keeps the earliest time still to come, and its source. A
+	// time already past is no wake: waking on it would wake every
+	// invocation (the cycle that reaches the commitments stage deals with
+	// a past deadline).
+	earliest := func(t, source string) {
+		if t > b.at && (wake.At == "" || t < wake.At) {
+			wake.At, wake.Source = t, source
 		}
 	}
+	earliest(b.s.Commitments.Due(b.now), "commitment_deadline_due")
 	var deadline string
 	for _, c := range b.s.Commitments.Commitments {
-		if c.Deadline != "" {
-			earliest(c.Deadline)
-			if deadline == "" || c.Deadline < deadline {
-				deadline = c.Deadline
-			}
+		if c.Deadline != "" && (deadline == "" || c.Deadline < deadline) {
+			deadline = c.Deadline
 		}
 		if c.Status == commitment.Suspended && c.Wake != nil {
 			if c.Wake.Kind == commitment.WakeTime {
-				earliest(c.Wake.At)
+				earliest(c.Wake.At, "commitment_wake_condition")
 			}
 			wake.Conditions = append(wake.Conditions, c.ID+": "+c.Wake.String())
 		}
@@ -165,7 +176,7 @@ func (b *builder) setWaiting(d state.Disposition) {
 		wake.Conditions = append(wake.Conditions, "budget "+n+": budget_replenished signal")
 	}
 	if d == state.Idle || d == state.Sleep {
-		earliest(b.idleSleep())
+		earliest(b.idleSleep(), "")
 	}
 	slices.Sort(wake.Conditions)
 	rs.NextWake = nil

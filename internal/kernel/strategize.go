@@ -5,7 +5,6 @@ import (
 	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/semantic"
-	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
 )
 
@@ -26,8 +25,9 @@ func (b *builder) assessTension(sem semantic.Encoded) (controller.TensionReport,
 		}
 	}
 	in.Drifted = b.drifted(in.Failing)
-	if rs.Format() != state.LedgerFormat1 {
-		in.Gaps = b.capabilityGaps(in.Failing)
+	if b.hasCtx {
+		in.Gaps = controller.Gaps(in.Failing, b.ctx.Capabilities)
+		in.Opportunities = controller.Opportunities(&b.s.Spec, b.ctx.Capabilities, in.Failing)
 	}
 	for i, w := range b.signals {
 		if w.Source == "manual_resume" {
@@ -55,22 +55,6 @@ func (b *builder) assessTension(sem semantic.Encoded) (controller.TensionReport,
 	return t, b.record(event.TensionAssessed, "tens", t, map[string]codec.Ref{"observation": obs}, t.Classes...)
 }
 
-// capabilityGaps lists the failing checks the loop has no way to fix: no
-// declared fix, and no proposer to ask. They still fail (validation
-// tension); this says that only a person, or a new capability, can help.
-func (b *builder) capabilityGaps(failing []string) []string {
-	if b.s.Contract.Proposer != nil {
-		return nil
-	}
-	var gaps []string
-	for _, id := range failing {
-		if c, ok := b.s.Spec.CheckByID(id); ok && len(c.Fixes) == 0 {
-			gaps = append(gaps, id)
-		}
-	}
-	return gaps
-}
-
 // strategize computes strategic tension and, when the trigger says so,
 // runs a review whose overlay may reshape cognition.
 func (b *builder) strategize() {
@@ -81,7 +65,11 @@ func (b *builder) strategize() {
 	}
 	targets := map[string]string{}
 	for _, c := range b.s.Commitments.Commitments {
-		targets[c.ID] = c.Target
+		if c.Target != "" {
+			// A standing commitment covers checks, not one target: it
+			// conflicts with nothing by its path.
+			targets[c.ID] = c.Target
+		}
 	}
 	var open []strategy.KnowledgeCandidate
 	for _, c := range b.s.Strategy.Candidates {

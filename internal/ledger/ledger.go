@@ -484,5 +484,30 @@ func ReadAt(fsys disk.FS, offset int64) (event.Record, error) {
 	return event.Record{}, &DamageError{Offset: offset, Msg: "no complete line at this offset"}
 }
 
+// ReadAfter reads, without writing or locking, the records after from to
+// the last complete line: what was appended since a checkpoint, for a
+// reader (acr status) that must not wait for the run's lock. A torn last
+// line is left out: it is not a record until recovery says so.
+func ReadAfter(fsys disk.FS, from state.Frontier) ([]event.Record, error) {
+	f, err := fsys.Open(FileName)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	if size < from.Offset {
+		return nil, fmt.Errorf("%w: the checkpoint's frontier is at offset %d, the ledger ends at %d", ErrBehind, from.Offset, size)
+	}
+	buf := make([]byte, size-from.Offset)
+	if _, err := f.ReadAt(buf, from.Offset); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read ledger: %w", err)
+	}
+	end := from.Offset + int64(bytes.LastIndexByte(buf, '\n')+1)
+	return readRange(f, from, end)
+}
+
 // IsNotExist reports whether err means there is no ledger.
 func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -308,3 +308,45 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// TestReadAfter reads what follows a checkpoint's frontier without a
+// writer's handle: every record after it, a torn last line left out, and
+// a frontier beyond the file refused as behind.
+func TestReadAfter(t *testing.T) {
+	backends(t, func(t *testing.T, fsys disk.FS) {
+		l, err := Create(fsys)
+		require.NoError(t, err)
+		first, err := l.Append(testEvents(2, 1))
+		require.NoError(t, err)
+		more, err := l.Append(testEvents(3, 2))
+		require.NoError(t, err)
+		require.NoError(t, l.Close())
+		at := frontierOf(first[1])
+
+		got, err := ReadAfter(fsys, at)
+		require.NoError(t, err)
+		require.Len(t, got, 3)
+		for i, r := range got {
+			assert.Equal(t, more[i].Hash, r.Hash)
+			assert.Equal(t, more[i].Offset, r.Offset)
+		}
+		got, err = ReadAfter(fsys, frontierOf(more[2]))
+		require.NoError(t, err)
+		assert.Empty(t, got)
+
+		f, err := fsys.OpenAppend(FileName)
+		require.NoError(t, err)
+		_, err = f.Write([]byte(`{"seq":6,"torn`))
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		got, err = ReadAfter(fsys, at)
+		require.NoError(t, err)
+		assert.Len(t, got, 3, "a torn last line is not a record")
+
+		_, err = ReadAfter(fsys, state.Frontier{Seq: 99, Hash: more[2].Hash, Offset: 1 << 20})
+		assert.ErrorIs(t, err, ErrBehind)
+		_, err = ReadAfter(fsys, state.Frontier{Seq: at.Seq, Hash: state.GenesisHash, Offset: at.Offset})
+		var de *DamageError
+		assert.ErrorAs(t, err, &de, "a frontier whose hash is not the ledger's does not chain")
+	})
+}

@@ -194,6 +194,30 @@ func Catalogue() []Mutant {
 					"\td.Thoughts = \"private musings about \" + sit.Check.ID\n"),
 			},
 		},
+		{
+			Name:   "deadline-ignored",
+			Breaks: "a standing commitment's deadline is never judged: the promise stays live past it",
+			Edits: []Edit{{File: "internal/commitment/standing.go",
+				Find:     "\tcase c.Deadline != \"\" && deadlinePassed(c.Deadline, ctx.Now):\n",
+				Replace:  "\tcase false && c.Deadline != \"\" && deadlinePassed(c.Deadline, ctx.Now):\n",
+				Switched: "\tcase !MUTANT_ON && c.Deadline != \"\" && deadlinePassed(c.Deadline, ctx.Now):\n"}},
+		},
+		{
+			Name:   "deadline-moved-by-any",
+			Breaks: "any external_event signal with a deadline in its payload moves a standing commitment's deadline, not only the one its declaration names",
+			Edits: []Edit{{File: "internal/commitment/standing.go",
+				Find:     "\t\tif w.Source != \"external_event\" || w.Ref != c.MovedBy {\n",
+				Replace:  "\t\tif w.Source != \"external_event\" {\n",
+				Switched: "\t\tif w.Source != \"external_event\" || (!MUTANT_ON && w.Ref != c.MovedBy) {\n"}},
+		},
+		{
+			Name:   "wake-ignores-deadline",
+			Breaks: "a resting run's next wake leaves out its commitments' deadlines and periods: it sleeps past them",
+			Edits: []Edit{{File: "internal/kernel/schedule.go",
+				Find:     "\tearliest(b.s.Commitments.Due(b.now), \"commitment_deadline_due\")\n",
+				Replace:  "",
+				Switched: "\tif !MUTANT_ON {\n\t\tearliest(b.s.Commitments.Due(b.now), \"commitment_deadline_due\")\n\t}\n"}},
+		},
 	}
 }
 

@@ -56,7 +56,8 @@ func readRunWith(t testing.TB, dir string, o Options) *View {
 }
 
 // TestReportGolden pins the page of the mixed 100-cycle scenario: approvals,
-// commitments suspended, resumed, completed and expired, compactions, a
+// commitments created, modified, suspended, resumed, completed and
+// abandoned, compactions, a
 // strategic review and two recoveries (run -update to rewrite it, then
 // review the diff, in a browser too), lays the same run on a wall-clock
 // axis, and loads the page in a real browser.
@@ -71,35 +72,35 @@ func TestReportGolden(t *testing.T) {
 	html := page.String()
 	for _, want := range []string{
 		`id="timeline"`, `class="cycle disp-CONTINUE"`, `class="cycle disp-IDLE"`, `class="cycle disp-SLEEP"`, `class="cycle disp-WAIT_APPROVAL"`,
-		`id="markers-compaction"`, `id="commitments"`, `class="mark ev-created"`, `class="mark ev-expired"`, `class="span status-suspended"`,
+		`id="markers-compaction"`, `id="commitments"`, `class="mark ev-created"`, `class="mark ev-modified"`, `class="mark ev-abandoned"`, `class="span status-suspended"`,
 		`id="approvals"`, `class="approval state-approved"`, `id="compactions"`, `class="compaction"`, `id="incidents"`,
-		`id="budgets"`, `id="budget-cycles" class="budget budget-ok"`, `id="cycles"`, `id="c105" class="cycle-detail disp-IDLE"`,
+		`id="budgets"`, `id="budget-cycles" class="budget budget-ok"`, `id="cycles"`, `id="c110" class="cycle-detail disp-IDLE"`,
 		`<a href="#c53"><rect class="cycle disp-WAIT_APPROVAL"`,
 		`id="decisions"`, `<a href="#c16"><rect class="cycle dec-DEFER"`, `<a href="#c53"><rect class="cycle dec-ESCALATE"`,
-		`id="failing"`, `failing checks (now 1 of 13)`, `id="checks"`, `<tr class="check check-failing"><td><code>archive-index</code>`,
+		`id="failing"`, `failing checks (now 0 of 11)`, `id="checks"`, `<tr class="check check-failing"><td><code>archive-index</code>`,
 		// The marker row and the section count the same approvals.
 		`<span class="label">approvals (1)</span>`, `<h2>Approvals (1)</h2>`,
 	} {
 		assert.Contains(t, html, want)
 	}
-	assert.Equal(t, int64(105), v.Cycles)
-	assert.Equal(t, 105, strings.Count(html, `<rect class="cycle disp-`), "one bar per cycle")
-	assert.Equal(t, 105, strings.Count(html, `<rect class="cycle dec-`), "and one decision per cycle")
+	assert.Equal(t, int64(110), v.Cycles)
+	assert.Equal(t, 110, strings.Count(html, `<rect class="cycle disp-`), "one bar per cycle")
+	assert.Equal(t, 110, strings.Count(html, `<rect class="cycle dec-`), "and one decision per cycle")
 	assert.Len(t, v.Checks, 13)
-	assert.Equal(t, 105, strings.Count(html, `<details id="c`), "every cycle of a short run in detail")
+	assert.Equal(t, 110, strings.Count(html, `<details id="c`), "every cycle of a short run in detail")
 	assert.Equal(t, int64(2), v.CompactionsN)
 	require.Len(t, v.Approvals, 1)
 	assert.Equal(t, "approved", v.Approvals[0].State)
 	assert.Equal(t, "scenario", v.Approvals[0].By)
-	assert.Len(t, v.Lanes, 2)
+	assert.Len(t, v.Lanes, 4, "three standing commitments and one promoted")
 	assert.Equal(t, int64(4), v.IncidentsN, "two recoveries, each started and completed")
 	assertSelfContained(t, html)
 
-	// On a wall-clock axis the 17 hours of the run are no longer evenly
+	// On a wall-clock axis the 18 hours of the run are no longer evenly
 	// spaced: the hours the run slept are wide, the bursts thin.
 	tv := readRunWith(t, dir, Options{Generator: "acr test", TimeAxis: true})
 	require.True(t, tv.TimeAxis)
-	assert.Equal(t, []string{"2026-01-01T00:00:00Z", "2026-01-01T04:15:00Z", "2026-01-01T08:30:00Z", "2026-01-01T12:45:00Z", "2026-01-01T17:00:00Z"}, tv.Axis)
+	assert.Equal(t, []string{"2026-01-01T00:00:00Z", "2026-01-01T04:30:00Z", "2026-01-01T09:00:00Z", "2026-01-01T13:30:00Z", "2026-01-01T18:00:00Z"}, tv.Axis)
 	widest, thin := 0.0, 0
 	for _, b := range tv.Timeline.Bars {
 		w, err := strconv.ParseFloat(b.W, 64)

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/jetstream"
 	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/kernel"
@@ -66,12 +67,21 @@ var ErrNoWorld = errors.New("the run's world is not on this host")
 // world is the environment's own files.
 var ErrRootWorld = errors.New("an environment with a root directory is bound to the host that sees it; a nats:// store holds runs whose world is the environment's files")
 
-// Dial connects to the JetStream store at url (credentials from the file
-// creds, if not empty) and names run id in it; stateDir is the local
-// directory whose runs/ holds the worlds of the store's runs. Nothing is
-// read yet. Close closes the connection.
-func Dial(ctx context.Context, url, creds, runID, stateDir string) (*Remote, error) {
-	s, err := DialStore(ctx, url, creds)
+// Connection is how acr connects to a JetStream store.
+type Connection struct {
+	// Creds is a NATS credentials file, if not empty.
+	Creds string
+	// Replicas is the replica count of the store's streams and buckets,
+	// set when they are created or differ; 0 keeps what they have (1 for
+	// a new store).
+	Replicas int
+}
+
+// Dial connects to the JetStream store at url and names run id in it;
+// stateDir is the local directory whose runs/ holds the worlds of the
+// store's runs. Nothing is read yet. Close closes the connection.
+func Dial(ctx context.Context, url string, c Connection, runID, stateDir string) (*Remote, error) {
+	s, err := DialStore(ctx, url, c)
 	if err != nil {
 		return nil, err
 	}
@@ -84,21 +94,21 @@ func Dial(ctx context.Context, url, creds, runID, stateDir string) (*Remote, err
 	return m, nil
 }
 
-// DialStore connects to the JetStream store at url, with the credentials
-// in the file creds if not empty, for the commands that work on many of
-// its runs (acr runs, acr worker). Close closes the connection.
-func DialStore(ctx context.Context, url, creds string) (*jsstore.Store, error) {
+// DialStore connects to the JetStream store at url, for the commands that
+// work on many of its runs (acr runs, acr worker). Close closes the
+// connection.
+func DialStore(ctx context.Context, url string, c Connection) (*jsstore.Store, error) {
 	if _, _, err := jsstore.ParseURL(url); err != nil {
 		return nil, err
 	}
 	opts := []nats.Option{nats.Name("acr"), nats.MaxReconnects(2)}
-	if creds != "" {
-		if _, err := os.Stat(creds); err != nil {
+	if c.Creds != "" {
+		if _, err := os.Stat(c.Creds); err != nil {
 			return nil, fmt.Errorf("--nats-creds: %w", err)
 		}
-		opts = append(opts, nats.UserCredentials(creds))
+		opts = append(opts, nats.UserCredentials(c.Creds))
 	}
-	s, err := jsstore.Dial(ctx, url, jsstore.Options{}, opts...)
+	s, err := jsstore.Dial(ctx, url, jsstore.Options{Replicas: c.Replicas}, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the store %s: %w", url, err)
 	}
@@ -142,6 +152,16 @@ func (m *Remote) load() (storage.Snapshot, error) {
 }
 
 func (m *Remote) noRun() error { return &NoRemoteRunError{Store: m.URL, Run: m.Run.ID} }
+
+// ReadSince reads, without the lease, the ledger records appended after
+// the checkpoint whose manifest is m (see the directory's ReadSince).
+func (m *Remote) ReadSince(man storage.Manifest) ([]event.Record, error) {
+	led, err := m.Run.OpenLedger()
+	if err != nil {
+		return nil, err
+	}
+	return led.After(man.LedgerFrontier)
+}
 
 // Queue returns the run's inbox, without the lease.
 func (m *Remote) Queue() Queue { return m.Run.Inbox() }

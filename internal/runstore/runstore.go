@@ -14,6 +14,7 @@ import (
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/intent"
 	"github.com/acr-project/acr/internal/kernel"
@@ -476,6 +477,18 @@ func ReadState(dir string) (kernel.EngineState, storage.Manifest, error) {
 	}
 	st, err := kernel.Decode(snap.Files)
 	return st, snap.Manifest, err
+}
+
+// ReadSince reads, without the lock, the ledger records appended after the
+// checkpoint whose manifest is m: what happened since it was written (the
+// provider failures of invocations that did not advance the run, the
+// cycles of a run still going). It never writes.
+func ReadSince(dir string, m storage.Manifest) ([]event.Record, error) {
+	fsys, err := RequireRun(dir)
+	if err != nil {
+		return nil, err
+	}
+	return ledger.ReadAfter(fsys, m.LedgerFrontier)
 }
 
 // NoKnowledge is the default knowledge source: it never reports a change.

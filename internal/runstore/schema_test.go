@@ -223,6 +223,28 @@ func TestSchemasAgreeWithAcr(t *testing.T) {
 			{"success", `{"checks": ["no-such-check"]}`, false, true},
 			{"non_goals", `["docs free of typos"]`, false, true},
 			{"lenses", `[` + lens + `, ` + lens + `]`, false, true},
+			// Standing commitments.
+			{"commitments", `[{"id": "c1", "checks": ["readme-typo"], "by": "2026-12-31T00:00:00Z"}]`, true, true},
+			{"commitments", `[{"id": "c1", "checks": ["readme-typo", "debug-off"], "every": "6h", "summary": "s"}]`, true, true},
+			{"commitments", `[{"id": "c1", "checks": ["readme-typo"], "every": "24h", "by": "2026-12-31T00:00:00+02:00", "moved_by": "release"}]`, true, true},
+			{"commitments", `[]`, true, true},
+			{"commitments", `[{"id": "c1", "checks": ["readme-typo"]}]`, false, false},
+			{"commitments", `[{"id": "c1", "checks": [], "every": "6h"}]`, false, false},
+			{"commitments", `[{"id": "c1", "every": "6h"}]`, false, false},
+			{"commitments", `[{"id": "C1", "checks": ["readme-typo"], "every": "6h"}]`, false, false},
+			{"commitments", `[{"id": "c1", "checks": ["readme-typo"], "every": "6h", "bogus": 1}]`, false, false},
+			{"commitments", `[{"id": "c1", "checks": ["readme-typo"], "every": "daily"}]`, false, false},
+			{"commitments", `[{"id": "c1", "checks": ["readme-typo"], "by": "friday"}]`, false, false},
+			{"commitments", `{"id": "c1"}`, false, false},
+			// Beyond JSON Schema: a period too short, a check the
+			// environment lacks, a check or an id twice, a move without
+			// a deadline.
+			{"commitments", `[{"id": "c1", "checks": ["readme-typo"], "every": "30s"}]`, false, true},
+			{"commitments", `[{"id": "c1", "checks": ["readme-typo"], "every": "90.5s"}]`, false, true},
+			{"commitments", `[{"id": "c1", "checks": ["no-such-check"], "every": "6h"}]`, false, true},
+			{"commitments", `[{"id": "c1", "checks": ["readme-typo", "readme-typo"], "every": "6h"}]`, false, true},
+			{"commitments", `[{"id": "c1", "checks": ["readme-typo"], "every": "6h"}, {"id": "c1", "checks": ["debug-off"], "every": "1h"}]`, false, true},
+			{"commitments", `[{"id": "c1", "checks": ["readme-typo"], "every": "6h", "moved_by": "release"}]`, false, true},
 		})
 	})
 
@@ -437,6 +459,13 @@ func TestSchemasAgreeWithAcr(t *testing.T) {
 			{"steps/0", `{"recover": false}`, false, false},
 			{"steps/0", `{"recover": false, "run": 2}`, true, true},
 			{"steps/0", `{"approve": "first"}`, true, true},
+			{"steps/0", `{"approve": "amendment:environment"}`, true, true},
+			{"steps/0", `{"amend": {"environment": "environment-2.json"}}`, true, true},
+			{"steps/0", `{"amend": {"goal": "g.json", "contract": "c.json"}}`, false, false},
+			{"steps/0", `{"amend": {}}`, false, false},
+			{"steps/0", `{"amend": {"environment": "../x/environment.json"}}`, false, false},
+			{"steps/0", `{"amend": {"environment": ".."}}`, false, false},
+			{"steps/0", `{"amend": {"env": "e.json"}}`, false, false},
 			{"steps/0", `{"deny": ""}`, false, false},
 			{"steps/0", `{"stop": {"reason": "maintenance", "kill": true}}`, true, true},
 			{"steps/0", `{"crash": {"failpoint": "after-decision", "nth": 2}}`, true, true},

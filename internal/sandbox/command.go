@@ -36,10 +36,15 @@ type startedRecord struct {
 	Schema    string    `json:"schema"`
 	Key       string    `json:"idempotency_key"`
 	ActionRef codec.Ref `json:"action_ref"`
+	// IntentRef is the ref of the intent the caller recorded in its own
+	// log (the ledger's action intent object), binding the marker to it.
+	IntentRef codec.Ref `json:"intent_ref,omitempty"`
 }
 
-// started reports whether a started marker is recorded for key.
-func (w *World) started(key, h string) (bool, error) {
+// started reports whether a started marker is recorded for key. A marker
+// that names another action or another intent than in is not this
+// intent's: whether the program ran for it is unknown (ErrUncertain).
+func (w *World) started(key, h string, a world.Action, in world.Intent) (bool, error) {
 	var rec startedRecord
 	ok, name, err := w.readRecord(h, kindStarted, &rec, false)
 	if err != nil || !ok {
@@ -48,7 +53,93 @@ func (w *World) started(key, h string) (bool, error) {
 	if rec.Schema != StartedSchema || rec.Key != key {
 		return false, fmt.Errorf("started marker in %s: schema %q, key %q: not the marker of %s", name, rec.Schema, rec.Key, key)
 	}
+	if rec.ActionRef != a.Ref() || (rec.IntentRef != "" && rec.IntentRef != intentRef(in)) {
+		return false, fmt.Errorf("%w: the started marker of %s in %s names action %s and intent %s, not %s and %s as recorded",
+			ErrUncertain, key, name, rec.ActionRef, orAbsent(rec.IntentRef), a.Ref(), intentRef(in))
+	}
 	return true, nil
+}
+
+// intentRef is the ref the caller's log gives the intent (the kernel
+// records it as the object of its action intent event, kind "intent").
+func intentRef(in world.Intent) codec.Ref {
+	ref, _, err := codec.RefOf("intent", in)
+	if err != nil {
+		return ""
+	}
+	return ref
+}
+
+func orAbsent(r codec.Ref) string {
+	if r == "" {
+		return "(none)"
+	}
+	return string(r)
+}
+
+// checkCommandOutcome decides whether a command outcome found in the table
+// may be reused for the intent in: a record is only ever appended by this
+// process after the program ended, so it must be bound to this very
+// intent, start from its before hash, agree with the files as they are
+// now (nothing ran since), and say what its own command result says. A
+// record edited after the fact (committed turned into failed, another
+// intent's outcome copied in) fails one of these, and then whether the
+// effect happened is for a person to decide (ErrUncertain), never a
+// silent verdict. in is nil when the caller has no intent for the key
+// (Prepare), and then the record is checked against the world only.
+func (w *World) checkCommandOutcome(key string, a world.Action, in *world.Intent, rec outcomeRecord) error {
+	out := rec.Outcome
+	var why []string
+	if rec.ActionRef != a.Ref() {
+		why = append(why, fmt.Sprintf("it names action %s, not %s", rec.ActionRef, a.Ref()))
+	}
+	if in != nil {
+		if rec.IntentRef != "" && rec.IntentRef != intentRef(*in) {
+			why = append(why, fmt.Sprintf("it names intent %s, the recorded intent is %s", rec.IntentRef, intentRef(*in)))
+		}
+		if out.BeforeSHA256 != in.Planned.BeforeSHA256 {
+			why = append(why, fmt.Sprintf("its before hash is %s, the intent planned from %s", describe(out.BeforeSHA256), describe(in.Planned.BeforeSHA256)))
+		}
+	}
+	facts, _, _, err := w.scan(touchedBy(a), false)
+	if err != nil {
+		return err
+	}
+	if now := world.SetHash(facts); now != out.AfterSHA256 {
+		why = append(why, fmt.Sprintf("its after hash is %s, the files hash to %s", describe(out.AfterSHA256), describe(now)))
+	}
+	if want, ok := commandStatus(out); !ok {
+		why = append(why, "its fields do not describe a command that ran or was recovered")
+	} else if want != out.Status {
+		why = append(why, fmt.Sprintf("its status is %s, its own command result says %s", out.Status, want))
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the outcome record of run_command %s (%s) in %s does not agree with the run: %s; a person decides (approve runs it again, deny sets the item aside)",
+		ErrUncertain, a.FixID, key, TableName, strings.Join(why, "; "))
+}
+
+// commandStatus is the status runCommand and recoverCommand give an
+// outcome with these fields, and whether the fields are any they give.
+func commandStatus(out world.Outcome) (world.OutcomeStatus, bool) {
+	if out.Command == nil {
+		switch {
+		case strings.HasPrefix(out.Detail, "could not be started: "):
+			return world.OutcomeFailed, true
+		case out.PostCheck != nil && out.PostCheck.Status == world.CheckPass:
+			return world.OutcomeCommitted, true // recovered: the check passed
+		}
+		return "", false
+	}
+	cr := out.Command
+	switch {
+	case cr.TimedOut, cr.Signal != "", cr.ExitCode != 0:
+		return world.OutcomeFailed, true
+	case out.AfterSHA256 != out.BeforeSHA256 || len(out.Changed) > 0:
+		return world.OutcomeCommitted, true
+	}
+	return world.OutcomeNoChange, true
 }
 
 // env builds the environment of a program the world runs.
@@ -227,7 +318,7 @@ func (w *World) commitSet(key, h string, a world.Action, in world.Intent) (world
 	if a.Operation == world.OpRestore {
 		return w.commitRestoreSet(key, h, a, in)
 	}
-	started, err := w.started(key, h)
+	started, err := w.started(key, h, a, in)
 	if err != nil {
 		return world.Outcome{}, false, err
 	}
@@ -252,7 +343,7 @@ func (w *World) commitSet(key, h string, a world.Action, in world.Intent) (world
 // runCommand starts the command, after making its started marker durable,
 // and records what it did.
 func (w *World) runCommand(key, h string, a world.Action, in world.Intent) (world.Outcome, error) {
-	if _, err := w.appendRecord(h, kindStarted, startedRecord{Schema: StartedSchema, Key: key, ActionRef: a.Ref()}, true); err != nil {
+	if _, err := w.appendRecord(h, kindStarted, startedRecord{Schema: StartedSchema, Key: key, ActionRef: a.Ref(), IntentRef: intentRef(in)}, true); err != nil {
 		return world.Outcome{}, err
 	}
 	before := w.lastFiles
@@ -304,7 +395,7 @@ func (w *World) runCommand(key, h string, a world.Action, in world.Intent) (worl
 			out.Status, out.Detail = world.OutcomeNoChange, "exit 0 and no file changed"
 		}
 	}
-	return w.settle(h, a, out, recordUnsynced)
+	return w.settleCommand(h, a, in, out)
 }
 
 // recoverCommand decides about a command whose started marker is durable
@@ -328,7 +419,7 @@ func (w *World) recoverCommand(key, h string, a world.Action, in world.Intent) (
 			out := world.Outcome{Schema: world.OutcomeSchema, Key: key, Operation: a.Operation, Status: world.OutcomeCommitted,
 				Detail:       fmt.Sprintf("recovered: the run of %s was interrupted; check %s passes now, so its effect is taken as done", a.FixID, c.ID),
 				BeforeSHA256: in.Planned.BeforeSHA256, AfterSHA256: now, PostCheck: &r}
-			out, err := w.settle(h, a, out, recordUnsynced)
+			out, err := w.settleCommand(h, a, in, out)
 			return out, err == nil, err
 		}
 	}

@@ -177,7 +177,11 @@
 // effect is taken as done), its declaration that running it twice is
 // harmless, or a person decides. A kill -9 loses no unsynced append, so a
 // finished command is found finished; a power loss may lose its outcome,
-// and then the marker and those rules decide instead.
+// and then the marker and those rules decide instead. Both records name
+// the caller's intent (intent_ref), and an outcome found is reused only
+// when it agrees with that intent, with the files as they are and with its
+// own command result: a record rewritten by hand is not a verdict but
+// ErrUncertain (checkCommandOutcome).
 //
 // A World serialises its own calls; a second process is kept out by the run
 // lock the kernel holds, not by this package.

@@ -46,7 +46,7 @@ func (w *World) execute(key, h string, a world.Action) (world.Outcome, bool, err
 		return world.Outcome{}, false, fmt.Errorf("%s runs through Prepare and Commit, whose intent the caller makes durable", a.Operation)
 	}
 	target := resolveTarget(h, a)
-	prior, err := w.priorOutcome(key, h, a, target, false)
+	prior, err := w.priorOutcome(key, h, a, target, false, nil)
 	if err != nil {
 		return world.Outcome{}, false, err
 	}

@@ -32,7 +32,7 @@ func (w *World) Prepare(key string, a world.Action) (world.Intent, *world.Outcom
 	defer w.mu.Unlock()
 	w.prepared = nil
 	target := resolveTarget(h, a)
-	prior, err := w.priorOutcome(key, h, a, target, true)
+	prior, err := w.priorOutcome(key, h, a, target, true, nil)
 	if err != nil {
 		return world.Intent{}, nil, fmt.Errorf("prepare %s: %w", key, err)
 	}
@@ -232,7 +232,7 @@ func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (wo
 		return world.Outcome{}, false, fmt.Errorf("the intent given is not the intent of this action and key")
 	}
 	target := resolveTarget(h, a)
-	prior, err := w.priorOutcome(key, h, a, target, true)
+	prior, err := w.priorOutcome(key, h, a, target, true, &in)
 	if err != nil {
 		return world.Outcome{}, false, err
 	}
@@ -311,7 +311,16 @@ const (
 // one looked up later and one rebuilt by recovery are then equal field for
 // field (a nil and an empty list, say, encode alike and decode alike).
 func (w *World) settle(h string, a world.Action, out world.Outcome, how recording) (world.Outcome, error) {
-	rec := outcomeRecord{Schema: OutcomeSchema, ActionRef: a.Ref(), Outcome: out}
+	return w.settleRecord(h, outcomeRecord{Schema: OutcomeSchema, ActionRef: a.Ref(), Outcome: out}, how)
+}
+
+// settleCommand records a command's outcome, unsynced, bound to the
+// intent it carried out (see checkCommandOutcome).
+func (w *World) settleCommand(h string, a world.Action, in world.Intent, out world.Outcome) (world.Outcome, error) {
+	return w.settleRecord(h, outcomeRecord{Schema: OutcomeSchema, ActionRef: a.Ref(), IntentRef: intentRef(in), Outcome: out}, recordUnsynced)
+}
+
+func (w *World) settleRecord(h string, rec outcomeRecord, how recording) (world.Outcome, error) {
 	var data []byte
 	var err error
 	switch how {

@@ -435,3 +435,77 @@ func TestNoBundleForLargeTouchedSets(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, in.Rollback)
 }
+
+// TestCommandOutcomeRecordIsBoundToItsIntent: recovery reuses a command's
+// recorded outcome only when the record is this intent's, starts from its
+// before hash, agrees with the files as they are, and says what its own
+// command result says. A record rewritten after the fact (canonical, with
+// a valid line checksum) is never a silent verdict: whether the effect
+// happened is for a person (ErrUncertain), and the program does not run
+// again.
+func TestCommandOutcomeRecordIsBoundToItsIntent(t *testing.T) {
+	cases := []struct {
+		name   string
+		tamper func(t *testing.T, w *World, dir string, rec *outcomeRecord)
+		why    string
+	}{
+		{"committed rewritten as failed", func(_ *testing.T, _ *World, _ string, rec *outcomeRecord) {
+			rec.Outcome.Status = world.OutcomeFailed
+		}, "its status is failed, its own command result says committed"},
+		{"the outcome of another intent", func(_ *testing.T, _ *World, _ string, rec *outcomeRecord) {
+			rec.IntentRef = intentRef(world.Intent{Schema: world.IntentSchema, Key: "other"})
+		}, "it names intent"},
+		{"a forged after hash", func(_ *testing.T, _ *World, _ string, rec *outcomeRecord) {
+			rec.Outcome.AfterSHA256 = fp("forged")
+		}, "its after hash is"},
+		{"a forged before hash", func(_ *testing.T, _ *World, _ string, rec *outcomeRecord) {
+			rec.Outcome.BeforeSHA256 = fp("forged")
+		}, "its before hash is"},
+		{"the files changed since", func(t *testing.T, _ *World, dir string, _ *outcomeRecord) {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "log.txt"), []byte("edited by hand\n"), 0o644))
+		}, "the files hash to"},
+		{"fields no run gives", func(_ *testing.T, _ *World, _ string, rec *outcomeRecord) {
+			rec.Outcome.Command = nil
+		}, "do not describe a command"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w, dir := rootWorld(t, appendSpec(false), map[string]string{"log.txt": ""})
+			_, err := w.Observe()
+			require.NoError(t, err)
+			a := commandAction(appendFix(false), "logged")
+			key := testKey("bound " + c.name)
+			in, _, err := w.Prepare(key, a)
+			require.NoError(t, err)
+			out, _, err := w.Commit(key, a, in)
+			require.NoError(t, err)
+			require.Equal(t, world.OutcomeCommitted, out.Status)
+
+			h := keyDigest(key)
+			rec, ok, err := w.readOutcome(key, h, false)
+			require.NoError(t, err)
+			require.True(t, ok)
+			assert.Equal(t, intentRef(in), rec.IntentRef, "the record names the intent it carried out")
+			c.tamper(t, w, dir, &rec)
+			_, err = w.appendRecord(h, kindOutcome, rec, true)
+			require.NoError(t, err)
+
+			_, _, err = w.Commit(key, a, in)
+			require.ErrorIs(t, err, ErrUncertain)
+			assert.Contains(t, err.Error(), c.why)
+			assert.LessOrEqual(t, countLines(t, filepath.Join(dir, "log.txt")), 1, "the program never runs again")
+		})
+	}
+
+	t.Run("a started marker of another intent", func(t *testing.T) {
+		w, dir := rootWorld(t, appendSpec(true), map[string]string{"log.txt": ""})
+		a := commandAction(appendFix(true), "logged")
+		in := crashDuringCommand(t, w, testKey("marker"), a)
+		other := in
+		other.CycleSeq++
+		_, _, err := w.Commit(testKey("marker"), a, other)
+		require.ErrorIs(t, err, ErrUncertain)
+		assert.Contains(t, err.Error(), "started marker")
+		assert.Equal(t, 0, countLines(t, filepath.Join(dir, "log.txt")), "not run again, although idempotent")
+	})
+}

@@ -110,6 +110,8 @@ type World struct {
 	// there (a handle on a subdirectory could outlive a replaced one, so
 	// those are opened per fsync).
 	rootDir *os.File
+	// journal hears of every change to the world's tree (tests only).
+	journal Journal
 }
 
 // Create makes sandbox/world under stateDir, which must exist, writes
@@ -119,6 +121,12 @@ type World struct {
 // removed again. A spec with a root names a directory that already is the
 // world: Create then only checks it and makes the idempotency table.
 func Create(stateDir string, spec world.Spec, keys disk.FS) (*World, error) {
+	return CreateJournaled(stateDir, spec, keys, nil)
+}
+
+// CreateJournaled is Create, telling j of every change it makes to the
+// world's tree and of every one the World makes later (see WorldOp).
+func CreateJournaled(stateDir string, spec world.Spec, keys disk.FS, j Journal) (*World, error) {
 	if err := requireDir(stateDir); err != nil {
 		return nil, fmt.Errorf("create sandbox: %w", err)
 	}
@@ -126,7 +134,7 @@ func Create(stateDir string, spec world.Spec, keys disk.FS) (*World, error) {
 		if err := keys.MkdirAll(KeysDir); err != nil {
 			return nil, fmt.Errorf("create sandbox: keys table: %w", err)
 		}
-		return Open(stateDir, spec, keys)
+		return OpenJournaled(stateDir, spec, keys, j)
 	}
 	sandboxDir := filepath.Join(stateDir, filepath.FromSlash(Dir))
 	switch fi, err := os.Lstat(sandboxDir); {
@@ -134,7 +142,8 @@ func Create(stateDir string, spec world.Spec, keys disk.FS) (*World, error) {
 		if err := os.Mkdir(sandboxDir, 0o755); err != nil {
 			return nil, fmt.Errorf("create sandbox: %w", err)
 		}
-		if err := syncPath(stateDir); err != nil {
+		j.note(WorldOp{Op: "mkdir", Path: ".."})
+		if err := syncPath(stateDir, "../..", j); err != nil {
 			return nil, fmt.Errorf("create sandbox: %w", err)
 		}
 	case err != nil:
@@ -149,7 +158,8 @@ func Create(stateDir string, spec world.Spec, keys disk.FS) (*World, error) {
 		}
 		return nil, fmt.Errorf("create sandbox: %w", err)
 	}
-	w, err := populate(worldDir, spec, keys)
+	j.note(WorldOp{Op: "mkdir", Path: "."})
+	w, err := populate(worldDir, spec, keys, j)
 	if err != nil {
 		// The directory is ours (Mkdir just succeeded); removing it keeps a
 		// failed init from leaving a half-written world that Open would
@@ -157,7 +167,7 @@ func Create(stateDir string, spec world.Spec, keys disk.FS) (*World, error) {
 		_ = os.RemoveAll(worldDir)
 		return nil, fmt.Errorf("create sandbox: %w", err)
 	}
-	if err := syncPath(sandboxDir); err != nil {
+	if err := syncPath(sandboxDir, "..", j); err != nil {
 		_ = w.Close()
 		_ = os.RemoveAll(worldDir)
 		return nil, fmt.Errorf("create sandbox: %w", err)
@@ -165,12 +175,12 @@ func Create(stateDir string, spec world.Spec, keys disk.FS) (*World, error) {
 	return w, nil
 }
 
-func populate(worldDir string, spec world.Spec, keys disk.FS) (*World, error) {
+func populate(worldDir string, spec world.Spec, keys disk.FS, j Journal) (*World, error) {
 	root, err := os.OpenRoot(worldDir)
 	if err != nil {
 		return nil, err
 	}
-	w := &World{root: root, dir: worldDir, spec: spec, keys: keys, table: keyTable{fs: keys}}
+	w := &World{root: root, dir: worldDir, spec: spec, keys: keys, table: keyTable{fs: keys}, journal: j}
 	names := make([]string, 0, len(spec.Files))
 	for name := range spec.Files {
 		names = append(names, name)
@@ -198,11 +208,17 @@ func populate(worldDir string, spec world.Spec, keys disk.FS) (*World, error) {
 // mid-replace are removed: they were never renamed onto anything, so they
 // hold no state.
 func Open(stateDir string, spec world.Spec, keys disk.FS) (*World, error) {
+	return OpenJournaled(stateDir, spec, keys, nil)
+}
+
+// OpenJournaled is Open, telling j of every change the World makes to the
+// world's tree (see WorldOp).
+func OpenJournaled(stateDir string, spec world.Spec, keys disk.FS, j Journal) (*World, error) {
 	w, err := openWorld(stateDir, spec)
 	if err != nil {
 		return nil, err
 	}
-	w.keys, w.table = keys, keyTable{fs: keys}
+	w.keys, w.table, w.journal = keys, keyTable{fs: keys}, j
 	if err := w.sweepTemps(); err != nil {
 		_ = w.root.Close()
 		return nil, fmt.Errorf("open sandbox: %w", err)
@@ -293,24 +309,13 @@ func requireDir(p string) error {
 	return nil
 }
 
-func syncPath(p string) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("fsync %s: %w", p, err)
-	}
-	return f.Close()
-}
-
 // sweepTemps removes leftover temporary files. Excluded directories and
 // symlinks are not entered: the sandbox never writes there, so no temp file
-// of ours can be inside.
+// of ours can be inside. The removals are not fsynced: a temp file that a
+// power loss brings back holds no state (it was never renamed onto
+// anything) and is swept again by the next Open.
 func (w *World) sweepTemps() error {
-	var dirs []string
-	err := fs.WalkDir(w.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+	return fs.WalkDir(w.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -327,21 +332,10 @@ func (w *World) sweepTemps() error {
 			if err := w.root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("remove stale temp file %s: %w", p, err)
 			}
-			if dir := path.Dir(p); !slices.Contains(dirs, dir) {
-				dirs = append(dirs, dir)
-			}
+			w.journal.note(WorldOp{Op: "remove", Path: p})
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	for _, dir := range dirs {
-		if err := w.syncDir(dir); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // excluded reports whether p or any directory above it is excluded, or
@@ -542,6 +536,7 @@ func (w *World) mkdirs(dir string) error {
 			if err := w.root.Mkdir(p, 0o755); err != nil {
 				return err
 			}
+			w.journal.note(WorldOp{Op: "mkdir", Path: p})
 			if err := w.syncDir(path.Dir(p)); err != nil {
 				return err
 			}
@@ -568,6 +563,7 @@ func (w *World) syncDir(dir string) error {
 		if err := w.rootDir.Sync(); err != nil {
 			return fmt.Errorf("fsync world dir %s: %w", dir, err)
 		}
+		w.journal.note(WorldOp{Op: "syncdir", Path: dir})
 		return nil
 	}
 	f, err := w.root.Open(dir)
@@ -578,6 +574,7 @@ func (w *World) syncDir(dir string) error {
 		_ = f.Close()
 		return fmt.Errorf("fsync world dir %s: %w", dir, err)
 	}
+	w.journal.note(WorldOp{Op: "syncdir", Path: dir})
 	return f.Close()
 }
 
@@ -612,6 +609,7 @@ func (w *World) replace(p string, data []byte) error {
 		_ = w.root.Remove(tmp)
 		return fmt.Errorf("rename onto %s: %w", p, err)
 	}
+	w.journal.note(WorldOp{Op: "rename", Path: tmp, To: p})
 	return w.syncDir(dir)
 }
 
@@ -631,13 +629,14 @@ func (w *World) remove(p string) error {
 	if err := w.root.Remove(p); err != nil {
 		return fmt.Errorf("remove %s: %w", p, err)
 	}
+	w.journal.note(WorldOp{Op: "remove", Path: p})
 	return w.syncDir(path.Dir(p))
 }
 
 // createTemp creates a fresh temp file with O_EXCL. Names come from a
 // counter rather than randomness; O_EXCL makes a collision with a stale file
 // harmless.
-func (w *World) createTemp(dir string) (string, *os.File, error) {
+func (w *World) createTemp(dir string) (string, worldFile, error) {
 	for range 1000 {
 		w.tmpSeq++
 		name := path.Join(dir, tmpPrefix+strconv.FormatUint(w.tmpSeq, 10))
@@ -646,14 +645,15 @@ func (w *World) createTemp(dir string) (string, *os.File, error) {
 			continue
 		}
 		if err != nil {
-			return "", nil, fmt.Errorf("create temp file in %s: %w", dir, err)
+			return "", worldFile{}, fmt.Errorf("create temp file in %s: %w", dir, err)
 		}
-		return name, f, nil
+		w.journal.note(WorldOp{Op: "create", Path: name})
+		return name, worldFile{File: f, name: name, journal: w.journal}, nil
 	}
-	return "", nil, fmt.Errorf("create temp file in %s: too many stale temp files", dir)
+	return "", worldFile{}, fmt.Errorf("create temp file in %s: too many stale temp files", dir)
 }
 
-func writeSyncClose(f *os.File, data []byte) error {
+func writeSyncClose(f worldFile, data []byte) error {
 	if _, err := f.Write(data); err != nil {
 		_ = f.Close()
 		return err

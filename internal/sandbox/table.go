@@ -42,7 +42,11 @@ type outcomeRecord struct {
 	Schema string `json:"schema"`
 	// ActionRef ties the outcome to the exact action that produced it, for
 	// audit; reuse is checked on operation and target only.
-	ActionRef codec.Ref     `json:"action_ref"`
+	ActionRef codec.Ref `json:"action_ref"`
+	// IntentRef, for a command's outcome, is the ref of the intent it
+	// carried out as the caller's log records it: recovery reuses the
+	// outcome only for that intent (checkCommandOutcome).
+	IntentRef codec.Ref     `json:"intent_ref,omitempty"`
 	Outcome   world.Outcome `json:"outcome"`
 }
 
@@ -141,13 +145,20 @@ func (w *World) readOutcome(key, h string, cached bool) (outcomeRecord, bool, er
 // of the same operation on the same target, or nil when there is none.
 // Execute trusts only an intact record (cached=false); Prepare and Commit
 // treat a torn old cache file as absent (cached=true), see readOutcome.
-func (w *World) priorOutcome(key, h string, a world.Action, target string, cached bool) (*world.Outcome, error) {
+// A command's outcome is checked against in, the intent being carried
+// out (nil when there is none yet), and the world.
+func (w *World) priorOutcome(key, h string, a world.Action, target string, cached bool, in *world.Intent) (*world.Outcome, error) {
 	rec, ok, err := w.readOutcome(key, h, cached)
 	if err != nil || !ok {
 		return nil, err
 	}
 	if err := sameAction(rec.Outcome.Operation, rec.Outcome.Target, a.Operation, target); err != nil {
 		return nil, err
+	}
+	if a.Operation == world.OpRunCommand {
+		if err := w.checkCommandOutcome(key, a, in, rec); err != nil {
+			return nil, err
+		}
 	}
 	return &rec.Outcome, nil
 }

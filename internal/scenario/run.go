@@ -1,9 +1,11 @@
 package scenario
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/diff"
 	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/event"
@@ -287,6 +290,8 @@ func (rn *runner) step(st Step) error {
 			CreatedAt: state.FormatTime(now), ExpiresAt: state.FormatTime(now.Add(exp)), By: "scenario", Reason: st.Wake.Reason, Payload: st.Wake.Payload,
 			CausalParent: parent, Priority: st.Wake.Priority})
 		return err
+	case st.Amend != nil:
+		return rn.amend(*st.Amend)
 	case st.Approve != "" || st.Deny != "":
 		return rn.resolve(st)
 	case st.Stop != nil:
@@ -332,6 +337,49 @@ func (rn *runner) step(st Step) error {
 	return nil
 }
 
+// amend queues an amendment, as acr amend does: the document is read and
+// checked against the pinned state, and queued with its diff.
+func (rn *runner) amend(a Amend) error {
+	target, file, _ := a.target()
+	s, _, err := runstore.ReadState(rn.dir)
+	if err != nil {
+		return err
+	}
+	doc, newRef, err := runstore.ReadAmendment(target, filepath.Join(rn.sc.Dir, file), s)
+	if err != nil {
+		return err
+	}
+	old := kernel.PinnedRef(s, target)
+	pinned, err := kernel.PinnedDocument(s, target)
+	if err != nil {
+		return err
+	}
+	from, err := prettyJSON(codec.MustMarshal(pinned))
+	if err != nil {
+		return err
+	}
+	to, err := prettyJSON(doc.Encode())
+	if err != nil {
+		return err
+	}
+	fsys, err := rn.fs()
+	if err != nil {
+		return err
+	}
+	_, err = dirstore.Inbox{FS: fsys}.Write(&state.Amendment{Schema: state.AmendmentSchema, Target: target, Amends: old, Document: doc,
+		Diff: diff.Unified(target+"@"+old.Short(), target+"@"+newRef.Short(), from, to), By: "scenario", CreatedAt: state.FormatTime(rn.clock.t)})
+	return err
+}
+
+func prettyJSON(b []byte) ([]byte, error) {
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return nil, err
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), nil
+}
+
 func (rn *runner) resolve(st Step) error {
 	sel, verdict := st.Approve, "approve"
 	if st.Deny != "" {
@@ -341,23 +389,37 @@ func (rn *runner) resolve(st Step) error {
 	if err != nil {
 		return err
 	}
+	if target, ok := strings.CutPrefix(sel, "amendment:"); ok {
+		for _, p := range s.Run.PendingAmendments {
+			if p.Target == target {
+				return rn.answer(st, p.Ref, p.CycleSeq, verdict)
+			}
+		}
+		rn.failf("%s %q: no pending amendment of the %s", verdict, sel, target)
+		return nil
+	}
 	for _, p := range s.Run.PendingApprovals {
 		if p.Resolution == nil && (sel == "first" || p.CheckID == sel) {
-			fsys, err := rn.fs()
-			if err != nil {
-				return err
-			}
-			by := st.By
-			if by == "" {
-				by = "scenario"
-			}
-			_, err = dirstore.Inbox{FS: fsys}.Write(&state.Approval{Schema: state.ApprovalSchema, ActionRef: p.Ref, RequestCycle: p.CycleSeq, Verdict: verdict, By: by,
-				CreatedAt: state.FormatTime(rn.clock.t)})
-			return err
+			return rn.answer(st, p.Ref, p.CycleSeq, verdict)
 		}
 	}
 	rn.failf("%s %q: no matching pending approval", verdict, sel)
 	return nil
+}
+
+// answer queues a person's answer to the request ref made in cycle seq.
+func (rn *runner) answer(st Step, ref codec.Ref, seq int64, verdict string) error {
+	fsys, err := rn.fs()
+	if err != nil {
+		return err
+	}
+	by := st.By
+	if by == "" {
+		by = "scenario"
+	}
+	_, err = dirstore.Inbox{FS: fsys}.Write(&state.Approval{Schema: state.ApprovalSchema, ActionRef: ref, RequestCycle: seq, Verdict: verdict, By: by,
+		CreatedAt: state.FormatTime(rn.clock.t)})
+	return err
 }
 
 func (rn *runner) check(i string, e StepExpect) {

@@ -51,8 +51,13 @@ type Step struct {
 	Advance string       `json:"advance,omitempty"`
 	World   *WorldChange `json:"world,omitempty"`
 	Wake    *Wake        `json:"wake,omitempty"`
-	Approve string       `json:"approve,omitempty"`
-	Deny    string       `json:"deny,omitempty"`
+	// Amend queues an amendment of a pinned document, as acr amend would.
+	Amend *Amend `json:"amend,omitempty"`
+	// Approve and Deny answer the pending approval for a check id ("first":
+	// the first pending one), or, as "amendment:<target>", the pending
+	// amendment of the goal, contract or environment.
+	Approve string `json:"approve,omitempty"`
+	Deny    string `json:"deny,omitempty"`
 	// By is who answers an approve or deny step (default "scenario").
 	By string `json:"by,omitempty"`
 	// KillSwitch creates (true) or removes (false) the operator's kill
@@ -98,6 +103,27 @@ type Wake struct {
 	CausalParent string `json:"causal_parent,omitempty"`
 	// Priority of the signal.
 	Priority int `json:"priority,omitempty"`
+}
+
+// Amend names the new version of one pinned document: a file in the
+// scenario's folder.
+type Amend struct {
+	Goal        string `json:"goal,omitempty"`
+	Contract    string `json:"contract,omitempty"`
+	Environment string `json:"environment,omitempty"`
+}
+
+// target is the amended document's target and file.
+func (a Amend) target() (string, string, int) {
+	var target, file string
+	n := 0
+	for _, f := range []struct{ target, file string }{{state.AmendGoal, a.Goal}, {state.AmendContract, a.Contract}, {state.AmendEnvironment, a.Environment}} {
+		if f.file != "" {
+			target, file = f.target, f.file
+			n++
+		}
+	}
+	return target, file, n
 }
 
 // Stop queues a stop request.
@@ -246,7 +272,7 @@ func validateSteps(steps []Step, at string) error {
 				return err
 			}
 		}
-		for _, set := range []bool{st.Run > 0, st.Advance != "", st.World != nil, st.Wake != nil, st.Approve != "", st.Deny != "",
+		for _, set := range []bool{st.Run > 0, st.Advance != "", st.World != nil, st.Wake != nil, st.Amend != nil, st.Approve != "", st.Deny != "",
 			st.Stop != nil, st.Knowledge != nil, st.Crash != nil, st.Recover, st.Repeat != nil, st.ProviderFailures > 0, st.ProviderGarbage > 0,
 			st.KillSwitch != nil} {
 			if set {
@@ -258,6 +284,11 @@ func validateSteps(steps []Step, at string) error {
 		}
 		if st.By != "" && st.Approve == "" && st.Deny == "" {
 			return &codec.FieldError{Path: fmt.Sprintf("%s[%d].by", at, i), Err: fmt.Errorf("by goes with approve or deny")}
+		}
+		if st.Amend != nil {
+			if _, file, n := st.Amend.target(); n != 1 || filepath.Base(file) != file || file == "." || file == ".." {
+				return &codec.FieldError{Path: fmt.Sprintf("%s[%d].amend", at, i), Err: fmt.Errorf("name exactly one of goal, contract or environment: a file in the scenario's folder")}
+			}
 		}
 		if st.Advance != "" {
 			if _, err := time.ParseDuration(st.Advance); err != nil {

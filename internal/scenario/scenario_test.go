@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -12,8 +13,10 @@ import (
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/event"
+	"github.com/acr-project/acr/internal/intent"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/state"
 )
 
 // TestReferenceScenarios runs every scenario under scenarios/ once, in
@@ -82,14 +85,30 @@ func TestReferenceScenarios(t *testing.T) {
 }
 
 // promotionsNeverSilent checks that each commitment.created event among
-// recs follows an agenda.promotion.recorded event of the same cycle naming
-// that commitment, and returns how many commitments it checked.
+// recs is explicit: a promoted one follows an agenda.promotion.recorded
+// event of the same cycle naming that commitment; a standing one keeps a
+// declaration of the goal in force when it was created (the pinned goal,
+// or the last accepted amendment of it), that exact version of it. It
+// returns how many commitments it checked.
 func promotionsNeverSilent(t *testing.T, name string, recs []event.Record) int {
 	t.Helper()
 	created := 0
 	promoted := map[string]int64{}
+	var goal intent.Goal
+	proposed := map[codec.Ref]state.PendingAmendment{}
 	for _, r := range recs {
 		switch r.Event.Type {
+		case event.GoalPinned:
+			require.NoError(t, r.Event.Object.Decode(&goal))
+		case event.AmendmentProposed:
+			var p state.PendingAmendment
+			require.NoError(t, r.Event.Object.Decode(&p))
+			proposed[p.Ref] = p
+		case event.AmendmentAccepted:
+			if p, ok := proposed[r.Event.Refs["amendment"]]; ok && p.Target == state.AmendGoal {
+				goal = intent.Goal{}
+				require.NoError(t, codec.DecodeValue(p.Document, &goal))
+			}
 		case event.PromotionRecorded:
 			v, err := codec.ParseCanonical(r.Event.Object.Body)
 			require.NoError(t, err)
@@ -101,10 +120,17 @@ func promotionsNeverSilent(t *testing.T, name string, recs []event.Record) int {
 		case event.CommitmentCreated:
 			var c commitment.Commitment
 			require.NoError(t, r.Event.Object.Decode(&c))
+			created++
+			if c.Origin.Kind == commitment.OriginDeclared {
+				i := slices.IndexFunc(goal.Commitments, func(d commitment.Declaration) bool { return d.ID == c.Standing })
+				require.GreaterOrEqual(t, i, 0, "%s: commitment %s keeps %q, which the goal in force does not declare", name, c.ID, c.Standing)
+				assert.Equal(t, goal.Commitments[i].Ref(), c.DeclarationRef, "%s: commitment %s", name, c.ID)
+				assert.Equal(t, codec.MustRefOf("goal", goal), c.Origin.GoalRef, "%s: commitment %s names another goal", name, c.ID)
+				continue
+			}
 			cyc, ok := promoted[c.ID]
 			assert.True(t, ok && cyc == r.Event.CycleSeq, "%s: commitment %s created without a recorded promotion", name, c.ID)
-			assert.Equal(t, "PROMOTE_TO_COMMITMENT", c.Origin.Kind)
-			created++
+			assert.Equal(t, commitment.OriginPromoted, c.Origin.Kind)
 		}
 	}
 	return created
@@ -118,6 +144,9 @@ func TestLoadRejectsBadSteps(t *testing.T) {
 		"unknown source":    `{"wake":{"source":"grant_me"}}`,
 		"two actions":       `{"run":1,"advance":"1h"}`,
 		"unknown failpoint": `{"crash":{"failpoint":"somewhere"}}`,
+		"amend two files":   `{"amend":{"goal":"g.json","environment":"e.json"}}`,
+		"amend nothing":     `{"amend":{}}`,
+		"amend outside":     `{"amend":{"environment":"../p14-mixed-100/environment.json"}}`,
 	}
 	for name, step := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -248,6 +248,11 @@ type FixedItem struct {
 type Wake struct {
 	// At is the time after which the run is eligible again ("" if none).
 	At string `json:"at,omitempty"`
+	// Source is the wake source of At when it is a commitment's:
+	// commitment_deadline_due (a live commitment's deadline or period
+	// comes then) or commitment_wake_condition (a suspended commitment
+	// waits for that time); empty for a scheduled look.
+	Source string `json:"source,omitempty"`
 	// Conditions lists what else resumes the run (a commitment's wake
 	// condition, an approval, evidence arriving).
 	Conditions []string `json:"conditions,omitempty"`
@@ -256,7 +261,7 @@ type Wake struct {
 
 // Waiting describes why the run waits.
 type Waiting struct {
-	Kind     string `json:"kind"` // approval | deferral | sleep | idle
+	Kind     string `json:"kind"` // approval | deferral | sleep | idle | fault
 	Reason   string `json:"reason"`
 	Since    string `json:"since"`
 	Deadline string `json:"deadline,omitempty"`

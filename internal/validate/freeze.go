@@ -53,6 +53,7 @@ func frozenTypes() map[string]reflect.Type {
 		"controller.LearningDelta": reflect.TypeFor[controller.LearningDelta](), "controller.Candidate": reflect.TypeFor[controller.Candidate](),
 		"controller.CascadeRecord": reflect.TypeFor[controller.CascadeRecord](), "controller.Violation": reflect.TypeFor[controller.Violation](),
 		"controller.TransitionLog": reflect.TypeFor[controller.TransitionLog](), "memory.PointedCompression": reflect.TypeFor[memory.PointedCompression](),
+		"controller.Context": reflect.TypeFor[controller.Context](),
 	}
 }
 

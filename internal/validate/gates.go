@@ -158,15 +158,25 @@ func gateB(ev *Evidence) Gate {
 // commitment.Matched: the observation it ran on, the clock, the approvals
 // people gave, and only the wake signals a loop may accept. It also holds
 // the loop to wake hygiene: no signal that is unknown, expired, orphaned,
-// claims authority or repeats an accepted dedup key is ever accepted.
+// claims authority or repeats an accepted dedup key is ever accepted. And
+// it follows the goal's standing commitments with its own reading
+// (commitments.go): each one taken up as declared, judged no earlier than
+// its deadline and on its checks, its deadline moved only by the signal
+// its declaration names, its period and scope re-derived, none left past
+// its time by a cycle that evaluated commitments, and no resting run
+// sleeping past one.
 func gateC(ev *Evidence) Gate {
 	var bad []string
 	resumes, held, rejected := 0, 0, 0
+	var judges []*commitmentJudge
 	for _, name := range sortedNames(ev) {
 		run := ev.Runs[name]
 		objs := run.objects()
 		last := map[string]commitmentView{}
+		live := map[string]commitmentView{}
 		seen := map[string]time.Time{}
+		j := newCommitmentJudge(run)
+		judges = append(judges, j)
 		for _, c := range run.cycles() {
 			m := c.manifest()
 			in := wakeInputs{}
@@ -205,12 +215,22 @@ func gateC(ev *Evidence) Gate {
 			}
 			resumed := false
 			for _, r := range c.events {
+				if r.Event.Type.In("amendment") {
+					j.amendment(r)
+				}
 				if _, ok := r.Event.Type.CommitmentVerb(); !ok || r.Event.Object == nil {
 					continue
 				}
 				var cm commitmentView
 				if decodeView(r.Event.Object, &cm) != nil {
 					continue
+				}
+				before, known := last[cm.ID]
+				j.judge(c.seq, r.Event.Type, r.Event.Reasons, before, known, cm, in)
+				if slices.Contains([]string{"completed", "expired", "abandoned"}, cm.Status) {
+					delete(live, cm.ID)
+				} else {
+					live[cm.ID] = cm
 				}
 				if r.Event.Type == event.CommitmentResumed {
 					resumed = true
@@ -227,6 +247,10 @@ func gateC(ev *Evidence) Gate {
 				}
 				last[cm.ID] = cm
 			}
+			if c.has(event.ConditionsEvaluated) {
+				j.due(c.seq, live, in.at)
+			}
+			j.wake(c.seq, live, in.at, c)
 			if !resumed && c.has(event.LoopWoke) {
 				for _, cm := range last {
 					if cm.Status == "suspended" {
@@ -237,14 +261,29 @@ func gateC(ev *Evidence) Gate {
 			}
 		}
 	}
+	total := &commitmentJudge{}
+	for _, j := range judges {
+		bad = append(bad, j.bad...)
+		total.created += j.created
+		total.judged += j.judged
+		total.moved += j.moved
+		total.periods += j.periods
+		total.scopes += j.scopes
+		total.wakes += j.wakes
+	}
 	if len(bad) > 0 {
 		return fail(bad...)
 	}
 	if resumes == 0 {
 		return inconclusive("no commitment was resumed in any scenario")
 	}
+	if total.judged == 0 || total.moved == 0 || total.periods == 0 || total.scopes == 0 {
+		return inconclusive("no scenario judged a standing commitment at its deadline, moved its deadline, brought its period due and changed its scope: " + total.summary())
+	}
 	return pass(fmt.Sprintf("%d resumes, each with its recorded wake condition holding in that cycle's recorded inputs (judged by the gate's own matcher)", resumes),
-		fmt.Sprintf("%d woken cycles kept a suspended commitment suspended; %d wake signals the loop had to refuse were all refused", held, rejected))
+		fmt.Sprintf("%d woken cycles kept a suspended commitment suspended; %d wake signals the loop had to refuse were all refused", held, rejected),
+		"standing commitments, each change re-derived from the goal and environment in force and the cycle's recorded clock, observation and signals: "+total.summary(),
+		"no cycle that evaluated commitments left one past its deadline or period; no resting run slept past a commitment's time")
 }
 
 // gateD follows every commitment through its lifecycle events and requires
@@ -962,10 +1001,13 @@ func gateR(ev *Evidence) Gate {
 		"no record carries a private-reasoning field; cognition is recorded as public turns")
 }
 
-// requiredClasses are the transition classes §19 requires of the long run.
+// requiredClasses are the transition classes §19 requires of the long run,
+// with every commitment transition §17 P14 names (create, modify,
+// suspend, resume, and the terminal ones: completed and abandoned).
 func requiredClasses() []string {
 	return []string{"strategic_review", "direct_path", "agenda_selected", "no_agenda", "idle", "sleep", "wake", "deferred",
-		"commitment_transition", "context_compaction", "governance_boundary", "crash_recovery", "idempotent_outcome_recovery"}
+		"commitment_transition", "commitment_created", "commitment_modified", "commitment_suspended", "commitment_resumed",
+		"commitment_completed", "commitment_abandoned", "context_compaction", "governance_boundary", "crash_recovery", "idempotent_outcome_recovery"}
 }
 
 func gateS(ev *Evidence) Gate {

@@ -107,9 +107,24 @@ func (a actionView) paths() []string {
 // that a restore can be matched with the change it undoes.
 func (a actionView) changed() string { return strings.Join(a.paths(), "\x00") }
 
-// observationView is the evidence part of a recorded observation.
+// observationView is the evidence and check part of a recorded
+// observation.
 type observationView struct {
 	Evidence []evidenceFact `json:"evidence"`
+	Checks   []struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	} `json:"checks"`
+}
+
+// passes reports whether the observation has the check, passing.
+func (o observationView) passes(id string) bool {
+	for _, c := range o.Checks {
+		if c.ID == id {
+			return c.Status == "pass"
+		}
+	}
+	return false
 }
 
 type evidenceFact struct {
@@ -150,9 +165,17 @@ type conditionView struct {
 
 // commitmentView is a commitment as one lifecycle event recorded it.
 type commitmentView struct {
-	ID     string         `json:"id"`
-	Status string         `json:"status"`
-	Wake   *conditionView `json:"wake"`
+	ID             string         `json:"id"`
+	Status         string         `json:"status"`
+	Wake           *conditionView `json:"wake"`
+	CheckID        string         `json:"check_id"`
+	Deadline       string         `json:"deadline"`
+	Standing       string         `json:"standing"`
+	DeclarationRef string         `json:"declaration_ref"`
+	Scope          []string       `json:"scope"`
+	EverySeconds   int64          `json:"every_seconds"`
+	NextDue        string         `json:"next_due"`
+	MovedBy        string         `json:"moved_by"`
 }
 
 // protectedView is one protected ref of working memory, as a compaction

@@ -74,7 +74,9 @@ func TestGates(t *testing.T) {
 			ev.Runs = map[string]*Run{run.Name: run}
 		}}},
 		"B": {mut("no-agenda-continue", "p02-healthy-idle")},
-		"C": {mut("matched-any", "p03-sleep-wake-resume"), mut("expired-wake-consumed", "eval-wake-hygiene")},
+		"C": {mut("matched-any", "p03-sleep-wake-resume"), mut("expired-wake-consumed", "eval-wake-hygiene"),
+			mut("deadline-ignored", "p17-standing-commitments"), mut("deadline-moved-by-any", "p17-standing-commitments"),
+			mut("wake-ignores-deadline", "p17-standing-commitments")},
 		"D": {mut("compaction-drops-protected", "p09-compaction")},
 		"E": {mut("review-always", "p07-direct-path")},
 		"F": {only(mut("overlay-ignored", "p06-strategic-review"))},
