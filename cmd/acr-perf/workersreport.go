@@ -392,13 +392,13 @@ func boundNotes(r workersReport, sums []setupSummary) []string {
 		n := fmt.Sprintf("**Directories.** A loop's cycle costs %s of CPU in its acr process (process start and opening "+
 			"the run included) and about three fsyncs of its own files (the side-by-side section above): %s of wall time per "+
 			"cycle with one loop, which kept %.2f cores busy; the rest is waiting for fsyncs and for a core. Loops on different "+
-			"runs share only the disk and the cores, so a second loop fills the first one's waits (against one loop, medians of "+
-			"same-round ratios)",
+			"runs share only the disk and the cores, so more loops fill each other's waits until the cores or the disk are "+
+			"busy (against one loop, medians of same-round ratios)",
 			ms(d1.acrCPU), ms(time.Duration(float64(time.Second)/d1.median)), d1.busy)
 		if len(scaling) > 0 {
 			n += ": " + strings.Join(scaling, ", ")
 		}
-		n += fmt.Sprintf("; past %d loops (the cores) each further loop adds less, as the loops queue for the cores and the disk.", cores)
+		n += "."
 		notes = append(notes, n)
 	}
 	if len(r.wakes) > 0 {
