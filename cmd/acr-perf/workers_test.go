@@ -139,6 +139,20 @@ func TestSummarize(t *testing.T) {
 	assert.InDelta(t, 0.6, n1.busy, 1e-6)
 }
 
+func TestSameRound(t *testing.T) {
+	a, b := setup{nats: true, procs: 2, conc: 1}, setup{procs: 1, conc: 1}
+	tr := func(s setup, round int, rate float64) trial {
+		return trial{setup: s, round: round, cycles: 100, wall: time.Duration(float64(time.Second) * 100 / rate)}
+	}
+	ts := []trial{tr(a, 0, 10), tr(b, 0, 20), tr(a, 1, 30), tr(b, 1, 30), tr(a, 2, 40), tr(b, 2, 10), tr(a, 3, 99)}
+	// Ratios 0.5, 1 and 4 (round 3 has no b): the median is 1, where the
+	// ratio of the medians would be 30/20.
+	assert.InDelta(t, 1.0, sameRound(ts, a, b), 1e-9)
+	assert.Zero(t, sameRound(ts, a, setup{procs: 4, conc: 1}))
+	assert.Equal(t, "2 workers", workersLabel(a))
+	assert.Equal(t, "1 worker at --concurrency 4", workersLabel(setup{nats: true, procs: 1, conc: 4}))
+}
+
 func TestRenderWorkers(t *testing.T) {
 	ts, setups := sampleTrials()
 	var wakes []wakeSample

@@ -81,8 +81,11 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[min(max(i, 0), len(s)-1)]
 }
 
-// summarize aggregates trials per setup, in the order of setups.
-func summarize(trials []trial, setups []setup) []setupSummary {
+// sameRound is the median over rounds of a's rate divided by b's rate in
+// the same round (0 if they never ran in one round): two setups measured
+// minutes apart on a shared machine compare worse than two measured in
+// one round.
+func sameRound(trials []trial, a, b setup) float64 {
 	rate := map[setup]map[int]float64{} // setup → round → rate
 	for _, t := range trials {
 		if rate[t.setup] == nil {
@@ -90,16 +93,31 @@ func summarize(trials []trial, setups []setup) []setupSummary {
 		}
 		rate[t.setup][t.round] = t.rate()
 	}
+	var rs []float64
+	for round, ra := range rate[a] {
+		if rb, ok := rate[b][round]; ok && rb > 0 {
+			rs = append(rs, ra/rb)
+		}
+	}
+	return medianF(rs)
+}
+
+// summarize aggregates trials per setup, in the order of setups.
+func summarize(trials []trial, setups []setup) []setupSummary {
+	dir1 := setup{procs: 1, conc: 1}
+	has := map[setup]bool{}
+	for _, t := range trials {
+		has[t.setup] = true
+	}
 	var out []setupSummary
 	for _, s := range setups {
 		sum := setupSummary{setup: s}
-		var acr, srv, sys, busy, batches, vs, vs1 []float64
+		var acr, srv, sys, busy, batches []float64
 		for _, t := range trials {
 			if t.setup != s {
 				continue
 			}
-			r := t.rate()
-			sum.rates = append(sum.rates, r)
+			sum.rates = append(sum.rates, t.rate())
 			c := float64(t.cycles)
 			acr = append(acr, float64(t.acrCPU)/c)
 			srv = append(srv, float64(t.srvCPU)/c)
@@ -108,12 +126,6 @@ func summarize(trials []trial, setups []setup) []setupSummary {
 			}
 			busy = append(busy, float64(t.acrCPU+t.srvCPU)/float64(t.wall))
 			batches = append(batches, float64(t.batches)/c)
-			if d, ok := rate[setup{procs: s.parallelism(), conc: 1}][t.round]; ok && s.nats {
-				vs = append(vs, r/d)
-			}
-			if d, ok := rate[setup{procs: 1, conc: 1}][t.round]; ok {
-				vs1 = append(vs1, r/d)
-			}
 			if t.polled {
 				sum.polled++
 			}
@@ -122,7 +134,12 @@ func summarize(trials []trial, setups []setup) []setupSummary {
 			continue
 		}
 		sum.median, sum.min, sum.max = medianF(sum.rates), slices.Min(sum.rates), slices.Max(sum.rates)
-		sum.vsDir, sum.vsDir1 = medianF(vs), medianF(vs1)
+		if same := (setup{procs: s.parallelism(), conc: 1}); s.nats && has[same] {
+			sum.vsDir = sameRound(trials, s, same)
+		}
+		if has[dir1] {
+			sum.vsDir1 = sameRound(trials, s, dir1)
+		}
 		sum.acrCPU, sum.srvCPU, sum.srvSys = time.Duration(medianF(acr)), time.Duration(medianF(srv)), medianF(sys)
 		sum.busy, sum.batches = medianF(busy), medianF(batches)
 		out = append(out, sum)
@@ -298,6 +315,19 @@ func about(d time.Duration) string {
 	return fmt.Sprintf("%.0f minutes", math.Ceil(d.Minutes()))
 }
 
+// workersLabel names a NATS setup in a sentence: "2 workers", "1 worker
+// at --concurrency 4".
+func workersLabel(s setup) string {
+	w := fmt.Sprintf("%d workers", s.procs)
+	if s.procs == 1 {
+		w = "1 worker"
+	}
+	if s.conc > 1 {
+		w += fmt.Sprintf(" at --concurrency %d", s.conc)
+	}
+	return w
+}
+
 // orDash is s, or a dash if empty.
 func orDash(s string) string {
 	if s == "" {
@@ -315,7 +345,7 @@ func boundNotes(r workersReport, sums []setupSummary) []string {
 		var scaling []string
 		for _, s := range sums {
 			if s.setup.nats && s.setup != one.setup {
-				scaling = append(scaling, fmt.Sprintf("%d × --concurrency %d: %.2f×", s.setup.procs, s.setup.conc, s.median/one.median))
+				scaling = append(scaling, fmt.Sprintf("%s %.2f×", workersLabel(s.setup), sameRound(r.trials, s.setup, one.setup)))
 			}
 		}
 		wall := time.Duration(float64(time.Second) / one.median)
@@ -345,7 +375,7 @@ func boundNotes(r workersReport, sums []setupSummary) []string {
 			"under the stream's lock is serial besides. With one worker the two take turns (the worker waits for each "+
 			"commit's answer, the server for the next batch), so a cycle's %s of wall time is at least their sum; the rest "+
 			"is waiting for the disk and for a core (load average %s at the start). More workers let a worker's CPU overlap "+
-			"the server's, and contend with it for the same cores: against one worker, %s. On two shared cores the stream's "+
+			"the server's, and contend with it for the same cores: against one worker (medians of same-round ratios), %s. On two shared cores the stream's "+
 			"lock and the cores cannot be told apart as the bound; sharding runs over several streams, or a 3-node cluster "+
 			"(jsstore's NOTES.md), on more cores would show which comes first.",
 			ms(one.srvCPU), 100*one.srvSys, ms(one.acrCPU), ms(both), cores,
@@ -356,18 +386,19 @@ func boundNotes(r workersReport, sums []setupSummary) []string {
 		var scaling []string
 		for _, s := range sums {
 			if !s.setup.nats && s.setup.procs > 1 {
-				scaling = append(scaling, fmt.Sprintf("%d loops %.2f× (%.2f cores busy)", s.setup.procs, s.median/d1.median, s.busy))
+				scaling = append(scaling, fmt.Sprintf("%d loops %.2f× (%.2f cores busy)", s.setup.procs, sameRound(r.trials, s.setup, d1.setup), s.busy))
 			}
 		}
 		n := fmt.Sprintf("**Directories.** A loop's cycle costs %s of CPU in its acr process (process start and opening "+
 			"the run included) and about three fsyncs of its own files (the side-by-side section above): %s of wall time per "+
 			"cycle with one loop, which kept %.2f cores busy; the rest is waiting for fsyncs and for a core. Loops on different "+
-			"runs share only the disk and the cores, so a second loop fills the first one's waits",
+			"runs share only the disk and the cores, so more loops fill each other's waits until the cores or the disk are "+
+			"busy (against one loop, medians of same-round ratios)",
 			ms(d1.acrCPU), ms(time.Duration(float64(time.Second)/d1.median)), d1.busy)
 		if len(scaling) > 0 {
 			n += ": " + strings.Join(scaling, ", ")
 		}
-		n += fmt.Sprintf("; past %d loops (the cores) each further loop adds less, as the loops queue for the cores and the disk.", cores)
+		n += "."
 		notes = append(notes, n)
 	}
 	if len(r.wakes) > 0 {
