@@ -123,7 +123,7 @@ func runInit(ctx context.Context, opts initOptions, a *app) error {
 	}
 	a.printf("initialised run %s in %s\n  goal      %s (%s)\n  contract  %s (%s)\n  world     %s\n  checks    %d, failing now: %d\nnext: acr run --max-cycles 20\n",
 		st.Run.RunID, a.cfg.StateDir, in.Goal.ID, st.Run.GoalRefs[0].Short(), in.Contract.ID, st.Run.ContractRef.Short(),
-		worldLine(in.Spec), len(in.Spec.Checks), failing(st.Environment.Checks))
+		a.worldLine(in.Spec), len(in.Spec.Checks), failing(st.Environment.Checks))
 	return nil
 }
 
@@ -142,6 +142,15 @@ func worldLine(spec world.Spec) string {
 		return "the directory " + spec.Root + " (in place)"
 	}
 	return "a sandbox copy of the environment's files"
+}
+
+// worldLine is worldLine for this store: a run kept in a JetStream store
+// has its files in the store, with a copy on each host that runs it.
+func (a *app) worldLine(spec world.Spec) string {
+	if a.nats() && spec.Root == "" {
+		return "the environment's files, kept in the store " + a.cfg.Store + " (each host that runs it keeps a copy)"
+	}
+	return worldLine(spec)
 }
 
 // runInitRemote creates the run --run-id names in a JetStream store. There
