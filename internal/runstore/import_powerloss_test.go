@@ -56,32 +56,10 @@ func importArchive(t *testing.T) (archive.Run, kernel.EngineState) {
 func importTrial(t *testing.T, r archive.Run, st kernel.EngineState, tr importCut, groups *[]string) (ops int, found bool, err error) {
 	t.Helper()
 	mem, root := disk.NewMem(), t.TempDir()
-	mem.SkipSync(func(op disk.SyncOp) bool {
-		g := syncGroup(op)
-		if groups != nil && !slices.Contains(*groups, g) {
-			*groups = append(*groups, g)
-		}
-		return g == tr.skip
-	})
-	mem.OnOp(func(disk.MemOp) {
-		ops++
-		if ops == tr.cut {
-			panic(powerCut{})
-		}
-	})
 	var importErr error
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				if _, ok := p.(powerCut); !ok {
-					panic(p)
-				}
-			}
-		}()
+	ops = underCut(mem, tr.cutTrial, groups, func() {
 		importErr = ImportOn(mem, root, r, st, replaceOptions())
-	}()
-	mem.OnOp(nil)
-	mem.SkipSync(nil)
+	})
 	finished := tr.cut == 0 || tr.cut > ops
 	if finished && importErr != nil {
 		return ops, false, fmt.Errorf("import without a power cut: %w", importErr)

@@ -50,18 +50,11 @@ type cutTrial struct {
 	skip string // an fsync group switched off during the replacement
 }
 
-// replaceTrial runs one replacement under a trial. It returns how many
-// operations the replacement made and what, if anything, is wrong after
-// the power loss and a reopen.
-func replaceTrial(t *testing.T, tr cutTrial, groups *[]string) (int, string, error) {
-	t.Helper()
-	mem, root := oldRun(t)
-	oldManifest, err := mem.ReadFile(dirstore.ManifestName)
-	require.NoError(t, err)
-	oldLedger, err := mem.ReadFile(ledger.FileName)
-	require.NoError(t, err)
-
-	ops := 0
+// underCut runs op on mem with the trial's fsync group switched off and
+// the power cut before its cut-th operation (op then stops there), and
+// returns how many operations op made. groups, if not nil, collects the
+// fsync groups seen.
+func underCut(mem *disk.Mem, tr cutTrial, groups *[]string, op func()) (ops int) {
 	mem.SkipSync(func(op disk.SyncOp) bool {
 		g := syncGroup(op)
 		if groups != nil && !slices.Contains(*groups, g) {
@@ -75,19 +68,34 @@ func replaceTrial(t *testing.T, tr cutTrial, groups *[]string) (int, string, err
 			panic(powerCut{})
 		}
 	})
-	var replaceErr error
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				if _, ok := p.(powerCut); !ok {
-					panic(p)
-				}
+	defer func() {
+		mem.OnOp(nil)
+		mem.SkipSync(nil)
+		if p := recover(); p != nil {
+			if _, ok := p.(powerCut); !ok {
+				panic(p)
 			}
-		}()
-		_, replaceErr = ReplaceOn(mem, root, newInputs(), "run:new", replaceOptions())
+		}
 	}()
-	mem.OnOp(nil)
-	mem.SkipSync(nil)
+	op()
+	return ops // also what a recovered cut returns: ops is the named result
+}
+
+// replaceTrial runs one replacement under a trial. It returns how many
+// operations the replacement made and what, if anything, is wrong after
+// the power loss and a reopen.
+func replaceTrial(t *testing.T, tr cutTrial, groups *[]string) (int, string, error) {
+	t.Helper()
+	mem, root := oldRun(t)
+	oldManifest, err := mem.ReadFile(dirstore.ManifestName)
+	require.NoError(t, err)
+	oldLedger, err := mem.ReadFile(ledger.FileName)
+	require.NoError(t, err)
+
+	var replaceErr error
+	ops := underCut(mem, tr, groups, func() {
+		_, replaceErr = ReplaceOn(mem, root, newInputs(), "run:new", replaceOptions())
+	})
 	finished := tr.cut == 0 || tr.cut > ops
 	if finished && replaceErr != nil {
 		return ops, "", fmt.Errorf("replace without a power cut: %w", replaceErr)

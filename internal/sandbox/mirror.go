@@ -28,19 +28,7 @@ func (w *World) Files() (map[string][]byte, error) {
 		return nil, fmt.Errorf("world files: the world is the directory %s, not a sandbox copy", w.spec.Root)
 	}
 	files := map[string][]byte{}
-	err := fs.WalkDir(w.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == "." {
-			return nil
-		}
-		if w.excluded(p) {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
+	err := w.walkWorld(func(p string, d fs.DirEntry) error {
 		if !d.Type().IsRegular() || strings.HasPrefix(d.Name(), tmpPrefix) {
 			return nil
 		}

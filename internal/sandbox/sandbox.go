@@ -315,6 +315,21 @@ func requireDir(p string) error {
 // power loss brings back holds no state (it was never renamed onto
 // anything) and is swept again by the next Open.
 func (w *World) sweepTemps() error {
+	return w.walkWorld(func(p string, d fs.DirEntry) error {
+		if d.Type().IsRegular() && strings.HasPrefix(d.Name(), tmpPrefix) {
+			if err := w.root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("remove stale temp file %s: %w", p, err)
+			}
+			w.journal.note(WorldOp{Op: "remove", Path: p})
+		}
+		return nil
+	})
+}
+
+// walkWorld calls fn for every entry of the world tree that is not
+// excluded (nor in acr's private directory), without entering excluded
+// directories or following symlinks.
+func (w *World) walkWorld(fn func(p string, d fs.DirEntry) error) error {
 	return fs.WalkDir(w.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -328,13 +343,7 @@ func (w *World) sweepTemps() error {
 			}
 			return nil
 		}
-		if d.Type().IsRegular() && strings.HasPrefix(d.Name(), tmpPrefix) {
-			if err := w.root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("remove stale temp file %s: %w", p, err)
-			}
-			w.journal.note(WorldOp{Op: "remove", Path: p})
-		}
-		return nil
+		return fn(p, d)
 	})
 }
 
