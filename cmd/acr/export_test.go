@@ -83,8 +83,10 @@ func TestExportImportNATS(t *testing.T) {
 		assert.Equal(t, want, ok(dst, args...), "acr %v on the run moved back", args)
 		got := ok(mid, append(nats, args...)...)
 		if args[0] == "status" {
-			// Only the hints name the store.
+			// Only the hints and where the world's files are name the store.
 			got = strings.ReplaceAll(got, "acr --store "+store+" --run-id run:test ", "acr ")
+			got = strings.ReplaceAll(got, "the environment's files, kept in the store "+store+" (each host that runs it keeps a copy)",
+				"a sandbox copy of the environment's files")
 		}
 		assert.Equal(t, want, got, "acr %v on the run in the store", args)
 	}
