@@ -382,15 +382,22 @@ func (b *bench) dropStore(prefix string) error {
 // natsTrial creates the runs in a store of their own (prefix name), starts
 // the setup's workers at once and times them until every run has reported
 // IDLE.
+// initStore creates n runs of the given inputs in a fresh store prefix
+// name (and a local state directory of the same name), four acr init
+// processes at a time, and returns where they are.
+func (b *bench) initStore(name string, n int, in perf.QueueFiles) (store, state string, ids []string, err error) {
+	store, state, ids = b.srv.URL+"/"+name, filepath.Join(b.work, name), runIDs(n)
+	err = parallel(len(ids), 4, func(i int) error {
+		_, err := b.acr("--state-dir", state, "--store", store, "--run-id", ids[i], "init", "--goal", in.Goal, "--contract", in.Contract, "--env", in.Env)
+		return err
+	})
+	return store, state, ids, err
+}
+
 func (b *bench) natsTrial(s setup, round int, name string) (trial, error) {
 	t := trial{setup: s, round: round}
-	store := b.srv.URL + "/" + name
-	state := filepath.Join(b.work, name)
-	ids := runIDs(b.sz.runs)
-	if err := parallel(len(ids), 4, func(i int) error {
-		_, err := b.acr("--state-dir", state, "--store", store, "--run-id", ids[i], "init", "--goal", b.queue.Goal, "--contract", b.queue.Contract, "--env", b.queue.Env)
-		return err
-	}); err != nil {
+	store, state, ids, err := b.initStore(name, b.sz.runs, b.queue)
+	if err != nil {
 		return t, err
 	}
 	tr := newSettleTracker(len(ids))
@@ -572,13 +579,8 @@ type wakeSample struct {
 // settings and runs at rest.
 func (b *bench) wakeLatency(rng *rand.Rand) ([]wakeSample, error) {
 	const name = "wake"
-	store := b.srv.URL + "/" + name
-	state := filepath.Join(b.work, name)
-	ids := runIDs(b.sz.wakeRuns)
-	if err := parallel(len(ids), 4, func(i int) error {
-		_, err := b.acr("--state-dir", state, "--store", store, "--run-id", ids[i], "init", "--goal", b.single.Goal, "--contract", b.single.Contract, "--env", b.single.Env)
-		return err
-	}); err != nil {
+	store, state, ids, err := b.initStore(name, b.sz.wakeRuns, b.single)
+	if err != nil {
 		return nil, err
 	}
 	msgs := make(chan storeMsg, 1<<16)
@@ -701,13 +703,8 @@ func (b *bench) straceTrial() (f straceFigures, ok bool, err error) {
 		return f, false, nil
 	}
 	const name = "strace"
-	store := b.srv.URL + "/" + name
-	state := filepath.Join(b.work, name)
-	ids := runIDs(b.sz.straceRuns)
-	if err := parallel(len(ids), 4, func(i int) error {
-		_, err := b.acr("--state-dir", state, "--store", store, "--run-id", ids[i], "init", "--goal", b.queue.Goal, "--contract", b.queue.Contract, "--env", b.queue.Env)
-		return err
-	}); err != nil {
+	store, state, ids, err := b.initStore(name, b.sz.straceRuns, b.queue)
+	if err != nil {
 		return f, false, err
 	}
 	srvOut, wOut := filepath.Join(b.work, "strace-server.txt"), filepath.Join(b.work, "strace-worker.txt")
