@@ -24,6 +24,7 @@ import (
 
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/jetstream/natstest"
+	"github.com/acr-project/acr/internal/perf"
 	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/scenario"
 )
@@ -364,23 +365,8 @@ type statusView struct {
 func writeQueue(t *testing.T, n int) string {
 	t.Helper()
 	dir := t.TempDir()
-	docs := map[string]any{
-		"goal.json": map[string]any{"schema": "acr.goal/v0.1", "id": "queue", "mission": "drain the queue",
-			"success": map[string]any{"all_checks_pass": true}},
-		"contract.json": map[string]any{"schema": "acr.contract/v0.1", "id": "queue", "authority": map[string]any{"id": "op", "mode": "project_write"},
-			"coordinates": map[string]any{"readiness": "L2", "autonomy": "A2", "cognitive_depth": "D2"},
-			"rules":       []any{map[string]any{"operation": "*", "paths": []string{"**"}, "effect": "allow"}},
-			"budgets":     map[string]any{"cycles": map[string]any{"hard": n + 100}}, "policy": map[string]any{}},
-		"env.json": map[string]any{"schema": "acr.environment/v0.1", "files": map[string]string{"queue.txt": strings.Repeat("p\n", n)},
-			"checks": []any{map[string]any{"id": "queue", "summary": "items pending", "kind": "absent_text", "path": "queue.txt",
-				"text": "p", "priority": 10,
-				"fixes": []any{map[string]any{"operation": "apply_local_patch", "find": "p", "replace": "d", "occurrences": 1}}}}},
-	}
-	for name, doc := range docs {
-		b, err := json.Marshal(doc)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
-	}
+	_, err := perf.WriteQueueFiles(dir, n, int64(n)+100)
+	require.NoError(t, err)
 	return dir
 }
 
