@@ -73,6 +73,9 @@ type config struct {
 	LogLevel        string `flag:"log-level"`
 	NoLoadState     bool   `flag:"no-load-state"`
 	CheckpointEvery int    `flag:"checkpoint-every"`
+	// SealBytes is --ledger-seal-bytes: how long the ledger's uncompressed
+	// part grows before its history is sealed (0: never).
+	SealBytes int64 `flag:"ledger-seal-bytes"`
 	// Clock is ACR_CLOCK, a frozen time for reproducible output; it is
 	// not a flag.
 	Clock string
@@ -241,7 +244,7 @@ func (a *app) logCycle(s kernel.Summary) {
 // clock returns the time source: the wall clock, or a frozen time given in
 // ACR_CLOCK (RFC 3339), which scenario tests use for reproducible output.
 func (a *app) clock() (runstore.Options, error) {
-	opt := runstore.Options{Clock: runstore.Clock{}, Revision: revision(), CheckpointEvery: a.cfg.CheckpointEvery, Failpoint: failpoint(a.getenv("ACR_FAILPOINT")),
+	opt := runstore.Options{Clock: runstore.Clock{}, Revision: revision(), CheckpointEvery: a.cfg.CheckpointEvery, SealBytes: a.cfg.SealBytes, Failpoint: failpoint(a.getenv("ACR_FAILPOINT")),
 		Environ: os.LookupEnv, Notify: a.logNotice}
 	if a.cfg.Clock != "" {
 		t, err := state.ParseTime(a.cfg.Clock)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/scenario"
 )
 
@@ -46,11 +47,16 @@ func TestCrashHarness(t *testing.T) {
 	want := h.fingerprints(ref)
 	t.Logf("uninterrupted: world %s history %s", want.World, want.History)
 
+	// Kills land inside ledger seals too: an episode seals never, at the
+	// default size, or at 4 KiB (then at nearly every checkpoint).
+	h.points = append(scenario.Failpoints(), ledger.StageSealPending, ledger.StageSealHot)
 	stats := map[string]int{}
 	episodes := 0
 	for total := 0; total < kills; episodes++ {
+		h.env = nil
 		dir := h.fresh(fmt.Sprintf("episode-%d", episodes))
 		every := []string{"1", "4", "16"}[rng.IntN(3)]
+		h.env = []string{"ACR_LEDGER_SEAL_BYTES=" + []string{"0", "262144", "4096", "4096"}[rng.IntN(4)]}
 		for i := 0; ; i++ {
 			if i > 400 {
 				t.Fatalf("episode %d did not finish", episodes)

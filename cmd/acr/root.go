@@ -61,6 +61,7 @@ underscores); acr config show prints what is in effect and why.
 	pf.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	pf.String("config", "", "configuration file (default ./acr.yaml if present)")
 	pf.Bool("no-load-state", false, "start from a clean slate in memory: the state directory is neither read nor written (debugging, testing)")
+	pf.Int64("ledger-seal-bytes", 256<<10, "seal the ledger's history into compressed segments once ledger/events.jsonl holds this many bytes (at the end of an invocation; 32 times as many within one); 0 never seals")
 	pf.Int("checkpoint-every", 64, "cycles between directory checkpoints within one invocation (each cycle is durable in the ledger regardless)")
 	root.Flags().Bool("version", false, "print acr's version (the same as acr version)")
 
@@ -166,6 +167,9 @@ func (a *app) configure(cmd *cobra.Command) error {
 	}
 	if err := a.checkReplicas(cmd); err != nil {
 		return err
+	}
+	if a.cfg.SealBytes < 0 {
+		return usagef("--ledger-seal-bytes must be 0 (never) or more")
 	}
 	if a.cfg.CheckpointEvery < 1 {
 		return usagef("--checkpoint-every must be at least 1")

@@ -96,6 +96,12 @@ type Driver struct {
 	// its checkpoint record, are durable in the ledger at once; the
 	// directory checkpoint only bounds how much recovery replays.
 	CheckpointEvery int
+	// SealBytes is when the ledger's committed history moves into
+	// compressed segments, for a ledger that can (a state directory's):
+	// at the end of an invocation that ran cycles, once the uncompressed
+	// part holds this many bytes, and at a checkpoint within one, once it
+	// holds 32 times as many. 0 never seals.
+	SealBytes int64
 	// UncertainErr tells the driver which World error means "cannot tell".
 	UncertainErr error
 	// RefusedErr tells the driver which World error means "this target is
@@ -615,6 +621,9 @@ func (d *Driver) commit() error {
 	}
 	d.manifest, d.pending = m, 0
 	d.failpoint("after-checkpoint")
+	if err := d.seal(32 * d.SealBytes); err != nil {
+		return err
+	}
 	if d.Inbox != nil && len(d.consumed) > 0 {
 		if err := d.Inbox.Consumed(d.consumed); err != nil {
 			return err
@@ -977,7 +986,27 @@ func (d *Driver) Run(ctx context.Context, maxCycles int, each func(Summary)) (Ru
 // owed (cycles run since the last one).
 func (d *Driver) Close() error {
 	if d.pending > 0 {
-		return d.commit()
+		if err := d.commit(); err != nil {
+			return err
+		}
+		return d.seal(d.SealBytes)
 	}
 	return d.Ledger.Sync()
+}
+
+// sealer is a ledger that can move committed history into compressed
+// segments once its uncompressed part holds minBytes.
+type sealer interface {
+	Seal(minBytes int64) error
+}
+
+// seal compresses the ledger's history when it is long enough. It runs
+// after a checkpoint: sealing changes where the ledger's bytes are kept,
+// never what they are, so no checkpoint depends on it.
+func (d *Driver) seal(minBytes int64) error {
+	s, ok := d.Ledger.(sealer)
+	if !ok || d.SealBytes <= 0 {
+		return nil
+	}
+	return s.Seal(minBytes)
 }

@@ -4,9 +4,21 @@
 //
 // # File
 //
-// One file, ledger/events.jsonl inside the state directory. It holds one
+// ledger/events.jsonl inside the state directory (and, once history is
+// sealed, the segments before it: see Sealed history). It holds one
 // line per event; the newline is the commit marker: a line without its
 // newline was never committed and is a torn tail.
+//
+// # Sealed history
+//
+// The ledger is one sequence of bytes. Seal moves what events.jsonl holds
+// into a compressed segment under ledger/sealed (zstd frames of whole
+// lines, named by the range of ledger bytes they hold) and empties
+// events.jsonl; readers see the segments and events.jsonl as one file, so
+// offsets, frontiers, hashes and refs are unchanged by a seal. A segment
+// is first written under a pending name; it counts once events.jsonl is
+// empty, which a seal makes true only after the segment is durable, and
+// the next writer renames or removes it before appending (segment.go).
 //
 // # Line format
 //

@@ -274,7 +274,7 @@ func lookup(fsys disk.FS, cycle int64) (IndexEntry, bool, error) {
 }
 
 func readCycle(fsys disk.FS, e IndexEntry) ([]event.Record, error) {
-	f, err := fsys.Open(FileName)
+	f, err := openLog(fsys, false)
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +294,7 @@ func readCycle(fsys disk.FS, e IndexEntry) ([]event.Record, error) {
 }
 
 func readCompleted(fsys disk.FS, e IndexEntry) (event.Record, error) {
-	f, err := fsys.Open(FileName)
+	f, err := openLog(fsys, false)
 	if err != nil {
 		return event.Record{}, err
 	}
@@ -356,7 +356,7 @@ func Prologue(fsys disk.FS) ([]event.Record, error) {
 	if e, ok, err := lookup(fsys, 1); err == nil && ok {
 		end = e.Start
 	}
-	f, err := fsys.Open(FileName)
+	f, err := openLog(fsys, false)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/event"
@@ -59,7 +61,7 @@ type Torn struct {
 // run lock guarantees one writer.
 type Ledger struct {
 	fsys     disk.FS
-	f        disk.File
+	f        *logFile
 	front    state.Frontier
 	torn     *Torn
 	poisoned bool
@@ -72,6 +74,9 @@ type Ledger struct {
 	Index *Index
 	// started is the record that began the cycle being appended.
 	started *event.Record
+	// OnStage, when set, is called at the named stages of a seal
+	// (StageSealPending, StageSealHot): crash tests kill the process there.
+	OnStage func(string)
 }
 
 // Create makes a new, empty ledger. It fails with ErrExists if one is there.
@@ -97,7 +102,7 @@ func Create(fsys disk.FS) (*Ledger, error) {
 		f.Close()
 		return nil, fmt.Errorf("create ledger: %w", err)
 	}
-	return &Ledger{fsys: fsys, f: f, front: state.GenesisFrontier()}, nil
+	return &Ledger{fsys: fsys, f: &logFile{fsys: fsys, hot: f}, front: state.GenesisFrontier()}, nil
 }
 
 // Open opens an existing ledger for appending. It reads only the tail: the
@@ -107,7 +112,7 @@ func Open(fsys disk.FS) (*Ledger, error) {
 	if _, err := fsys.Stat(FileName); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
-	f, err := fsys.OpenAppend(FileName)
+	f, err := openLog(fsys, true)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
@@ -456,7 +461,7 @@ func readRange(r io.ReaderAt, from state.Frontier, to int64) ([]event.Record, er
 
 // ReadAt reads the one record that starts at offset.
 func ReadAt(fsys disk.FS, offset int64) (event.Record, error) {
-	f, err := fsys.Open(FileName)
+	f, err := openLog(fsys, false)
 	if err != nil {
 		return event.Record{}, fmt.Errorf("open ledger: %w", err)
 	}
@@ -489,7 +494,7 @@ func ReadAt(fsys disk.FS, offset int64) (event.Record, error) {
 // reader (acr status) that must not wait for the run's lock. A torn last
 // line is left out: it is not a record until recovery says so.
 func ReadAfter(fsys disk.FS, from state.Frontier) ([]event.Record, error) {
-	f, err := fsys.Open(FileName)
+	f, err := openLog(fsys, false)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
@@ -511,3 +516,57 @@ func ReadAfter(fsys disk.FS, from state.Frontier) ([]event.Record, error) {
 
 // IsNotExist reports whether err means there is no ledger.
 func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// Seal moves the history in events.jsonl into a compressed segment under
+// ledger/sealed when events.jsonl holds at least minBytes: the ledger's
+// bytes and offsets stay what they were, only where they are kept
+// changes. Pending writes are made durable first. A failed seal leaves
+// the ledger readable and complete (the next writer settles it), but this
+// handle is poisoned.
+func (l *Ledger) Seal(minBytes int64) error {
+	if l.poisoned {
+		return ErrPoisoned
+	}
+	if l.torn != nil {
+		return ErrTornTail
+	}
+	size, err := l.f.hotSize()
+	if err != nil {
+		return fmt.Errorf("seal ledger: %w", err)
+	}
+	if size == 0 || size < minBytes {
+		return nil
+	}
+	if err := l.Sync(); err != nil {
+		return err
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(frameSize))
+	if err != nil {
+		return fmt.Errorf("seal ledger: %w", err)
+	}
+	defer enc.Close()
+	if err := l.f.seal(enc, l.OnStage); err != nil {
+		l.poisoned = true
+		return err
+	}
+	return nil
+}
+
+// ReadBytes returns the ledger's committed bytes, sealed history
+// included, exactly as they were appended (a torn last line is left out).
+func ReadBytes(fsys disk.FS) ([]byte, error) {
+	f, err := openLog(fsys, false)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	b := make([]byte, size)
+	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read ledger: %w", err)
+	}
+	return b[:lastNewline(b)+1], nil
+}

@@ -54,7 +54,7 @@ func (l Line) Record() (event.Record, error) {
 // line is not reported (it was never committed). Memory stays constant in
 // the length of the ledger.
 func ScanLines(fsys disk.FS, fn func(Line) error) error {
-	f, err := fsys.Open(FileName)
+	f, err := openLog(fsys, false)
 	if err != nil {
 		return fmt.Errorf("open ledger: %w", err)
 	}

@@ -41,7 +41,7 @@ type Report struct {
 // checked in order. Memory stays bounded by the chunks in flight, whatever
 // the ledger's length.
 func Verify(fsys disk.FS, expect *state.Frontier) (Report, error) {
-	f, err := fsys.Open(FileName)
+	f, err := openLog(fsys, false)
 	if err != nil {
 		return Report{}, fmt.Errorf("open ledger: %w", err)
 	}
@@ -242,7 +242,7 @@ func verifyChunk(c chunk, expect *state.Frontier, ck *eventChecker, h hash.Hash)
 // damage stops the scan with a *DamageError. It reads the whole file: use
 // it for audits and analysis, never on the hot path.
 func Scan(fsys disk.FS, fn func(event.Record) error) error {
-	f, err := fsys.Open(FileName)
+	f, err := openLog(fsys, false)
 	if err != nil {
 		return fmt.Errorf("open ledger: %w", err)
 	}

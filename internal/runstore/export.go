@@ -90,9 +90,9 @@ func ExportDir(dir string) (Exported, error) {
 	if err := atRest(where, front, snap.Manifest.LedgerFrontier); err != nil {
 		return Exported{}, err
 	}
-	b, err := fsys.ReadFile(ledger.FileName)
+	b, err := ledger.ReadBytes(fsys)
 	if err != nil {
-		return Exported{}, fmt.Errorf("read ledger: %w", err)
+		return Exported{}, err
 	}
 	if int64(len(b)) != front.Offset {
 		return Exported{}, fmt.Errorf("read ledger: %d bytes, its end was at byte %d", len(b), front.Offset)

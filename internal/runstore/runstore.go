@@ -234,6 +234,8 @@ type Options struct {
 	Revision  string
 	// CheckpointEvery bounds cycles between directory checkpoints.
 	CheckpointEvery int
+	// SealBytes is when the ledger seals its history (kernel.Driver.SealBytes).
+	SealBytes int64
 	// Failpoint is called at named substages (crash tests).
 	Failpoint func(string)
 	// Notify hears what the driver does that an operator should see in
@@ -359,6 +361,7 @@ func (r *Run) open(opt Options) error {
 	}
 	r.Index = ix
 	led.Index = ix
+	led.OnStage = opt.Failpoint
 	w, err := sandbox.Open(r.Dir, spec, r.FS)
 	if err != nil {
 		return fmt.Errorf("open sandbox: %w", err)
@@ -411,7 +414,7 @@ func (r *Run) wire(opt Options, snap storage.Snapshot, cp storage.Checkpoints, l
 	}
 	r.Driver = &kernel.Driver{
 		Store: cp, Ledger: led, World: kw, Inbox: ib, Clock: clock, Knowledge: opt.Knowledge,
-		Revision: opt.Revision, CheckpointEvery: every, UncertainErr: sandbox.ErrUncertain, RefusedErr: sandbox.ErrConfinement,
+		Revision: opt.Revision, CheckpointEvery: every, SealBytes: opt.SealBytes, UncertainErr: sandbox.ErrUncertain, RefusedErr: sandbox.ErrConfinement,
 		Failpoint: opt.Failpoint, Proposer: prop, Notify: opt.Notify,
 		KillSwitch: kill, Snapshot: &snap,
 	}

@@ -1,0 +1,540 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/acr-project/acr/internal/disk"
+)
+
+// SealedDir holds the sealed segments: committed history moved out of
+// events.jsonl into compressed files (see Seal).
+const SealedDir = "ledger/sealed"
+
+// Seal stages, reported to Ledger.OnStage so that crash tests can kill a
+// process inside a seal.
+const (
+	// StageSealPending: the segment is durable under its pending name;
+	// events.jsonl still holds the same lines.
+	StageSealPending = "mid-seal"
+	// StageSealHot: events.jsonl was replaced by an empty file; the
+	// segment still has its pending name.
+	StageSealHot = "after-seal-hot"
+)
+
+const (
+	segmentMagic  = "acr-ledger-segment/1\n"
+	trailerMagic  = "acrseg1\n"
+	trailerLen    = 8 + 8 + 4 + len(trailerMagic) // start, end, frame count, magic
+	frameEntryLen = 8                             // raw length, compressed length (uint32 each)
+	// frameSize is how many bytes of lines one compressed frame holds (a
+	// longer line gets a frame of its own): reading one record decodes
+	// one frame, so this bounds the cost of a random read.
+	frameSize = 256 << 10
+	// maxFrameMemory bounds what decoding one frame may allocate: a frame
+	// holds one line when that line is longer than frameSize.
+	maxFrameMemory = 1 << 30
+	// pendingSuffix marks a segment whose seal has not committed yet.
+	pendingSuffix = ".pending"
+	segmentSuffix = ".zst"
+	// nextFileName is the empty file a seal renames over events.jsonl.
+	nextFileName = FileName + ".next"
+	offsetDigits = 20
+)
+
+// segmentName is the file name of the segment holding bytes [start, end)
+// of the ledger. Zero-padded offsets make the names sort in ledger order.
+func segmentName(start, end int64) string {
+	return fmt.Sprintf("%0*d-%0*d%s", offsetDigits, start, offsetDigits, end, segmentSuffix)
+}
+
+// parseSegmentName reads a segment's range from its file name.
+func parseSegmentName(name string) (start, end int64, pending, ok bool) {
+	if s, found := strings.CutSuffix(name, pendingSuffix); found {
+		name, pending = s, true
+	}
+	rest, found := strings.CutSuffix(name, segmentSuffix)
+	if !found || len(rest) != 2*offsetDigits+1 || rest[offsetDigits] != '-' {
+		return 0, 0, false, false
+	}
+	a, err1 := strconv.ParseInt(rest[:offsetDigits], 10, 64)
+	b, err2 := strconv.ParseInt(rest[offsetDigits+1:], 10, 64)
+	if err1 != nil || err2 != nil || a < 0 || b <= a {
+		return 0, 0, false, false
+	}
+	return a, b, pending, true
+}
+
+// frame is one compressed block of a segment.
+type frame struct {
+	start      int64 // ledger offset of its first byte
+	raw        int64 // bytes of lines it holds
+	at, length int64 // where its compressed bytes are in the segment file
+}
+
+// segmentTable is what a segment file says about itself.
+type segmentTable struct {
+	start, end int64
+	frames     []frame
+}
+
+// encodeSegment compresses lines (complete ledger lines that start at
+// offset start) into a segment file.
+func encodeSegment(enc *zstd.Encoder, start int64, lines []byte) []byte {
+	out := append(make([]byte, 0, len(lines)/4+64), segmentMagic...)
+	var table []byte
+	count := 0
+	for rest := lines; len(rest) > 0; count++ {
+		n := cutFrame(rest)
+		before := len(out)
+		out = enc.EncodeAll(rest[:n], out)
+		table = binary.BigEndian.AppendUint32(table, uint32(n))
+		table = binary.BigEndian.AppendUint32(table, uint32(len(out)-before))
+		rest = rest[n:]
+	}
+	out = append(out, table...)
+	out = binary.BigEndian.AppendUint64(out, uint64(start))
+	out = binary.BigEndian.AppendUint64(out, uint64(start+int64(len(lines))))
+	out = binary.BigEndian.AppendUint32(out, uint32(count))
+	return append(out, trailerMagic...)
+}
+
+// cutFrame returns how many bytes of b (complete lines) the next frame
+// takes: whole lines up to frameSize, at least one line.
+func cutFrame(b []byte) int {
+	if len(b) <= frameSize {
+		return len(b)
+	}
+	if i := bytes.LastIndexByte(b[:frameSize], '\n'); i >= 0 {
+		return i + 1
+	}
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		return i + 1
+	}
+	return len(b)
+}
+
+// parseSegmentTable reads a segment's trailer and frame table from the
+// end of the file (tail holds its last bytes, size is its length) and
+// checks that they describe the whole file.
+func parseSegmentTable(tail []byte, size int64) (segmentTable, error) {
+	var t segmentTable
+	if int64(len(tail)) > size || len(tail) < trailerLen {
+		return t, errors.New("segment too short for its trailer")
+	}
+	tr := tail[len(tail)-trailerLen:]
+	if string(tr[20:]) != trailerMagic {
+		return t, errors.New("segment trailer is not acr-ledger-segment/1")
+	}
+	start, end := int64(binary.BigEndian.Uint64(tr[0:8])), int64(binary.BigEndian.Uint64(tr[8:16]))
+	count := int64(binary.BigEndian.Uint32(tr[16:20]))
+	if start < 0 || end <= start || count == 0 {
+		return t, fmt.Errorf("segment trailer has range %d-%d and %d frames", start, end, count)
+	}
+	tableLen := count * frameEntryLen
+	if tableLen+int64(trailerLen)+int64(len(segmentMagic)) > size {
+		return t, fmt.Errorf("segment of %d bytes cannot hold %d frames", size, count)
+	}
+	if int64(len(tail)) < tableLen+int64(trailerLen) {
+		return t, errTailShort
+	}
+	table := tail[int64(len(tail))-int64(trailerLen)-tableLen : len(tail)-trailerLen]
+	t.start, t.end = start, end
+	t.frames = make([]frame, count)
+	at, off := int64(len(segmentMagic)), start
+	for i := range t.frames {
+		raw := int64(binary.BigEndian.Uint32(table[i*frameEntryLen:]))
+		length := int64(binary.BigEndian.Uint32(table[i*frameEntryLen+4:]))
+		if raw == 0 || length == 0 {
+			return t, fmt.Errorf("segment frame %d is empty", i)
+		}
+		t.frames[i] = frame{start: off, raw: raw, at: at, length: length}
+		at, off = at+length, off+raw
+	}
+	if off != end {
+		return t, fmt.Errorf("segment frames hold %d bytes, its range %d", off-start, end-start)
+	}
+	if at != size-tableLen-int64(trailerLen) {
+		return t, fmt.Errorf("segment frames take %d bytes, the file has %d for them", at-int64(len(segmentMagic)), size-tableLen-int64(trailerLen)-int64(len(segmentMagic)))
+	}
+	return t, nil
+}
+
+// errTailShort: the tail read was too short for the table; read more.
+var errTailShort = errors.New("segment tail too short")
+
+// segment is one sealed segment as a reader sees it. Its file and table
+// are read on first use: opening the ledger costs one directory listing
+// however long the history is.
+type segment struct {
+	name       string // path inside the state directory
+	start, end int64
+
+	mu     sync.Mutex
+	f      disk.File
+	table  *segmentTable
+	cached int // index of the decoded frame kept, -1 for none
+	data   []byte
+}
+
+func (s *segment) load(fsys disk.FS) error {
+	if s.table != nil {
+		return nil
+	}
+	f, err := fsys.Open(s.name)
+	if err != nil {
+		return s.damage(s.start, "cannot open: "+err.Error())
+	}
+	size, err := f.Size()
+	if err != nil {
+		f.Close()
+		return s.damage(s.start, err.Error())
+	}
+	want := int64(4 << 10)
+	for {
+		n := min(want, size)
+		tail := make([]byte, n)
+		if _, err := f.ReadAt(tail, size-n); err != nil && !errors.Is(err, io.EOF) {
+			f.Close()
+			return s.damage(s.start, err.Error())
+		}
+		t, err := parseSegmentTable(tail, size)
+		if errors.Is(err, errTailShort) && n < size {
+			want *= 4
+			continue
+		}
+		if err == nil && (t.start != s.start || t.end != s.end) {
+			err = fmt.Errorf("segment says it holds bytes %d-%d, its name %d-%d", t.start, t.end, s.start, s.end)
+		}
+		if err != nil {
+			f.Close()
+			return s.damage(s.start, err.Error())
+		}
+		s.f, s.table, s.cached = f, &t, -1
+		return nil
+	}
+}
+
+func (s *segment) damage(off int64, msg string) error {
+	return &DamageError{Offset: off, Msg: fmt.Sprintf("sealed segment %s: %s", s.name, msg)}
+}
+
+// readAt copies the segment's bytes at ledger offset off into p, up to
+// the end of the frame holding off; it returns how many it copied.
+func (s *segment) readAt(fsys disk.FS, dec *zstd.Decoder, p []byte, off int64) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.load(fsys); err != nil {
+		return 0, err
+	}
+	fr := s.table.frames
+	i := sort.Search(len(fr), func(i int) bool { return fr[i].start+fr[i].raw > off })
+	if i == len(fr) {
+		return 0, s.damage(off, "offset past the segment")
+	}
+	if s.cached != i {
+		comp := make([]byte, fr[i].length)
+		if _, err := s.f.ReadAt(comp, fr[i].at); err != nil && !errors.Is(err, io.EOF) {
+			return 0, s.damage(fr[i].start, err.Error())
+		}
+		data, err := dec.DecodeAll(comp, s.data[:0])
+		if err == nil && int64(len(data)) != fr[i].raw {
+			err = fmt.Errorf("frame %d decodes to %d bytes, its table says %d", i, len(data), fr[i].raw)
+		}
+		if err != nil {
+			s.cached = -1
+			return 0, s.damage(fr[i].start, fmt.Sprintf("frame %d: %v", i, err))
+		}
+		s.data, s.cached = data, i
+	}
+	return copy(p, s.data[off-fr[i].start:]), nil
+}
+
+func (s *segment) close() error {
+	if s.f == nil {
+		return nil
+	}
+	return s.f.Close()
+}
+
+// logFile is the ledger as one file: the sealed segments, in order, then
+// the hot file events.jsonl, which holds the bytes from base on. Offsets
+// are ledger offsets wherever they are: a frontier, an index entry or a
+// record's offset means the same bytes before and after a seal.
+type logFile struct {
+	fsys disk.FS
+	segs []*segment
+	// pending is a segment whose seal committed (events.jsonl was emptied)
+	// but kept its pending name; the first write renames it.
+	pending *segment
+	// stale is a pending segment whose seal did not commit: its lines are
+	// still in events.jsonl. The first write removes it.
+	stale string
+	base  int64
+	hot   disk.File
+	dec   *zstd.Decoder
+}
+
+// openLog opens the ledger for reading (writable false) or appending.
+// It never writes: a seal a crash interrupted is settled by the first
+// write (settle).
+func openLog(fsys disk.FS, writable bool) (*logFile, error) {
+	var hot disk.File
+	var err error
+	if writable {
+		hot, err = fsys.OpenAppend(FileName)
+	} else {
+		hot, err = fsys.Open(FileName)
+	}
+	if err != nil {
+		return nil, err
+	}
+	l := &logFile{fsys: fsys, hot: hot}
+	if err := l.list(); err != nil {
+		hot.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// list reads the sealed directory. A pending segment counts as sealed
+// when events.jsonl is empty: a seal empties it only after the segment
+// is durable, and nothing is appended before the seal is settled.
+func (l *logFile) list() error {
+	entries, err := l.fsys.ReadDir(SealedDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list %s: %w", SealedDir, err)
+	}
+	var segs []*segment
+	var pending *segment
+	for _, e := range entries {
+		start, end, isPending, ok := parseSegmentName(e.Name())
+		if !ok {
+			continue // a temporary file of an interrupted write
+		}
+		s := &segment{name: SealedDir + "/" + e.Name(), start: start, end: end, cached: -1}
+		if isPending {
+			if pending != nil {
+				return &DamageError{Offset: start, Msg: fmt.Sprintf("%s: two pending segments (%s, %s)", SealedDir, pending.name, s.name)}
+			}
+			pending = s
+			continue
+		}
+		segs = append(segs, s)
+	}
+	if pending != nil {
+		size, err := l.hot.Size()
+		if err != nil {
+			return fmt.Errorf("open ledger: %w", err)
+		}
+		if size == 0 {
+			segs = append(segs, pending)
+			sort.Slice(segs, func(i, j int) bool { return segs[i].start < segs[j].start })
+			l.pending = pending
+		} else {
+			l.stale = pending.name
+		}
+	}
+	var at int64
+	for _, s := range segs {
+		if s.start != at {
+			return &DamageError{Offset: at, Msg: fmt.Sprintf("%s: %s does not start where the history before it ends (byte %d)", SealedDir, s.name, at)}
+		}
+		at = s.end
+	}
+	if l.stale != "" && pending.start != at {
+		return &DamageError{Offset: at, Msg: fmt.Sprintf("%s: %s does not start where the history before it ends (byte %d)", SealedDir, pending.name, at)}
+	}
+	l.segs, l.base = segs, at
+	if len(segs) > 0 {
+		if l.dec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxFrameMemory)); err != nil {
+			return fmt.Errorf("open ledger: %w", err)
+		}
+	}
+	return nil
+}
+
+// settle finishes or undoes a seal a crash interrupted, before the first
+// write: a committed one gets its final name, a stale one is removed.
+func (l *logFile) settle() error {
+	if l.pending != nil {
+		final := SealedDir + "/" + segmentName(l.pending.start, l.pending.end)
+		if err := l.fsys.Rename(l.pending.name, final); err != nil {
+			return fmt.Errorf("settle ledger seal: %w", err)
+		}
+		if err := l.fsys.SyncDir(SealedDir); err != nil {
+			return fmt.Errorf("settle ledger seal: %w", err)
+		}
+		l.pending.mu.Lock()
+		l.pending.name = final
+		l.pending.mu.Unlock()
+		l.pending = nil
+	}
+	if l.stale != "" {
+		if err := l.fsys.Remove(l.stale); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("settle ledger seal: %w", err)
+		}
+		l.stale = ""
+	}
+	return nil
+}
+
+// ReadAt reads ledger bytes wherever they are.
+func (l *logFile) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("read ledger at %d: negative offset", off)
+	}
+	n := 0
+	for n < len(p) {
+		o := off + int64(n)
+		if o >= l.base {
+			m, err := l.hot.ReadAt(p[n:], o-l.base)
+			return n + m, err
+		}
+		i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].end > o })
+		m, err := l.segs[i].readAt(l.fsys, l.dec, p[n:], o)
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// Size is the ledger's length: sealed history and events.jsonl.
+func (l *logFile) Size() (int64, error) {
+	n, err := l.hot.Size()
+	return l.base + n, err
+}
+
+// Write appends to events.jsonl.
+func (l *logFile) Write(p []byte) (int, error) {
+	if err := l.settle(); err != nil {
+		return 0, err
+	}
+	return l.hot.Write(p)
+}
+
+// Sync fsyncs events.jsonl.
+func (l *logFile) Sync() error { return l.hot.Sync() }
+
+// Truncate cuts the ledger to size bytes; sealed history cannot be cut.
+func (l *logFile) Truncate(size int64) error {
+	if size < l.base {
+		return fmt.Errorf("truncate ledger to %d: bytes before %d are sealed", size, l.base)
+	}
+	if err := l.settle(); err != nil {
+		return err
+	}
+	return l.hot.Truncate(size - l.base)
+}
+
+// Close releases every file.
+func (l *logFile) Close() error {
+	err := l.hot.Close()
+	for _, s := range l.segs {
+		if cerr := s.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	if l.dec != nil {
+		l.dec.Close()
+	}
+	return err
+}
+
+// hotSize is the length of events.jsonl alone.
+func (l *logFile) hotSize() (int64, error) { return l.hot.Size() }
+
+// seal moves the lines of events.jsonl (all complete and durable) into a
+// new segment. The order makes every crash recoverable without loss:
+//
+//  1. the segment is written and fsynced under a pending name, and the
+//     directory fsynced: its lines are now in two places;
+//  2. events.jsonl is replaced by an empty file, renamed over it (the
+//     commit point: a pending segment counts once events.jsonl is empty);
+//  3. the segment is renamed to its final name, so that appends to the
+//     new events.jsonl cannot make it look uncommitted.
+//
+// A reader that opened the ledger before step 2 keeps reading the old
+// events.jsonl through its open handle, so it never sees a gap.
+func (l *logFile) seal(enc *zstd.Encoder, onStage func(string)) error {
+	if err := l.settle(); err != nil {
+		return err
+	}
+	size, err := l.hot.Size()
+	if err != nil || size == 0 {
+		return err
+	}
+	lines := make([]byte, size)
+	if _, err := l.hot.ReadAt(lines, 0); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("seal ledger: read %s: %w", FileName, err)
+	}
+	if lines[len(lines)-1] != '\n' {
+		return fmt.Errorf("seal ledger: %s does not end with a complete line", FileName)
+	}
+	start, end := l.base, l.base+size
+	seg := encodeSegment(enc, start, lines)
+	if err := l.fsys.MkdirAll(SealedDir); err != nil {
+		return fmt.Errorf("seal ledger: %w", err)
+	}
+	pending := SealedDir + "/" + segmentName(start, end) + pendingSuffix
+	if err := l.fsys.WriteFile(pending, seg); err != nil {
+		return fmt.Errorf("seal ledger: %w", err)
+	}
+	if err := l.fsys.SyncDir(SealedDir); err != nil {
+		return fmt.Errorf("seal ledger: %w", err)
+	}
+	stage(onStage, StageSealPending)
+	// The new events.jsonl is empty, so only its name needs to be durable:
+	// created beside, renamed over the old one, the directory fsynced.
+	// The handle stays open as the file appends go to.
+	hot, err := l.fsys.OpenAppend(nextFileName)
+	if err == nil {
+		err = hot.Truncate(0) // a leftover of an interrupted seal is empty too; be sure
+		if err != nil {
+			hot.Close()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("seal ledger: %w", err)
+	}
+	if err := l.fsys.Rename(nextFileName, FileName); err != nil {
+		hot.Close()
+		return fmt.Errorf("seal ledger: empty %s: %w", FileName, err)
+	}
+	if err := l.fsys.SyncDir(disk.Dir(FileName)); err != nil {
+		hot.Close()
+		return fmt.Errorf("seal ledger: %w", err)
+	}
+	stage(onStage, StageSealHot)
+	l.hot.Close()
+	l.hot = hot
+	s := &segment{name: pending, start: start, end: end, cached: -1}
+	l.segs, l.base, l.pending = append(l.segs, s), end, s
+	if l.dec == nil {
+		if l.dec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxFrameMemory)); err != nil {
+			return fmt.Errorf("seal ledger: %w", err)
+		}
+	}
+	return l.settle()
+}
+
+func stage(onStage func(string), name string) {
+	if onStage != nil {
+		onStage(name)
+	}
+}
