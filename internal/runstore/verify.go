@@ -1,7 +1,9 @@
 package runstore
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/acr-project/acr/internal/codec"
@@ -57,6 +59,9 @@ type verifiedRecord struct {
 	Frontier state.Frontier `json:"frontier"`
 	// FullAt is when the whole chain was last walked (the run's clock).
 	FullAt string `json:"full_walk_at"`
+	// Sealed fingerprints the sealed segments as the writer left them
+	// (name, size and modification time of each), "" when there are none.
+	Sealed string `json:"sealed,omitempty"`
 }
 
 // guardedLedger is the ledger as the driver sees it: the first write of
@@ -112,8 +117,8 @@ func (r *Run) checkBeforeWrite(clock kernel.Clock) error {
 	rec, ok := readVerified(r.FS)
 	if ok {
 		at, err := state.ParseTime(rec.FullAt)
-		size, mtime, serr := ledgerStamp(r.FS)
-		ok = err == nil && serr == nil && size == rec.Size && mtime == rec.ModTimeNS && !now.Before(at) && now.Sub(at) < FullVerifyEvery
+		size, mtime, sealed, serr := ledgerStamp(r.FS)
+		ok = err == nil && serr == nil && size == rec.Size && mtime == rec.ModTimeNS && sealed == rec.Sealed && !now.Before(at) && now.Sub(at) < FullVerifyEvery
 	}
 	if !ok {
 		rep, err := ledger.Verify(r.FS, nil)
@@ -134,12 +139,31 @@ func (r *Run) checkBeforeWrite(clock kernel.Clock) error {
 	return nil
 }
 
-func ledgerStamp(fsys disk.FS) (int64, int64, error) {
+// ledgerStamp describes the ledger's files as they are: events.jsonl's
+// size and modification time, and a fingerprint of the sealed segments'
+// names, sizes and modification times (a segment removed, replaced or
+// added by hand changes it).
+func ledgerStamp(fsys disk.FS) (int64, int64, string, error) {
 	fi, err := fsys.Stat(ledger.FileName)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
-	return fi.Size(), fi.ModTime().UnixNano(), nil
+	entries, err := fsys.ReadDir(ledger.SealedDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fi.Size(), fi.ModTime().UnixNano(), "", nil
+	}
+	if err != nil {
+		return 0, 0, "", err
+	}
+	var list []byte
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			return 0, 0, "", err
+		}
+		list = fmt.Appendf(list, "%s %d %d\n", e.Name(), info.Size(), info.ModTime().UnixNano())
+	}
+	return fi.Size(), fi.ModTime().UnixNano(), string(codec.FingerprintOf(list)), nil
 }
 
 func readVerified(fsys disk.FS) (verifiedRecord, bool) {
@@ -161,12 +185,12 @@ func (r *Run) saveVerified() {
 	if r.verified == nil || r.Ledger == nil {
 		return
 	}
-	size, mtime, err := ledgerStamp(r.FS)
+	size, mtime, sealed, err := ledgerStamp(r.FS)
 	if err != nil {
 		return
 	}
 	rec := *r.verified
-	rec.Size, rec.ModTimeNS, rec.Frontier = size, mtime, r.Ledger.Frontier()
+	rec.Size, rec.ModTimeNS, rec.Sealed, rec.Frontier = size, mtime, sealed, r.Ledger.Frontier()
 	if b, err := codec.Marshal(rec); err == nil {
 		_ = r.FS.WriteCache(VerifiedFile, b)
 	}

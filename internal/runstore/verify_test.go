@@ -150,3 +150,45 @@ func TestWriterRebuildsAStaleIndex(t *testing.T) {
 	_, err = ledger.Cycle(mustFS(t, dir), st.Run.CycleSeq)
 	require.NoError(t, err)
 }
+
+// TestWriterRefusesDamagedSealedHistory: a sealed segment changed by hand
+// (here: one frame's byte flipped, the file's size kept) is noticed by the
+// next invocation that would write, which walks the chain through the
+// segments and stops before it writes. A segment removed is refused the
+// same way.
+func TestWriterRefusesDamagedSealedHistory(t *testing.T) {
+	for _, damage := range []string{"flip", "remove"} {
+		t.Run(damage, func(t *testing.T) {
+			clock := &setClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+			opt := Options{Clock: clock, Revision: "test", SealBytes: 1}
+			dir := t.TempDir()
+			_, err := Init(dir, quickstart(t), "run:test", false, opt)
+			require.NoError(t, err)
+			require.NoError(t, step(dir, opt))
+			nudge(t, dir, clock.t)
+			require.NoError(t, step(dir, opt))
+			segs, err := filepath.Glob(filepath.Join(dir, "ledger", "sealed", "*.zst"))
+			require.NoError(t, err)
+			require.NotEmpty(t, segs, "a step with SealBytes 1 seals")
+			hot, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(ledger.FileName)))
+			require.NoError(t, err)
+			require.Empty(t, hot)
+
+			switch damage {
+			case "flip":
+				b, err := os.ReadFile(segs[0])
+				require.NoError(t, err)
+				b[len(b)/3] ^= 1
+				require.NoError(t, os.WriteFile(segs[0], b, 0o644))
+			case "remove":
+				require.NoError(t, os.Remove(segs[0]))
+			}
+			nudge(t, dir, clock.t)
+			before := treeOf(t, dir)
+			var de *ledger.DamageError
+			require.ErrorAs(t, step(dir, opt), &de)
+			assert.Contains(t, de.Error(), "ledger/sealed")
+			assert.Equal(t, before, treeOf(t, dir), "nothing was written")
+		})
+	}
+}
