@@ -7,8 +7,6 @@ import (
 	"io"
 	"io/fs"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/event"
@@ -74,6 +72,11 @@ type Ledger struct {
 	Index *Index
 	// started is the record that began the cycle being appended.
 	started *event.Record
+	// CompressAhead, when set before the first append, compresses what
+	// the handle appends into the next segment's frames on other
+	// goroutines as it goes, so that Seal only has to write them out. Set
+	// it when the ledger will be sealed.
+	CompressAhead bool
 	// OnStage, when set, is called at the named stages of a seal
 	// (StageSealPending, StageSealHot): crash tests kill the process there.
 	OnStage func(string)
@@ -296,6 +299,7 @@ func (l *Ledger) Write(events []event.Event) ([]event.Record, error) {
 		buf = append(buf, line...)
 		front = state.Frontier{Seq: front.Seq + 1, Hash: own, Offset: front.Offset + int64(len(line))}
 	}
+	l.f.compress = l.CompressAhead
 	if _, err := l.f.Write(buf); err != nil {
 		l.poisoned = true
 		return nil, fmt.Errorf("append to ledger: %w", err)
@@ -520,7 +524,9 @@ func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 // Seal moves the history in events.jsonl into a compressed segment under
 // ledger/sealed when events.jsonl holds at least minBytes: the ledger's
 // bytes and offsets stay what they were, only where they are kept
-// changes. Pending writes are made durable first. A failed seal leaves
+// changes. Lines a Write left pending are sealed too, and so made
+// durable (until the seal commits, a power loss may take them, as it
+// may take any pending write). A failed seal leaves
 // the ledger readable and complete (the next writer settles it), but this
 // handle is poisoned.
 func (l *Ledger) Seal(minBytes int64) error {
@@ -537,18 +543,12 @@ func (l *Ledger) Seal(minBytes int64) error {
 	if size == 0 || size < minBytes {
 		return nil
 	}
-	if err := l.Sync(); err != nil {
-		return err
-	}
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(frameSize))
-	if err != nil {
-		return fmt.Errorf("seal ledger: %w", err)
-	}
-	defer enc.Close()
-	if err := l.f.seal(enc, l.OnStage); err != nil {
+	if err := l.f.seal(l.OnStage); err != nil {
 		l.poisoned = true
 		return err
 	}
+	// Lines a Write left pending are in the segment, which is durable.
+	l.unsynced = false
 	return nil
 }
 

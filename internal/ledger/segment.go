@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -88,25 +89,91 @@ type segmentTable struct {
 	frames     []frame
 }
 
+// frameSet builds a segment's frames: whole lines, fed in order, cut into
+// frames of about frameSize, each compressed on a goroutine of its own as
+// soon as it is cut (enc must allow concurrent EncodeAll calls). A writer
+// feeds it what it appends, so that by the time it seals most frames are
+// compressed already, on another core, off the cycle's path.
+type frameSet struct {
+	enc  *zstd.Encoder
+	jobs []*frameJob
+	open []byte // lines fed since the last cut
+	size int64  // bytes fed in all
+}
+
+// frameJob is one frame being compressed.
+type frameJob struct {
+	raw  int
+	out  []byte
+	done chan struct{}
+}
+
+// feed adds whole lines.
+func (s *frameSet) feed(p []byte) {
+	s.open = append(s.open, p...)
+	s.size += int64(len(p))
+	for len(s.open) >= frameSize {
+		n := cutFrame(s.open)
+		s.cut(s.open[:n])
+		s.open = append([]byte(nil), s.open[n:]...)
+	}
+}
+
+func (s *frameSet) cut(raw []byte) {
+	j := &frameJob{raw: len(raw), done: make(chan struct{})}
+	s.jobs = append(s.jobs, j)
+	go func() {
+		defer close(j.done)
+		j.out = s.enc.EncodeAll(raw, make([]byte, 0, len(raw)/4))
+	}()
+}
+
+// segment waits for every frame and returns the segment file of what was
+// fed, as the ledger's bytes from offset start.
+func (s *frameSet) segment(start int64) []byte {
+	if len(s.open) > 0 {
+		s.cut(s.open)
+		s.open = nil
+	}
+	size := len(segmentMagic) + len(s.jobs)*frameEntryLen + trailerLen
+	for _, j := range s.jobs {
+		<-j.done
+		size += len(j.out)
+	}
+	seg := append(make([]byte, 0, size), segmentMagic...)
+	for _, j := range s.jobs {
+		seg = append(seg, j.out...)
+	}
+	for _, j := range s.jobs {
+		seg = binary.BigEndian.AppendUint32(seg, uint32(j.raw))
+		seg = binary.BigEndian.AppendUint32(seg, uint32(len(j.out)))
+	}
+	seg = binary.BigEndian.AppendUint64(seg, uint64(start))
+	seg = binary.BigEndian.AppendUint64(seg, uint64(start+s.size))
+	seg = binary.BigEndian.AppendUint32(seg, uint32(len(s.jobs)))
+	return append(seg, trailerMagic...)
+}
+
+// wait lets every frame's goroutine finish (a frameSet dropped unsealed).
+func (s *frameSet) wait() {
+	for _, j := range s.jobs {
+		<-j.done
+	}
+}
+
 // encodeSegment compresses lines (complete ledger lines that start at
 // offset start) into a segment file.
 func encodeSegment(enc *zstd.Encoder, start int64, lines []byte) []byte {
-	out := append(make([]byte, 0, len(lines)/4+64), segmentMagic...)
-	var table []byte
-	count := 0
-	for rest := lines; len(rest) > 0; count++ {
-		n := cutFrame(rest)
-		before := len(out)
-		out = enc.EncodeAll(rest[:n], out)
-		table = binary.BigEndian.AppendUint32(table, uint32(n))
-		table = binary.BigEndian.AppendUint32(table, uint32(len(out)-before))
-		rest = rest[n:]
-	}
-	out = append(out, table...)
-	out = binary.BigEndian.AppendUint64(out, uint64(start))
-	out = binary.BigEndian.AppendUint64(out, uint64(start+int64(len(lines))))
-	out = binary.BigEndian.AppendUint32(out, uint32(count))
-	return append(out, trailerMagic...)
+	s := &frameSet{enc: enc}
+	s.feed(lines)
+	return s.segment(start)
+}
+
+// newEncoder is the compressor of segments: zstd's fastest level, frames
+// no larger than a window, as many at once as there are cores.
+func newEncoder() (*zstd.Encoder, error) {
+	return zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
+		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithWindowSize(frameSize))
 }
 
 // cutFrame returns how many bytes of b (complete lines) the next frame
@@ -283,6 +350,12 @@ type logFile struct {
 	base  int64
 	hot   disk.File
 	dec   *zstd.Decoder
+
+	// ahead, when set, compresses what Write appends (see frameSet); its
+	// frames cover events.jsonl from its first byte. enc is its encoder.
+	ahead    *frameSet
+	enc      *zstd.Encoder
+	compress bool
 }
 
 // openLog opens the ledger for reading (writable false) or appending.
@@ -420,12 +493,57 @@ func (l *logFile) Size() (int64, error) {
 	return l.base + n, err
 }
 
-// Write appends to events.jsonl.
+// Write appends to events.jsonl. With compression ahead on, the lines
+// are also fed to the frames of the next segment.
 func (l *logFile) Write(p []byte) (int, error) {
 	if err := l.settle(); err != nil {
 		return 0, err
 	}
-	return l.hot.Write(p)
+	if l.compress && l.ahead == nil {
+		if err := l.startAhead(); err != nil {
+			return 0, err
+		}
+	}
+	n, err := l.hot.Write(p)
+	if l.ahead != nil {
+		if err != nil {
+			l.dropAhead() // the file holds part of p: rebuild from it at the seal
+		} else {
+			l.ahead.feed(p)
+		}
+	}
+	return n, err
+}
+
+// startAhead begins the next segment's frames with what events.jsonl
+// holds already (lines an earlier invocation left unsealed).
+func (l *logFile) startAhead() error {
+	if l.enc == nil {
+		enc, err := newEncoder()
+		if err != nil {
+			return fmt.Errorf("ledger compressor: %w", err)
+		}
+		l.enc = enc
+	}
+	l.ahead = &frameSet{enc: l.enc}
+	size, err := l.hot.Size()
+	if err != nil || size == 0 {
+		return err
+	}
+	lines := make([]byte, size)
+	if _, err := l.hot.ReadAt(lines, 0); err != nil && !errors.Is(err, io.EOF) {
+		l.ahead = nil
+		return fmt.Errorf("read %s: %w", FileName, err)
+	}
+	l.ahead.feed(lines)
+	return nil
+}
+
+func (l *logFile) dropAhead() {
+	if l.ahead != nil {
+		l.ahead.wait()
+		l.ahead = nil
+	}
 }
 
 // Sync fsyncs events.jsonl.
@@ -439,11 +557,16 @@ func (l *logFile) Truncate(size int64) error {
 	if err := l.settle(); err != nil {
 		return err
 	}
+	l.dropAhead()
 	return l.hot.Truncate(size - l.base)
 }
 
 // Close releases every file.
 func (l *logFile) Close() error {
+	l.dropAhead()
+	if l.enc != nil {
+		l.enc.Close()
+	}
 	err := l.hot.Close()
 	for _, s := range l.segs {
 		if cerr := s.close(); cerr != nil && err == nil {
@@ -471,7 +594,7 @@ func (l *logFile) hotSize() (int64, error) { return l.hot.Size() }
 //
 // A reader that opened the ledger before step 2 keeps reading the old
 // events.jsonl through its open handle, so it never sees a gap.
-func (l *logFile) seal(enc *zstd.Encoder, onStage func(string)) error {
+func (l *logFile) seal(onStage func(string)) error {
 	if err := l.settle(); err != nil {
 		return err
 	}
@@ -479,15 +602,22 @@ func (l *logFile) seal(enc *zstd.Encoder, onStage func(string)) error {
 	if err != nil || size == 0 {
 		return err
 	}
-	lines := make([]byte, size)
-	if _, err := l.hot.ReadAt(lines, 0); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("seal ledger: read %s: %w", FileName, err)
+	if l.ahead == nil || l.ahead.size != size {
+		// Not everything in the file went through Write on this handle:
+		// compress it from the file.
+		l.dropAhead()
+		if err := l.startAhead(); err != nil {
+			return fmt.Errorf("seal ledger: %w", err)
+		}
 	}
-	if lines[len(lines)-1] != '\n' {
+	frames := l.ahead
+	l.ahead = nil
+	if frames.size != size || (len(frames.open) > 0 && frames.open[len(frames.open)-1] != '\n') {
+		frames.wait()
 		return fmt.Errorf("seal ledger: %s does not end with a complete line", FileName)
 	}
 	start, end := l.base, l.base+size
-	seg := encodeSegment(enc, start, lines)
+	seg := frames.segment(start)
 	if err := l.fsys.MkdirAll(SealedDir); err != nil {
 		return fmt.Errorf("seal ledger: %w", err)
 	}

@@ -79,9 +79,16 @@ func viewOf(t *testing.T, fsys disk.FS, cycles int64) ledgerView {
 // cycles and frontier, across several seals and appends between them,
 // and the ledger goes on from where it was.
 func TestSealKeepsTheLedger(t *testing.T) {
+	for _, ahead := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compress ahead %v", ahead), func(t *testing.T) { testSealKeepsTheLedger(t, ahead) })
+	}
+}
+
+func testSealKeepsTheLedger(t *testing.T, ahead bool) {
 	backends(t, func(t *testing.T, fsys disk.FS) {
 		l, err := Create(fsys)
 		require.NoError(t, err)
+		l.CompressAhead = ahead
 		ix, err := OpenIndex(fsys)
 		require.NoError(t, err)
 		l.Index = ix
@@ -123,6 +130,7 @@ func TestSealKeepsTheLedger(t *testing.T) {
 
 		back, err := Open(fsys)
 		require.NoError(t, err)
+		back.CompressAhead = ahead
 		assert.Equal(t, front, back.Frontier())
 		require.NoError(t, back.CheckFrontier(before.frontier), "a frontier in sealed history is found")
 		after16, err := back.After(before.frontier)
@@ -130,8 +138,12 @@ func TestSealKeepsTheLedger(t *testing.T) {
 		assert.Len(t, after16, len(all.records)-len(before.records))
 		_, err = back.Append(cycleEvents(17, 2))
 		require.NoError(t, err)
+		require.NoError(t, back.Seal(1), "a seal of lines an earlier handle appended and this one's")
+		_, err = back.Append(cycleEvents(18, 2))
+		require.NoError(t, err)
 		require.NoError(t, back.Close())
-		viewOf(t, fsys, 17)
+		last := viewOf(t, fsys, 18)
+		assert.Equal(t, all.bytes, last.bytes[:len(all.bytes)])
 	})
 }
 
@@ -162,6 +174,12 @@ func TestSealReaderKeepsItsView(t *testing.T) {
 // The seal's fsyncs are each needed: without one, some power loss loses
 // history.
 func TestSealPowerLoss(t *testing.T) {
+	for _, ahead := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compress ahead %v", ahead), func(t *testing.T) { testSealPowerLoss(t, ahead) })
+	}
+}
+
+func testSealPowerLoss(t *testing.T, ahead bool) {
 	type outcome struct {
 		ops   int
 		lost  bool
@@ -171,6 +189,7 @@ func TestSealPowerLoss(t *testing.T) {
 		mem := disk.NewMem()
 		l, err := Create(mem)
 		require.NoError(t, err)
+		l.CompressAhead = ahead
 		appendCycles(t, l, 1, 3)
 		require.NoError(t, l.Seal(1)) // a sealed segment before, so the new one follows it
 		appendCycles(t, l, 4, 5)
@@ -307,7 +326,7 @@ func TestSealedDamage(t *testing.T) {
 // TestSegmentRoundTrip: what encodeSegment writes, parseSegmentTable
 // reads back, frame by frame, each frame whole lines.
 func TestSegmentRoundTrip(t *testing.T) {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(2))
 	require.NoError(t, err)
 	defer enc.Close()
 	long := strings.Repeat("x", frameSize+100) + "\n"
@@ -378,4 +397,25 @@ func FuzzSegmentName(f *testing.F) {
 			t.Fatalf("accepted %q (%d-%d, pending %v)", name, s, e, pending)
 		}
 	})
+}
+
+// TestSealMakesPendingWritesDurable: a batch Write left pending goes into
+// the segment, so once Seal returns a power loss keeps it.
+func TestSealMakesPendingWritesDurable(t *testing.T) {
+	for _, ahead := range []bool{false, true} {
+		mem := disk.NewMem()
+		l, err := Create(mem)
+		require.NoError(t, err)
+		l.CompressAhead = ahead
+		appendCycles(t, l, 1, 2)
+		_, err = l.Write(cycleEvents(3, 5))
+		require.NoError(t, err)
+		want := l.Frontier()
+		require.NoError(t, l.Seal(1))
+		require.NoError(t, l.Sync(), "nothing is left to sync")
+		mem.Crash()
+		back, err := Open(mem)
+		require.NoError(t, err)
+		assert.Equal(t, want, back.Frontier(), "compress ahead %v", ahead)
+	}
 }

@@ -200,6 +200,11 @@ func inspect(fsys disk.FS) (dirKind, []string, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return kindNone, nil, err
 	}
+	if sealed, err := fsys.ReadDir(ledger.SealedDir); err == nil && len(sealed) > 0 {
+		found = append(found, fmt.Sprintf("%d sealed ledger segment(s) in %s", len(sealed), ledger.SealedDir))
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return kindNone, nil, err
+	}
 	entries, err := fsys.ReadDir(dirstore.CheckpointDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return kindNone, nil, err

@@ -362,6 +362,7 @@ func (r *Run) open(opt Options) error {
 	r.Index = ix
 	led.Index = ix
 	led.OnStage = opt.Failpoint
+	led.CompressAhead = opt.SealBytes > 0
 	w, err := sandbox.Open(r.Dir, spec, r.FS)
 	if err != nil {
 		return fmt.Errorf("open sandbox: %w", err)
