@@ -341,12 +341,12 @@ func (s *segment) close() error {
 type logFile struct {
 	fsys disk.FS
 	segs []*segment
-	// pending is a segment whose seal committed (events.jsonl was emptied)
-	// but kept its pending name; the first write renames it.
-	pending *segment
-	// stale is a pending segment whose seal did not commit: its lines are
-	// still in events.jsonl. The first write removes it.
-	stale string
+	// pending are segments whose seal committed (events.jsonl was
+	// emptied) but kept their pending names; the first write renames them.
+	pending []*segment
+	// stale are pending segments whose seal did not commit: their lines
+	// are still in events.jsonl. The first write removes them.
+	stale []string
 	base  int64
 	hot   disk.File
 	dec   *zstd.Decoder
@@ -356,6 +356,8 @@ type logFile struct {
 	ahead    *frameSet
 	enc      *zstd.Encoder
 	compress bool
+	// segmentMax, when set, replaces maxSegment (tests).
+	segmentMax int64
 }
 
 // openLog opens the ledger for reading (writable false) or appending.
@@ -380,9 +382,9 @@ func openLog(fsys disk.FS, writable bool) (*logFile, error) {
 	return l, nil
 }
 
-// list reads the sealed directory. A pending segment counts as sealed
-// when events.jsonl is empty: a seal empties it only after the segment
-// is durable, and nothing is appended before the seal is settled.
+// list reads the sealed directory. Pending segments count as sealed when
+// events.jsonl is empty: a seal empties it only after its segments are
+// durable, and nothing is appended before the seal is settled.
 func (l *logFile) list() error {
 	entries, err := l.fsys.ReadDir(SealedDir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -391,8 +393,7 @@ func (l *logFile) list() error {
 	if err != nil {
 		return fmt.Errorf("list %s: %w", SealedDir, err)
 	}
-	var segs []*segment
-	var pending *segment
+	var segs, pending []*segment
 	for _, e := range entries {
 		start, end, isPending, ok := parseSegmentName(e.Name())
 		if !ok {
@@ -400,36 +401,34 @@ func (l *logFile) list() error {
 		}
 		s := &segment{name: SealedDir + "/" + e.Name(), start: start, end: end, cached: -1}
 		if isPending {
-			if pending != nil {
-				return &DamageError{Offset: start, Msg: fmt.Sprintf("%s: two pending segments (%s, %s)", SealedDir, pending.name, s.name)}
-			}
-			pending = s
-			continue
+			pending = append(pending, s)
+		} else {
+			segs = append(segs, s)
 		}
-		segs = append(segs, s)
 	}
-	if pending != nil {
+	if len(pending) > 0 {
 		size, err := l.hot.Size()
 		if err != nil {
 			return fmt.Errorf("open ledger: %w", err)
 		}
 		if size == 0 {
-			segs = append(segs, pending)
+			segs = append(segs, pending...)
 			sort.Slice(segs, func(i, j int) bool { return segs[i].start < segs[j].start })
 			l.pending = pending
 		} else {
-			l.stale = pending.name
+			for _, p := range pending {
+				l.stale = append(l.stale, p.name)
+			}
 		}
 	}
-	var at int64
-	for _, s := range segs {
-		if s.start != at {
-			return &DamageError{Offset: at, Msg: fmt.Sprintf("%s: %s does not start where the history before it ends (byte %d)", SealedDir, s.name, at)}
-		}
-		at = s.end
+	at, err := contiguous(0, segs)
+	if err != nil {
+		return err
 	}
-	if l.stale != "" && pending.start != at {
-		return &DamageError{Offset: at, Msg: fmt.Sprintf("%s: %s does not start where the history before it ends (byte %d)", SealedDir, pending.name, at)}
+	if len(l.stale) > 0 {
+		if _, err := contiguous(at, pending); err != nil {
+			return err
+		}
 	}
 	l.segs, l.base = segs, at
 	if len(segs) > 0 {
@@ -440,27 +439,42 @@ func (l *logFile) list() error {
 	return nil
 }
 
+// contiguous checks that segs (sorted) follow each other from at, and
+// returns where they end.
+func contiguous(at int64, segs []*segment) (int64, error) {
+	for _, s := range segs {
+		if s.start != at {
+			return 0, &DamageError{Offset: at, Msg: fmt.Sprintf("%s: %s does not start where the history before it ends (byte %d)", SealedDir, s.name, at)}
+		}
+		at = s.end
+	}
+	return at, nil
+}
+
 // settle finishes or undoes a seal a crash interrupted, before the first
-// write: a committed one gets its final name, a stale one is removed.
+// write: committed segments get their final names, stale ones are
+// removed.
 func (l *logFile) settle() error {
-	if l.pending != nil {
-		final := SealedDir + "/" + segmentName(l.pending.start, l.pending.end)
-		if err := l.fsys.Rename(l.pending.name, final); err != nil {
-			return fmt.Errorf("settle ledger seal: %w", err)
+	if len(l.pending) > 0 {
+		for _, p := range l.pending {
+			final := SealedDir + "/" + segmentName(p.start, p.end)
+			if err := l.fsys.Rename(p.name, final); err != nil {
+				return fmt.Errorf("settle ledger seal: %w", err)
+			}
+			p.mu.Lock()
+			p.name = final
+			p.mu.Unlock()
 		}
 		if err := l.fsys.SyncDir(SealedDir); err != nil {
 			return fmt.Errorf("settle ledger seal: %w", err)
 		}
-		l.pending.mu.Lock()
-		l.pending.name = final
-		l.pending.mu.Unlock()
 		l.pending = nil
 	}
-	if l.stale != "" {
-		if err := l.fsys.Remove(l.stale); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	for len(l.stale) > 0 {
+		if err := l.fsys.Remove(l.stale[0]); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("settle ledger seal: %w", err)
 		}
-		l.stale = ""
+		l.stale = l.stale[1:]
 	}
 	return nil
 }
@@ -582,18 +596,21 @@ func (l *logFile) Close() error {
 // hotSize is the length of events.jsonl alone.
 func (l *logFile) hotSize() (int64, error) { return l.hot.Size() }
 
-// seal moves the lines of events.jsonl (all complete and durable) into a
-// new segment. The order makes every crash recoverable without loss:
+// seal moves the lines of events.jsonl (all complete) into new segments.
+// The order makes every crash recoverable without loss:
 //
-//  1. the segment is written and fsynced under a pending name, and the
-//     directory fsynced: its lines are now in two places;
+//  1. the segments are written and fsynced under pending names, and the
+//     directory fsynced: their lines are now in two places;
 //  2. events.jsonl is replaced by an empty file, renamed over it (the
-//     commit point: a pending segment counts once events.jsonl is empty);
-//  3. the segment is renamed to its final name, so that appends to the
-//     new events.jsonl cannot make it look uncommitted.
+//     commit point: pending segments count once events.jsonl is empty);
+//  3. the segments are renamed to their final names, so that appends to
+//     the new events.jsonl cannot make them look uncommitted.
 //
 // A reader that opened the ledger before step 2 keeps reading the old
-// events.jsonl through its open handle, so it never sees a gap.
+// events.jsonl through its open handle, so it never sees a gap. One
+// segment holds at most maxSegment bytes of lines, which bounds the
+// memory a seal takes when events.jsonl is long (a run that did not seal
+// before).
 func (l *logFile) seal(onStage func(string)) error {
 	if err := l.settle(); err != nil {
 		return err
@@ -602,28 +619,25 @@ func (l *logFile) seal(onStage func(string)) error {
 	if err != nil || size == 0 {
 		return err
 	}
-	if l.ahead == nil || l.ahead.size != size {
-		// Not everything in the file went through Write on this handle:
-		// compress it from the file.
-		l.dropAhead()
-		if err := l.startAhead(); err != nil {
-			return fmt.Errorf("seal ledger: %w", err)
-		}
-	}
-	frames := l.ahead
-	l.ahead = nil
-	if frames.size != size || (len(frames.open) > 0 && frames.open[len(frames.open)-1] != '\n') {
-		frames.wait()
-		return fmt.Errorf("seal ledger: %s does not end with a complete line", FileName)
-	}
-	start, end := l.base, l.base+size
-	seg := frames.segment(start)
 	if err := l.fsys.MkdirAll(SealedDir); err != nil {
 		return fmt.Errorf("seal ledger: %w", err)
 	}
-	pending := SealedDir + "/" + segmentName(start, end) + pendingSuffix
-	if err := l.fsys.WriteFile(pending, seg); err != nil {
-		return fmt.Errorf("seal ledger: %w", err)
+	var made []*segment
+	if l.ahead != nil && l.ahead.size == size {
+		// Everything in the file went through Write on this handle: its
+		// frames are (mostly) compressed already.
+		frames := l.ahead
+		l.ahead = nil
+		s, err := l.writePending(l.base, size, frames)
+		if err != nil {
+			return err
+		}
+		made = append(made, s)
+	} else {
+		l.dropAhead()
+		if made, err = l.sealFromFile(size); err != nil {
+			return err
+		}
 	}
 	if err := l.fsys.SyncDir(SealedDir); err != nil {
 		return fmt.Errorf("seal ledger: %w", err)
@@ -653,14 +667,78 @@ func (l *logFile) seal(onStage func(string)) error {
 	stage(onStage, StageSealHot)
 	l.hot.Close()
 	l.hot = hot
-	s := &segment{name: pending, start: start, end: end, cached: -1}
-	l.segs, l.base, l.pending = append(l.segs, s), end, s
+	l.segs, l.base, l.pending = append(l.segs, made...), l.base+size, made
 	if l.dec == nil {
 		if l.dec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxFrameMemory)); err != nil {
 			return fmt.Errorf("seal ledger: %w", err)
 		}
 	}
 	return l.settle()
+}
+
+// maxSegment is the most bytes of lines one segment holds when a seal
+// compresses events.jsonl from the file.
+const maxSegment = 64 << 20
+
+// sealFromFile writes events.jsonl's size bytes as pending segments of at
+// most maxSegment bytes each (cut at line ends), reading one at a time.
+func (l *logFile) sealFromFile(size int64) ([]*segment, error) {
+	if l.enc == nil {
+		enc, err := newEncoder()
+		if err != nil {
+			return nil, fmt.Errorf("seal ledger: %w", err)
+		}
+		l.enc = enc
+	}
+	limit := l.segmentMax
+	if limit <= 0 {
+		limit = maxSegment
+	}
+	var made []*segment
+	for at := int64(0); at < size; {
+		n := min(size-at, limit)
+		lines := make([]byte, n)
+		if _, err := l.hot.ReadAt(lines, at); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("seal ledger: read %s: %w", FileName, err)
+		}
+		for at+int64(len(lines)) < size && bytes.IndexByte(lines, '\n') < 0 {
+			// One line longer than a segment: it gets a segment of its own.
+			more := make([]byte, min(size-at-int64(len(lines)), 1<<20))
+			if _, err := l.hot.ReadAt(more, at+int64(len(lines))); err != nil && !errors.Is(err, io.EOF) {
+				return nil, fmt.Errorf("seal ledger: read %s: %w", FileName, err)
+			}
+			lines = append(lines, more...)
+		}
+		if at+int64(len(lines)) < size {
+			lines = lines[:bytes.LastIndexByte(lines, '\n')+1]
+		}
+		if lines[len(lines)-1] != '\n' {
+			return nil, fmt.Errorf("seal ledger: %s does not end with a complete line", FileName)
+		}
+		frames := &frameSet{enc: l.enc}
+		frames.feed(lines)
+		s, err := l.writePending(l.base+at, int64(len(lines)), frames)
+		if err != nil {
+			return nil, err
+		}
+		made = append(made, s)
+		at += int64(len(lines))
+	}
+	return made, nil
+}
+
+// writePending writes the segment of frames (n bytes of lines, the
+// ledger's from start) under its pending name.
+func (l *logFile) writePending(start, n int64, frames *frameSet) (*segment, error) {
+	if frames.size != n || (len(frames.open) > 0 && frames.open[len(frames.open)-1] != '\n') {
+		frames.wait()
+		return nil, fmt.Errorf("seal ledger: %s does not end with a complete line", FileName)
+	}
+	name := SealedDir + "/" + segmentName(start, start+n) + pendingSuffix
+	if err := l.fsys.WriteFile(name, frames.segment(start)); err != nil {
+		return nil, fmt.Errorf("seal ledger: %w", err)
+	}
+	return &segment{name: name, start: start, end: start + n, cached: -1}, nil
 }
 
 func stage(onStage func(string), name string) {

@@ -174,12 +174,15 @@ func TestSealReaderKeepsItsView(t *testing.T) {
 // The seal's fsyncs are each needed: without one, some power loss loses
 // history.
 func TestSealPowerLoss(t *testing.T) {
-	for _, ahead := range []bool{false, true} {
-		t.Run(fmt.Sprintf("compress ahead %v", ahead), func(t *testing.T) { testSealPowerLoss(t, ahead) })
+	for _, tc := range []struct {
+		ahead  bool
+		segMax int64
+	}{{false, 0}, {true, 0}, {false, 60_000}} {
+		t.Run(fmt.Sprintf("compress ahead %v, segments of at most %d", tc.ahead, tc.segMax), func(t *testing.T) { testSealPowerLoss(t, tc.ahead, tc.segMax) })
 	}
 }
 
-func testSealPowerLoss(t *testing.T, ahead bool) {
+func testSealPowerLoss(t *testing.T, ahead bool, segMax int64) {
 	type outcome struct {
 		ops   int
 		lost  bool
@@ -190,6 +193,7 @@ func testSealPowerLoss(t *testing.T, ahead bool) {
 		l, err := Create(mem)
 		require.NoError(t, err)
 		l.CompressAhead = ahead
+		l.f.segmentMax = segMax
 		appendCycles(t, l, 1, 3)
 		require.NoError(t, l.Seal(1)) // a sealed segment before, so the new one follows it
 		appendCycles(t, l, 4, 5)
@@ -418,4 +422,30 @@ func TestSealMakesPendingWritesDurable(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, want, back.Frontier(), "compress ahead %v", ahead)
 	}
+}
+
+// TestSealLongFileInSegments: a seal of a long events.jsonl (a run that
+// did not seal before) writes segments of bounded size, one after the
+// other, and the ledger reads as before.
+func TestSealLongFileInSegments(t *testing.T) {
+	mem := disk.NewMem()
+	l, err := Create(mem)
+	require.NoError(t, err)
+	appendCycles(t, l, 1, 10)
+	before := viewOf(t, mem, 10)
+	l.f.segmentMax = 100_000
+	require.NoError(t, l.Seal(1))
+	entries, err := mem.ReadDir(SealedDir)
+	require.NoError(t, err)
+	require.Greater(t, len(entries), 3, "several segments")
+	for _, e := range entries {
+		s, end, pending, ok := parseSegmentName(e.Name())
+		require.True(t, ok && !pending, e.Name())
+		assert.LessOrEqual(t, end-s, int64(100_000))
+	}
+	assert.Equal(t, before, viewOf(t, mem, 10))
+	_, err = l.Append(cycleEvents(11, 3))
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	viewOf(t, mem, 11)
 }
