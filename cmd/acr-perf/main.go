@@ -217,6 +217,35 @@ func run(out, work string, quick bool) error {
 			"decoding rejects; the ledger's format is frozen with the release.", runtime.GOMAXPROCS(0)))
 	}
 
+	// 5b. the same history sealed, as acr run leaves a long run's ledger:
+	// step, audit and verify again, reading through the segments.
+	note("sealing the long history and timing step, audit and verify on it...")
+	lb, la, err := perf.SealHistory(large.Dir)
+	if err != nil {
+		return err
+	}
+	ts, tl, err = perf.StepTimes(bin, small.Dir, large.Dir, sizes.trials)
+	if err != nil {
+		return err
+	}
+	r = float64(tl) / float64(ts)
+	rows = append(rows, row{fmt.Sprintf("`acr step` on the same run, its ledger sealed (%d MB of lines in %d MB of segments), vs %d events", lb>>20, la>>20, small.Events), "≤ 1.15×",
+		fmt.Sprintf("%.2f× (median %v vs %v)", r, tl.Round(time.Microsecond), ts.Round(time.Microsecond)), verdict(r <= 1.15)})
+	ta, err = medianAudit(bin, large.Dir, large.Cycles/2, sizes.trials)
+	if err != nil {
+		return err
+	}
+	r = float64(ta) / float64(tb)
+	rows = append(rows, row{fmt.Sprintf("`acr audit` of a cycle in the sealed %d-cycle run vs a %d-cycle run", large.Cycles, small100.Cycles), "≤ 1.2×",
+		fmt.Sprintf("%.2f× (median %v vs %v)", r, ta.Round(time.Microsecond), tb.Round(time.Microsecond)), verdict(r <= 1.2)})
+	vs, err := perf.VerifyRate(large.Dir)
+	if err != nil {
+		return err
+	}
+	r = vs / sr
+	rows = append(rows, row{"`acr ledger verify` of the sealed ledger vs plain SHA-256 over its bytes uncompressed (the rate measured above)", "≥ 0.5×",
+		fmt.Sprintf("%.2f× (%.0f MB/s of ledger bytes vs %.0f MB/s)", r, vs/1e6, sr/1e6), verdict(r >= 0.5)})
+
 	// 6. idempotency lookup.
 	note("timing idempotency lookups...")
 	lBig, lSmall, err := lookupRatio(work, sizes.lookupKeys)

@@ -162,7 +162,12 @@ type Reader struct {
 }
 
 // NewReader returns a Reader of the ledger on fsys.
-func NewReader(fsys disk.FS) *Reader { return &Reader{fsys: fsys} }
+// Sealed segments it reads stay open, with their last decoded frame, for
+// the Reader's life: one command's reads of a cycle decode each frame
+// once.
+func NewReader(fsys disk.FS) *Reader {
+	return &Reader{fsys: &cachedFS{FS: fsys, cache: &segmentCache{}}}
+}
 
 // entry finds where a cycle's events are.
 func (r *Reader) entry(cycle int64) (IndexEntry, bool, error) {

@@ -358,6 +358,56 @@ type logFile struct {
 	compress bool
 	// segmentMax, when set, replaces maxSegment (tests).
 	segmentMax int64
+	// cache, when set, owns the segments and the decoder (a Reader's).
+	cache *segmentCache
+}
+
+// segmentCache keeps what a reader learnt of sealed segments (their
+// files, tables, last decoded frame) and one decoder, across the many
+// short reads one command makes: a segment never changes once it has its
+// name, so what was read of it stays true.
+type segmentCache struct {
+	mu   sync.Mutex
+	segs map[string]*segment
+	dec  *zstd.Decoder
+}
+
+// cachedFS is a file system whose ledger reads share a segmentCache
+// (NewReader's): every openLog on it reuses the segments already open.
+type cachedFS struct {
+	disk.FS
+	cache *segmentCache
+}
+
+// segment returns the cached segment of that name and range, or caches s.
+func (c *segmentCache) segment(s *segment) *segment {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if have, ok := c.segs[s.name]; ok && have.start == s.start && have.end == s.end {
+		return have
+	}
+	if c.segs == nil {
+		c.segs = map[string]*segment{}
+	}
+	c.segs[s.name] = s
+	return s
+}
+
+func (c *segmentCache) decoder() (*zstd.Decoder, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dec == nil {
+		dec, err := newDecoder()
+		if err != nil {
+			return nil, err
+		}
+		c.dec = dec
+	}
+	return c.dec, nil
+}
+
+func newDecoder() (*zstd.Decoder, error) {
+	return zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxFrameMemory))
 }
 
 // openLog opens the ledger for reading (writable false) or appending.
@@ -375,6 +425,9 @@ func openLog(fsys disk.FS, writable bool) (*logFile, error) {
 		return nil, err
 	}
 	l := &logFile{fsys: fsys, hot: hot}
+	if c, ok := fsys.(*cachedFS); ok {
+		l.cache = c.cache
+	}
 	if err := l.list(); err != nil {
 		hot.Close()
 		return nil, err
@@ -400,6 +453,9 @@ func (l *logFile) list() error {
 			continue // a temporary file of an interrupted write
 		}
 		s := &segment{name: SealedDir + "/" + e.Name(), start: start, end: end, cached: -1}
+		if l.cache != nil {
+			s = l.cache.segment(s)
+		}
 		if isPending {
 			pending = append(pending, s)
 		} else {
@@ -431,11 +487,6 @@ func (l *logFile) list() error {
 		}
 	}
 	l.segs, l.base = segs, at
-	if len(segs) > 0 {
-		if l.dec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxFrameMemory)); err != nil {
-			return fmt.Errorf("open ledger: %w", err)
-		}
-	}
 	return nil
 }
 
@@ -491,6 +542,11 @@ func (l *logFile) ReadAt(p []byte, off int64) (int, error) {
 			m, err := l.hot.ReadAt(p[n:], o-l.base)
 			return n + m, err
 		}
+		if l.dec == nil {
+			if err := l.openDecoder(); err != nil {
+				return n, err
+			}
+		}
 		i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].end > o })
 		m, err := l.segs[i].readAt(l.fsys, l.dec, p[n:], o)
 		n += m
@@ -499,6 +555,21 @@ func (l *logFile) ReadAt(p []byte, off int64) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// openDecoder makes the decoder on the first read of sealed history: the
+// cache's when there is one, else this file's own.
+func (l *logFile) openDecoder() error {
+	var err error
+	if l.cache != nil {
+		l.dec, err = l.cache.decoder()
+	} else {
+		l.dec, err = newDecoder()
+	}
+	if err != nil {
+		return fmt.Errorf("read ledger: %w", err)
+	}
+	return nil
 }
 
 // Size is the ledger's length: sealed history and events.jsonl.
@@ -582,6 +653,9 @@ func (l *logFile) Close() error {
 		l.enc.Close()
 	}
 	err := l.hot.Close()
+	if l.cache != nil {
+		return err // the cache's segments and decoder live on
+	}
 	for _, s := range l.segs {
 		if cerr := s.close(); cerr != nil && err == nil {
 			err = cerr
@@ -668,11 +742,6 @@ func (l *logFile) seal(onStage func(string)) error {
 	l.hot.Close()
 	l.hot = hot
 	l.segs, l.base, l.pending = append(l.segs, made...), l.base+size, made
-	if l.dec == nil {
-		if l.dec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxFrameMemory)); err != nil {
-			return fmt.Errorf("seal ledger: %w", err)
-		}
-	}
 	return l.settle()
 }
 

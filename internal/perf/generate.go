@@ -202,3 +202,31 @@ func Generate(dir string, events, cycles int64) (Generated, error) {
 	}
 	return g, nil
 }
+
+// SealHistory seals a generated run's ledger into segments, as acr run
+// seals a run's history, and returns the bytes its ledger directory takes
+// on disk before and after. The next writer walks the whole chain once,
+// as after any change to the ledger's files.
+func SealHistory(dir string) (before, after int64, err error) {
+	ldir := filepath.Join(dir, "ledger")
+	if before, err = DirSize(ldir); err != nil {
+		return 0, 0, err
+	}
+	fsys, err := disk.OpenOSDir(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	led, err := ledger.Open(fsys)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := led.Seal(1); err != nil {
+		led.Close()
+		return 0, 0, err
+	}
+	if err := led.Close(); err != nil {
+		return 0, 0, err
+	}
+	after, err = DirSize(ldir)
+	return before, after, err
+}
