@@ -310,21 +310,66 @@ func (s *segment) readAt(fsys disk.FS, dec *zstd.Decoder, p []byte, off int64) (
 		return 0, s.damage(off, "offset past the segment")
 	}
 	if s.cached != i {
-		comp := make([]byte, fr[i].length)
-		if _, err := s.f.ReadAt(comp, fr[i].at); err != nil && !errors.Is(err, io.EOF) {
-			return 0, s.damage(fr[i].start, err.Error())
-		}
-		data, err := dec.DecodeAll(comp, s.data[:0])
-		if err == nil && int64(len(data)) != fr[i].raw {
-			err = fmt.Errorf("frame %d decodes to %d bytes, its table says %d", i, len(data), fr[i].raw)
-		}
+		s.cached = -1
+		data, err := s.decode(dec, i, s.data[:0])
 		if err != nil {
-			s.cached = -1
-			return 0, s.damage(fr[i].start, fmt.Sprintf("frame %d: %v", i, err))
+			return 0, err
 		}
 		s.data, s.cached = data, i
 	}
 	return copy(p, s.data[off-fr[i].start:]), nil
+}
+
+// sealedFrame is one frame of sealed history, to be decoded by whoever
+// needs its bytes (Verify's workers, in parallel).
+type sealedFrame struct {
+	start, raw int64
+	load       func() ([]byte, error)
+}
+
+// sealedFrames lists every frame of the sealed history in order, reading
+// each segment's table.
+func (l *logFile) sealedFrames() ([]sealedFrame, error) {
+	if len(l.segs) > 0 && l.dec == nil {
+		if err := l.openDecoder(); err != nil {
+			return nil, err
+		}
+	}
+	var out []sealedFrame
+	for _, s := range l.segs {
+		s.mu.Lock()
+		err := s.load(l.fsys)
+		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		for i, fr := range s.table.frames {
+			out = append(out, sealedFrame{start: fr.start, raw: fr.raw, load: func() ([]byte, error) { return s.decode(l.dec, i, nil) }})
+		}
+	}
+	return out, nil
+}
+
+// decode reads and decodes frame i into dst without touching the cached
+// frame, so that several goroutines may decode frames of one segment at
+// once. A frame always ends at a line's end; one that does not is damage.
+func (s *segment) decode(dec *zstd.Decoder, i int, dst []byte) ([]byte, error) {
+	fr := s.table.frames[i]
+	comp := make([]byte, fr.length)
+	if _, err := s.f.ReadAt(comp, fr.at); err != nil && !errors.Is(err, io.EOF) {
+		return nil, s.damage(fr.start, err.Error())
+	}
+	data, err := dec.DecodeAll(comp, dst)
+	if err == nil && int64(len(data)) != fr.raw {
+		err = fmt.Errorf("frame %d decodes to %d bytes, its table says %d", i, len(data), fr.raw)
+	}
+	if err == nil && data[len(data)-1] != '\n' {
+		err = fmt.Errorf("frame %d does not end at a line's end", i)
+	}
+	if err != nil {
+		return nil, s.damage(fr.start, fmt.Sprintf("frame %d: %v", i, err))
+	}
+	return data, nil
 }
 
 func (s *segment) close() error {

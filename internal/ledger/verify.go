@@ -69,6 +69,9 @@ type chunk struct {
 	data []byte
 	off  int64
 	buf  []byte // the whole buffer data lives in, recycled after the check
+	// load, when set, produces data on the worker: a sealed frame, which
+	// ends at a line's end, decoded in parallel with the others.
+	load func() ([]byte, error)
 }
 
 // chunkResult is what a worker found in one chunk. Links between lines of
@@ -104,7 +107,41 @@ func verifyChunks(r io.ReaderAt, size int64, expect *state.Frontier, workers, ch
 		defer close(order)
 		var carry, pending []byte
 		carryOff := int64(0)
-		for off := int64(0); off < size; {
+		send := func(c chunk) bool {
+			out := make(chan chunkResult, 1)
+			select {
+			case order <- out:
+			case <-done:
+				return false
+			}
+			select {
+			case jobs <- job{c, out}:
+			case <-done:
+				return false
+			}
+			return true
+		}
+		start := int64(0)
+		if lf, ok := r.(*logFile); ok {
+			frames, err := lf.sealedFrames()
+			if err != nil {
+				out := make(chan chunkResult, 1)
+				out <- chunkResult{err: err}
+				select {
+				case order <- out:
+				case <-done:
+				}
+				return
+			}
+			for _, f := range frames {
+				if !send(chunk{off: f.start, load: f.load}) {
+					return
+				}
+				start = f.start + f.raw
+			}
+			carryOff = start
+		}
+		for off := start; off < size; {
 			n := int(min(int64(chunkSize), size-off))
 			// The carry still lives in a buffer a worker may recycle: move
 			// it aside before taking a buffer from the free list.
@@ -138,15 +175,7 @@ func verifyChunks(r io.ReaderAt, size int64, expect *state.Frontier, workers, ch
 			c := chunk{data: buf[:cut], off: carryOff, buf: buf}
 			carry = buf[cut:]
 			carryOff += int64(cut)
-			out := make(chan chunkResult, 1)
-			select {
-			case order <- out:
-			case <-done:
-				return
-			}
-			select {
-			case jobs <- job{c, out}:
-			case <-done:
+			if !send(c) {
 				return
 			}
 		}
@@ -159,6 +188,14 @@ func verifyChunks(r io.ReaderAt, size int64, expect *state.Frontier, workers, ch
 			var ck eventChecker
 			h := sha256.New()
 			for j := range jobs {
+				if j.c.load != nil {
+					data, err := j.c.load()
+					if err != nil {
+						j.out <- chunkResult{err: err}
+						continue
+					}
+					j.c.data = data
+				}
 				j.out <- verifyChunk(j.c, expect, &ck, h)
 				select {
 				case free <- j.c.buf:
