@@ -498,15 +498,11 @@ func ReadAt(fsys disk.FS, offset int64) (event.Record, error) {
 // reader (acr status) that must not wait for the run's lock. A torn last
 // line is left out: it is not a record until recovery says so.
 func ReadAfter(fsys disk.FS, from state.Frontier) ([]event.Record, error) {
-	f, err := openLog(fsys, false)
+	f, size, err := openSized(fsys)
 	if err != nil {
-		return nil, fmt.Errorf("open ledger: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, fmt.Errorf("open ledger: %w", err)
-	}
 	if size < from.Offset {
 		return nil, fmt.Errorf("%w: the checkpoint's frontier is at offset %d, the ledger ends at %d", ErrBehind, from.Offset, size)
 	}
@@ -555,18 +551,28 @@ func (l *Ledger) Seal(minBytes int64) error {
 // ReadBytes returns the ledger's committed bytes, sealed history
 // included, exactly as they were appended (a torn last line is left out).
 func ReadBytes(fsys disk.FS) ([]byte, error) {
-	f, err := openLog(fsys, false)
+	f, size, err := openSized(fsys)
 	if err != nil {
-		return nil, fmt.Errorf("open ledger: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, fmt.Errorf("open ledger: %w", err)
-	}
 	b := make([]byte, size)
 	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("read ledger: %w", err)
 	}
 	return b[:lastNewline(b)+1], nil
+}
+
+// openSized opens the ledger for reading and says how long it is.
+func openSized(fsys disk.FS) (*logFile, int64, error) {
+	f, err := openLog(fsys, false)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open ledger: %w", err)
+	}
+	size, err := f.Size()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("open ledger: %w", err)
+	}
+	return f, size, nil
 }

@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"runtime"
+	"sync"
 
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/event"
@@ -91,6 +92,11 @@ type chunkResult struct {
 
 func verifyChunks(r io.ReaderAt, size int64, expect *state.Frontier, workers, chunkSize int) (Report, error) {
 	rep := Report{OK: true, Frontier: state.GenesisFrontier()}
+	// On the way out, done stops the reader and the workers, and the wait
+	// lets them finish what they are on: they read r, which the caller
+	// closes once this returns (sealed frames decode with its decoder).
+	var running sync.WaitGroup
+	defer running.Wait()
 	done := make(chan struct{})
 	defer close(done)
 	type job struct {
@@ -102,7 +108,9 @@ func verifyChunks(r io.ReaderAt, size int64, expect *state.Frontier, workers, ch
 	free := make(chan []byte, 3*workers)
 	var torn *Torn
 
+	running.Add(1 + workers)
 	go func() { // reader: cut the file into chunks of whole lines
+		defer running.Done()
 		defer close(jobs)
 		defer close(order)
 		var carry, pending []byte
@@ -185,6 +193,7 @@ func verifyChunks(r io.ReaderAt, size int64, expect *state.Frontier, workers, ch
 	}()
 	for range workers {
 		go func() {
+			defer running.Done()
 			var ck eventChecker
 			h := sha256.New()
 			for j := range jobs {
