@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -621,7 +622,7 @@ func (d *Driver) commit() error {
 	}
 	d.manifest, d.pending = m, 0
 	d.failpoint("after-checkpoint")
-	if err := d.seal(32 * d.SealBytes); err != nil {
+	if err := d.seal(min(d.SealBytes, math.MaxInt64/32) * 32); err != nil {
 		return err
 	}
 	if d.Inbox != nil && len(d.consumed) > 0 {
