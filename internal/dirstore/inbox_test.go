@@ -3,6 +3,7 @@ package dirstore_test
 import (
 	"io/fs"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -148,4 +149,109 @@ func TestQuarantineSurvivesPowerLoss(t *testing.T) {
 
 	// Quarantining a file that is not there is an error.
 	assert.Error(t, dirstore.Inbox{FS: m}.Quarantine("wake-bad.json"))
+}
+
+// listCounter counts the directory listings made through it.
+type listCounter struct {
+	disk.FS
+	lists int
+}
+
+func (c *listCounter) ReadDir(name string) ([]fs.DirEntry, error) {
+	c.lists++
+	return c.FS.ReadDir(name)
+}
+
+// memoInbox is an inbox on the real file system, listed through a
+// counter, with a memo whose clock the test sets.
+func memoInbox(t *testing.T) (dirstore.Inbox, *listCounter, *time.Time) {
+	t.Helper()
+	osfs, err := disk.OpenOSDir(t.TempDir())
+	require.NoError(t, err)
+	require.NoError(t, osfs.MkdirAll(dirstore.InboxDir))
+	fi, err := osfs.Stat(dirstore.InboxDir)
+	require.NoError(t, err)
+	// Well past any timestamp tick after the directory's last change.
+	now := fi.ModTime().Add(10 * time.Second)
+	c := &listCounter{FS: osfs}
+	return dirstore.Inbox{FS: c, Memo: &dirstore.EmptyMemo{Now: func() time.Time { return now }}}, c, &now
+}
+
+func TestEmptyMemo(t *testing.T) {
+	listed := func(t *testing.T, ib dirstore.Inbox, c *listCounter) (int, int) {
+		t.Helper()
+		before := c.lists
+		items, bad, err := ib.List()
+		require.NoError(t, err)
+		assert.Empty(t, bad)
+		return c.lists - before, len(items)
+	}
+	t.Run("an empty, settled inbox is listed once", func(t *testing.T) {
+		ib, c, _ := memoInbox(t)
+		for range 3 {
+			listed(t, ib, c)
+		}
+		assert.Equal(t, 1, c.lists)
+	})
+	t.Run("an item that arrives is seen at once", func(t *testing.T) {
+		ib, c, _ := memoInbox(t)
+		listed(t, ib, c)
+		_, err := dirstore.Inbox{FS: c.FS}.Write(wake(t, "2026-01-02T00:00:00Z"))
+		require.NoError(t, err)
+		n, items := listed(t, ib, c)
+		assert.Equal(t, 1, n)
+		assert.Equal(t, 1, items)
+		n, items = listed(t, ib, c)
+		assert.Equal(t, 1, n, "an inbox that holds an item is listed every time")
+		assert.Equal(t, 1, items)
+	})
+	t.Run("a directory changed within a tick is listed every time", func(t *testing.T) {
+		ib, c, now := memoInbox(t)
+		fi, err := c.FS.Stat(dirstore.InboxDir)
+		require.NoError(t, err)
+		*now = fi.ModTime().Add(10 * time.Millisecond)
+		listed(t, ib, c)
+		n, _ := listed(t, ib, c)
+		assert.Equal(t, 1, n)
+	})
+	t.Run("a memo answers for a second", func(t *testing.T) {
+		ib, c, now := memoInbox(t)
+		listed(t, ib, c)
+		*now = now.Add(999 * time.Millisecond)
+		n, _ := listed(t, ib, c)
+		assert.Equal(t, 0, n)
+		*now = now.Add(2 * time.Millisecond)
+		n, _ = listed(t, ib, c)
+		assert.Equal(t, 1, n, "listed again once the memo is a second old")
+	})
+	t.Run("a clock set back", func(t *testing.T) {
+		ib, c, now := memoInbox(t)
+		listed(t, ib, c)
+		*now = now.Add(-time.Millisecond)
+		n, _ := listed(t, ib, c)
+		assert.Equal(t, 1, n)
+	})
+	t.Run("consuming and quarantining forget", func(t *testing.T) {
+		ib, c, _ := memoInbox(t)
+		listed(t, ib, c)
+		require.NoError(t, ib.Consumed([]string{"gone"}))
+		n, _ := listed(t, ib, c)
+		assert.Equal(t, 1, n)
+		require.NoError(t, c.FS.WriteFile(dirstore.InboxDir+"/junk.json", []byte("junk")))
+		_, bad, err := ib.List()
+		require.NoError(t, err)
+		require.Len(t, bad, 1)
+		require.NoError(t, ib.Quarantine(bad[0].Name))
+		listed(t, ib, c)
+		n, _ = listed(t, ib, c)
+		assert.Equal(t, 0, n, "the rejected/ directory is not an item")
+	})
+	t.Run("a file system without identities is listed every time", func(t *testing.T) {
+		c := &listCounter{FS: disk.NewMem()}
+		require.NoError(t, c.MkdirAll(dirstore.InboxDir))
+		ib := dirstore.Inbox{FS: c, Memo: &dirstore.EmptyMemo{}}
+		listed(t, ib, c)
+		n, _ := listed(t, ib, c)
+		assert.Equal(t, 1, n)
+	})
 }

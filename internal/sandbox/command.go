@@ -347,6 +347,7 @@ func (w *World) runCommand(key, h string, a world.Action, in world.Intent) (worl
 		return world.Outcome{}, err
 	}
 	before := w.lastFiles
+	w.dropHandoffs()
 	w.stage(StageBeforeActionCommit)
 	extra := map[string]string{"ACR_IDEMPOTENCY_KEY": key, "ACR_RUN_ID": in.RunID, "ACR_CYCLE": strconv.FormatInt(in.CycleSeq, 10)}
 	res, runErr := command.Run(context.Background(), command.Spec{Argv: a.Argv, Dir: w.dir, Env: w.env(extra), Timeout: timeout(a.TimeoutSeconds)})

@@ -183,6 +183,17 @@
 // own command result: a record rewritten by hand is not a verdict but
 // ErrUncertain (checkCommandOutcome).
 //
+// # Reads handed on
+//
+// A cycle reads its target several times: the readback after the effect,
+// the next observation, the next Prepare. A read may stand for the next
+// one of these when an lstat shows the file unchanged since (same
+// disk.Identity): the readback's read serves the next observation, the
+// observation's judged bytes serve Prepare. Commit's read and the
+// readback's read are always made: one guards the effect, the other
+// checks it. handoff.go says why a handoff cannot let an effect apply to
+// bytes other than its intent's before-hash.
+//
 // A World serialises its own calls; a second process is kept out by the run
 // lock the kernel holds, not by this package.
 //

@@ -51,11 +51,16 @@ func (w *World) Observe() (world.Observation, error) {
 		}
 	}
 	seen := make(map[string][]byte, len(judged))
-	wk := walker{w: w, obs: &obs, limits: w.spec.ObservationLimits(),
+	// The judged bytes are handed on to Prepare, and the last readback's
+	// to this walk (see handoff).
+	observed := make(map[string]*handoff, len(judged))
+	wk := walker{w: w, obs: &obs, limits: w.spec.ObservationLimits(), handoff: w.toObserve, passOn: observed,
 		kept: func(p string) bool { return judged[p] }, keep: func(p string, data []byte) { seen[p] = data }}
+	w.dropHandoffs()
 	if err := wk.dir(".", 0); err != nil {
 		return world.Observation{}, fmt.Errorf("observe: %w", err)
 	}
+	w.observed = observed
 	// Directory order puts "a/b" before "a.txt"; the contract is plain path order.
 	slices.SortFunc(obs.Files, func(a, b world.FileFact) int { return strings.Compare(a.Path, b.Path) })
 	slices.SortFunc(obs.Refused, func(a, b world.Refusal) int { return strings.Compare(a.Path, b.Path) })
@@ -107,6 +112,63 @@ type walker struct {
 	// are hashed as they stream by.
 	keep func(p string, data []byte)
 	kept func(p string) bool
+	// handoff, when set, is a read of one file the walk may list instead
+	// of reading it again; passOn, when set, gets a handoff of every file
+	// whose whole content the walk kept (see handoff).
+	handoff *handoff
+	passOn  map[string]*handoff
+}
+
+// pass records a kept file's content in passOn; fi is the file's stat
+// from before its bytes were read.
+func (wk *walker) pass(p string, fi fs.FileInfo, sum codec.Fingerprint, data []byte) {
+	if wk.passOn == nil {
+		return
+	}
+	if h := newHandoff(p, fi, sum, int64(len(data)), data); h != nil {
+		wk.passOn[p] = h
+	}
+}
+
+// whole reports whether the walk keeps the whole content of file p.
+func (wk *walker) whole(p string) bool {
+	return wk.keep != nil && (wk.kept == nil || wk.kept(p))
+}
+
+// count adds a listed file's size to the walk's total, against max_bytes.
+func (wk *walker) count(size int64) error {
+	wk.bytes += size
+	if wk.bytes > wk.limits.MaxBytes {
+		return fmt.Errorf("the world's files hold more than %d bytes (limits.max_bytes): exclude what acr need not look at, or raise the limit", wk.limits.MaxBytes)
+	}
+	return nil
+}
+
+// handedOver lists file p from the walk's handoff when p is still the
+// file it was read from; done is false when the walk must read p itself.
+func (wk *walker) handedOver(p string) (done bool, err error) {
+	h := wk.handoff
+	if h == nil || h.path != p {
+		return false, nil
+	}
+	wk.handoff = nil
+	whole := wk.whole(p)
+	if whole && h.data == nil {
+		return false, nil
+	}
+	fi, err := wk.w.root.Lstat(p)
+	if err != nil || !h.takes(p, fi) || regularUnlinked(p, fi) != nil {
+		return false, nil
+	}
+	if err := wk.count(h.size); err != nil {
+		return true, err
+	}
+	if whole {
+		wk.keep(p, h.content())
+		wk.pass(p, fi, h.sum, h.content())
+	}
+	wk.obs.Files = append(wk.obs.Files, world.FileFact{Path: p, SHA256: h.sum, Size: h.size})
+	return true, nil
 }
 
 // wants reports whether the walk lists file p, or may find such files
@@ -187,6 +249,9 @@ func (wk *walker) dir(p string, depth int) error {
 
 // file hashes one regular file as it streams by.
 func (wk *walker) file(p string) error {
+	if done, err := wk.handedOver(p); done || err != nil {
+		return err
+	}
 	f, fi, err := wk.w.openRegular(p)
 	var bad *failure
 	switch {
@@ -199,19 +264,19 @@ func (wk *walker) file(p string) error {
 		return fmt.Errorf("read %s: %w", p, err)
 	}
 	defer f.Close()
-	wk.bytes += fi.Size()
-	if wk.bytes > wk.limits.MaxBytes {
-		return fmt.Errorf("the world's files hold more than %d bytes (limits.max_bytes): exclude what acr need not look at, or raise the limit", wk.limits.MaxBytes)
+	if err := wk.count(fi.Size()); err != nil {
+		return err
 	}
 	var sum codec.Fingerprint
 	var size int64
-	if wk.keep != nil && (wk.kept == nil || wk.kept(p)) {
+	if wk.whole(p) {
 		data, err := io.ReadAll(f)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", p, err)
 		}
 		sum, size = codec.FingerprintOf(data), int64(len(data))
 		wk.keep(p, data)
+		wk.pass(p, fi, sum, data)
 	} else {
 		if wk.w.hashBuf == nil {
 			wk.w.hashBuf = make([]byte, 64<<10)

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -49,7 +50,8 @@ func (w *World) Prepare(key string, a world.Action) (world.Intent, *world.Outcom
 		}
 		return in, nil, nil
 	}
-	p, err := w.plan(key, h, a, target)
+	cur, exists, readErr := w.readObserved(target)
+	p, err := w.planOn(key, h, a, target, cur, exists, readErr)
 	if err != nil {
 		return world.Intent{}, nil, fmt.Errorf("prepare %s: %w", key, err)
 	}
@@ -172,7 +174,8 @@ func (w *World) Readback(a world.Action, out world.Outcome) (world.Readback, err
 
 func (w *World) readbackFile(target string) (world.Readback, error) {
 	rb := world.Readback{Schema: world.ReadbackSchema, Target: target, Passing: []string{}, Failing: []string{}}
-	content, exists, err := w.readScratch(target)
+	content, fi, err := w.readStat(target, true)
+	exists := fi != nil
 	if err != nil && !refused(err) {
 		return rb, fmt.Errorf("readback %s: %w", target, err)
 	}
@@ -180,9 +183,13 @@ func (w *World) readbackFile(target string) (world.Readback, error) {
 		rb.SHA256 = hashOf(content, exists)
 	}
 	readErr := err
+	judged := false
 	for _, c := range w.spec.Checks {
 		if c.Path != target {
 			continue
+		}
+		if k, ok := world.CheckKindOf(c.Kind); ok && k.OnFile {
+			judged = true
 		}
 		// The checks judge the bytes just read; a path that could not be
 		// read is evaluated again for the refusal's detail.
@@ -200,6 +207,15 @@ func (w *World) readbackFile(target string) (world.Readback, error) {
 	}
 	slices.Sort(rb.Passing)
 	slices.Sort(rb.Failing)
+	if readErr == nil && exists {
+		// The next observation may list the target from this read; it
+		// needs the bytes themselves only when a check judges them.
+		var data []byte
+		if judged {
+			data = bytes.Clone(content)
+		}
+		w.toObserve = newHandoff(target, fi, rb.SHA256, int64(len(content)), data)
+	}
 	return rb, nil
 }
 

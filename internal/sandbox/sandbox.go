@@ -104,6 +104,11 @@ type World struct {
 	// prepared is the plan of the last Prepare, so that the Commit that
 	// follows it need not compute the same new content again.
 	prepared *preparedPlan
+	// toObserve is what the last readback read, for the next Observe;
+	// observed is what the last Observe judged, by path, for Prepare
+	// (see handoff). Any write of the world drops both.
+	toObserve *handoff
+	observed  map[string]*handoff
 	// rootDir is the world's top directory, opened once for its fsyncs:
 	// it is the directory root holds, which cannot be swapped for another
 	// while root is open, so one handle serves every effect on a file
@@ -424,9 +429,28 @@ func (w *World) readScratch(p string) (content []byte, exists bool, err error) {
 }
 
 func (w *World) read(p string, scratch bool) (content []byte, exists bool, err error) {
+	content, fi, err := w.readStat(p, scratch)
+	return content, fi != nil, err
+}
+
+// readStat is read, also returning the lstat taken before the bytes were
+// read (nil when the file does not exist), for a caller that hands the
+// result on (see handoff).
+func (w *World) readStat(p string, scratch bool) (content []byte, fi fs.FileInfo, err error) {
+	p, fi, err = w.statTarget(p)
+	if err != nil || fi == nil {
+		return nil, nil, err
+	}
+	return w.readStated(p, fi, scratch)
+}
+
+// statTarget confines p and lstats it and its parents, refusing symlinks
+// and anything but a regular file with one link. It returns the clean
+// path, and fi nil when the file (or a parent directory) does not exist.
+func (w *World) statTarget(p string) (clean string, fi fs.FileInfo, err error) {
 	p, err = w.confine(p)
 	if err != nil {
-		return nil, false, err
+		return "", nil, err
 	}
 	parts := strings.Split(p, "/")
 	for i := 1; i < len(parts); i++ {
@@ -434,40 +458,61 @@ func (w *World) read(p string, scratch bool) (content []byte, exists bool, err e
 		fi, err := w.root.Lstat(dir)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, false, nil
+			return p, nil, nil
 		case err != nil:
-			return nil, false, err
+			return p, nil, err
 		case fi.Mode()&fs.ModeSymlink != 0:
-			return nil, false, refuse(p, "has a symlinked parent %q; symlinks are not followed", dir)
+			return p, nil, refuse(p, "has a symlinked parent %q; symlinks are not followed", dir)
 		case !fi.IsDir():
-			return nil, false, nil
+			return p, nil, nil
 		}
 	}
-	fi, err := w.root.Lstat(p)
+	fi, err = w.root.Lstat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, false, nil
+		return p, nil, nil
 	case err != nil:
-		return nil, false, err
+		return p, nil, err
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return nil, false, refuse(p, "is a symlink; symlinks are not followed")
+		return p, nil, refuse(p, "is a symlink; symlinks are not followed")
 	}
 	if err := regularUnlinked(p, fi); err != nil {
-		return nil, false, err
+		return p, nil, err
 	}
+	return p, fi, nil
+}
+
+// readStated reads the file statTarget found at p (fi is its lstat).
+func (w *World) readStated(p string, fi fs.FileInfo, scratch bool) ([]byte, fs.FileInfo, error) {
 	var data []byte
+	var err error
 	if scratch {
 		data, err = w.readInto(p, fi.Size())
 	} else {
 		data, err = w.root.ReadFile(p)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
+		return nil, nil, nil
 	}
 	if err != nil {
+		return nil, nil, err
+	}
+	return data, fi, nil
+}
+
+// readObserved is readFile for Prepare: the bytes the last observation
+// judged, when the file still has the identity it had when they were read
+// (see handoff), else the file's bytes as read now.
+func (w *World) readObserved(p string) (content []byte, exists bool, err error) {
+	p, fi, err := w.statTarget(p)
+	if err != nil || fi == nil {
 		return nil, false, err
 	}
-	return data, true, nil
+	if h := w.observed[p]; h != nil && h.data != nil && h.takes(p, fi) {
+		return h.content(), true, nil
+	}
+	content, fi, err = w.readStated(p, fi, false)
+	return content, fi != nil, err
 }
 
 // readInto reads p into w.scratch, growing it as needed; size is what Lstat
@@ -592,6 +637,7 @@ func (w *World) syncDir(dir string) error {
 // has passed p through checkWritable; the checks are repeated on the way
 // down because the tree may have changed since.
 func (w *World) replace(p string, data []byte) error {
+	w.dropHandoffs()
 	dir := path.Dir(p)
 	if err := w.mkdirs(dir); err != nil {
 		return err
@@ -625,6 +671,7 @@ func (w *World) replace(p string, data []byte) error {
 // remove deletes the world file p (restoring its absence) and fsyncs its
 // directory. Like replace, it never acts through a symlink.
 func (w *World) remove(p string) error {
+	w.dropHandoffs()
 	fi, err := w.root.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
