@@ -246,6 +246,21 @@ func TestEmptyMemo(t *testing.T) {
 		n, _ = listed(t, ib, c)
 		assert.Equal(t, 0, n, "the rejected/ directory is not an item")
 	})
+	t.Run("the directory removed and made again", func(t *testing.T) {
+		ib, c, _ := memoInbox(t)
+		listed(t, ib, c)
+		require.NoError(t, c.FS.RemoveAll(dirstore.InboxDir))
+		n, items := listed(t, ib, c)
+		assert.Equal(t, 1, n)
+		assert.Zero(t, items)
+		require.NoError(t, c.FS.MkdirAll(dirstore.InboxDir))
+		listed(t, ib, c)
+		_, err := dirstore.Inbox{FS: c.FS}.Write(stopItem("2026-01-03T00:00:00Z"))
+		require.NoError(t, err)
+		n, items = listed(t, ib, c)
+		assert.Equal(t, 1, n)
+		assert.Equal(t, 1, items)
+	})
 	t.Run("a file system without identities is listed every time", func(t *testing.T) {
 		c := &listCounter{FS: disk.NewMem()}
 		require.NoError(t, c.MkdirAll(dirstore.InboxDir))

@@ -28,7 +28,7 @@ func Identify(fi fs.FileInfo) (id Identity, ok bool) {
 	if !ok {
 		return Identity{}, false
 	}
-	return Identity{dev: st.Dev, ino: st.Ino, nlink: uint64(st.Nlink), mode: st.Mode, size: st.Size,
+	return Identity{dev: uint64(st.Dev), ino: uint64(st.Ino), nlink: uint64(st.Nlink), mode: uint32(st.Mode), size: int64(st.Size),
 		mtime: st.Mtim, ctime: st.Ctim}, true
 }
 

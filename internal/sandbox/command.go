@@ -155,6 +155,8 @@ func timeout(seconds int) time.Duration { return time.Duration(world.Timeout(sec
 // a *world.ProviderFault: the check gave no verdict about the world.
 func (w *World) evaluateCommand(c world.Check) (world.CheckResult, int64, error) {
 	src := "check:" + c.ID
+	// The program may write files: no read made before it stands for one after.
+	w.dropHandoffs()
 	res, err := command.Run(context.Background(), command.Spec{Argv: c.Argv, Dir: w.dir, Env: w.env(nil), Timeout: timeout(c.TimeoutSeconds)})
 	if errors.Is(err, command.ErrStart) {
 		return world.CheckResult{}, 0, &world.ProviderFault{Source: src, Reason: err.Error()}

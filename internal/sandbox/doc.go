@@ -168,7 +168,11 @@
 // effect or a restore: after a crash or a power loss the recorded intent
 // and the target's hash decide exactly as above (after: the effect
 // happened; before: apply it now; anything else: ask a person), so a
-// record would only repeat what the world already says.
+// record would only repeat what the world already says. One case needs no
+// person: a Commit of the plan this same World's Prepare made, which
+// nothing has applied since, that finds a third hash knows the effect did
+// not happen, and records it stale, as Prepare does for a target that
+// changed before the plan.
 //
 // A run_command is different: a program has no single before and after, so
 // Commit appends a started marker, durably, before the program starts, and
@@ -191,8 +195,9 @@
 // disk.Identity): the readback's read serves the next observation, the
 // observation's judged bytes serve Prepare. Commit's read and the
 // readback's read are always made: one guards the effect, the other
-// checks it. handoff.go says why a handoff cannot let an effect apply to
-// bytes other than its intent's before-hash.
+// checks it. A program the World runs, and any write it makes, drops
+// every handoff. handoff.go says why a handoff cannot let an effect apply
+// to bytes other than its intent's before-hash.
 //
 // A World serialises its own calls; a second process is kept out by the run
 // lock the kernel holds, not by this package.

@@ -29,12 +29,16 @@ import (
 // A handoff is taken only when the file still has the identity it had
 // when it was read (disk.Identity: device, inode, link count, mode, size,
 // and modification and change times to the nanosecond), checked with an
-// lstat instead of an open and a read. A write through any path changes the
-// change time, and a replace changes the inode; what an identity cannot
-// show is an in-place write within the same timestamp tick that keeps the
-// size, and such a write only makes the handed-over bytes as old as the
-// moment they were read: the observation reports them, and Commit, which
-// reads the file itself, finds the target changed.
+// lstat instead of an open and a read. A write through any path changes
+// the change time, and a replace changes the inode. What an identity
+// cannot show is a write within the same timestamp tick that keeps the
+// size and inode, or a change a network file system's cached attributes
+// do not show yet. Such a change only makes the handed-over bytes older
+// than the file: the observation reports them, as one read a moment
+// earlier would have; a plan made on them that writes meets Commit's own
+// read, which finds the target changed and records the effect stale,
+// never applied (see unapplied), and one that does not write records
+// what a Prepare a moment earlier would have.
 type handoff struct {
 	path string
 	id   disk.Identity

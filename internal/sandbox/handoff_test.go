@@ -135,9 +135,14 @@ func TestObserveHandsOnToPrepare(t *testing.T) {
 			require.True(t, in.Changes)
 			assert.Equal(t, fp(poisoned), in.Planned.BeforeSHA256)
 			// Commit reads the target itself: bytes other than the
-			// intent's before-hash are never written over.
-			_, _, err = w.Commit(testKey(tc.name), a, in)
-			require.ErrorIs(t, err, ErrUncertain)
+			// intent's before-hash are never written over, and the
+			// effect this World planned and never applied is stale.
+			out, reused, err := w.Commit(testKey(tc.name), a, in)
+			require.NoError(t, err)
+			assert.False(t, reused)
+			assert.Equal(t, world.OutcomeStale, out.Status)
+			assert.Equal(t, fp(appSource), out.BeforeSHA256)
+			assert.Equal(t, fp(appSource), out.AfterSHA256)
 			got, err := os.ReadFile(worldPath(stateDir, "src/app.go"))
 			require.NoError(t, err)
 			assert.Equal(t, appSource, string(got))
@@ -174,6 +179,47 @@ func TestHandoffsAcrossCycles(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, out.AfterSHA256, rb.SHA256)
 	}
+}
+
+// A program the World runs may write any file, so a command check drops
+// every handoff made before it ran.
+func TestCommandCheckDropsHandoffs(t *testing.T) {
+	spec := appendSpec(false)
+	spec.Checks = append(spec.Checks, world.Check{ID: "pending", Kind: world.CheckAbsentText, Path: "log.txt", Text: "pending",
+		Fixes: []world.Fix{{Operation: world.OpApplyPatch, Find: "pending", Replace: "done"}}})
+	w, _ := rootWorld(t, spec, map[string]string{"log.txt": "pending\n"})
+	_, err := w.Observe()
+	require.NoError(t, err)
+	assert.Nil(t, w.observed, "the command check ran after the walk read log.txt")
+	_, err = w.Readback(world.Action{Operation: world.OpApplyPatch, CheckID: "logged"}, world.Outcome{Target: "log.txt"})
+	require.NoError(t, err)
+	assert.Nil(t, w.toObserve, "the readback ran the command check after reading log.txt")
+
+	// Without a command check both are made.
+	w2, _ := rootWorld(t, world.Spec{Checks: spec.Checks[1:]}, map[string]string{"log.txt": "pending\n"})
+	_, err = w2.Observe()
+	require.NoError(t, err)
+	assert.NotNil(t, w2.observed["log.txt"])
+	_, err = w2.Readback(world.Action{Operation: world.OpApplyPatch}, world.Outcome{Target: "log.txt"})
+	require.NoError(t, err)
+	assert.NotNil(t, w2.toObserve)
+}
+
+// A World that did not plan the effect (a new process after a crash)
+// cannot know whether it happened: a third hash is for a person.
+func TestCommitOfAnotherWorldsPlanIsUncertain(t *testing.T) {
+	w, stateDir := newTestWorld(t, testSpec())
+	a := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go",
+		Find: "debug = true", Replace: "debug = false", ExpectSHA256: fp(appSource)}
+	in, _, err := w.Prepare(testKey("crash"), a)
+	require.NoError(t, err)
+	require.True(t, in.Changes)
+	require.NoError(t, os.WriteFile(worldPath(stateDir, "src/app.go"), []byte("package app\n"), 0o644))
+	next, err := Open(stateDir, testSpec(), mustKeys(t, stateDir))
+	require.NoError(t, err)
+	defer next.Close()
+	_, _, err = next.Commit(testKey("crash"), a, in)
+	require.ErrorIs(t, err, ErrUncertain)
 }
 
 func mustKeys(t *testing.T, stateDir string) disk.FS {

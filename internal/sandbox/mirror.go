@@ -71,6 +71,7 @@ func (w *World) Mirror(files map[string][]byte) ([]string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.prepared = nil
+	w.dropHandoffs()
 	if w.spec.Root != "" {
 		return nil, fmt.Errorf("mirror: the world is the directory %s, not a sandbox copy", w.spec.Root)
 	}

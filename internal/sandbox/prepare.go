@@ -103,6 +103,16 @@ func (w *World) replan(key, h string, a world.Action, target string, content []b
 	return w.planOn(key, h, a, target, content, exists, nil)
 }
 
+// unapplied reports whether in is the intent of the plan this World's
+// last Prepare made for key and nothing has applied since: Commit clears
+// the plan before it applies it, and a new World (after a crash) has
+// none, so only then is it known that the effect did not happen.
+func (w *World) unapplied(key string, a world.Action, target string, in world.Intent) bool {
+	pp := w.prepared
+	return pp != nil && pp.key == key && pp.target == target && pp.action == a.Ref() && pp.plan.write &&
+		pp.plan.out.BeforeSHA256 == in.Planned.BeforeSHA256 && pp.plan.out.AfterSHA256 == in.Planned.AfterSHA256
+}
+
 // MaxRollbackBytes bounds the pre-image a rollback bundle carries: the
 // bundle lives in the ledger, and a target larger than this cannot be
 // undone, so an action on it is blocked.
@@ -300,6 +310,18 @@ func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (wo
 		out, err := w.settle(h, a, p.out, recordNothing)
 		return out, false, err
 	default:
+		if w.unapplied(key, a, target, in) {
+			// This World planned the effect and has not applied it, so
+			// it certainly did not happen: the target changed between
+			// the plan and now, as a target that changed before the plan
+			// makes Prepare's outcome stale.
+			w.prepared = nil
+			out := world.Outcome{Schema: world.OutcomeSchema, Key: key, Operation: a.Operation, Target: target,
+				Status: world.OutcomeStale, BeforeSHA256: now, AfterSHA256: now,
+				Detail: fmt.Sprintf("target changed since the effect was planned: expected %s, found %s", describe(in.Planned.BeforeSHA256), describe(now))}
+			out, err := w.settle(h, a, out, recordNothing)
+			return out, false, err
+		}
 		return world.Outcome{}, false, fmt.Errorf("%w: %s on %s: the target's hash is %s, neither %s from before the effect nor %s from after it; something else changed it, so whether the effect happened is for a person to decide",
 			ErrUncertain, a.Operation, target, describe(now), describe(in.Planned.BeforeSHA256), describe(in.Planned.AfterSHA256))
 	}

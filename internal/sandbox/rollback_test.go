@@ -165,13 +165,15 @@ func TestCommitReusesThePreparedPlanOnlyForTheSameBytes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, out3.AfterSHA256, codec.FingerprintOf(got))
 
-	// Prepared, then changed by someone else: not committed from the plan.
+	// Prepared, then changed by someone else: not committed from the
+	// plan, and stale, since this World knows it never applied it.
 	w2, dir2 := newTestWorld(t, testSpec())
 	in2, _, err := w2.Prepare(testKey("c"), patch)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(worldPath(dir2, "src/app.go"), []byte("package app\n"), 0o644))
-	_, _, err = w2.Commit(testKey("c"), patch, in2)
-	require.ErrorIs(t, err, ErrUncertain)
+	out2, _, err := w2.Commit(testKey("c"), patch, in2)
+	require.NoError(t, err)
+	assert.Equal(t, world.OutcomeStale, out2.Status)
 	got, err = os.ReadFile(worldPath(dir2, "src/app.go"))
 	require.NoError(t, err)
 	assert.Equal(t, "package app\n", string(got))

@@ -106,7 +106,9 @@ type World struct {
 	prepared *preparedPlan
 	// toObserve is what the last readback read, for the next Observe;
 	// observed is what the last Observe judged, by path, for Prepare
-	// (see handoff). Any write of the world drops both.
+	// (see handoff). Any write of the world (replace, remove, Mirror)
+	// and any program the World runs (a command effect or check) drops
+	// both.
 	toObserve *handoff
 	observed  map[string]*handoff
 	// rootDir is the world's top directory, opened once for its fsyncs:
