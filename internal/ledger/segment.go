@@ -65,7 +65,8 @@ func parseSegmentName(name string) (start, end int64, pending, ok bool) {
 		name, pending = s, true
 	}
 	rest, found := strings.CutSuffix(name, segmentSuffix)
-	if !found || len(rest) != 2*offsetDigits+1 || rest[offsetDigits] != '-' {
+	if !found || len(rest) != 2*offsetDigits+1 || rest[offsetDigits] != '-' ||
+		!digitsOnly(rest[:offsetDigits]) || !digitsOnly(rest[offsetDigits+1:]) {
 		return 0, 0, false, false
 	}
 	a, err1 := strconv.ParseInt(rest[:offsetDigits], 10, 64)
@@ -74,6 +75,17 @@ func parseSegmentName(name string) (start, end int64, pending, ok bool) {
 		return 0, 0, false, false
 	}
 	return a, b, pending, true
+}
+
+// digitsOnly reports whether s is decimal digits and nothing else: the
+// name acr writes, where strconv would also take a sign.
+func digitsOnly(s string) bool {
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // frame is one compressed block of a segment.
