@@ -21,89 +21,11 @@ const InboxDir = "inbox"
 type Inbox struct {
 	FS disk.FS
 	// Memo, when set, lets List answer from a stat of the directory
-	// while it stays as List last found it empty (see EmptyMemo). A
-	// writer's loop sets it; one-shot readers need not.
-	Memo *EmptyMemo
-}
-
-// EmptyMemo remembers that the inbox directory was empty, with its
-// identity (disk.Identity) at that moment, so that the next List costs a
-// stat rather than an open and a listing while nothing has arrived: a
-// loop lists its inbox every cycle, and it is almost always empty.
-//
-// An item arrives by a rename into the directory, which stamps the
-// directory's modification and change times and so changes its identity,
-// unless it lands within the same timestamp tick as the change the memo
-// saw. So the memo is taken only from a directory whose last change is
-// older than the listing by more than a tick can be: 50 ms when its
-// timestamps have sub-millisecond digits (a tick is then the kernel's
-// clock tick, at most 10 ms), 2 s otherwise (file systems that keep
-// whole seconds, or two). And whatever the stat says, the directory is
-// listed again once the memo is a second old, so that a clock stepped
-// back or a file server's own clock can delay an item by a second at
-// most, never hide it.
-type EmptyMemo struct {
-	// Now reads the clock; nil is time.Now.
-	Now func() time.Time
-
-	id    disk.Identity
-	taken time.Time
-	ok    bool
-}
-
-// emptyMemoLife is how long an EmptyMemo answers before the directory is
-// listed again whatever its stat says.
-const emptyMemoLife = time.Second
-
-func (m *EmptyMemo) now() time.Time {
-	if m.Now != nil {
-		return m.Now()
-	}
-	return time.Now()
-}
-
-// holds reports whether the directory whose stat is fi, at now, is still
-// the empty one the memo saw.
-func (m *EmptyMemo) holds(fi fs.FileInfo, now time.Time) bool {
-	if !m.ok || now.Sub(m.taken) >= emptyMemoLife || now.Before(m.taken) {
-		return false
-	}
-	id, ok := disk.Identify(fi)
-	return ok && id == m.id
-}
-
-// remember records that the directory, stat fi taken at now before it was
-// listed, was found empty; it records nothing when the directory changed
-// too recently for its timestamps to show a change that follows.
-func (m *EmptyMemo) remember(fi fs.FileInfo, now time.Time) {
-	m.ok = false
-	id, ok := disk.Identify(fi)
-	if !ok {
-		return
-	}
-	if !settled(id.Changed(), now) {
-		return
-	}
-	m.id, m.taken, m.ok = id, now, true
-}
-
-// settled reports whether a directory whose timestamps say it last
-// changed at changed, stat taken at now, would show any later change in
-// a new timestamp: the time since must exceed a timestamp tick, taken as
-// 50 ms when changed has digits below the millisecond and 2 s otherwise.
-func settled(changed, now time.Time) bool {
-	tick := 2 * time.Second
-	if changed.Nanosecond()%int(time.Millisecond) != 0 {
-		tick = 50 * time.Millisecond
-	}
-	return now.Sub(changed) > tick
-}
-
-// forget drops the memo.
-func (m *EmptyMemo) forget() {
-	if m != nil {
-		m.ok = false
-	}
+	// while it stays as List last found it empty, listed again at least
+	// once a second (see disk.DirMemo): a loop lists its inbox every
+	// cycle, and it is almost always empty. A writer's loop sets it;
+	// one-shot readers need not.
+	Memo *disk.DirMemo
 }
 
 // Write seals an item and drops it into the inbox atomically (temp file,
@@ -132,12 +54,12 @@ func (ib Inbox) List() ([]inbox.Item, []inbox.Rejected, error) {
 	var dirInfo fs.FileInfo
 	var listedAt time.Time
 	if m := ib.Memo; m != nil {
-		listedAt = m.now()
+		listedAt = m.Now()
 		fi, err := fsys.Stat(InboxDir)
-		if err == nil && m.holds(fi, listedAt) {
+		if err == nil && m.Holds(fi, listedAt) {
 			return nil, nil, nil
 		}
-		m.forget()
+		m.Forget()
 		dirInfo = fi
 	}
 	entries, err := fsys.ReadDir(InboxDir)
@@ -174,7 +96,7 @@ func (ib Inbox) List() ([]inbox.Item, []inbox.Rejected, error) {
 		return strings.Compare(a.ID, b.ID)
 	})
 	if empty && dirInfo != nil {
-		ib.Memo.remember(dirInfo, listedAt)
+		ib.Memo.Remember(dirInfo, listedAt)
 	}
 	return items, bad, nil
 }
@@ -185,7 +107,7 @@ func (ib Inbox) List() ([]inbox.Item, []inbox.Rejected, error) {
 // fsynced for the same reason.
 func (ib Inbox) Consumed(ids []string) error {
 	fsys := ib.FS
-	ib.Memo.forget()
+	ib.Memo.Forget()
 	for _, id := range ids {
 		err := fsys.Remove(InboxDir + "/" + id + ".json")
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -199,7 +121,7 @@ func (ib Inbox) Consumed(ids []string) error {
 // inbox/rejected/, so that it is reported once and kept for the operator.
 func (ib Inbox) Quarantine(name string) error {
 	fsys := ib.FS
-	ib.Memo.forget()
+	ib.Memo.Forget()
 	b, err := fsys.ReadFile(InboxDir + "/" + name)
 	if err != nil {
 		return fmt.Errorf("quarantine inbox file %s: %w", name, err)

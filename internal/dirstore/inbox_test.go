@@ -174,7 +174,7 @@ func memoInbox(t *testing.T) (dirstore.Inbox, *listCounter, *time.Time) {
 	// Well past any timestamp tick after the directory's last change.
 	now := fi.ModTime().Add(10 * time.Second)
 	c := &listCounter{FS: osfs}
-	return dirstore.Inbox{FS: c, Memo: &dirstore.EmptyMemo{Now: func() time.Time { return now }}}, c, &now
+	return dirstore.Inbox{FS: c, Memo: &disk.DirMemo{Clock: func() time.Time { return now }}}, c, &now
 }
 
 func TestEmptyMemo(t *testing.T) {
@@ -264,7 +264,7 @@ func TestEmptyMemo(t *testing.T) {
 	t.Run("a file system without identities is listed every time", func(t *testing.T) {
 		c := &listCounter{FS: disk.NewMem()}
 		require.NoError(t, c.MkdirAll(dirstore.InboxDir))
-		ib := dirstore.Inbox{FS: c, Memo: &dirstore.EmptyMemo{}}
+		ib := dirstore.Inbox{FS: c, Memo: &disk.DirMemo{}}
 		listed(t, ib, c)
 		n, _ := listed(t, ib, c)
 		assert.Equal(t, 1, n)

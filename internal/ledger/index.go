@@ -162,9 +162,10 @@ type Reader struct {
 }
 
 // NewReader returns a Reader of the ledger on fsys.
-// Sealed segments it reads stay open, with their last decoded frame, for
-// the Reader's life: one command's reads of a cycle decode each frame
-// once.
+// Sealed segments it reads stay open for the Reader's life, with the
+// last few frames it decoded (a command's reads go back and forth
+// between a few) and its listing of ledger/sealed, which it answers from
+// a stat while the directory is unchanged (see sealedNames).
 func NewReader(fsys disk.FS) *Reader {
 	return &Reader{fsys: &cachedFS{FS: fsys, cache: &segmentCache{}}}
 }

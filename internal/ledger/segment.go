@@ -266,6 +266,9 @@ type segment struct {
 	table  *segmentTable
 	cached int // index of the decoded frame kept, -1 for none
 	data   []byte
+	// recent, when set (a Reader's segments), keeps decoded frames
+	// instead of cached and data.
+	recent *recentFrames
 }
 
 func (s *segment) load(fsys disk.FS) error {
@@ -323,6 +326,17 @@ func (s *segment) readAt(fsys disk.FS, dec *zstd.Decoder, p []byte, off int64) (
 	if i == len(fr) {
 		return 0, s.damage(off, "offset past the segment")
 	}
+	if s.recent != nil {
+		data, ok := s.recent.get(s, i)
+		if !ok {
+			var err error
+			if data, err = s.decode(dec, i, nil); err != nil {
+				return 0, err
+			}
+			s.recent.put(s, i, data)
+		}
+		return copy(p, data[off-fr[i].start:]), nil
+	}
 	if s.cached != i {
 		s.cached = -1
 		data, err := s.decode(dec, i, s.data[:0])
@@ -332,6 +346,48 @@ func (s *segment) readAt(fsys disk.FS, dec *zstd.Decoder, p []byte, off int64) (
 		s.data, s.cached = data, i
 	}
 	return copy(p, s.data[off-fr[i].start:]), nil
+}
+
+// recentFrames is a small store of the frames a Reader decoded last,
+// whatever their segment. One command's reads go back and forth between
+// a few frames (a cycle whose records cross a frame's end, the run's
+// first cycle for its goal and contract, then the cycle again), and a
+// frame costs a decode each time it is dropped; a whole scan keeps only
+// the last few. A frame's bytes are never written once stored, so a
+// reader may copy from them after the lock is released.
+type recentFrames struct {
+	mu     sync.Mutex
+	frames []recentFrame // least recently used first
+}
+
+type recentFrame struct {
+	seg  *segment
+	i    int
+	data []byte
+}
+
+// recentFramesKept bounds recentFrames: 8 frames of about 256 KiB.
+const recentFramesKept = 8
+
+func (r *recentFrames) get(s *segment, i int) ([]byte, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, f := range r.frames {
+		if f.seg == s && f.i == i {
+			r.frames = append(append(r.frames[:k:k], r.frames[k+1:]...), f)
+			return f.data, true
+		}
+	}
+	return nil, false
+}
+
+func (r *recentFrames) put(s *segment, i int, data []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.frames) == recentFramesKept {
+		r.frames = append(r.frames[:0:0], r.frames[1:]...)
+	}
+	r.frames = append(r.frames, recentFrame{seg: s, i: i, data: data})
 }
 
 // sealedFrame is one frame of sealed history, to be decoded by whoever
@@ -422,13 +478,20 @@ type logFile struct {
 }
 
 // segmentCache keeps what a reader learnt of sealed segments (their
-// files, tables, last decoded frame) and one decoder, across the many
+// files, tables, recently decoded frames) and one decoder, across the many
 // short reads one command makes: a segment never changes once it has its
 // name, so what was read of it stays true.
 type segmentCache struct {
-	mu   sync.Mutex
-	segs map[string]*segment
-	dec  *zstd.Decoder
+	mu     sync.Mutex
+	segs   map[string]*segment
+	dec    *zstd.Decoder
+	recent recentFrames
+
+	// listed tells when names, the sealed directory's last listing,
+	// still holds (see sealedNames).
+	listMu sync.Mutex
+	listed disk.DirMemo
+	names  []string
 }
 
 // cachedFS is a file system whose ledger reads share a segmentCache
@@ -448,6 +511,7 @@ func (c *segmentCache) segment(s *segment) *segment {
 	if c.segs == nil {
 		c.segs = map[string]*segment{}
 	}
+	s.recent = &c.recent
 	c.segs[s.name] = s
 	return s
 }
@@ -498,7 +562,7 @@ func openLog(fsys disk.FS, writable bool) (*logFile, error) {
 // events.jsonl is empty: a seal empties it only after its segments are
 // durable, and nothing is appended before the seal is settled.
 func (l *logFile) list() error {
-	entries, err := l.fsys.ReadDir(SealedDir)
+	names, err := l.sealedNames()
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -506,12 +570,12 @@ func (l *logFile) list() error {
 		return fmt.Errorf("list %s: %w", SealedDir, err)
 	}
 	var segs, pending []*segment
-	for _, e := range entries {
-		start, end, isPending, ok := parseSegmentName(e.Name())
+	for _, name := range names {
+		start, end, isPending, ok := parseSegmentName(name)
 		if !ok {
 			continue // a temporary file of an interrupted write
 		}
-		s := &segment{name: SealedDir + "/" + e.Name(), start: start, end: end, cached: -1}
+		s := &segment{name: SealedDir + "/" + name, start: start, end: end, cached: -1}
 		if l.cache != nil {
 			s = l.cache.segment(s)
 		}
@@ -547,6 +611,44 @@ func (l *logFile) list() error {
 	}
 	l.segs, l.base = segs, at
 	return nil
+}
+
+// sealedNames lists the sealed directory. A Reader, which opens the
+// ledger for each of its many reads, answers from a stat of the directory
+// while it is unchanged since its last listing (disk.DirMemo): on a long
+// history, listing and parsing the segments' names again for every read
+// was most of what a command spent beyond the reads themselves.
+func (l *logFile) sealedNames() ([]string, error) {
+	c := l.cache
+	if c == nil {
+		entries, err := l.fsys.ReadDir(SealedDir)
+		return entryNames(entries), err
+	}
+	c.listMu.Lock()
+	defer c.listMu.Unlock()
+	now := c.listed.Now()
+	fi, statErr := l.fsys.Stat(SealedDir)
+	if statErr == nil && c.listed.Holds(fi, now) {
+		return c.names, nil
+	}
+	c.listed.Forget()
+	entries, err := l.fsys.ReadDir(SealedDir)
+	if err != nil {
+		return nil, err
+	}
+	c.names = entryNames(entries)
+	if statErr == nil {
+		c.listed.Remember(fi, now)
+	}
+	return c.names, nil
+}
+
+func entryNames(entries []fs.DirEntry) []string {
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
+	}
+	return names
 }
 
 // contiguous checks that segs (sorted) follow each other from at, and

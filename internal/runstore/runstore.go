@@ -377,7 +377,7 @@ func (r *Run) open(opt Options) error {
 	}
 	r.openedAt = snap.Manifest.CycleSeq
 	guarded := &guardedLedger{Ledger: led, check: func() error { return r.checkBeforeWrite(clock) }}
-	return r.wire(opt, snap, r.Store, guarded, dirstore.Inbox{FS: r.FS, Memo: &dirstore.EmptyMemo{}}, func() (bool, error) { return killSwitchOn(r.FS) })
+	return r.wire(opt, snap, r.Store, guarded, dirstore.Inbox{FS: r.FS, Memo: &disk.DirMemo{}}, func() (bool, error) { return killSwitchOn(r.FS) })
 }
 
 // wire builds the driver on a run's parts (r.World open) and opens it.

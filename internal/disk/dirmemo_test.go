@@ -1,4 +1,4 @@
-package dirstore
+package disk
 
 import (
 	"testing"
@@ -26,7 +26,7 @@ func TestSettled(t *testing.T) {
 		{"a clock behind the file system", fine, -time.Second, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.expected, settled(tc.changed, tc.changed.Add(tc.after)))
+			assert.Equal(t, tc.expected, Settled(tc.changed, tc.changed.Add(tc.after)))
 		})
 	}
 }
