@@ -177,7 +177,7 @@ func memoInbox(t *testing.T) (dirstore.Inbox, *listCounter, *time.Time) {
 	return dirstore.Inbox{FS: c, Memo: &disk.DirMemo{Clock: func() time.Time { return now }}}, c, &now
 }
 
-func TestEmptyMemo(t *testing.T) {
+func TestInboxMemo(t *testing.T) {
 	listed := func(t *testing.T, ib dirstore.Inbox, c *listCounter) (int, int) {
 		t.Helper()
 		before := c.lists
