@@ -32,6 +32,12 @@ type World interface {
 	// Readback is the observer's own reading, after an effect, of what
 	// the action changed (its target, or the files a command touches).
 	Readback(a world.Action, out world.Outcome) (world.Readback, error)
+	// Durable returns once every effect Commit reported is durable in the
+	// world. Commit may return with the last fsync of its effect still
+	// running, so that the readback and the cycle's computation overlap
+	// the disk's wait; the driver calls Durable before it writes anything
+	// that records the effect's outcome.
+	Durable() error
 }
 
 // Clock tells the time. Cycles never read the wall clock themselves.
@@ -432,6 +438,9 @@ func (d *Driver) replayCycle(recs []event.Record, last bool, rec *Recovery) erro
 		}
 		st.Readback = &rb
 	}
+	if err := d.World.Durable(); err != nil {
+		return fmt.Errorf("recover cycle %d: %w", p.b.cycle, err)
+	}
 	res, err := Finish(p, st)
 	if err != nil {
 		return &ReplayError{Seq: evs[0].Seq, CycleSeq: evs[0].Event.CycleSeq, Msg: err.Error()}
@@ -812,6 +821,9 @@ func (d *Driver) Step() (Summary, error) {
 	res, err := Finish(p, st)
 	if err != nil {
 		return Summary{}, err
+	}
+	if err := d.World.Durable(); err != nil {
+		return Summary{}, fmt.Errorf("cycle %d: effect %s: %w", p.b.cycle, p.Effect.Key, err)
 	}
 	// The cycle's last batch rides with the next durable append (the next
 	// cycle's decision and intent, or the flush before a checkpoint): no

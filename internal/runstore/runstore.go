@@ -384,6 +384,8 @@ func (r *Run) open(opt Options) error {
 func (r *Run) wire(opt Options, snap storage.Snapshot, cp storage.Checkpoints, led storage.Ledger, ib storage.Inbox, kill func() (bool, error)) error {
 	w := r.World
 	w.Environ = opt.Environ
+	// The driver calls Durable before it records an outcome.
+	w.DeferDirSyncs(true)
 	pc, err := kernel.DecodeProposer(snap.Files)
 	if err != nil {
 		return err

@@ -156,7 +156,9 @@ func timeout(seconds int) time.Duration { return time.Duration(world.Timeout(sec
 func (w *World) evaluateCommand(c world.Check) (world.CheckResult, int64, error) {
 	src := "check:" + c.ID
 	// The program may write files: no read made before it stands for one after.
-	w.dropHandoffs()
+	if err := w.beforeChange(); err != nil {
+		return world.CheckResult{}, 0, fmt.Errorf("check %s: %w", c.ID, err)
+	}
 	res, err := command.Run(context.Background(), command.Spec{Argv: c.Argv, Dir: w.dir, Env: w.env(nil), Timeout: timeout(c.TimeoutSeconds)})
 	if errors.Is(err, command.ErrStart) {
 		return world.CheckResult{}, 0, &world.ProviderFault{Source: src, Reason: err.Error()}
@@ -349,7 +351,9 @@ func (w *World) runCommand(key, h string, a world.Action, in world.Intent) (worl
 		return world.Outcome{}, err
 	}
 	before := w.lastFiles
-	w.dropHandoffs()
+	if err := w.beforeChange(); err != nil {
+		return world.Outcome{}, err
+	}
 	w.stage(StageBeforeActionCommit)
 	extra := map[string]string{"ACR_IDEMPOTENCY_KEY": key, "ACR_RUN_ID": in.RunID, "ACR_CYCLE": strconv.FormatInt(in.CycleSeq, 10)}
 	res, runErr := command.Run(context.Background(), command.Spec{Argv: a.Argv, Dir: w.dir, Env: w.env(extra), Timeout: timeout(a.TimeoutSeconds)})

@@ -112,7 +112,10 @@
 // Every world write replaces the whole file: temp file in the target's own
 // directory, write, fsync, rename, fsync the directory. A file is therefore
 // always either entirely old or entirely new, which is what lets recovery
-// classify it by hash.
+// classify it by hash. With DeferDirSyncs (a run's driver turns it on) the
+// directory's fsync runs on after Commit returns, and the effect is durable
+// once Durable returns; until then the World makes no other change to the
+// disk.
 //
 // # Intent, effect, outcome
 //

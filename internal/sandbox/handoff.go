@@ -85,3 +85,12 @@ func newHandoff(p string, fi fs.FileInfo, sum codec.Fingerprint, size int64, dat
 func (w *World) dropHandoffs() {
 	w.toObserve, w.observed = nil, nil
 }
+
+// beforeChange comes before anything that may change the world: a write
+// of it, or a program run in it. Reads made before it stand for none
+// after, and a directory fsync still running (DeferDirSyncs) finishes
+// first, so that nothing changed later is durable ahead of it.
+func (w *World) beforeChange() error {
+	w.dropHandoffs()
+	return w.awaitDirSync()
+}

@@ -71,7 +71,9 @@ func (w *World) Mirror(files map[string][]byte) ([]string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.prepared = nil
-	w.dropHandoffs()
+	if err := w.beforeChange(); err != nil {
+		return nil, fmt.Errorf("mirror: %w", err)
+	}
 	if w.spec.Root != "" {
 		return nil, fmt.Errorf("mirror: the world is the directory %s, not a sandbox copy", w.spec.Root)
 	}

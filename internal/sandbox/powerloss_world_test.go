@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -117,7 +118,18 @@ func realFiles(t *testing.T, dir string) map[string]string {
 // removal or a mkdir, Create's of the sandbox and state directories) some
 // step comes back older or not at all; make fsync-mutants deletes each in
 // turn and expects this test to fail.
+//
+// With DeferDirSyncs the point is Durable's return instead of Commit's,
+// and before it the effect's rename must not yet count as durable: that
+// is what obliges the driver to call Durable before it records the
+// outcome.
 func TestWorldPowerLoss(t *testing.T) {
+	for _, deferred := range []bool{false, true} {
+		t.Run(fmt.Sprintf("deferred=%v", deferred), func(t *testing.T) { testWorldPowerLoss(t, deferred) })
+	}
+}
+
+func testWorldPowerLoss(t *testing.T, deferred bool) {
 	spec := testSpec()
 	spec.Checks[2].Path = "legal/texts/LICENSE"
 	require.NoError(t, spec.Validate())
@@ -128,6 +140,7 @@ func TestWorldPowerLoss(t *testing.T) {
 	w, err := CreateJournaled(stateDir, spec, keys, shadow.note)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = w.Close() })
+	w.DeferDirSyncs(deferred)
 	worldDir := filepath.Join(stateDir, filepath.FromSlash(WorldDir))
 
 	cutNow := func(step string) {
@@ -135,6 +148,18 @@ func TestWorldPowerLoss(t *testing.T) {
 		got, ok := shadow.durable(t)
 		require.True(t, ok, "%s: the world directory itself would be lost", step)
 		assert.Equal(t, realFiles(t, worldDir), got, "%s: a power cut now leaves another world", step)
+	}
+	// settle is what the driver does once Commit returned: with deferred
+	// directory fsyncs the world on disk is ahead of the durable one
+	// until Durable returns.
+	settle := func(step string) {
+		t.Helper()
+		if deferred {
+			got, ok := shadow.durable(t)
+			require.True(t, ok)
+			assert.NotEqual(t, realFiles(t, worldDir), got, "%s: the effect is durable before Durable", step)
+		}
+		require.NoError(t, w.Durable())
 	}
 	cutNow("after create")
 	assert.Equal(t, spec.Files, realFiles(t, worldDir))
@@ -150,6 +175,7 @@ func TestWorldPowerLoss(t *testing.T) {
 		out, _, err := w.Commit(key, a, in)
 		require.NoError(t, err)
 		require.Equal(t, world.OutcomeCommitted, out.Status, out.Detail)
+		settle(name)
 		return out
 	}
 	commit("patch", world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", CheckID: "no-debug",
@@ -162,5 +188,6 @@ func TestWorldPowerLoss(t *testing.T) {
 
 	// The primitive that restores and rollbacks use to undo a created file.
 	require.NoError(t, w.remove("legal/texts/LICENSE"))
+	settle("removal")
 	cutNow("after a removal")
 }

@@ -117,6 +117,13 @@ type World struct {
 	// there (a handle on a subdirectory could outlive a replaced one, so
 	// those are opened per fsync).
 	rootDir *os.File
+	// deferSyncs, inflight and syncErr: see DeferDirSyncs.
+	deferSyncs bool
+	inflight   *inflightSync
+	syncErr    error
+	// syncDirFile, when set (tests), stands for the fsync of a directory
+	// left running.
+	syncDirFile func(*os.File) error
 	// journal hears of every change to the world's tree (tests only).
 	journal Journal
 }
@@ -259,6 +266,7 @@ func openWorld(stateDir string, spec world.Spec) (*World, error) {
 func (w *World) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	serr := w.awaitDirSync()
 	terr := w.table.close()
 	if w.rootDir != nil {
 		_ = w.rootDir.Close()
@@ -267,8 +275,8 @@ func (w *World) Close() error {
 	if err := w.root.Close(); err != nil {
 		return fmt.Errorf("close sandbox: %w", err)
 	}
-	if terr != nil {
-		return fmt.Errorf("close sandbox: %w", terr)
+	if err := errors.Join(serr, terr); err != nil {
+		return fmt.Errorf("close sandbox: %w", err)
 	}
 	return nil
 }
@@ -607,31 +615,48 @@ func (w *World) mkdirs(dir string) error {
 	return nil
 }
 
-func (w *World) syncDir(dir string) error {
+// syncDir fsyncs the world directory dir (relative to the root).
+func (w *World) syncDir(dir string) error { return w.fsyncDir(dir, false) }
+
+// syncDirLast is syncDir for the last fsync of an effect, the one
+// DeferDirSyncs may leave running.
+func (w *World) syncDirLast(dir string) error { return w.fsyncDir(dir, w.deferSyncs) }
+
+func (w *World) fsyncDir(dir string, background bool) error {
+	if err := w.awaitDirSync(); err != nil {
+		return err
+	}
+	f, closeAfter := w.rootDir, false
 	if dir == "." {
-		if w.rootDir == nil {
-			f, err := w.root.Open(".")
-			if err != nil {
+		if f == nil {
+			var err error
+			if f, err = w.root.Open("."); err != nil {
 				return err
 			}
 			w.rootDir = f
 		}
-		if err := w.rootDir.Sync(); err != nil {
-			return fmt.Errorf("fsync world dir %s: %w", dir, err)
+	} else {
+		var err error
+		if f, err = w.root.Open(dir); err != nil {
+			return err
 		}
-		w.journal.note(WorldOp{Op: "syncdir", Path: dir})
+		closeAfter = true
+	}
+	if background {
+		w.startDirSync(dir, f, closeAfter)
 		return nil
 	}
-	f, err := w.root.Open(dir)
-	if err != nil {
-		return err
-	}
 	if err := f.Sync(); err != nil {
-		_ = f.Close()
+		if closeAfter {
+			_ = f.Close()
+		}
 		return fmt.Errorf("fsync world dir %s: %w", dir, err)
 	}
 	w.journal.note(WorldOp{Op: "syncdir", Path: dir})
-	return f.Close()
+	if closeAfter {
+		return f.Close()
+	}
+	return nil
 }
 
 // replace atomically gives the world file p the content data: temp file in
@@ -639,7 +664,9 @@ func (w *World) syncDir(dir string) error {
 // has passed p through checkWritable; the checks are repeated on the way
 // down because the tree may have changed since.
 func (w *World) replace(p string, data []byte) error {
-	w.dropHandoffs()
+	if err := w.beforeChange(); err != nil {
+		return err
+	}
 	dir := path.Dir(p)
 	if err := w.mkdirs(dir); err != nil {
 		return err
@@ -667,13 +694,15 @@ func (w *World) replace(p string, data []byte) error {
 		return fmt.Errorf("rename onto %s: %w", p, err)
 	}
 	w.journal.note(WorldOp{Op: "rename", Path: tmp, To: p})
-	return w.syncDir(dir)
+	return w.syncDirLast(dir)
 }
 
 // remove deletes the world file p (restoring its absence) and fsyncs its
 // directory. Like replace, it never acts through a symlink.
 func (w *World) remove(p string) error {
-	w.dropHandoffs()
+	if err := w.beforeChange(); err != nil {
+		return err
+	}
 	fi, err := w.root.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -688,7 +717,7 @@ func (w *World) remove(p string) error {
 		return fmt.Errorf("remove %s: %w", p, err)
 	}
 	w.journal.note(WorldOp{Op: "remove", Path: p})
-	return w.syncDir(path.Dir(p))
+	return w.syncDirLast(path.Dir(p))
 }
 
 // createTemp creates a fresh temp file with O_EXCL. Names come from a

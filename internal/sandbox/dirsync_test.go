@@ -1,0 +1,95 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acr-project/acr/internal/disk"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// deferredWorld is a journaled sandbox world with DeferDirSyncs on.
+func deferredWorld(t *testing.T) (*World, *worldShadow) {
+	t.Helper()
+	stateDir := t.TempDir()
+	keys, err := disk.OpenOSDir(stateDir)
+	require.NoError(t, err)
+	shadow := &worldShadow{}
+	w, err := CreateJournaled(stateDir, testSpec(), keys, shadow.note)
+	require.NoError(t, err)
+	w.DeferDirSyncs(true)
+	_, err = w.Observe()
+	require.NoError(t, err)
+	return w, shadow
+}
+
+// commitArtifact commits an effect that writes name with content.
+func commitArtifact(t *testing.T, w *World, name, content string) error {
+	t.Helper()
+	a := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: name, CheckID: "license", Content: content}
+	key := testKey(name + content)
+	in, prior, err := w.Prepare(key, a)
+	require.NoError(t, err)
+	require.Nil(t, prior)
+	_, _, err = w.Commit(key, a, in)
+	return err
+}
+
+// TestDeferredDirSyncComesFirst: while an effect's directory fsync runs,
+// the World changes nothing else. The next effect, and Close, wait for it,
+// so the journal shows its "syncdir" before any later change: no later
+// change can be durable ahead of the effect.
+func TestDeferredDirSyncComesFirst(t *testing.T) {
+	w, shadow := deferredWorld(t)
+	require.NoError(t, commitArtifact(t, w, "one.txt", "1\n"))
+	require.NoError(t, commitArtifact(t, w, "two.txt", "2\n"))
+	require.NoError(t, w.Close())
+
+	var order []string
+	for _, op := range shadow.ops {
+		switch {
+		case op.Op == "rename":
+			order = append(order, "rename "+op.To)
+		case op.Op == "syncdir" && op.Path == ".":
+			order = append(order, "syncdir")
+		case op.Op == "create":
+			order = append(order, "create")
+		}
+	}
+	i := slices.Index(order, "rename one.txt")
+	require.GreaterOrEqual(t, i, 0, "%v", order)
+	assert.Equal(t, []string{"rename one.txt", "syncdir", "create", "rename two.txt", "syncdir"}, order[i:],
+		"each effect's directory fsync completes before the next change, the last one before Close returns")
+}
+
+// TestDeferredDirSyncFailure: a directory fsync that failed in the
+// background is reported by Durable, and again by every later call and
+// change: after a failed fsync the directory's durability is unknown, and
+// a retried fsync could succeed without making anything durable.
+func TestDeferredDirSyncFailure(t *testing.T) {
+	w, shadow := deferredWorld(t)
+	t.Cleanup(func() { _ = w.Close() })
+	failed := errors.New("EIO")
+	w.syncDirFile = func(*os.File) error { return failed }
+	require.NoError(t, commitArtifact(t, w, "one.txt", "1\n"))
+	w.syncDirFile = nil
+
+	err := w.Durable()
+	require.ErrorIs(t, err, failed)
+	assert.Contains(t, err.Error(), "fsync world dir .")
+	require.ErrorIs(t, w.Durable(), failed, "asked again")
+	require.ErrorIs(t, commitArtifact(t, w, "two.txt", "2\n"), failed, "the next effect")
+	assert.NoFileExists(t, filepath.Join(w.Dir(), "two.txt"), "nothing more is written")
+	renamed := false
+	for _, op := range shadow.ops {
+		renamed = renamed || op.Op == "rename" && op.To == "one.txt"
+		assert.False(t, renamed && op.Op == "syncdir", "a failed fsync is never journaled as done")
+	}
+	assert.True(t, renamed)
+}
