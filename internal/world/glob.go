@@ -2,6 +2,7 @@ package world
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -20,32 +21,80 @@ import (
 // segments splits a slash path or pattern into its segments.
 func segments(p string) []string { return strings.Split(p, "/") }
 
+// stackSegments is how many segments a path may have for matching it to
+// need no allocation: paths are matched on every observation, decision
+// and write, against every exclusion and rule.
+const stackSegments = 15
+
+// matchBuf is the room matching needs for a path of up to stackSegments
+// segments: the segments, and the automaton's two rows.
+type matchBuf struct {
+	segs [stackSegments]string
+	rows [2 * (stackSegments + 1)]bool
+}
+
+// splitInto appends the segments of p to buf, as segments does.
+func splitInto(buf []string, p string) []string {
+	for {
+		seg, rest, more := strings.Cut(p, "/")
+		buf = append(buf, seg)
+		if !more {
+			return buf
+		}
+		p = rest
+	}
+}
+
 // MatchGlob reports whether the slash path p matches pattern pat.
 func MatchGlob(pat, p string) bool {
 	if pat == "**" {
 		return true
 	}
-	ss := segments(p)
-	return reachable(segments(pat), ss)[len(ss)]
+	var mb matchBuf
+	ss := splitInto(mb.segs[:0], p)
+	return reachable(pat, ss, mb.rows[:0])[len(ss)]
 }
 
-// segmentMatch matches one path segment against one pattern segment.
+// segmentMatch matches one path segment against one pattern segment. The
+// shapes most patterns have (a literal, "*x", "x*", "*x*", x without
+// metacharacters) are told without path.Match; "*" never meets a "/"
+// within one segment, so these are exactly path.Match's answers.
 func segmentMatch(pat, seg string) bool {
+	if !hasMeta(pat) {
+		return pat == seg
+	}
+	if n := len(pat); n >= 2 {
+		head, tail, mid := pat[0] == '*', pat[n-1] == '*', pat[1:n-1]
+		switch {
+		case head && tail && !hasMeta(mid):
+			return strings.Contains(seg, mid)
+		case head && !hasMeta(pat[1:]):
+			return strings.HasSuffix(seg, pat[1:])
+		case tail && !hasMeta(pat[:n-1]):
+			return strings.HasPrefix(seg, pat[:n-1])
+		}
+	}
 	ok, _ := path.Match(pat, seg)
 	return ok
 }
 
-// reachable runs the segment automaton of pattern segments ps over the
-// path segments ss, where "**" in ps spans any number of segments. Entry k
-// of the result says whether the pattern matches the path made of the
-// first k segments, so one run answers for a path and all its parents.
-func reachable(ps, ss []string) []bool {
+// reachable runs the segment automaton of the pattern pat's segments over
+// the path segments ss, where "**" in pat spans any number of segments.
+// Entry k of the result says whether the pattern matches the path made of
+// the first k segments, so one run answers for a path and all its
+// parents. buf is room for the automaton's rows (see matchBuf); the result
+// lies in it when it fits.
+func reachable(pat string, ss []string, buf []bool) []bool {
 	// reach[j]: the automaton can stand at path position j after consuming
 	// the pattern segments seen so far.
-	reach := make([]bool, len(ss)+1)
-	next := make([]bool, len(ss)+1)
+	n := len(ss) + 1
+	buf = slices.Grow(buf[:0], 2*n)[:2*n]
+	reach, next := buf[:n], buf[n:]
+	clear(reach)
 	reach[0] = true
-	for _, p := range ps {
+	for rest, more := pat, true; more; {
+		var p string
+		p, rest, more = strings.Cut(rest, "/")
 		clear(next)
 		if p == "**" {
 			// ** consumes any number of segments from a reached position.

@@ -153,3 +153,13 @@ func TestEveryKindIsDescribed(t *testing.T) {
 		assert.Equal(t, k.OnFile, k.Judge != nil, "%s: a file check is judged from its content, a program check by its exit", ck)
 	}
 }
+
+// BenchmarkExcludedShallowPath is the common case: a path a few segments
+// deep against the default exclusions and one of the spec's own.
+func BenchmarkExcludedShallowPath(b *testing.B) {
+	spec := world.Spec{Exclude: []string{"**/node_modules/**"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		spec.Excluded("internal/sandbox/sandbox.go")
+	}
+}

@@ -245,10 +245,11 @@ func ValidPattern(pat string) error {
 // excluded directory, so nothing below one can be managed either). Its
 // cost is linear in the depth of p for each pattern.
 func (s *Spec) Excluded(p string) bool {
-	segs := segments(p)
-	for _, list := range [][]string{DefaultExclude(), s.Exclude} {
+	var mb matchBuf
+	segs := splitInto(mb.segs[:0], p)
+	for _, list := range [2][]string{DefaultExclude(), s.Exclude} {
 		for _, pat := range list {
-			if pat == "**" || matchesPrefix(segments(pat), segs) {
+			if pat == "**" || matchesPrefix(pat, segs, mb.rows[:0]) {
 				return true
 			}
 		}
@@ -258,8 +259,8 @@ func (s *Spec) Excluded(p string) bool {
 
 // matchesPrefix reports whether the pattern matches the path made of the
 // first k segments for some k >= 1: the path or one of its parents.
-func matchesPrefix(ps, ss []string) bool {
-	return slices.Contains(reachable(ps, ss)[1:], true)
+func matchesPrefix(pat string, ss []string, buf []bool) bool {
+	return slices.Contains(reachable(pat, ss, buf)[1:], true)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
