@@ -35,7 +35,7 @@ func (b *builder) observeContext() codec.Ref {
 	if rs.Format() == state.LedgerFormat1 {
 		return ""
 	}
-	obs := b.s.Environment.Ref()
+	obs := b.envRef
 	var goal codec.Ref
 	if len(rs.GoalRefs) > 0 {
 		goal = rs.GoalRefs[0]

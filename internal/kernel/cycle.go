@@ -83,12 +83,18 @@ type Summary struct {
 // builder accumulates one cycle's events, linking each to the previous one
 // as its causal parent.
 type builder struct {
-	s      EngineState
-	cycle  int64
-	now    time.Time
-	at     string
-	events []event.Event
-	refs   []codec.Ref // refs of all events of the cycle, in order
+	s     EngineState
+	cycle int64
+	now   time.Time
+	at    string
+	// envRef is the ref of s.Environment, the cycle's observation, which
+	// does not change within the cycle; startCheckpointRef is the ref of
+	// the checkpoint the cycle starts from (ledger format 2 on). Each is
+	// computed once: several records of the cycle name them.
+	envRef             codec.Ref
+	startCheckpointRef codec.Ref
+	events             []event.Event
+	refs               []codec.Ref // refs of all events of the cycle, in order
 	// isTransition marks which of refs are controller transitions.
 	isTransition []bool
 	last         codec.Ref
@@ -208,24 +214,26 @@ var ErrNotEligible = errors.New("no cycle is eligible")
 // of the state and the inputs: the same arguments always give the same
 // events, byte for byte.
 func Begin(s EngineState, in Inputs) (*Pending, error) {
-	if ok, _ := Eligible(s, in); !ok {
+	ok, why := Eligible(s, in)
+	if !ok {
 		return nil, ErrNotEligible
 	}
-	b := &builder{s: s.clone(), cycle: s.Run.CycleSeq + 1, now: in.Now.UTC().Truncate(time.Second)}
+	b := &builder{s: s.clone(), cycle: s.Run.CycleSeq + 1, now: in.Now.UTC().Truncate(time.Second), envRef: in.Observation.Ref()}
 	b.at = state.FormatTime(b.now)
 	b.rec = state.CycleRecord{
 		Schema: state.CycleSchema, RunID: s.Run.RunID, CycleSeq: b.cycle, PriorCycleRef: s.Run.LastCycleRef, StartedAt: b.at,
-		InputEnvironmentRef: in.Observation.Ref(), InputContextRef: s.Run.ContextBindingRef, InputRefs: []codec.Ref{},
+		InputEnvironmentRef: b.envRef, InputContextRef: s.Run.ContextBindingRef, InputRefs: []codec.Ref{},
 		CommitmentRefs: []codec.Ref{}, ReasonCodes: []string{}, ControllerTransitionRef: []codec.Ref{},
 	}
 	if s.Run.Format() != state.LedgerFormat1 {
 		// The checkpoint the cycle starts from; the one it ends with
 		// points back at this record, so the two form a chain.
-		b.rec.CheckpointRef = checkpointRef(s.Checkpoint)
+		b.startCheckpointRef = checkpointRef(s.Checkpoint)
+		b.rec.CheckpointRef = b.startCheckpointRef
 	}
 	b.sum = Summary{Executed: true, CycleSeq: b.cycle, GovernanceDecision: "NONE"}
 
-	m, inputEvents, err := inputRecords(&b.s, b.cycle, in)
+	m, inputEvents, err := inputRecords(&b.s, b.cycle, in, b.envRef)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +242,6 @@ func Begin(s EngineState, in Inputs) (*Pending, error) {
 	for _, ev := range inputEvents {
 		b.emit(ev.Type, ev.Object, ev.Refs, ev.Reasons...)
 	}
-	_, why := Eligible(s, in)
 	if prior := s.Run.LoopDisposition; prior != state.Continue && prior != state.DispositionInvalid {
 		b.emit(event.LoopWoke, nil, nil, why...)
 	}

@@ -97,10 +97,10 @@ func (b *builder) finish() {
 		// The run state cannot name the checkpoint that will hold it (that
 		// record holds its ref), so it names the one before: the last
 		// checkpoint the run had when this state was made.
-		rs.LastCheckpointRef = checkpointRef(b.s.Checkpoint)
+		rs.LastCheckpointRef = b.startCheckpointRef
 	}
 	rs.LastCycleRef = cycRef
-	b.s.seal()
+	b.s.sealWith(b.envRef)
 	b.emitDisposition(d)
 	chk := state.Checkpoint{
 		Schema: state.CheckpointSchema, RunID: rs.RunID, CycleSeq: b.cycle, RunStateRef: runStateRef(*rs), CycleRef: cycRef,

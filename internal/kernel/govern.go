@@ -99,7 +99,7 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 	}
 	req := governance.Request{
 		Action: action, ActionRef: actionRef, ContractRef: rs.ContractRef, CycleSeq: b.cycle, Now: b.at,
-		EvidencePresent: present, RequiredEvidence: b.check.RequiresEvidence, ObservationRef: b.s.Environment.Ref(),
+		EvidencePresent: present, RequiredEvidence: b.check.RequiresEvidence, ObservationRef: b.envRef,
 		StillNeeded: !known || result.Status == world.CheckFail || action.CheckID == "" || action.Operation == world.OpRestore, Approval: approval,
 	}
 	d := governance.Decide(&b.s.Contract, &b.s.Spec, req)

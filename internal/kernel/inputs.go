@@ -54,9 +54,9 @@ func inboxKind(k inbox.Kind) string {
 }
 
 // inputRecords builds the manifest and the input-carrying events.
-func inputRecords(s *EngineState, cycle int64, in Inputs) (event.Inputs, []event.Event, error) {
+func inputRecords(s *EngineState, cycle int64, in Inputs, obsRef codec.Ref) (event.Inputs, []event.Event, error) {
 	at := state.FormatTime(in.Now)
-	m := event.Inputs{Schema: event.InputsSchema, CycleSeq: cycle, At: at, ObservationRef: in.Observation.Ref(),
+	m := event.Inputs{Schema: event.InputsSchema, CycleSeq: cycle, At: at, ObservationRef: obsRef,
 		InboxPresent: slices.Clone(in.InboxPresent), InboxItems: []codec.Ref{}, Knowledge: []codec.Ref{}, KillSwitch: in.KillSwitch,
 		CommandRuns: slices.Clone(in.Runs)}
 	if m.InboxPresent == nil {

@@ -224,14 +224,17 @@ func runStateRef(r state.RunState) codec.Ref { return codec.MustRefOf(kindRunSta
 // seal refreshes the run state's refs, version, id and fingerprint after a
 // change. The goal, contract and environment spec never change after
 // init, so their refs are computed only when missing.
-func (s *EngineState) seal() {
+func (s *EngineState) seal() { s.sealWith(s.Environment.Ref()) }
+
+// sealWith is seal given the environment's ref, when the caller has it.
+func (s *EngineState) sealWith(envRef codec.Ref) {
 	if len(s.Run.GoalRefs) == 0 || s.Run.ContractRef == "" || s.Run.EnvironmentSpecRef == "" || s.Run.AuthorityRef == "" {
 		s.Run.GoalRefs = []codec.Ref{codec.MustRefOf(kindGoal, s.Goal)}
 		s.Run.ContractRef = codec.MustRefOf(kindContract, s.Contract)
 		s.Run.AuthorityRef = s.Contract.AuthorityRef()
 		s.Run.EnvironmentSpecRef = codec.MustRefOf(kindSpec, s.Spec)
 	}
-	s.Run.EnvironmentRef = s.Environment.Ref()
+	s.Run.EnvironmentRef = envRef
 	s.Run.CommitmentStoreRef = codec.MustRefOf(kindCommitments, s.Commitments)
 	s.Run.ContextBindingRef = s.Context.Ref()
 	s.Run.StrategyStateRef = codec.MustRefOf(kindStrategy, s.Strategy)

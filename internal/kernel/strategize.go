@@ -16,7 +16,7 @@ import (
 // a cycle, and why, with the evidence ref of each claim.
 func (b *builder) assessTension(sem semantic.Encoded) (controller.TensionReport, codec.Ref) {
 	rs := &b.s.Run
-	obs := b.s.Environment.Ref()
+	obs := b.envRef
 	blocked := b.blocked()
 	in := controller.TensionInputs{CycleID: b.cycleID, Observation: obs, Due: b.woken}
 	for _, f := range sem.Failing() {
