@@ -58,6 +58,12 @@ func NewRef(kind string, canonical []byte) Ref {
 	return Ref(kind + ":" + refAlgo + ":" + Digest(canonical))
 }
 
+// NewRefOfSum is NewRef for a caller that hashed the canonical bytes
+// itself (SHA-256), in pieces.
+func NewRefOfSum(kind string, sum [sha256.Size]byte) Ref {
+	return Ref(kind + ":" + refAlgo + ":" + hex.EncodeToString(sum[:]))
+}
+
 // RefOf encodes v canonically and returns its ref and the bytes hashed.
 func RefOf(kind string, v any) (Ref, []byte, error) {
 	b, err := Marshal(v)

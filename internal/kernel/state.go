@@ -57,6 +57,11 @@ type EngineState struct {
 	Commitments commitment.Store
 	Context     memory.Binding
 	Strategy    strategy.Memory
+
+	// contextMemo is what hashing Context left for hashing it next time
+	// (memory.RefMemo): a memo of a pure function, shared by copies, never
+	// written to the checkpoint.
+	contextMemo *memory.RefMemo
 }
 
 // parts maps each checkpoint file to the value it holds.
@@ -236,7 +241,7 @@ func (s *EngineState) sealWith(envRef codec.Ref) {
 	}
 	s.Run.EnvironmentRef = envRef
 	s.Run.CommitmentStoreRef = codec.MustRefOf(kindCommitments, s.Commitments)
-	s.Run.ContextBindingRef = s.Context.Ref()
+	s.Run.ContextBindingRef, s.contextMemo = s.Context.RefWith(s.contextMemo)
 	s.Run.StrategyStateRef = codec.MustRefOf(kindStrategy, s.Strategy)
 	s.Run.Version++
 	fp := runFingerprint(s.Run)
@@ -251,6 +256,7 @@ func checkpointRef(c state.Checkpoint) codec.Ref { return codec.MustRefOf(kindCh
 func (s EngineState) clone() EngineState {
 	var out EngineState
 	deepCopy(reflect.ValueOf(&out).Elem(), reflect.ValueOf(s))
+	out.contextMemo = s.contextMemo // immutable; deepCopy skips unexported fields
 	return out
 }
 

@@ -79,7 +79,7 @@ func NewBinding() Binding {
 }
 
 // Ref returns the binding's ref.
-func (b Binding) Ref() codec.Ref { return codec.MustRefOf("ctxbind", b) }
+func (b Binding) Ref() codec.Ref { return codec.MustRefOf(bindingKind, b) }
 
 // Record adds a cycle's unit and refreshes the protected refs.
 func Record(b Binding, u Unit, protected []Protected) Binding {
