@@ -166,3 +166,20 @@ func BenchmarkCompressAhead(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEncodeSegment compresses 32 MiB of ledger-like lines into one
+// segment, as a seal of a long events.jsonl does (up to 64 MiB at once).
+func BenchmarkEncodeSegment(b *testing.B) {
+	enc, err := newEncoder()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var lines []byte
+	for i := 0; len(lines) < 32<<20; i++ {
+		lines = fmt.Appendf(lines, `{"chain":"sha256:%064x","event":{"cycle_seq":%d,"type":"x"},"seq":%d}`+"\n", i, i/28, i)
+	}
+	b.SetBytes(int64(len(lines)))
+	for b.Loop() {
+		_ = encodeSegment(enc, 0, lines)
+	}
+}
