@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding"
+	"slices"
 
 	"github.com/acr-project/acr/internal/codec"
 )
@@ -69,7 +70,10 @@ func (b Binding) RefWith(m *RefMemo) (codec.Ref, *RefMemo) {
 	}
 	var next *RefMemo
 	if st, err := h.(encoding.BinaryMarshaler).MarshalBinary(); err == nil {
-		next = &RefMemo{head: head, units: b.Units, state: st}
+		// The units' bytes are never written in place (codec.Canonical),
+		// but a slice of them could have an element replaced: the memo
+		// keeps its own.
+		next = &RefMemo{head: head, units: slices.Clone(b.Units), state: st}
 	}
 	h.Write([]byte("]}"))
 	return codec.NewRefOfSum(bindingKind, [sha256.Size]byte(h.Sum(nil))), next

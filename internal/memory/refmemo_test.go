@@ -65,6 +65,11 @@ func TestRefWithChecksEveryUnit(t *testing.T) {
 	assert.Equal(t, changed.Ref(), got)
 	assert.NotEqual(t, b.Ref(), got)
 
+	// Replaced in place, in the very slice the memo was made from.
+	b.Units[2] = codec.Canonical(codec.MustMarshal(unit(98, "other")))
+	got, _ = b.RefWith(m)
+	assert.Equal(t, b.Ref(), got, "a unit replaced in place")
+
 	grown := memory.Record(changed, unit(6, "item"), nil)
 	got, _ = grown.RefWith(m)
 	assert.Equal(t, grown.Ref(), got)

@@ -69,3 +69,43 @@ func TestDriverMakesEffectsDurableBeforeOutcomes(t *testing.T) {
 	assert.False(t, probe.pending, "the last effect was never made durable")
 	assert.GreaterOrEqual(t, probe.durables, probe.commits)
 }
+
+// crashHere is the panic a failpoint raises to stop a process at once.
+type crashHere struct{}
+
+// TestRecoveryMakesEffectsDurableBeforeOutcomes: a process stopped right
+// after an effect (its directory fsync perhaps still running) leaves the
+// cycle to recovery, which must also make the effect durable before it
+// records the outcome.
+func TestRecoveryMakesEffectsDurableBeforeOutcomes(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Init(dir, quickstart(t), "run:test", false, testOptions())
+	require.NoError(t, err)
+	opt := testOptions()
+	opt.Failpoint = func(stage string) {
+		if stage == "after-action-commit" {
+			panic(crashHere{})
+		}
+	}
+	func() {
+		var r *Run
+		defer func() {
+			p := recover()
+			require.IsType(t, crashHere{}, p, "the run stops at the failpoint")
+			r.Abandon()
+		}()
+		r, err = Open(dir, opt)
+		require.NoError(t, err)
+		_, _ = r.Driver.Run(context.Background(), 10, nil)
+	}()
+
+	probe := &durableProbe{t: t, ledger: filepath.Join(dir, filepath.FromSlash(ledger.FileName))}
+	opt = testOptions()
+	opt.WrapWorld = func(w kernel.World) kernel.World { probe.World = w; return probe }
+	r, err := Open(dir, opt)
+	require.NoError(t, err)
+	require.True(t, r.Driver.Recovery().Recovered)
+	assert.Positive(t, probe.commits, "recovery settles the interrupted effect through Commit")
+	assert.False(t, probe.pending, "recovery recorded an effect it never made durable")
+	require.NoError(t, r.Close())
+}

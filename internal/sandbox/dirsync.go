@@ -1,8 +1,11 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 )
 
 // inflightSync is a directory fsync an effect started and left running
@@ -37,6 +40,20 @@ func (w *World) Durable() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.awaitDirSync()
+}
+
+// syncFound fsyncs the directory of a target found already holding an
+// effect's after-hash. The effect happened, but perhaps in a process killed
+// before its directory's fsync returned (with DeferDirSyncs, any time
+// before Durable): its outcome is about to be recorded durably, so the
+// rename must be durable first. A directory that no longer exists holds
+// nothing to make durable.
+func (w *World) syncFound(target string) error {
+	err := w.syncDir(path.Dir(target))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // awaitDirSync waits for the directory fsync in flight, if any. The

@@ -93,3 +93,42 @@ func TestDeferredDirSyncFailure(t *testing.T) {
 	}
 	assert.True(t, renamed)
 }
+
+// TestPowerLossAfterAFoundEffectIsReused: a process killed after an
+// effect's rename, its directory fsync still running, leaves a target
+// that already holds the after-hash. The next process's Commit of the same
+// intent reuses the effect, and must make the rename durable before its
+// outcome can be recorded: a power cut after that Commit leaves the new
+// file.
+func TestPowerLossAfterAFoundEffectIsReused(t *testing.T) {
+	stateDir := t.TempDir()
+	keys, err := disk.OpenOSDir(stateDir)
+	require.NoError(t, err)
+	shadow := &worldShadow{}
+	first, err := CreateJournaled(stateDir, testSpec(), keys, shadow.note)
+	require.NoError(t, err)
+	first.DeferDirSyncs(true)
+	_, err = first.Observe()
+	require.NoError(t, err)
+	a := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "one.txt", CheckID: "license", Content: "1\n"}
+	key := testKey("found")
+	in, _, err := first.Prepare(key, a)
+	require.NoError(t, err)
+	_, _, err = first.Commit(key, a, in)
+	require.NoError(t, err)
+	// first is killed here: its fsync is never seen to finish.
+	got, ok := shadow.durable(t)
+	require.True(t, ok)
+	require.NotContains(t, got, "one.txt", "the model must not count the rename durable yet")
+
+	second, err := OpenJournaled(stateDir, testSpec(), keys, shadow.note)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = second.Close() })
+	out, reused, err := second.Commit(key, a, in)
+	require.NoError(t, err)
+	assert.True(t, reused)
+	assert.Equal(t, world.OutcomeCommitted, out.Status)
+	got, ok = shadow.durable(t)
+	require.True(t, ok)
+	assert.Equal(t, "1\n", got["one.txt"], "a power cut after the reused Commit keeps the effect")
+}

@@ -165,6 +165,9 @@ func (w *World) recoverIntent(h string, in intentRecord) (out world.Outcome, don
 	}
 	switch now := hashOf(content, exists); now {
 	case in.AfterSHA256:
+		if err := w.syncFound(in.Target); err != nil {
+			return world.Outcome{}, false, err
+		}
 		out := world.Outcome{
 			Schema:       world.OutcomeSchema,
 			Key:          in.Key,

@@ -285,6 +285,9 @@ func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (wo
 	}
 	switch now := hashOf(content, exists); now {
 	case in.Planned.AfterSHA256:
+		if err := w.syncFound(target); err != nil {
+			return world.Outcome{}, false, err
+		}
 		out := in.Planned
 		if out.PostCheck, err = w.postCheck(a.CheckID); err != nil {
 			return world.Outcome{}, false, err
