@@ -14,8 +14,9 @@ import (
 	"github.com/acr-project/acr/internal/world"
 )
 
-// deferredWorld is a journaled sandbox world with DeferDirSyncs on.
-func deferredWorld(t *testing.T) (*World, *worldShadow) {
+// deferredWorld is a journaled sandbox world with DeferDirSyncs on, and
+// what opens it again as the next process would (into the same journal).
+func deferredWorld(t *testing.T) (*World, *worldShadow, func() *World) {
 	t.Helper()
 	stateDir := t.TempDir()
 	keys, err := disk.OpenOSDir(stateDir)
@@ -26,7 +27,13 @@ func deferredWorld(t *testing.T) (*World, *worldShadow) {
 	w.DeferDirSyncs(true)
 	_, err = w.Observe()
 	require.NoError(t, err)
-	return w, shadow
+	reopen := func() *World {
+		next, err := OpenJournaled(stateDir, testSpec(), keys, shadow.note)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = next.Close() })
+		return next
+	}
+	return w, shadow, reopen
 }
 
 // commitArtifact commits an effect that writes name with content.
@@ -46,7 +53,7 @@ func commitArtifact(t *testing.T, w *World, name, content string) error {
 // so the journal shows its "syncdir" before any later change: no later
 // change can be durable ahead of the effect.
 func TestDeferredDirSyncComesFirst(t *testing.T) {
-	w, shadow := deferredWorld(t)
+	w, shadow, _ := deferredWorld(t)
 	require.NoError(t, commitArtifact(t, w, "one.txt", "1\n"))
 	require.NoError(t, commitArtifact(t, w, "two.txt", "2\n"))
 	require.NoError(t, w.Close())
@@ -73,7 +80,7 @@ func TestDeferredDirSyncComesFirst(t *testing.T) {
 // change: after a failed fsync the directory's durability is unknown, and
 // a retried fsync could succeed without making anything durable.
 func TestDeferredDirSyncFailure(t *testing.T) {
-	w, shadow := deferredWorld(t)
+	w, shadow, _ := deferredWorld(t)
 	t.Cleanup(func() { _ = w.Close() })
 	failed := errors.New("EIO")
 	w.syncDirFile = func(*os.File) error { return failed }
@@ -101,15 +108,7 @@ func TestDeferredDirSyncFailure(t *testing.T) {
 // outcome can be recorded: a power cut after that Commit leaves the new
 // file.
 func TestPowerLossAfterAFoundEffectIsReused(t *testing.T) {
-	stateDir := t.TempDir()
-	keys, err := disk.OpenOSDir(stateDir)
-	require.NoError(t, err)
-	shadow := &worldShadow{}
-	first, err := CreateJournaled(stateDir, testSpec(), keys, shadow.note)
-	require.NoError(t, err)
-	first.DeferDirSyncs(true)
-	_, err = first.Observe()
-	require.NoError(t, err)
+	first, shadow, reopen := deferredWorld(t)
 	a := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "one.txt", CheckID: "license", Content: "1\n"}
 	key := testKey("found")
 	in, _, err := first.Prepare(key, a)
@@ -121,10 +120,7 @@ func TestPowerLossAfterAFoundEffectIsReused(t *testing.T) {
 	require.True(t, ok)
 	require.NotContains(t, got, "one.txt", "the model must not count the rename durable yet")
 
-	second, err := OpenJournaled(stateDir, testSpec(), keys, shadow.note)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = second.Close() })
-	out, reused, err := second.Commit(key, a, in)
+	out, reused, err := reopen().Commit(key, a, in)
 	require.NoError(t, err)
 	assert.True(t, reused)
 	assert.Equal(t, world.OutcomeCommitted, out.Status)
