@@ -194,11 +194,7 @@ func run(out, work string, quick bool) error {
 
 	// 4. audit.
 	note("timing acr audit...")
-	ta, err := medianAudit(bin, large.Dir, large.Cycles/2, sizes.trials)
-	if err != nil {
-		return err
-	}
-	tb, err := medianAudit(bin, small100.Dir, small100.Cycles/2, sizes.trials)
+	ta, tb, err := auditTimes(bin, large, small100, sizes.trials)
 	if err != nil {
 		return err
 	}
@@ -240,7 +236,7 @@ func run(out, work string, quick bool) error {
 	r = float64(tl) / float64(ts)
 	rows = append(rows, row{fmt.Sprintf("`acr step` on the same run, its ledger sealed (%d MB of lines in %d MB of segments), vs %d events", lb>>20, la>>20, small.Events), "≤ 1.15×",
 		fmt.Sprintf("%.2f× (median %v vs %v)", r, tl.Round(time.Microsecond), ts.Round(time.Microsecond)), verdict(r <= 1.15)})
-	ta, err = medianAudit(bin, large.Dir, large.Cycles/2, sizes.trials)
+	ta, tb, err = auditTimes(bin, large, small100, sizes.trials)
 	if err != nil {
 		return err
 	}
@@ -316,16 +312,25 @@ func verdict(ok bool) string {
 	return "**missed**"
 }
 
-func medianAudit(bin, dir string, cycle int64, trials int) (time.Duration, error) {
-	var ds []time.Duration
+// auditTimes times acr audit of the middle cycle of each run, the two
+// runs alternated (as StepTimes does) so that a change in the machine's
+// load moves both medians alike instead of the ratio; it returns the
+// medians. Each audit row measures its own baseline for the same reason.
+func auditTimes(bin string, a, b perf.Generated, trials int) (time.Duration, time.Duration, error) {
+	var ta, tb []time.Duration
 	for range trials {
-		p, err := perf.RunAcr(bin, "--state-dir", dir, "audit", fmt.Sprint(cycle), "--format", "json")
-		if err != nil {
-			return 0, err
+		for _, x := range []struct {
+			run perf.Generated
+			ts  *[]time.Duration
+		}{{a, &ta}, {b, &tb}} {
+			p, err := perf.RunAcr(bin, "--state-dir", x.run.Dir, "audit", fmt.Sprint(x.run.Cycles/2), "--format", "json")
+			if err != nil {
+				return 0, 0, err
+			}
+			*x.ts = append(*x.ts, p.Wall)
 		}
-		ds = append(ds, p.Wall)
 	}
-	return perf.Median(ds), nil
+	return perf.Median(ta), perf.Median(tb), nil
 }
 
 // runLookup measures the idempotency lookup row alone (out is unused).
