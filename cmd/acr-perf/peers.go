@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -104,8 +105,37 @@ func parseStraceSummary(table string) map[string]int {
 // one more under strace. Both exclude acr init.
 type queueRun struct {
 	cpuPerCycle time.Duration
+	wall        time.Duration
 	sys         syscalls
 	straced     bool
+	steps       []timedStep // ACR_TIMINGS of the CPU run
+}
+
+// timedStep is one step of acr's ACR_TIMINGS report (docs/cli.md).
+type timedStep struct {
+	Step    string  `json:"step"`
+	Count   int     `json:"count"`
+	TotalMS float64 `json:"total_ms"`
+	MeanMS  float64 `json:"mean_ms"`
+}
+
+// readTimings reads the steps of an ACR_TIMINGS file.
+func readTimings(path string) ([]timedStep, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("ACR_TIMINGS of the queue run: %w", err)
+	}
+	var r struct {
+		Schema string      `json:"schema"`
+		Steps  []timedStep `json:"steps"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("ACR_TIMINGS of the queue run: %w", err)
+	}
+	if r.Schema != "acr.timings.v1" || len(r.Steps) == 0 {
+		return nil, fmt.Errorf("ACR_TIMINGS of the queue run: schema %q with %d steps", r.Schema, len(r.Steps))
+	}
+	return r.Steps, nil
 }
 
 // measureQueue runs the queue.sh inputs (written by side-by-side.sh under
@@ -127,12 +157,21 @@ func measureQueue(bin, work string, n int) (queueRun, error) {
 	if err := fresh(dir); err != nil {
 		return q, err
 	}
+	timings := filepath.Join(work, "acr-perf-timings.json")
+	defer os.Remove(timings)
 	run := exec.Command(bin, "run", "--max-cycles", strconv.Itoa(n), "--state-dir", dir, "--json")
+	run.Env = append(os.Environ(), "ACR_TIMINGS="+timings)
+	start := time.Now()
 	if b, err := run.CombinedOutput(); err != nil {
 		return q, fmt.Errorf("acr run: %v\n%s", err, b)
 	}
+	q.wall = time.Since(start)
 	st := run.ProcessState
 	q.cpuPerCycle = (st.UserTime() + st.SystemTime()) / time.Duration(n)
+	var err error
+	if q.steps, err = readTimings(timings); err != nil {
+		return q, err
+	}
 	if _, err := exec.LookPath("strace"); err != nil {
 		return q, nil
 	}
@@ -187,6 +226,8 @@ func renderPeers(s sideBySide, q queueRun, raw, date, load string) string {
 	cpu := q.cpuPerCycle
 	p("| CPU per acting cycle (user + system) | ≤ 0.6 ms | %v | %s |", cpu.Round(time.Microsecond), verdict(cpu <= 600*time.Microsecond))
 	p("")
+	renderSteps(p, q, s.cycles)
+	p("")
 	p("<details><summary>side-by-side.sh output</summary>")
 	p("")
 	p("```")
@@ -196,6 +237,24 @@ func renderPeers(s sideBySide, q queueRun, raw, date, load string) string {
 	p("</details>")
 	p("%s", peersEnd)
 	return b.String()
+}
+
+// renderSteps is where the CPU run's wall time went, step by step
+// (ACR_TIMINGS), per cycle.
+func renderSteps(p func(string, ...any), q queueRun, cycles int) {
+	var total float64
+	for _, st := range q.steps {
+		total += st.TotalMS
+	}
+	p("Where that run's wall time went, step by step (`ACR_TIMINGS`, docs/cli.md): %.0f ms of its %.0f ms were inside",
+		total, float64(q.wall)/float64(time.Millisecond))
+	p("a cycle's steps (the rest is the process's start, opening the run, and the last checkpoint and seal).")
+	p("")
+	p("| step | per cycle | share | times entered |")
+	p("| --- | --- | --- | --- |")
+	for _, st := range q.steps {
+		p("| `%s` | %.3f ms | %.0f%% | %d |", st.Step, st.TotalMS/float64(cycles), 100*st.TotalMS/total, st.Count)
+	}
 }
 
 // spliceSection puts section in place of the one between the markers

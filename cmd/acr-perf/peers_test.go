@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +41,23 @@ func TestParseSideBySide(t *testing.T) {
 	}
 }
 
+func TestReadTimings(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.json")
+	require.NoError(t, os.WriteFile(good, []byte(`{"schema":"acr.timings.v1","total_ms":3,"steps":[{"step":"begin","count":2,"total_ms":3,"mean_ms":1.5}]}`), 0o644))
+	steps, err := readTimings(good)
+	require.NoError(t, err)
+	assert.Equal(t, []timedStep{{Step: "begin", Count: 2, TotalMS: 3, MeanMS: 1.5}}, steps)
+	for name, body := range map[string]string{"empty.json": `{"schema":"acr.timings.v1","steps":[]}`, "other.json": `{"schema":"x","steps":[{"step":"a","count":1}]}`, "bad.json": `{`} {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(body), 0o644))
+		_, err := readTimings(path)
+		assert.Error(t, err, name)
+	}
+	_, err = readTimings(filepath.Join(dir, "missing.json"))
+	assert.Error(t, err)
+}
+
 func TestParseStraceSummary(t *testing.T) {
 	table := `% time     seconds  usecs/call     calls    errors syscall
 ------ ----------- ----------- --------- --------- ----------------
@@ -57,8 +76,11 @@ func TestParseStraceSummary(t *testing.T) {
 func TestSectionSplicing(t *testing.T) {
 	s, err := parseSideBySide(sampleSideBySide)
 	require.NoError(t, err)
-	q := queueRun{cpuPerCycle: 700 * time.Microsecond, sys: syscalls{fsyncs: 3.1, openats: 6}, straced: true}
+	q := queueRun{cpuPerCycle: 700 * time.Microsecond, sys: syscalls{fsyncs: 3.1, openats: 6}, straced: true, wall: 2500 * time.Millisecond,
+		steps: []timedStep{{Step: "begin", Count: 1000, TotalMS: 400}, {Step: "decision-append", Count: 1000, TotalMS: 600}, {Step: "effect", Count: 1000, TotalMS: 1000}}}
 	sec := renderPeers(s, q, sampleSideBySide, "2026-12-01", "1.0 1.0 1.0")
+	assert.Contains(t, sec, "2000 ms of its 2500 ms were inside")
+	assert.Contains(t, sec, "| `decision-append` | 0.600 ms | 30% | 1000 |")
 	assert.Contains(t, sec, "| acr throughput vs dbos-go 3-step sqlite FULL | ≥ 1.0× | 0.50×")
 	assert.Contains(t, sec, "| acr throughput vs langgraph.js 3-node sqlite durable | ≥ 3.0× | 2.00×")
 	assert.Contains(t, sec, "| 31.0 KB | **missed** |")

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -53,6 +54,12 @@ type app struct {
 	// remote is the connection to a JetStream store (--store nats://…),
 	// made by the first command that needs it; nil for a state directory.
 	remote *runstore.Remote
+	// timings adds up the driver's steps when ACR_TIMINGS names a file
+	// and the command opened a run; execute writes it there when the
+	// command is done. The first run opened makes it (a worker may open
+	// several at once).
+	timings     *stepTimings
+	timingsOnce sync.Once
 }
 
 // config is the typed, validated configuration shared by all commands:
@@ -104,6 +111,11 @@ func (a *app) execute(ctx context.Context, args []string) int {
 	}
 	for _, f := range a.discard {
 		f()
+	}
+	if a.timings != nil {
+		if werr := a.timings.write(a.getenv("ACR_TIMINGS")); werr != nil {
+			fmt.Fprintf(a.stderr, "acr: warning: %v\n", werr)
+		}
 	}
 	if err != nil && !a.cfg.JSON {
 		// An error before the configuration was read (a flag that does
@@ -246,6 +258,12 @@ func (a *app) logCycle(s kernel.Summary) {
 func (a *app) clock() (runstore.Options, error) {
 	opt := runstore.Options{Clock: runstore.Clock{}, Revision: revision(), CheckpointEvery: a.cfg.CheckpointEvery, SealBytes: a.cfg.SealBytes, Failpoint: failpoint(a.getenv("ACR_FAILPOINT")),
 		Environ: os.LookupEnv, Notify: a.logNotice}
+	if a.getenv("ACR_TIMINGS") != "" {
+		opt.Phases = func() func(string) {
+			a.timingsOnce.Do(func() { a.timings = newStepTimings(a.wall) })
+			return a.timings.tracker()
+		}
+	}
 	if a.cfg.Clock != "" {
 		t, err := state.ParseTime(a.cfg.Clock)
 		if err != nil {

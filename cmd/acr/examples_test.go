@@ -109,7 +109,7 @@ func TestDocExamplesCallRealCommands(t *testing.T) {
 	mds, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
 	require.NoError(t, err)
 	files = append(append(files, mds...), filepath.Join("..", "..", "README.md"))
-	known := map[string]bool{"ACR_CLOCK": true, "ACR_FAILPOINT": true, "ACR_FAILPOINT_READY": true, "ACR_CPUPROFILE": true}
+	known := map[string]bool{"ACR_CLOCK": true, "ACR_FAILPOINT": true, "ACR_FAILPOINT_READY": true, "ACR_CPUPROFILE": true, "ACR_TIMINGS": true}
 	for key := range settingSpecs(newRootCommand(newApp(io.Discard, io.Discard))) {
 		for _, e := range envNames(key) {
 			known[e] = true

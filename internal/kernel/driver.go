@@ -119,6 +119,12 @@ type Driver struct {
 	// there.
 	Failpoint func(name string)
 
+	// Phase, when set, hears each step of a cycle as it starts (one of
+	// the Phase constants) and "" when Step returns, so that a caller
+	// timing the gaps between calls sees where a cycle's wall time goes
+	// (cmd/acr's ACR_TIMINGS). It runs on the cycle's path: keep it cheap.
+	Phase func(name string)
+
 	// Notify, when set, hears of what the driver does that an operator
 	// watching the logs should see at once (the ledger records all of it
 	// too): an inbox file quarantined, a provider failure and how many in
@@ -735,9 +741,37 @@ func ValidateObservation(o world.Observation, spec *world.Spec) error {
 	return nil
 }
 
+// The steps of a cycle Driver.Phase names, in the order an acting cycle
+// takes them. A cycle without an effect goes from PhaseFinish to
+// PhaseCycleAppend; PhasePropose happens only when the contract names a
+// proposer; PhaseCheckpoint includes the steps after the ledger append
+// when no checkpoint is due.
+const (
+	PhaseGather         = "gather"          // the providers: world, inbox, knowledge, kill switch
+	PhaseBegin          = "begin"           // the cycle up to its action request (pure)
+	PhasePropose        = "propose"         // waiting for the proposer
+	PhasePrepare        = "prepare"         // the effect's controls and intent
+	PhaseDecisionAppend = "decision-append" // decision and intent written and fsynced
+	PhaseEffect         = "effect"          // the world's Commit
+	PhaseReadback       = "readback"        // reading the effect back
+	PhaseFinish         = "finish"          // the rest of the cycle (pure)
+	PhaseEffectDurable  = "effect-durable"  // waiting until the effect is durable
+	PhaseOutcomeWrite   = "outcome-write"   // the outcome's events written, no fsync
+	PhaseCycleAppend    = "cycle-append"    // a quiet cycle's events written and fsynced
+	PhaseCheckpoint     = "checkpoint"      // the state after the cycle, and the checkpoint when due
+)
+
+func (d *Driver) phase(name string) {
+	if d.Phase != nil {
+		d.Phase(name)
+	}
+}
+
 // Step runs at most one cycle. When nothing is eligible it records
 // nothing and returns a summary with Executed false.
 func (d *Driver) Step() (Summary, error) {
+	d.phase(PhaseGather)
+	defer d.phase("")
 	in, err := d.gather()
 	if err != nil {
 		return Summary{}, d.providerFailed(err)
@@ -749,11 +783,13 @@ func (d *Driver) Step() (Summary, error) {
 	if err := d.complete(); err != nil {
 		return Summary{}, err
 	}
+	d.phase(PhaseBegin)
 	p, err := Begin(d.state, in)
 	if err != nil {
 		return Summary{}, err
 	}
 	for p.Ask != nil {
+		d.phase(PhasePropose)
 		if d.Proposer == nil {
 			return Summary{}, d.providerFailed(fmt.Errorf("%w: the contract names a proposer, but none is wired in", ErrProvider))
 		}
@@ -761,6 +797,7 @@ func (d *Driver) Step() (Summary, error) {
 		if err != nil {
 			return Summary{}, d.providerFailed(fmt.Errorf("%w: proposer: %w", ErrProvider, err))
 		}
+		d.phase(PhaseBegin)
 		if p, err = Answer(p, reply); err != nil {
 			return Summary{}, err
 		}
@@ -772,6 +809,7 @@ func (d *Driver) Step() (Summary, error) {
 		// The controls are checked and the intent (or the missing control)
 		// goes into the same write and fsync as the decision: durable
 		// before the effect, at no extra cost.
+		d.phase(PhasePrepare)
 		in, prior, blocked, err := d.prepare(p)
 		if err != nil {
 			return Summary{}, err
@@ -796,11 +834,13 @@ func (d *Driver) Step() (Summary, error) {
 		// one fsync.
 		return d.finishQuiet(p, in)
 	}
+	d.phase(PhaseDecisionAppend)
 	if _, err := d.Ledger.Append(batch); err != nil {
 		return Summary{}, err
 	}
 	d.failpoint("after-decision")
 	if intent != nil {
+		d.phase(PhaseEffect)
 		out, _, err := d.World.Commit(p.Effect.Key, p.Effect.Action, *intent)
 		switch {
 		case err != nil && d.UncertainErr != nil && errors.Is(err, d.UncertainErr):
@@ -812,16 +852,19 @@ func (d *Driver) Step() (Summary, error) {
 		}
 	}
 	if st.Outcome != nil {
+		d.phase(PhaseReadback)
 		rb, err := d.World.Readback(p.Effect.Action, *st.Outcome)
 		if err != nil {
 			return Summary{}, fmt.Errorf("cycle %d: readback %s: %w", p.b.cycle, st.Outcome.Target, err)
 		}
 		st.Readback = &rb
 	}
+	d.phase(PhaseFinish)
 	res, err := Finish(p, st)
 	if err != nil {
 		return Summary{}, err
 	}
+	d.phase(PhaseEffectDurable)
 	if err := d.World.Durable(); err != nil {
 		return Summary{}, fmt.Errorf("cycle %d: effect %s: %w", p.b.cycle, p.Effect.Key, err)
 	}
@@ -829,25 +872,30 @@ func (d *Driver) Step() (Summary, error) {
 	// cycle's decision and intent, or the flush before a checkpoint): no
 	// effect depends on it before then, and recovery re-derives it from
 	// the durable intent and the world's hashes if a power loss takes it.
+	d.phase(PhaseOutcomeWrite)
 	if _, err := d.Ledger.Write(res.Events); err != nil {
 		return Summary{}, err
 	}
 	d.failpoint("after-ledger-append")
+	d.phase(PhaseCheckpoint)
 	return d.advance(res, in)
 }
 
 // finishQuiet completes a cycle without an effect: both batches in one
 // durable append.
 func (d *Driver) finishQuiet(p *Pending, in Inputs) (Summary, error) {
+	d.phase(PhaseFinish)
 	res, err := Finish(p, Settlement{})
 	if err != nil {
 		return Summary{}, err
 	}
+	d.phase(PhaseCycleAppend)
 	if _, err := d.Ledger.Append(slices.Concat(p.Events, res.Events)); err != nil {
 		return Summary{}, err
 	}
 	d.failpoint("after-decision")
 	d.failpoint("after-ledger-append")
+	d.phase(PhaseCheckpoint)
 	return d.advance(res, in)
 }
 

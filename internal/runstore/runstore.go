@@ -238,6 +238,9 @@ type Options struct {
 	SealBytes int64
 	// Failpoint is called at named substages (crash tests).
 	Failpoint func(string)
+	// Phases, when set, gives each run opened its kernel.Driver.Phase
+	// hook (one per run: a worker drives several at once).
+	Phases func() func(string)
 	// Notify hears what the driver does that an operator should see in
 	// the logs (kernel.Driver.Notify).
 	Notify func(kernel.Notice)
@@ -418,10 +421,18 @@ func (r *Run) wire(opt Options, snap storage.Snapshot, cp storage.Checkpoints, l
 	r.Driver = &kernel.Driver{
 		Store: cp, Ledger: led, World: kw, Inbox: ib, Clock: clock, Knowledge: opt.Knowledge,
 		Revision: opt.Revision, CheckpointEvery: every, SealBytes: opt.SealBytes, UncertainErr: sandbox.ErrUncertain, RefusedErr: sandbox.ErrConfinement,
-		Failpoint: opt.Failpoint, Proposer: prop, Notify: opt.Notify,
+		Failpoint: opt.Failpoint, Phase: phaseHook(opt.Phases), Proposer: prop, Notify: opt.Notify,
 		KillSwitch: kill, Snapshot: &snap,
 	}
 	return r.Driver.Open()
+}
+
+// phaseHook is one run's Phase hook from Options.Phases, if set.
+func phaseHook(phases func() func(string)) func(string) {
+	if phases == nil {
+		return nil
+	}
+	return phases()
 }
 
 // KillSwitchFile is the operator's kill switch: while a file of this name
