@@ -201,7 +201,7 @@ func renderPeers(s sideBySide, q queueRun, raw, date, load string) string {
 	p("Measured by `make bench-peers` on %s (load average at start %s): `../shared/peers/side-by-side.sh` ran acr's", date, load)
 	p("%d-item queue (one durable sandbox effect per cycle) and each peer's %d-cycle loop as whole processes, alternated,", s.cycles, s.cycles)
 	p("and took the median of the per-pair ratios. The syscall and CPU rows come from one more run of the same queue (`acr run`")
-	p("only, `acr init` excluded).")
+	p("only, `acr init` excluded; the CPU run with `ACR_TIMINGS` on, about a dozen clock readings a cycle).")
 	p("")
 	p("| figure | goal | measured | |")
 	p("| --- | --- | --- | --- |")

@@ -158,7 +158,7 @@ func manEnvironment(c *cobra.Command) string {
 		{"ACR_FAILPOINT", "name[:n[:hang]]: kill the process (or park it) the n-th time it reaches a named substage, for crash tests (docs/cli.md lists the names)"},
 		{"ACR_FAILPOINT_READY", "a file created when a hanging failpoint is reached"},
 		{"ACR_CPUPROFILE", "write a CPU profile of the invocation to this file"},
-		{"ACR_TIMINGS", "write the wall time spent in each step of the invocation's cycles to this file (JSON, docs/PERFORMANCE.md)"},
+		{"ACR_TIMINGS", "write the wall time spent in each step of the invocation's cycles to this file (JSON, docs/cli.md)"},
 		{"NO_COLOR", "set to anything non-empty: no colour on the terminal"},
 		{"TERM", "dumb: no progress line and no colour"},
 		{"SOURCE_DATE_EPOCH", "the date in the footer of the pages acr man writes"},

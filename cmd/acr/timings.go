@@ -98,7 +98,7 @@ func millis(d time.Duration) float64 {
 func (t *stepTimings) write(path string) error {
 	b, err := json.MarshalIndent(t.report(), "", "  ")
 	if err != nil {
-		return err
+		return fmt.Errorf("ACR_TIMINGS: encode: %w", err)
 	}
 	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("ACR_TIMINGS: %w", err)

@@ -11,29 +11,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeWall is a clock that moves only when told to.
-type fakeWall struct{ t time.Time }
-
-func (c *fakeWall) now() time.Time { return c.t }
-
-func (c *fakeWall) pass(ms int) { c.t = c.t.Add(time.Duration(ms) * time.Millisecond) }
-
 func TestStepTimingsAddsUpSteps(t *testing.T) {
-	clock := &fakeWall{t: time.Unix(0, 0)}
+	clock := &fakeClock{t: time.Unix(0, 0)} // progress_test.go
+	pass := func(ms int) { clock.t = clock.t.Add(time.Duration(ms) * time.Millisecond) }
 	st := newStepTimings(clock.now)
 	a, b := st.tracker(), st.tracker() // two runs of one worker, interleaved
 	a("gather")
-	clock.pass(2)
+	pass(2)
 	b("gather")
-	clock.pass(1)
+	pass(1)
 	a("begin") // a: gather 3 ms
-	clock.pass(4)
+	pass(4)
 	b("") // b: gather 5 ms; the time after "" is not counted
-	clock.pass(100)
+	pass(100)
 	a("") // a: begin 104 ms
-	clock.pass(50)
+	pass(50)
 	a("gather")
-	clock.pass(1)
+	pass(1)
 	a("") // a: gather 1 ms
 
 	got := st.report()

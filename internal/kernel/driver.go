@@ -747,7 +747,7 @@ func ValidateObservation(o world.Observation, spec *world.Spec) error {
 // proposer; PhaseCheckpoint includes the steps after the ledger append
 // when no checkpoint is due.
 const (
-	PhaseGather         = "gather"          // the providers (world, inbox, knowledge, kill switch); is a cycle due
+	PhaseGather         = "gather"          // the providers, and whether a cycle is due (docs/cli.md lists the rest)
 	PhaseBegin          = "begin"           // the cycle up to its action request (pure)
 	PhasePropose        = "propose"         // waiting for the proposer
 	PhasePrepare        = "prepare"         // the effect's controls and intent
