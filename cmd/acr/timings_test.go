@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,4 +53,30 @@ func TestStepTimingsWrite(t *testing.T) {
 	err = st.write(filepath.Join(t.TempDir(), "missing", "timings.json"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ACR_TIMINGS")
+}
+
+// TestStepTimingsConcurrentRuns: a worker's runs report from goroutines
+// of their own (run with -race).
+func TestStepTimingsConcurrentRuns(t *testing.T) {
+	st := newStepTimings(time.Now)
+	const runs, cycles = 4, 200
+	var wg sync.WaitGroup
+	for range runs {
+		phase := st.tracker()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range cycles {
+				phase("gather")
+				phase("begin")
+				phase("")
+			}
+		}()
+	}
+	wg.Wait()
+	got := st.report()
+	require.Len(t, got.Steps, 2)
+	for _, s := range got.Steps {
+		assert.Equal(t, runs*cycles, s.Count, s.Step)
+	}
 }
