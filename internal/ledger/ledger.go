@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -289,15 +290,18 @@ func (l *Ledger) Write(events []event.Event) ([]event.Record, error) {
 	buf := make([]byte, 0, size)
 	recs := make([]event.Record, 0, len(events))
 	front := l.front
+	h := sha256.New()
 	for i, ev := range events {
 		eb, ref := encoded[i], refs[i]
-		line, own := encodeLine(front.Seq+1, front.Hash, eb)
+		start := len(buf)
+		var own string
+		buf, own = appendLine(buf, h, front.Seq+1, front.Hash, eb)
+		n := int64(len(buf) - start)
 		recs = append(recs, event.Record{
 			Seq: front.Seq + 1, Chain: front.Hash, Hash: own, Offset: front.Offset,
-			Length: int64(len(line)), Ref: ref, Event: ev,
+			Length: n, Ref: ref, Event: ev,
 		})
-		buf = append(buf, line...)
-		front = state.Frontier{Seq: front.Seq + 1, Hash: own, Offset: front.Offset + int64(len(line))}
+		front = state.Frontier{Seq: front.Seq + 1, Hash: own, Offset: front.Offset + n}
 	}
 	l.f.compress = l.CompressAhead
 	if _, err := l.f.Write(buf); err != nil {

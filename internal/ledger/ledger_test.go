@@ -2,9 +2,12 @@ package ledger
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -349,4 +352,33 @@ func TestReadAfter(t *testing.T) {
 		var de *DamageError
 		assert.ErrorAs(t, err, &de, "a frontier whose hash is not the ledger's does not chain")
 	})
+}
+
+// TestAppendLine: lines framed into one buffer with one hasher, as Write
+// frames a batch, are the lines the format defines (built here the long
+// way), each after whatever the buffer held, each hashed on its own.
+func TestAppendLine(t *testing.T) {
+	want := func(seq int64, prev string, ev []byte) (string, string) {
+		seqPart := fmt.Sprintf(`,"seq":%d}`, seq)
+		sum := sha256.Sum256([]byte(`{"chain":"` + prev + `","event":` + string(ev) + seqPart))
+		own := "sha256:" + hex.EncodeToString(sum[:])
+		return `{"chain":"` + prev + `","event":` + string(ev) + `,"hash":"` + own + `"` + seqPart + "\n", own
+	}
+	h := sha256.New()
+	buf := []byte("kept")
+	prev := state.GenesisHash
+	var lines []string
+	for i, ev := range [][]byte{[]byte(`{"a":1}`), []byte(`{"b":"é"}`), []byte(`{}`)} {
+		seq := int64(9_999_999_999 + i) // more digits than a short buffer holds
+		line, own := want(seq, prev, ev)
+		var got string
+		buf, got = appendLine(buf, h, seq, prev, ev)
+		assert.Equal(t, own, got)
+		lines = append(lines, line)
+		alone, ownAlone := encodeLine(seq, prev, ev)
+		assert.Equal(t, line, string(alone))
+		assert.Equal(t, own, ownAlone)
+		prev = own
+	}
+	assert.Equal(t, "kept"+strings.Join(lines, ""), string(buf))
 }

@@ -34,26 +34,34 @@ type line struct {
 // encodeLine frames event bytes into a complete line (with newline) that
 // follows the line with hash prev, and returns the line and its hash.
 func encodeLine(seq int64, prev string, event []byte) ([]byte, string) {
-	seqPart := seqMember + strconv.FormatInt(seq, 10) + "}"
-	h := sha256.New()
-	h.Write([]byte(`{"chain":"`))
-	h.Write([]byte(prev))
-	h.Write([]byte(eventMember))
-	h.Write(event)
-	h.Write([]byte(seqPart))
-	own := hashPrefix + hex.EncodeToString(h.Sum(nil))
+	return appendLine(make([]byte, 0, len(event)+maxFraming), sha256.New(), seq, prev, event)
+}
 
-	buf := make([]byte, 0, eventStart+len(event)+hashLen+len(seqPart)+1)
+// appendLine is encodeLine appending to buf and hashing with h (which it
+// resets): Write frames a whole batch into one buffer with one hasher,
+// rather than allocating, hashing and copying each line on its own. The
+// line's hash covers it as it reads with its hash member left out:
+// chain, event, seq.
+func appendLine(buf []byte, h hash.Hash, seq int64, prev string, event []byte) ([]byte, string) {
+	start := len(buf)
 	buf = append(buf, `{"chain":"`...)
 	buf = append(buf, prev...)
 	buf = append(buf, eventMember...)
 	buf = append(buf, event...)
+	var seqBuf [len(seqMember) + 20 + 1]byte // the seq member, a 64-bit decimal and "}"
+	seqPart := append(strconv.AppendInt(append(seqBuf[:0], seqMember...), seq, 10), '}')
+	h.Reset()
+	h.Write(buf[start:])
+	h.Write(seqPart)
+	var sum [sha256.Size]byte
 	buf = append(buf, `,"hash":"`...)
-	buf = append(buf, own...)
+	ownAt := len(buf)
+	buf = append(buf, hashPrefix...)
+	buf = hex.AppendEncode(buf, h.Sum(sum[:0]))
+	own := string(buf[ownAt:])
 	buf = append(buf, '"')
 	buf = append(buf, seqPart...)
-	buf = append(buf, '\n')
-	return buf, own
+	return append(buf, '\n'), own
 }
 
 // parseLine checks a line's framing and its own hash without decoding the
