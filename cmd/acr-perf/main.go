@@ -180,8 +180,8 @@ func run(out, work string, quick bool) error {
 		bound := (1 / floor) / (perCycle*fsyncCost.Seconds() + cpu.Seconds())
 		notes = append(notes, fmt.Sprintf("**Throughput.** The floor's iteration is three fsyncs (ledger line, file, directory) "+
 			"and nothing else: %v each on this disk. An acting cycle of acr makes %.1f fsyncs (strace): one ledger fsync makes "+
-			"the cycle's decision and intent durable before its effect, together with the previous cycle's outcome (written "+
-			"without a sync of its own: recovery classifies an effect whose outcome was lost from the world's before/after "+
+			"the cycle's decision and intent durable before its effect, together with the previous cycle's outcome (held "+
+			"in memory until then: recovery classifies an effect whose outcome was lost from the world's before/after "+
 			"hashes); the effect itself is an atomic replace (file and directory); the rest is the directory checkpoint every "+
 			"%d cycles. At zero CPU that is %.2f× the floor; with the %v of CPU a cycle spends (encoding and hashing its "+
 			"events, deciding, patching and hashing the world file), the model gives %.2f× and the run measured %.2f×. "+

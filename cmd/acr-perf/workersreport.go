@@ -349,10 +349,10 @@ func boundNotes(r workersReport, sums []setupSummary) []string {
 			}
 		}
 		wall := time.Duration(float64(time.Second) / one.median)
-		n := fmt.Sprintf("**NATS.** An acting cycle is %.2f atomic batches on the server: jsstore commits every ledger "+
-			"append at once (a record's position is its stream sequence, known only once stored), so a cycle's decision and "+
-			"intent, written before its effect, and its outcome, after it, are two commits where a state directory makes one "+
-			"fsync; the checkpoint and status at rest add one per run. A single-replica file stream stages each atomic batch "+
+		n := fmt.Sprintf("**NATS.** An acting cycle is %.2f atomic batches on the server: the driver holds a cycle's "+
+			"outcome until the next cycle's decision and intent and appends the two together, so jsstore commits one batch "+
+			"per cycle where a state directory makes one write and fsync; the checkpoint and status at rest add one per run. "+
+			"A single-replica file stream stages each atomic batch "+
 			"in a small store of its own with synchronous writes, under the stream's lock, and every run's records go to the "+
 			"one stream `PREFIX-runs`.", one.batches)
 		if r.straced {

@@ -110,15 +110,6 @@ func (l *Ledger) Append(events []event.Event) ([]event.Record, error) {
 	return recs, nil
 }
 
-// Write implements storage.Ledger by appending at once: a record's
-// position (its stream sequence) is known only once the server stored it,
-// and the driver needs the records' positions, so a batch is not held back
-// to ride with the next one. Durable earlier than asked is still correct.
-func (l *Ledger) Write(events []event.Event) ([]event.Record, error) { return l.Append(events) }
-
-// Sync implements storage.Ledger: every append is already durable.
-func (l *Ledger) Sync() error { return nil }
-
 // CheckFrontier implements storage.Ledger: the record at stream sequence
 // f.Offset must be this run's, with f's seq and hash. A frontier past the
 // end is ledger.ErrBehind; a different record there ledger.ErrCorrupt.

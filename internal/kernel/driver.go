@@ -143,6 +143,11 @@ type Driver struct {
 	failures    int      // consecutive provider failures since the last cycle
 	recovery    Recovery
 	lastSummary *Summary
+	// held is an acting cycle's last batch (its outcome, once the effect
+	// is durable in the world), kept for the next durable append: a
+	// state directory writes it in the same write and fsync as the next
+	// cycle's decision, a server stores it in the same atomic batch.
+	held []event.Event
 }
 
 // Notice is one thing Notify hears of.
@@ -597,7 +602,7 @@ func recordedOutcome(recs []event.Record) (world.Outcome, bool) {
 
 // appendRecovered appends the missing events of an interrupted cycle.
 func (d *Driver) appendRecovered(evs []event.Event, rec *Recovery) ([]event.Record, error) {
-	recs, err := d.Ledger.Append(evs)
+	recs, err := d.append(evs)
 	if err != nil {
 		return nil, err
 	}
@@ -612,7 +617,7 @@ func (d *Driver) appendOOB(typ event.Kind, obj *event.Object, reasons []string) 
 	if d.Clock != nil {
 		at = state.FormatTime(d.Clock.Now())
 	}
-	_, err := d.Ledger.Append([]event.Event{{Type: typ, RunID: d.state.Run.RunID, CycleSeq: d.state.Run.CycleSeq, At: at, Object: obj, Reasons: reasons}})
+	_, err := d.append([]event.Event{{Type: typ, RunID: d.state.Run.RunID, CycleSeq: d.state.Run.CycleSeq, At: at, Object: obj, Reasons: reasons}})
 	return err
 }
 
@@ -623,7 +628,7 @@ func (d *Driver) commit() error {
 	if err := d.complete(); err != nil {
 		return err
 	}
-	if err := d.Ledger.Sync(); err != nil {
+	if err := d.sync(); err != nil {
 		return err
 	}
 	files, err := d.state.Encode()
@@ -677,7 +682,7 @@ func (d *Driver) gather() (Inputs, error) {
 				return Inputs{}, err
 			}
 			obj, _ := event.NewObject("quarantine", map[string]string{"name": r.Name, "reason": r.Reason})
-			if _, err := d.Ledger.Append([]event.Event{{Type: event.InboxQuarantined, RunID: d.state.Run.RunID,
+			if _, err := d.append([]event.Event{{Type: event.InboxQuarantined, RunID: d.state.Run.RunID,
 				CycleSeq: d.state.Run.CycleSeq, At: state.FormatTime(now), Object: obj, Reasons: []string{"undecodable_inbox_file"}}}); err != nil {
 				return Inputs{}, err
 			}
@@ -756,7 +761,6 @@ const (
 	PhaseReadback       = "readback"        // reading the effect back
 	PhaseFinish         = "finish"          // the rest of the cycle (pure)
 	PhaseEffectDurable  = "effect-durable"  // waiting until the effect is durable
-	PhaseOutcomeWrite   = "outcome-write"   // the outcome's events written, no fsync
 	PhaseCycleAppend    = "cycle-append"    // a quiet cycle's events written and fsynced
 	PhaseCheckpoint     = "checkpoint"      // the state after the cycle, and the checkpoint when due
 )
@@ -835,7 +839,7 @@ func (d *Driver) Step() (Summary, error) {
 		return d.finishQuiet(p, in)
 	}
 	d.phase(PhaseDecisionAppend)
-	if _, err := d.Ledger.Append(batch); err != nil {
+	if _, err := d.append(batch); err != nil {
 		return Summary{}, err
 	}
 	d.failpoint("after-decision")
@@ -868,14 +872,12 @@ func (d *Driver) Step() (Summary, error) {
 	if err := d.World.Durable(); err != nil {
 		return Summary{}, fmt.Errorf("cycle %d: effect %s: %w", p.b.cycle, p.Effect.Key, err)
 	}
-	// The cycle's last batch rides with the next durable append (the next
-	// cycle's decision and intent, or the flush before a checkpoint): no
-	// effect depends on it before then, and recovery re-derives it from
-	// the durable intent and the world's hashes if a power loss takes it.
-	d.phase(PhaseOutcomeWrite)
-	if _, err := d.Ledger.Write(res.Events); err != nil {
-		return Summary{}, err
-	}
+	// The cycle's last batch waits in memory for the next durable append
+	// (the next cycle's decision and intent, or the flush before a
+	// checkpoint) and goes into the same write: no effect depends on it
+	// before then, and recovery re-derives it from the durable intent and
+	// the world's hashes if a crash takes it.
+	d.held = res.Events
 	d.failpoint("after-ledger-append")
 	d.phase(PhaseCheckpoint)
 	return d.advance(res, in)
@@ -890,7 +892,7 @@ func (d *Driver) finishQuiet(p *Pending, in Inputs) (Summary, error) {
 		return Summary{}, err
 	}
 	d.phase(PhaseCycleAppend)
-	if _, err := d.Ledger.Append(slices.Concat(p.Events, res.Events)); err != nil {
+	if _, err := d.append(slices.Concat(p.Events, res.Events)); err != nil {
 		return Summary{}, err
 	}
 	d.failpoint("after-decision")
@@ -957,7 +959,7 @@ func (d *Driver) providerFailed(cause error) error {
 	}
 	obj, _ := event.NewObject("pfail", body)
 	now := state.FormatTime(d.Clock.Now())
-	if _, err := d.Ledger.Append([]event.Event{{Type: event.ProviderFailed, RunID: d.state.Run.RunID,
+	if _, err := d.append([]event.Event{{Type: event.ProviderFailed, RunID: d.state.Run.RunID,
 		CycleSeq: d.state.Run.CycleSeq, At: now, Object: obj, Reasons: []string{"provider_failure"}}}); err != nil {
 		return errors.Join(cause, err)
 	}
@@ -972,7 +974,7 @@ func (d *Driver) providerFailed(cause error) error {
 	if err != nil {
 		return err
 	}
-	if _, err := d.Ledger.Append(evs); err != nil {
+	if _, err := d.append(evs); err != nil {
 		return err
 	}
 	d.state = st
@@ -1052,7 +1054,32 @@ func (d *Driver) Close() error {
 		}
 		return d.seal(d.SealBytes)
 	}
-	return d.Ledger.Sync()
+	return d.sync()
+}
+
+// append makes evs durable in the ledger, after the held batch if there
+// is one: both in one write and one fsync (one atomic batch on a server).
+func (d *Driver) append(evs []event.Event) ([]event.Record, error) {
+	held := d.held
+	if held == nil {
+		return d.Ledger.Append(evs)
+	}
+	d.held = nil
+	recs, err := d.Ledger.Append(slices.Concat(held, evs))
+	if err != nil {
+		return nil, err
+	}
+	return recs[len(held):], nil
+}
+
+// sync makes everything the driver recorded durable in the ledger: every
+// other batch was appended durably already, so that is the held batch.
+func (d *Driver) sync() error {
+	if d.held == nil {
+		return nil
+	}
+	_, err := d.append(nil)
+	return err
 }
 
 // sealer is a ledger that can move committed history into compressed

@@ -34,7 +34,7 @@ type phaseProbe struct {
 
 // writers are the steps in which the ledger may grow (gather may record
 // a quarantined inbox file; none is quarantined here).
-var writers = []string{kernel.PhaseDecisionAppend, kernel.PhaseOutcomeWrite, kernel.PhaseCycleAppend, kernel.PhaseCheckpoint}
+var writers = []string{kernel.PhaseDecisionAppend, kernel.PhaseCycleAppend, kernel.PhaseCheckpoint}
 
 func (p *phaseProbe) size() int64 {
 	fi, err := os.Stat(p.ledger)
@@ -93,7 +93,7 @@ func (p *phaseProbe) wire(opt *runstore.Options, opened *int) {
 
 var (
 	actingSteps = []string{kernel.PhaseGather, kernel.PhaseBegin, kernel.PhasePrepare, kernel.PhaseDecisionAppend, kernel.PhaseEffect,
-		kernel.PhaseReadback, kernel.PhaseFinish, kernel.PhaseEffectDurable, kernel.PhaseOutcomeWrite, kernel.PhaseCheckpoint}
+		kernel.PhaseReadback, kernel.PhaseFinish, kernel.PhaseEffectDurable, kernel.PhaseCheckpoint}
 	quietSteps = []string{kernel.PhaseGather, kernel.PhaseBegin, kernel.PhaseFinish, kernel.PhaseCycleAppend, kernel.PhaseCheckpoint}
 	idleSteps  = []string{kernel.PhaseGather}
 	// proposedSteps: the proposer is asked, and the cycle goes on from

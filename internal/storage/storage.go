@@ -112,16 +112,10 @@ type Ledger interface {
 	// backend whose appends are atomic never has anything to cut.
 	Repair() (*Repair, error)
 	// Append makes events durable after the frontier, in order, before it
-	// returns; with them, every batch Write left pending.
+	// returns. The driver appends a cycle's last batch together with the
+	// next cycle's first, so a backend is asked for one durable append per
+	// acting cycle.
 	Append(events []event.Event) ([]event.Record, error)
-	// Write puts events after the frontier like Append, but they need only
-	// become durable with the next Append or Sync: a crash may lose them,
-	// and everything written after them, never a part in the middle. The
-	// driver writes a cycle's last batch this way, so that it shares the
-	// next cycle's durable append.
-	Write(events []event.Event) ([]event.Record, error)
-	// Sync makes every pending Write durable.
-	Sync() error
 	// After returns the records after position from, in order.
 	After(from state.Frontier) ([]event.Record, error)
 }

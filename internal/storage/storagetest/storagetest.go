@@ -82,7 +82,6 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 		{"CheckpointLoadsWhatWasCommitted", checkpointLoadsWhatWasCommitted},
 		{"LedgerAppendAndRead", ledgerAppendAndRead},
 		{"LedgerReopenContinuesTheChain", ledgerReopenContinuesTheChain},
-		{"LedgerWriteThenSync", ledgerWriteThenSync},
 		{"LedgerCheckFrontier", ledgerCheckFrontier},
 		{"LedgerRepairOnACleanLedgerCutsNothing", ledgerRepairClean},
 		{"LedgerCrashedAppendLeavesAPrefix", ledgerCrashedAppend},
@@ -344,34 +343,6 @@ func ledgerReopenContinuesTheChain(t *testing.T, open func(*testing.T) Backend) 
 	require.NoError(t, err)
 	checkChain(t, got)
 	require.Equal(t, append(refs(t, first), refs(t, more)...), recRefs(got))
-}
-
-// ledgerWriteThenSync: a written batch is readable and moves the frontier
-// at once, chains like an appended one, and is there after Sync or the
-// next Append and a reopen.
-func ledgerWriteThenSync(t *testing.T, open func(*testing.T) Backend) {
-	b := open(t)
-	first, second, third := events("w1", 2, 1), events("w2", 3, 2), events("w3", 1, 3)
-	_, err := b.Ledger.Append(first)
-	require.NoError(t, err)
-	recs, err := b.Ledger.Write(second)
-	require.NoError(t, err)
-	require.Equal(t, recs[len(recs)-1].Seq, b.Ledger.Frontier().Seq, "a written batch moves the frontier")
-	got, err := b.Ledger.After(state.GenesisFrontier())
-	require.NoError(t, err)
-	require.Equal(t, append(refs(t, first), refs(t, second)...), recRefs(got), "a written batch is readable before it is durable")
-	_, err = b.Ledger.Write(third)
-	require.NoError(t, err)
-	require.NoError(t, b.Ledger.Sync())
-	require.NoError(t, b.Ledger.Sync(), "a second Sync with nothing pending is harmless")
-	front := b.Ledger.Frontier()
-
-	b = reopen(t, b)
-	require.Equal(t, front, b.Ledger.Frontier())
-	got, err = b.Ledger.After(state.GenesisFrontier())
-	require.NoError(t, err)
-	checkChain(t, got)
-	require.Equal(t, append(append(refs(t, first), refs(t, second)...), refs(t, third)...), recRefs(got))
 }
 
 func ledgerCheckFrontier(t *testing.T, open func(*testing.T) Backend) {
