@@ -22,12 +22,27 @@ const refAlgo = "sha256"
 // Digest returns the lower-case hex SHA-256 of b.
 func Digest(b []byte) string {
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
 }
 
 // FingerprintOf returns the fingerprint of exactly these bytes.
 func FingerprintOf(b []byte) Fingerprint {
 	return Fingerprint(refAlgo + ":" + Digest(b))
+}
+
+// MustFingerprintOf is FingerprintOf(MustMarshal(v)) without keeping the
+// encoding: the bytes are hashed where they were built.
+func MustFingerprintOf(v any) Fingerprint {
+	if _, ok := v.(Value); !ok {
+		if s, err := encodeScratch(v); err == nil {
+			f := FingerprintOf(s.b)
+			s.release()
+			return f
+		}
+	}
+	return FingerprintOf(MustMarshal(v))
 }
 
 // FingerprintReader returns the fingerprint of everything r yields and its
@@ -55,13 +70,24 @@ func FingerprintSum(sum []byte) Fingerprint {
 // Hash the exact bytes that are stored: re-encoding first could hide a
 // difference between what was hashed and what was written.
 func NewRef(kind string, canonical []byte) Ref {
-	return Ref(kind + ":" + refAlgo + ":" + Digest(canonical))
+	return NewRefOfSum(kind, sha256.Sum256(canonical))
 }
 
 // NewRefOfSum is NewRef for a caller that hashed the canonical bytes
 // itself (SHA-256), in pieces.
 func NewRefOfSum(kind string, sum [sha256.Size]byte) Ref {
-	return Ref(kind + ":" + refAlgo + ":" + hex.EncodeToString(sum[:]))
+	// Built in one allocation: refs are made for every record of every
+	// cycle, and concatenating pieces took three.
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	var b strings.Builder
+	b.Grow(len(kind) + len(refAlgo) + 2 + len(h))
+	b.WriteString(kind)
+	b.WriteByte(':')
+	b.WriteString(refAlgo)
+	b.WriteByte(':')
+	b.Write(h[:])
+	return Ref(b.String())
 }
 
 // RefOf encodes v canonically and returns its ref and the bytes hashed.
@@ -75,6 +101,15 @@ func RefOf(kind string, v any) (Ref, []byte, error) {
 
 // MustRefOf is RefOf for values whose types cannot fail to encode.
 func MustRefOf(kind string, v any) Ref {
+	if _, ok := v.(Value); !ok {
+		// Only the hash is wanted: the bytes are hashed where they were
+		// built and never copied.
+		if s, err := encodeScratch(v); err == nil {
+			r := NewRef(kind, s.b)
+			s.release()
+			return r
+		}
+	}
 	r, _, err := RefOf(kind, v)
 	if err != nil {
 		panic(err)

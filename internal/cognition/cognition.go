@@ -273,7 +273,7 @@ func critique(a *world.Action, sit Situation) string {
 // evidence is recognised as the same remedy.
 func Fingerprint(a world.Action) string {
 	a.ExpectSHA256 = ""
-	return string(codec.FingerprintOf(codec.MustMarshal(a)))
+	return string(codec.MustFingerprintOf(a))
 }
 
 // Cost is the most cognitive operations Run can spend on p (one per step).

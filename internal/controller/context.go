@@ -377,7 +377,7 @@ func Opportunities(spec *world.Spec, caps []Capability, failing []string) []stri
 				continue
 			}
 			a.CheckID, a.FixID = "", ""
-			k := codec.FingerprintOf(codec.MustMarshal(a))
+			k := codec.MustFingerprintOf(a)
 			if slices.Contains(groups[k], id) {
 				continue
 			}

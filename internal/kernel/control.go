@@ -96,6 +96,9 @@ func (b *builder) moveAs(role controller.Role, to controller.Phase, reason strin
 		ref := b.record(event.Transition, "ctrans", t, nil, reason)
 		b.rec.ControllerTransitionRef = append(b.rec.ControllerTransitionRef, ref)
 	} else {
+		if b.moves == nil {
+			b.moves = make([]controller.Transition, 0, movesCap)
+		}
 		b.moves = append(b.moves, t)
 	}
 	b.evMark = b.nEvents
@@ -104,6 +107,10 @@ func (b *builder) moveAs(role controller.Role, to controller.Phase, reason strin
 		b.via = to
 	}
 }
+
+// movesCap is the room made for the transitions of one batch: eight
+// before the governance boundary of an acting cycle, fewer after.
+const movesCap = 10
 
 // logMoves records the transitions taken since the last log as one
 // record (ledger format 2), at the end of a durable batch: the cycle's
@@ -190,7 +197,7 @@ func (b *builder) plan(action world.Action, actionRef, requestRef codec.Ref) cod
 	var ref codec.Ref
 	var f controller.FitnessContract
 	if b.carried != nil && codec.DecodeValue(*b.carried, &f) == nil {
-		ref = codec.NewRef("fit", codec.MustMarshal(f))
+		ref = codec.MustRefOf("fit", f)
 		b.emit(event.FitnessCarried, nil, map[string]codec.Ref{"fitness": ref, "action": actionRef}, "fixed_when_proposed")
 	} else {
 		f = b.fitnessFor(action, actionRef)

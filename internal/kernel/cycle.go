@@ -206,6 +206,9 @@ func (b *builder) record(typ event.Kind, kind string, v any, refs map[string]cod
 	return ref
 }
 
+// batchCap is the room made for one batch of a cycle's events.
+const batchCap = 20
+
 // ErrNotEligible is returned by Begin when the scheduler says no cycle
 // should run; nothing is recorded.
 var ErrNotEligible = errors.New("no cycle is eligible")
@@ -218,7 +221,11 @@ func Begin(s EngineState, in Inputs) (*Pending, error) {
 	if !ok {
 		return nil, ErrNotEligible
 	}
-	b := &builder{s: s.clone(), cycle: s.Run.CycleSeq + 1, now: in.Now.UTC().Truncate(time.Second), envRef: in.Observation.Ref()}
+	b := &builder{s: s.clone(), cycle: s.Run.CycleSeq + 1, now: in.Now.UTC().Truncate(time.Second), envRef: in.Observation.Ref(),
+		// Sized for an acting cycle (about a dozen events before the
+		// boundary, 28 in all): growing them from nothing took a tenth of
+		// the bytes a cycle allocated.
+		events: make([]event.Event, 0, batchCap), refs: make([]codec.Ref, 0, 2*batchCap), isTransition: make([]bool, 0, 2*batchCap)}
 	b.at = state.FormatTime(b.now)
 	b.rec = state.CycleRecord{
 		Schema: state.CycleSchema, RunID: s.Run.RunID, CycleSeq: b.cycle, PriorCycleRef: s.Run.LastCycleRef, StartedAt: b.at,
@@ -285,7 +292,7 @@ func (b *builder) pending() (*Pending, error) {
 // (the zero Settlement when there was none).
 func Finish(p *Pending, st Settlement) (*Result, error) {
 	b := p.b
-	b.events = nil // the first batch belongs to Pending
+	b.events = make([]event.Event, 0, batchCap) // the first batch belongs to Pending
 	if p.Effect != nil {
 		b.settle(st)
 	}

@@ -221,7 +221,7 @@ func (s *EngineState) refs() map[string]codec.Ref {
 // blank, so the state can carry its own fingerprint.
 func runFingerprint(r state.RunState) codec.Fingerprint {
 	r.ID, r.Fingerprint = "", ""
-	return codec.FingerprintOf(codec.MustMarshal(r))
+	return codec.MustFingerprintOf(r)
 }
 
 func runStateRef(r state.RunState) codec.Ref { return codec.MustRefOf(kindRunState, r) }

@@ -32,7 +32,7 @@ func (b *builder) assessTension(sem semantic.Encoded) (controller.TensionReport,
 	for i, w := range b.signals {
 		if w.Source == "manual_resume" {
 			in.OperatorSignals = append(in.OperatorSignals, controller.TensionSource{Class: controller.TensionOperatorRequest,
-				Subject: w.Source, Ref: codec.NewRef("sig", codec.MustMarshal(b.signals[i]))})
+				Subject: w.Source, Ref: codec.MustRefOf("sig", b.signals[i])})
 		}
 	}
 	for _, p := range rs.PendingApprovals {

@@ -195,8 +195,8 @@ func (w *World) evaluateCommand(c world.Check) (world.CheckResult, int64, error)
 // outputEvidence is what a command check's verdict rests on: its exit code
 // and both output hashes. A change in it is new evidence about the item.
 func outputEvidence(r world.CommandResult) codec.Fingerprint {
-	return codec.FingerprintOf(codec.MustMarshal(map[string]any{
-		"exit_code": r.ExitCode, "stdout_sha256": r.StdoutSHA256, "stderr_sha256": r.StderrSHA256}))
+	return codec.MustFingerprintOf(map[string]any{
+		"exit_code": r.ExitCode, "stdout_sha256": r.StdoutSHA256, "stderr_sha256": r.StderrSHA256})
 }
 
 // firstLine returns the first non-empty line of the first non-empty text,

@@ -52,7 +52,7 @@ type Manifest struct {
 // canonical bytes with Checksum empty.
 func (m Manifest) Sum() codec.Fingerprint {
 	m.Checksum = ""
-	return codec.FingerprintOf(codec.MustMarshal(m))
+	return codec.MustFingerprintOf(m)
 }
 
 // FileEntry names one checkpoint file and pins its content.

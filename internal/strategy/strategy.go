@@ -167,7 +167,7 @@ type Tension struct {
 
 // Fingerprint identifies the tension's content, cycle excluded.
 func (t Tension) Fingerprint() string {
-	return string(codec.FingerprintOf(codec.MustMarshal(t.Signals)))
+	return string(codec.MustFingerprintOf(t.Signals))
 }
 
 // Inputs are the public facts tension is computed from.

@@ -570,7 +570,7 @@ func SetHash(files []FileFact) codec.Fingerprint {
 		list[i] = entry{f.Path, f.SHA256}
 	}
 	slices.SortFunc(list, func(a, b entry) int { return strings.Compare(a.Path, b.Path) })
-	return codec.FingerprintOf(codec.MustMarshal(list))
+	return codec.MustFingerprintOf(list)
 }
 
 // Restore rebuilds the before bytes from the after bytes.
