@@ -125,8 +125,7 @@ func decodedExactly(data []byte, v any) bool {
 	if json.Unmarshal(data, fresh.Interface()) != nil {
 		return false
 	}
-	enc, err := Marshal(fresh.Interface())
-	if err != nil || !bytes.Equal(enc, data) {
+	if !encodesTo(fresh.Interface(), data) {
 		return false
 	}
 	rv.Elem().Set(fresh.Elem())
@@ -147,6 +146,9 @@ func UnmarshalExact(b []byte, v any) error {
 			return serr
 		}
 		return err
+	}
+	if encodesTo(v, b) {
+		return nil
 	}
 	enc, err := Marshal(v)
 	if err != nil {

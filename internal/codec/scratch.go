@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bytes"
 	"reflect"
 	"sync"
 )
@@ -40,4 +41,19 @@ func (s *scratch) release() {
 	}
 	s.b = s.b[:0]
 	scratchPool.Put(s)
+}
+
+// encodesTo reports whether Marshal(v) would give exactly want. Decoding
+// checks a stored document this way, and only the answer is kept: the
+// encoding is compared where it was built, never copied.
+func encodesTo(v any, want []byte) bool {
+	if _, ok := v.(Value); !ok {
+		if s, err := encodeScratch(v); err == nil {
+			eq := bytes.Equal(s.b, want)
+			s.release()
+			return eq
+		}
+	}
+	enc, err := Marshal(v)
+	return err == nil && bytes.Equal(enc, want)
 }

@@ -86,3 +86,34 @@ func TestMarshalOwnsItsBytes(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestEncodesToAgreesWithMarshal: the decoders' check of a stored
+// document compares in the reused buffer; it must say what comparing
+// Marshal's bytes says, and no for a value Marshal refuses.
+func TestEncodesToAgreesWithMarshal(t *testing.T) {
+	type rec struct {
+		A string `json:"a"`
+		B []int  `json:"b,omitempty"`
+	}
+	cases := []struct {
+		name string
+		v    any
+		want string
+		eq   bool
+	}{
+		{"same bytes", rec{A: "x", B: []int{1}}, `{"a":"x","b":[1]}`, true},
+		{"other bytes", rec{A: "x"}, `{"a":"y"}`, false},
+		{"a prefix only", rec{A: "x"}, `{"a":"x"`, false},
+		{"pointer", &rec{A: "x"}, `{"a":"x"}`, true},
+		{"value", mustParse(t, `{"z":1,"a":2}`), `{"a":2,"z":1}`, true},
+		{"slow path", map[string][]byte{"k": []byte("hi")}, `{"k":"aGk="}`, true},
+		{"refused", map[string]float64{"f": 1.5}, `{"f":1.5}`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			enc, err := Marshal(c.v)
+			assert.Equal(t, err == nil && string(enc) == c.want, c.eq, "the case's own expectation")
+			assert.Equal(t, c.eq, encodesTo(c.v, []byte(c.want)))
+		})
+	}
+}
