@@ -14,6 +14,7 @@
 package memory
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -174,12 +175,18 @@ func Compact(b Binding, must []Protected, cycleSeq int64, trigger string, p Poli
 	out := Binding{Schema: BindingSchema, Units: slices.Clone(b.Units[len(b.Units)-keep:]), Blocks: slices.Clone(b.Blocks),
 		Protected: normalise(b.Protected), LastCompactionCycle: cycleSeq}
 	if len(fold) > 0 {
-		var refs []byte
+		// The digest covers every folded cycle's ref and event refs, one
+		// after the other; hashed as they come rather than gathered into
+		// one growing buffer first (growing it was a third of Compact's CPU).
+		refs := sha256.New()
+		var ref []byte // one ref at a time, reused
 		items := []string{}
 		for _, u := range fold {
-			refs = append(refs, u.CycleRef...)
+			ref = append(ref[:0], u.CycleRef...)
+			refs.Write(ref)
 			for _, r := range u.EventRefs {
-				refs = append(refs, r...)
+				ref = append(ref[:0], r...)
+				refs.Write(ref)
 			}
 			if u.Item != "" && !slices.Contains(items, u.Item) {
 				items = append(items, u.Item)
@@ -187,7 +194,7 @@ func Compact(b Binding, must []Protected, cycleSeq int64, trigger string, p Poli
 		}
 		slices.Sort(items)
 		blk := Block{FromCycle: fold[0].CycleSeq, ToCycle: fold[len(fold)-1].CycleSeq, Units: len(fold),
-			EventsDigest: codec.FingerprintOf(refs), Items: items, CompressionCycle: cycleSeq}
+			EventsDigest: codec.FingerprintSum(refs.Sum(nil)), Items: items, CompressionCycle: cycleSeq}
 		blk.ID = "blk-" + codec.Digest(codec.MustMarshal(blk))[:16]
 		c.Block = blk
 		out.Blocks = append(out.Blocks, blk)
