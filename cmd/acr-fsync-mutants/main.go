@@ -44,17 +44,18 @@ var allowed = map[string]string{
 	"internal/disk/os.go CreateOSDir syncPath(filepath.Dir(d))":    "OS implementation of the contract disk.Mem models (parents of a new state directory)",
 	"internal/disk/os.go OSDir.MkdirAll syncPath(filepath.Dir(q))": "OS implementation of the contract disk.Mem models (MkdirAll is durable)",
 	"internal/disk/os.go OSDir.SyncDir syncPath(p)":                "OS implementation of the contract disk.Mem models (SyncDir)",
-	"internal/disk/os.go syncPath f.Sync()":                        "OS implementation of the contract disk.Mem models (fsync of a directory)",
-	"internal/disk/os.go osFile.Sync f.File.Sync()":                "OS implementation of the contract disk.Mem models (File.Sync)",
+	"internal/disk/os.go syncPath Fsync(f)":                        "OS implementation of the contract disk.Mem models (fsync of a directory)",
+	"internal/disk/os.go osFile.Sync Fsync(f.File)":                "OS implementation of the contract disk.Mem models (File.Sync)",
+	"internal/disk/fsync_other.go Fsync f.Sync()":                  "the fsync of builds other than Linux (disk.Fsync), which the tests here do not compile",
 	// The sandbox's own calls to the OS. The world's writes report each
 	// fsync to the sandbox's journal after the OS call; TestWorldPowerLoss
 	// replays the journal onto disk.Mem, so every caller of these (the
 	// sites above them, which the mutants delete) is inside the model, and
 	// only these last calls are not.
-	"internal/sandbox/journal.go worldFile.Sync f.File.Sync()":       "OS call behind the journal's sync; its callers are in the world's power-loss model",
-	"internal/sandbox/journal.go syncPath f.Sync()":                  "OS call behind the journal's syncdir; its callers are in the world's power-loss model",
-	"internal/sandbox/sandbox.go World.fsyncDir f.Sync()":            "OS call behind the journal's syncdir; its callers are in the world's power-loss model",
-	"internal/sandbox/dirsync.go World.startDirSync f.Sync()":        "OS call behind the journal's syncdir (noted when awaited); its callers are in the world's power-loss model",
+	"internal/sandbox/journal.go worldFile.Sync disk.Fsync(f.File)":  "OS call behind the journal's sync; its callers are in the world's power-loss model",
+	"internal/sandbox/journal.go syncPath disk.Fsync(f)":             "OS call behind the journal's syncdir; its callers are in the world's power-loss model",
+	"internal/sandbox/sandbox.go World.fsyncDir disk.Fsync(f)":       "OS call behind the journal's syncdir; its callers are in the world's power-loss model",
+	"internal/sandbox/dirsync.go World.startDirSync disk.Fsync(f)":   "OS call behind the journal's syncdir (noted when awaited); its callers are in the world's power-loss model",
 	"internal/sandbox/mirror.go World.Mirror w.syncDir(path.Dir(p))": "removal of an extra entry from a mirrored copy, whose truth is kept in the store and which is mirrored again at every open (see World.Mirror): what a power loss leaves of it does not matter",
 	// The world an import writes: with the OS, not through the sandbox's
 	// journal, so the world's power-loss model does not see these (the
@@ -348,7 +349,7 @@ func replacement(call *ast.CallExpr, src []byte, fset *token.FileSet) (string, b
 	}
 	switch fun := call.Fun.(type) {
 	case *ast.Ident:
-		if fun.Name == "syncPath" && len(call.Args) >= 1 {
+		if (fun.Name == "syncPath" || fun.Name == "Fsync") && len(call.Args) >= 1 {
 			return noop(call.Args...), true
 		}
 	case *ast.SelectorExpr:
@@ -356,6 +357,8 @@ func replacement(call *ast.CallExpr, src []byte, fset *token.FileSet) (string, b
 		switch {
 		case fun.Sel.Name == "Sync" && len(call.Args) == 0:
 			return noop(fun.X), true
+		case pkg != nil && pkg.Name == "disk" && fun.Sel.Name == "Fsync" && len(call.Args) == 1:
+			return noop(call.Args...), true
 		case (fun.Sel.Name == "SyncDir" || fun.Sel.Name == "syncDir" || fun.Sel.Name == "syncDirLast") && len(call.Args) == 1:
 			return noop(append([]ast.Expr{fun.X}, call.Args...)...), true
 		case pkg != nil && pkg.Name == "disk" && fun.Sel.Name == "ReplaceFile" && len(call.Args) == 3:

@@ -23,6 +23,8 @@ func (s *Store) Commit() error {
 	_ = os.WriteFile("p", data, 0o644)
 	_ = syncPath(dir)
 	f.Sync()
+	_ = disk.Fsync(f)
+	_ = Fsync(g)
 	return w.syncDir(d)
 }
 `
@@ -45,6 +47,8 @@ func TestSitesIn(t *testing.T) {
 		`internal/x/x.go Store.Commit s.fsys.WriteFile("p", data)`,
 		`internal/x/x.go Store.Commit syncPath(dir)`,
 		`internal/x/x.go Store.Commit f.Sync() #2`,
+		`internal/x/x.go Store.Commit disk.Fsync(f)`,
+		`internal/x/x.go Store.Commit Fsync(g)`,
 		`internal/x/x.go Store.Commit w.syncDir(d)`,
 	}, ids, "os.WriteFile is not a disk.FS write")
 	assert.Equal(t, []string{
@@ -54,6 +58,8 @@ func TestSitesIn(t *testing.T) {
 		`s.fsys.WriteCache("p", data)`,
 		`func(...any) error { return nil }(dir)`,
 		`func(...any) error { return nil }(f)`,
+		`func(...any) error { return nil }(f)`,
+		`func(...any) error { return nil }(g)`,
 		`func(...any) error { return nil }(w, d)`,
 	}, repl)
 }

@@ -198,7 +198,7 @@ func syncPath(p string) error {
 	if err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
+	if err := Fsync(f); err != nil {
 		f.Close()
 		return fmt.Errorf("fsync %s: %w", p, err)
 	}
@@ -252,7 +252,7 @@ func (d *OSDir) Lock(name string) (Unlocker, error) {
 type osFile struct{ *os.File }
 
 func (f osFile) Sync() error {
-	if err := f.File.Sync(); err != nil {
+	if err := Fsync(f.File); err != nil {
 		return fmt.Errorf("fsync %s: %w", f.Name(), err)
 	}
 	return nil

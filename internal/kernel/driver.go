@@ -40,6 +40,24 @@ type World interface {
 	Durable() error
 }
 
+// gatedWorld is a World that can begin an effect while its intent is
+// still on its way to disk: it does what changes nothing the world shows
+// first and calls ready at the last moment before the world changes
+// (sandbox.World.CommitWhen).
+type gatedWorld interface {
+	CommitWhen(key string, a world.Action, in world.Intent, ready func() error) (world.Outcome, bool, error)
+}
+
+// splitLedger is a ledger whose append can be made in two steps: Write
+// puts a batch after the frontier, Sync makes everything written durable
+// (ledger.Ledger). Between them the driver may run Sync on another
+// goroutine while the world writes its own file, and nothing else is
+// asked of the ledger until that Sync has returned.
+type splitLedger interface {
+	Write(events []event.Event) ([]event.Record, error)
+	Sync() error
+}
+
 // Clock tells the time. Cycles never read the wall clock themselves.
 type Clock interface {
 	Now() time.Time
@@ -148,6 +166,9 @@ type Driver struct {
 	// state directory writes it in the same write and fsync as the next
 	// cycle's decision, a server stores it in the same atomic batch.
 	held []event.Event
+	// unsettled names the effect whose last fsync Commit left running
+	// (World.Durable not yet called since), as "cycle N: effect KEY".
+	unsettled string
 }
 
 // Notice is one thing Notify hears of.
@@ -749,18 +770,19 @@ func ValidateObservation(o world.Observation, spec *world.Spec) error {
 // The steps of a cycle Driver.Phase names, in the order an acting cycle
 // takes them. A cycle without an effect goes from PhaseFinish to
 // PhaseCycleAppend; PhasePropose happens only when the contract names a
-// proposer; PhaseCheckpoint includes the steps after the ledger append
-// when no checkpoint is due.
+// proposer; PhaseEffectDurable only when the cycle before had an effect;
+// PhaseCheckpoint includes the steps after the ledger append when no
+// checkpoint is due.
 const (
 	PhaseGather         = "gather"          // the providers, and whether a cycle is due (docs/cli.md lists the rest)
 	PhaseBegin          = "begin"           // the cycle up to its action request (pure)
 	PhasePropose        = "propose"         // waiting for the proposer
 	PhasePrepare        = "prepare"         // the effect's controls and intent
-	PhaseDecisionAppend = "decision-append" // decision and intent written and fsynced
+	PhaseEffectDurable  = "effect-durable"  // waiting until the last cycle's effect is durable, before this cycle's append
+	PhaseDecisionAppend = "decision-append" // decision and intent written (their fsync runs on during PhaseEffect when it can)
 	PhaseEffect         = "effect"          // the world's Commit
 	PhaseReadback       = "readback"        // reading the effect back
 	PhaseFinish         = "finish"          // the rest of the cycle (pure)
-	PhaseEffectDurable  = "effect-durable"  // waiting until the effect is durable
 	PhaseCycleAppend    = "cycle-append"    // a quiet cycle's events written and fsynced
 	PhaseCheckpoint     = "checkpoint"      // the state after the cycle, and the checkpoint when due
 )
@@ -838,14 +860,18 @@ func (d *Driver) Step() (Summary, error) {
 		// one fsync.
 		return d.finishQuiet(p, in)
 	}
-	d.phase(PhaseDecisionAppend)
-	if _, err := d.append(batch); err != nil {
-		return Summary{}, err
+	if d.unsettled != "" {
+		d.phase(PhaseEffectDurable)
+		if err := d.settleEffect(); err != nil {
+			return Summary{}, err
+		}
 	}
-	d.failpoint("after-decision")
+	d.phase(PhaseDecisionAppend)
 	if intent != nil {
-		d.phase(PhaseEffect)
-		out, _, err := d.World.Commit(p.Effect.Key, p.Effect.Action, *intent)
+		out, err, lerr := d.decideAndCommit(batch, p.Effect, *intent)
+		if lerr != nil {
+			return Summary{}, lerr
+		}
 		switch {
 		case err != nil && d.UncertainErr != nil && errors.Is(err, d.UncertainErr):
 			st.Uncertain = true
@@ -854,6 +880,11 @@ func (d *Driver) Step() (Summary, error) {
 		default:
 			st.Outcome = &out
 		}
+	} else {
+		if _, err := d.append(batch); err != nil {
+			return Summary{}, err
+		}
+		d.failpoint("after-decision")
 	}
 	if st.Outcome != nil {
 		d.phase(PhaseReadback)
@@ -868,19 +899,91 @@ func (d *Driver) Step() (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	d.phase(PhaseEffectDurable)
-	if err := d.World.Durable(); err != nil {
-		return Summary{}, fmt.Errorf("cycle %d: effect %s: %w", p.b.cycle, p.Effect.Key, err)
-	}
 	// The cycle's last batch waits in memory for the next durable append
 	// (the next cycle's decision and intent, or the flush before a
 	// checkpoint) and goes into the same write: no effect depends on it
 	// before then, and recovery re-derives it from the durable intent and
-	// the world's hashes if a crash takes it.
+	// the world's hashes if a crash takes it. The effect's own last fsync
+	// (its directory's) may still be running: it is waited for just before
+	// that append (settleEffect), so that the checkpoint and the next
+	// cycle's observation and decision overlap it. Until then the effect
+	// is what the batch is, visible and not yet durable: a power loss
+	// takes both, and recovery finds the durable intent and the world's
+	// before-hash and makes the effect then, once.
 	d.held = res.Events
+	d.unsettled = fmt.Sprintf("cycle %d: effect %s", p.b.cycle, p.Effect.Key)
 	d.failpoint("after-ledger-append")
 	d.phase(PhaseCheckpoint)
 	return d.advance(res, in)
+}
+
+// decideAndCommit makes the decision batch durable and carries out the
+// effect its intent describes; commitErr is the world's error, err the
+// ledger's. Where the ledger and the world allow it, their fsyncs run
+// together: the batch is written and its fsync starts on another
+// goroutine while the world reads the target and writes and fsyncs the
+// temporary file of its atomic replace. The world changes only once the
+// ledger's fsync has returned (CommitWhen's ready), so the effect is
+// never ahead of its intent, and the cycle waits for the two fsyncs
+// together instead of one after the other.
+func (d *Driver) decideAndCommit(batch []event.Event, eff *Effect, in world.Intent) (out world.Outcome, commitErr, err error) {
+	led, lok := d.Ledger.(splitLedger)
+	gw, wok := d.World.(gatedWorld)
+	if !lok || !wok {
+		if _, err := d.append(batch); err != nil {
+			return world.Outcome{}, nil, err
+		}
+		d.failpoint("after-decision")
+		d.phase(PhaseEffect)
+		out, _, commitErr = d.World.Commit(eff.Key, eff.Action, in)
+		return out, commitErr, nil
+	}
+	if err := d.settleEffect(); err != nil {
+		return world.Outcome{}, nil, err
+	}
+	if d.held != nil {
+		batch = slices.Concat(d.held, batch)
+		d.held = nil
+	}
+	if _, err := led.Write(batch); err != nil {
+		return world.Outcome{}, nil, err
+	}
+	wait := syncAhead(led.Sync)
+	d.phase(PhaseEffect)
+	durable := false
+	ready := func() error {
+		if err := wait(); err != nil {
+			return err
+		}
+		durable = true
+		d.failpoint("after-decision")
+		return nil
+	}
+	out, _, commitErr = gw.CommitWhen(eff.Key, eff.Action, in, ready)
+	if err := wait(); err != nil {
+		return world.Outcome{}, nil, err
+	}
+	if !durable {
+		// The world did not change, so it did not wait for the intent.
+		d.failpoint("after-decision")
+	}
+	return out, commitErr, nil
+}
+
+// syncAhead runs sync on another goroutine and returns a function that
+// waits for its result (as often as it is called). The caller must not
+// touch what sync owns until the first wait has returned.
+func syncAhead(sync func() error) (wait func() error) {
+	done := make(chan struct{})
+	var err error
+	go func() {
+		defer close(done)
+		err = sync()
+	}()
+	return func() error {
+		<-done
+		return err
+	}
 }
 
 // finishQuiet completes a cycle without an effect: both batches in one
@@ -890,6 +993,12 @@ func (d *Driver) finishQuiet(p *Pending, in Inputs) (Summary, error) {
 	res, err := Finish(p, Settlement{})
 	if err != nil {
 		return Summary{}, err
+	}
+	if d.unsettled != "" {
+		d.phase(PhaseEffectDurable)
+		if err := d.settleEffect(); err != nil {
+			return Summary{}, err
+		}
 	}
 	d.phase(PhaseCycleAppend)
 	if _, err := d.append(slices.Concat(p.Events, res.Events)); err != nil {
@@ -1060,6 +1169,9 @@ func (d *Driver) Close() error {
 // append makes evs durable in the ledger, after the held batch if there
 // is one: both in one write and one fsync (one atomic batch on a server).
 func (d *Driver) append(evs []event.Event) ([]event.Record, error) {
+	if err := d.settleEffect(); err != nil {
+		return nil, err
+	}
 	held := d.held
 	if held == nil {
 		return d.Ledger.Append(evs)
@@ -1072,9 +1184,27 @@ func (d *Driver) append(evs []event.Event) ([]event.Record, error) {
 	return recs[len(held):], nil
 }
 
+// settleEffect waits until the last acting cycle's effect is durable in
+// the world. Everything that writes the ledger calls it first, since the
+// held batch records the effect's outcome. A cycle calls it in its own
+// step, PhaseEffectDurable, before its append.
+func (d *Driver) settleEffect() error {
+	if d.unsettled == "" {
+		return nil
+	}
+	if err := d.World.Durable(); err != nil {
+		return fmt.Errorf("%s: %w", d.unsettled, err)
+	}
+	d.unsettled = ""
+	return nil
+}
+
 // sync makes everything the driver recorded durable in the ledger: every
 // other batch was appended durably already, so that is the held batch.
 func (d *Driver) sync() error {
+	if err := d.settleEffect(); err != nil {
+		return err
+	}
 	if d.held == nil {
 		return nil
 	}

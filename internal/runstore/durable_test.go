@@ -25,6 +25,7 @@ type durableProbe struct {
 	pending  bool
 	at       int64
 	commits  int
+	gated    int // commits through CommitWhen
 	durables int
 }
 
@@ -39,6 +40,21 @@ func (p *durableProbe) Commit(key string, a world.Action, in world.Intent) (worl
 	out, reused, err := p.World.Commit(key, a, in)
 	p.pending, p.at = true, p.size()
 	p.commits++
+	return out, reused, err
+}
+
+// CommitWhen is Commit for the driver's overlapped path (the sandbox's
+// CommitWhen), which a run takes when its world has it.
+func (p *durableProbe) CommitWhen(key string, a world.Action, in world.Intent, ready func() error) (world.Outcome, bool, error) {
+	assert.False(p.t, p.pending, "an effect committed while the last one was not made durable")
+	gw, ok := p.World.(interface {
+		CommitWhen(string, world.Action, world.Intent, func() error) (world.Outcome, bool, error)
+	})
+	require.True(p.t, ok, "the sandbox world has CommitWhen")
+	out, reused, err := gw.CommitWhen(key, a, in, ready)
+	p.pending, p.at = true, p.size()
+	p.commits++
+	p.gated++
 	return out, reused, err
 }
 
@@ -66,6 +82,7 @@ func TestDriverMakesEffectsDurableBeforeOutcomes(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
 	assert.Positive(t, probe.commits)
+	assert.Equal(t, probe.commits, probe.gated, "a run's effects take the overlapped path")
 	assert.False(t, probe.pending, "the last effect was never made durable")
 	assert.GreaterOrEqual(t, probe.durables, probe.commits)
 }

@@ -2,6 +2,7 @@ package runstore_test
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,7 +80,9 @@ func (p *phaseProbe) Readback(a world.Action, out world.Outcome) (world.Readback
 }
 
 func (p *phaseProbe) Durable() error {
-	if p.cur != "" { // Close makes the world durable outside any step
+	// Close makes the world durable outside any step, and a checkpoint
+	// right after an acting cycle waits for its effect first.
+	if p.cur != "" && p.cur != kernel.PhaseCheckpoint {
 		p.in(kernel.PhaseEffectDurable, "Durable")
 	}
 	return p.World.Durable()
@@ -92,13 +95,20 @@ func (p *phaseProbe) wire(opt *runstore.Options, opened *int) {
 }
 
 var (
+	// actingSteps is a cycle with an effect; after a cycle that had one,
+	// it first waits for that effect to be durable (afterEffect).
 	actingSteps = []string{kernel.PhaseGather, kernel.PhaseBegin, kernel.PhasePrepare, kernel.PhaseDecisionAppend, kernel.PhaseEffect,
-		kernel.PhaseReadback, kernel.PhaseFinish, kernel.PhaseEffectDurable, kernel.PhaseCheckpoint}
-	quietSteps = []string{kernel.PhaseGather, kernel.PhaseBegin, kernel.PhaseFinish, kernel.PhaseCycleAppend, kernel.PhaseCheckpoint}
-	idleSteps  = []string{kernel.PhaseGather}
+		kernel.PhaseReadback, kernel.PhaseFinish, kernel.PhaseCheckpoint}
+	actingAfterEffect = slices.Concat(actingSteps[:3], []string{kernel.PhaseEffectDurable}, actingSteps[3:])
+	quietSteps        = []string{kernel.PhaseGather, kernel.PhaseBegin, kernel.PhaseFinish, kernel.PhaseCycleAppend, kernel.PhaseCheckpoint}
+	quietAfterEffect  = slices.Concat(quietSteps[:3], []string{kernel.PhaseEffectDurable}, quietSteps[3:])
+	idleSteps         = []string{kernel.PhaseGather}
 	// proposedSteps: the proposer is asked, and the cycle goes on from
 	// its answer.
 	proposedSteps = slices.Concat(actingSteps[:2], []string{kernel.PhasePropose, kernel.PhaseBegin}, actingSteps[2:])
+	// stepKinds are the sequences a run of the tests below may take.
+	stepKinds = map[string][]string{"acting": actingSteps, "acting after an effect": actingAfterEffect, "quiet": quietSteps,
+		"quiet after an effect": quietAfterEffect, "idle": idleSteps}
 )
 
 // kinds names each step sequence in steps by the list it equals.
@@ -139,9 +149,9 @@ func TestPhasesNameEachStep(t *testing.T) {
 	require.NoError(t, r.Close())
 	assert.Equal(t, 1, opened, "one hook per run opened")
 	assert.Nil(t, p.cycle, "every step ends with the hook hearing \"\"")
-	seen := kinds(t, p.steps, map[string][]string{"acting": actingSteps, "quiet": quietSteps, "idle": idleSteps})
+	seen := kinds(t, p.steps, stepKinds)
 	assert.Positive(t, seen["acting"], "no cycle acted: %v", seen)
-	assert.Positive(t, seen["quiet"], "no cycle went without an effect: %v", seen)
+	assert.Positive(t, seen["quiet"]+seen["quiet after an effect"], "no cycle went without an effect: %v", seen)
 }
 
 // TestPhasesNameTheProposer: a cycle that asks its proposer names the
@@ -159,6 +169,29 @@ func TestPhasesNameTheProposer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "IDLE", rep.FinalDisposition)
 	assert.Equal(t, 1, pr.invocations())
-	seen := kinds(t, p.steps, map[string][]string{"proposed": proposedSteps, "acting": actingSteps, "quiet": quietSteps, "idle": idleSteps})
+	known := maps.Clone(stepKinds)
+	known["proposed"] = proposedSteps
+	seen := kinds(t, p.steps, known)
 	assert.Equal(t, 1, seen["proposed"], "%v", seen)
+}
+
+// TestPhasesWaitForAnEffectBeforeTheNextAppend: cycles that act one
+// after the other wait for the effect before them just before their own
+// ledger write, under its own name, and nowhere else in a cycle.
+func TestPhasesWaitForAnEffectBeforeTheNextAppend(t *testing.T) {
+	pr := newProject(t, map[string]string{"queue.txt": "p\np\np\n"})
+	env := `"checks": [{"id": "queue", "summary": "items pending", "kind": "absent_text", "path": "queue.txt", "text": "p", "priority": 10,
+		"fixes": [{"operation": "apply_local_patch", "find": "p", "replace": "d", "occurrences": 1}]}]`
+	pr.init(env, fixContract, realOptions())
+	p := &phaseProbe{t: t, ledger: filepath.Join(pr.stateDir, filepath.FromSlash(ledger.FileName))}
+	opened := 0
+	opt := realOptions()
+	opt.CheckpointEvery = 64 // not after every cycle, which would wait for the effect itself
+	p.wire(&opt, &opened)
+	_, err := pr.run(opt, 10)
+	require.NoError(t, err)
+	assert.Equal(t, "d\nd\nd\n", pr.read("queue.txt"))
+	seen := kinds(t, p.steps, stepKinds)
+	assert.Equal(t, 1, seen["acting"], "%v", seen)
+	assert.Equal(t, 2, seen["acting after an effect"], "%v", seen)
 }

@@ -91,6 +91,15 @@ func (g *guardedLedger) Append(evs []event.Event) ([]event.Record, error) {
 	return g.Ledger.Append(evs)
 }
 
+// Write is the ledger's Write (an append whose fsync the caller makes
+// with Sync) behind the same check.
+func (g *guardedLedger) Write(evs []event.Event) ([]event.Record, error) {
+	if err := g.before(); err != nil {
+		return nil, err
+	}
+	return g.Ledger.Write(evs)
+}
+
 // Repair implements storage.Ledger.
 func (g *guardedLedger) Repair() (*storage.Repair, error) {
 	if g.Ledger.Torn() == nil {

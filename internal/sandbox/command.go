@@ -486,7 +486,7 @@ func (w *World) commitRestoreSet(key, h string, a world.Action, in world.Intent)
 		return world.Outcome{}, false, fmt.Errorf("%w: restore of %s: the files hash to %s, neither %s as the command left them nor %s as restored",
 			ErrUncertain, strings.Join(touches, " "), describe(now), describe(a.ExpectSHA256), describe(a.RestoreSHA256))
 	}
-	w.stage(StageBeforeActionCommit)
+	w.beforeCommit()
 	keep := map[string]bool{}
 	for _, img := range a.Files {
 		keep[img.Path] = true

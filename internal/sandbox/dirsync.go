@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path"
+
+	"github.com/acr-project/acr/internal/disk"
 )
 
 // inflightSync is a directory fsync an effect started and left running
@@ -83,7 +85,7 @@ func (w *World) startDirSync(dir string, f *os.File, closeAfter bool) {
 		if sync != nil {
 			s.err = sync(f)
 		} else {
-			s.err = f.Sync()
+			s.err = disk.Fsync(f)
 		}
 		if closeAfter {
 			if err := f.Close(); s.err == nil {

@@ -91,6 +91,16 @@ func (w *World) dropHandoffs() {
 // after, and a directory fsync still running (DeferDirSyncs) finishes
 // first, so that nothing changed later is durable ahead of it.
 func (w *World) beforeChange() error {
+	if err := w.beforeStaging(); err != nil {
+		return err
+	}
+	return w.proceed()
+}
+
+// beforeStaging is beforeChange for a write that does not change the
+// world yet (the temporary file of an atomic replace): it leaves the
+// gate of a gated Commit for the rename (see CommitWhen).
+func (w *World) beforeStaging() error {
 	w.dropHandoffs()
 	return w.awaitDirSync()
 }

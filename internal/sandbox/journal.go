@@ -3,6 +3,8 @@ package sandbox
 import (
 	"fmt"
 	"os"
+
+	"github.com/acr-project/acr/internal/disk"
 )
 
 // WorldOp is one change the sandbox made to the directory tree of a world
@@ -56,7 +58,7 @@ func (f worldFile) Write(b []byte) (int, error) {
 }
 
 func (f worldFile) Sync() error {
-	if err := f.File.Sync(); err != nil {
+	if err := disk.Fsync(f.File); err != nil {
 		return err
 	}
 	f.journal.note(WorldOp{Op: "sync", Path: f.name})
@@ -70,7 +72,7 @@ func syncPath(p, rel string, j Journal) error {
 	if err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
+	if err := disk.Fsync(f); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("fsync %s: %w", p, err)
 	}

@@ -240,17 +240,7 @@ func (w *World) readbackFile(target string) (world.Readback, error) {
 // single before and after: a started marker is appended durably before the
 // program starts and its outcome, unsynced, after it ended (command.go).
 func (w *World) Commit(key string, a world.Action, in world.Intent) (out world.Outcome, reused bool, err error) {
-	h, err := keyHex(key)
-	if err != nil {
-		return world.Outcome{}, false, fmt.Errorf("commit: %w", err)
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out, reused, err = w.commitIntent(key, h, a, in)
-	if err != nil {
-		return world.Outcome{}, false, fmt.Errorf("commit %s: %w", key, err)
-	}
-	return out, reused, nil
+	return w.CommitWhen(key, a, in, nil)
 }
 
 func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
@@ -303,7 +293,7 @@ func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (wo
 		if !p.write || p.out.AfterSHA256 != in.Planned.AfterSHA256 {
 			return world.Outcome{}, false, fmt.Errorf("%w: %s on %s: planning again from the same bytes gives a different result", ErrUncertain, a.Operation, target)
 		}
-		w.stage(StageBeforeActionCommit)
+		w.beforeCommit()
 		if err := w.applyPlan(target, &p); err != nil {
 			return world.Outcome{}, false, err
 		}
@@ -362,6 +352,11 @@ func (w *World) settleCommand(h string, a world.Action, in world.Intent, out wor
 }
 
 func (w *World) settleRecord(h string, rec outcomeRecord, how recording) (world.Outcome, error) {
+	// An outcome, and StageAfterActionCommit, come after the intent even
+	// where nothing changed (a gated Commit: see CommitWhen).
+	if err := w.proceed(); err != nil {
+		return world.Outcome{}, err
+	}
 	var data []byte
 	var err error
 	switch how {

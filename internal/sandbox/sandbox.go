@@ -126,6 +126,8 @@ type World struct {
 	syncDirFile func(*os.File) error
 	// journal hears of every change to the world's tree (tests only).
 	journal Journal
+	// gate is set while a CommitWhen runs.
+	gate *gate
 }
 
 // Create makes sandbox/world under stateDir, which must exist, writes
@@ -597,6 +599,9 @@ func (w *World) mkdirs(dir string) error {
 		fi, err := w.root.Lstat(p)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
+			if err := w.proceed(); err != nil {
+				return err
+			}
 			if err := w.root.Mkdir(p, 0o755); err != nil {
 				return err
 			}
@@ -646,7 +651,7 @@ func (w *World) fsyncDir(dir string, background bool) error {
 		w.startDirSync(dir, f, closeAfter)
 		return nil
 	}
-	if err := f.Sync(); err != nil {
+	if err := disk.Fsync(f); err != nil {
 		if closeAfter {
 			_ = f.Close()
 		}
@@ -664,7 +669,10 @@ func (w *World) fsyncDir(dir string, background bool) error {
 // has passed p through checkWritable; the checks are repeated on the way
 // down because the tree may have changed since.
 func (w *World) replace(p string, data []byte) error {
-	if err := w.beforeChange(); err != nil {
+	// The temporary file changes nothing the world shows, so a gated
+	// Commit writes it before its intent is durable (see CommitWhen);
+	// proceed comes before the directory is made or the rename.
+	if err := w.beforeStaging(); err != nil {
 		return err
 	}
 	dir := path.Dir(p)
@@ -688,6 +696,10 @@ func (w *World) replace(p string, data []byte) error {
 	if err := writeSyncClose(f, data); err != nil {
 		_ = w.root.Remove(tmp)
 		return fmt.Errorf("write %s: %w", p, err)
+	}
+	if err := w.proceed(); err != nil {
+		_ = w.root.Remove(tmp)
+		return err
 	}
 	if err := w.root.Rename(tmp, p); err != nil {
 		_ = w.root.Remove(tmp)

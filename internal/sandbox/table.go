@@ -182,8 +182,12 @@ func (w *World) readIntent(key, h string) (intentRecord, bool, error) {
 // of kind for key h, durably or not. It returns the record's canonical
 // bytes, so that callers can hand back exactly what was recorded.
 func (w *World) appendRecord(h string, kind recKind, v any, durable bool) ([]byte, error) {
-	// A record may claim an effect: never durable ahead of it.
+	// A record may claim an effect: never durable ahead of it, nor ahead
+	// of a gated Commit's intent.
 	if err := w.awaitDirSync(); err != nil {
+		return nil, err
+	}
+	if err := w.proceed(); err != nil {
 		return nil, err
 	}
 	data, err := codec.Marshal(v)
