@@ -860,23 +860,20 @@ func (d *Driver) Step() (Summary, error) {
 		// one fsync.
 		return d.finishQuiet(p, in)
 	}
-	if d.unsettled != "" {
-		d.phase(PhaseEffectDurable)
-		if err := d.settleEffect(); err != nil {
-			return Summary{}, err
-		}
+	if err := d.awaitEffect(); err != nil {
+		return Summary{}, err
 	}
 	d.phase(PhaseDecisionAppend)
 	if intent != nil {
-		out, err, lerr := d.decideAndCommit(batch, p.Effect, *intent)
-		if lerr != nil {
-			return Summary{}, lerr
+		out, commitErr, err := d.decideAndCommit(batch, p.Effect, *intent)
+		if err != nil {
+			return Summary{}, err
 		}
 		switch {
-		case err != nil && d.UncertainErr != nil && errors.Is(err, d.UncertainErr):
+		case commitErr != nil && d.UncertainErr != nil && errors.Is(commitErr, d.UncertainErr):
 			st.Uncertain = true
-		case err != nil:
-			return Summary{}, fmt.Errorf("cycle %d: commit %s: %w", p.b.cycle, p.Effect.Key, err)
+		case commitErr != nil:
+			return Summary{}, fmt.Errorf("cycle %d: commit %s: %w", p.b.cycle, p.Effect.Key, commitErr)
 		default:
 			st.Outcome = &out
 		}
@@ -994,11 +991,8 @@ func (d *Driver) finishQuiet(p *Pending, in Inputs) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	if d.unsettled != "" {
-		d.phase(PhaseEffectDurable)
-		if err := d.settleEffect(); err != nil {
-			return Summary{}, err
-		}
+	if err := d.awaitEffect(); err != nil {
+		return Summary{}, err
 	}
 	d.phase(PhaseCycleAppend)
 	if _, err := d.append(slices.Concat(p.Events, res.Events)); err != nil {
@@ -1184,10 +1178,20 @@ func (d *Driver) append(evs []event.Event) ([]event.Record, error) {
 	return recs[len(held):], nil
 }
 
+// awaitEffect is settleEffect as a step of its own (PhaseEffectDurable),
+// which a cycle takes before its ledger write when the cycle before it
+// had an effect.
+func (d *Driver) awaitEffect() error {
+	if d.unsettled == "" {
+		return nil
+	}
+	d.phase(PhaseEffectDurable)
+	return d.settleEffect()
+}
+
 // settleEffect waits until the last acting cycle's effect is durable in
 // the world. Everything that writes the ledger calls it first, since the
-// held batch records the effect's outcome. A cycle calls it in its own
-// step, PhaseEffectDurable, before its append.
+// held batch records the effect's outcome.
 func (d *Driver) settleEffect() error {
 	if d.unsettled == "" {
 		return nil

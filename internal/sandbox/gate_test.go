@@ -3,6 +3,8 @@ package sandbox
 import (
 	"errors"
 	"os"
+	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -59,14 +61,14 @@ func TestCommitWhenChangesTheWorldOnlyAfterReady(t *testing.T) {
 				atReady := shadow.ops[before:]
 				assert.Empty(t, worldChanges(atReady), "nothing the world shows changed before ready")
 				staged := slices.ContainsFunc(atReady, func(op WorldOp) bool {
-					return op.Op == "sync" && strings.HasPrefix(op.Path, tmpPrefix) ||
-						op.Op == "sync" && strings.Contains(op.Path, "/"+tmpPrefix)
+					return op.Op == "sync" && strings.HasPrefix(path.Base(op.Path), tmpPrefix)
 				})
 				assert.Equal(t, c.staged, staged, "the temporary file is written and fsynced while the intent's fsync runs")
-				_, err := os.Stat(dir + "/" + c.action.Target)
-				if c.action.Operation == world.OpApplyPatch {
+				switch c.action.Operation {
+				case world.OpApplyPatch:
 					assert.Equal(t, appSource, readWorldAt(t, dir, c.action.Target))
-				} else if c.action.Operation == world.OpRecordArtifact {
+				case world.OpRecordArtifact:
+					_, err := os.Stat(filepath.Join(dir, filepath.FromSlash(c.action.Target)))
 					assert.ErrorIs(t, err, os.ErrNotExist)
 				}
 				return nil
@@ -100,7 +102,7 @@ func TestCommitWhenLeavesTheWorldWhenReadyFails(t *testing.T) {
 	require.ErrorIs(t, err, errDisk)
 	assert.Empty(t, worldChanges(shadow.ops[before:]), "the world did not change")
 	assert.Equal(t, appSource, readWorldAt(t, dir, a.Target))
-	ents, err := os.ReadDir(dir + "/src")
+	ents, err := os.ReadDir(filepath.Join(dir, "src"))
 	require.NoError(t, err)
 	for _, e := range ents {
 		assert.False(t, strings.HasPrefix(e.Name(), tmpPrefix), "temporary file %s left behind", e.Name())
@@ -131,7 +133,7 @@ func TestCommitWhenMarksBeforeActionCommitOnceReady(t *testing.T) {
 
 func readWorldAt(t *testing.T, worldDir, rel string) string {
 	t.Helper()
-	b, err := os.ReadFile(worldDir + "/" + rel)
+	b, err := os.ReadFile(filepath.Join(worldDir, filepath.FromSlash(rel)))
 	require.NoError(t, err)
 	return string(b)
 }
