@@ -15,16 +15,20 @@ import (
 // how the tests hold the world's fsyncs to account as they do the state
 // directory's.
 type WorldOp struct {
-	// Op is "create" (a new empty file), "write" (bytes appended to the
-	// file just created), "sync" (its bytes made durable), "rename",
-	// "remove" (a file), "mkdir" (one directory) or "syncdir" (the
-	// entries of a directory made durable).
+	// Op is "create" (a new empty file), "rewrite" (an existing file, the
+	// spare of replaceBySwap, written again from its start: its old bytes
+	// count for nothing), "write" (bytes appended to the file just
+	// created or rewritten), "sync" (its bytes made durable), "rename",
+	// "exchange" (Path and To swap names in one step), "remove" (a file),
+	// "mkdir" (one directory) or "syncdir" (the entries of a directory
+	// made durable).
 	Op string
 	// Path is relative to the world's root, slash-separated; ".." is the
 	// sandbox directory above a sandbox copy and "../.." the state
 	// directory, which Create writes into first.
 	Path string
-	// To is where a rename moved Path.
+	// To is where a rename moved Path, or the name an exchange swapped
+	// with Path.
 	To string
 	// Data is what a write wrote.
 	Data []byte

@@ -124,6 +124,8 @@ type World struct {
 	// syncDirFile, when set (tests), stands for the fsync of a directory
 	// left running.
 	syncDirFile func(*os.File) error
+	// spare: see replaceBySwap.
+	spare spare
 	// journal hears of every change to the world's tree (tests only).
 	journal Journal
 	// gate is set while a CommitWhen runs.
@@ -269,6 +271,7 @@ func (w *World) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	serr := w.awaitDirSync()
+	w.closeSpare()
 	terr := w.table.close()
 	if w.rootDir != nil {
 		_ = w.rootDir.Close()
@@ -631,14 +634,12 @@ func (w *World) fsyncDir(dir string, background bool) error {
 	if err := w.awaitDirSync(); err != nil {
 		return err
 	}
-	f, closeAfter := w.rootDir, false
+	var f *os.File
+	closeAfter := false
 	if dir == "." {
-		if f == nil {
-			var err error
-			if f, err = w.root.Open("."); err != nil {
-				return err
-			}
-			w.rootDir = f
+		var err error
+		if f, err = w.topDir(); err != nil {
+			return err
 		}
 	} else {
 		var err error
@@ -686,6 +687,11 @@ func (w *World) replace(p string, data []byte) error {
 		if err := regularUnlinked(p, fi); err != nil {
 			return err
 		}
+		if dir == "." {
+			if done, err := w.replaceBySwap(p, fi, data); done || err != nil {
+				return err
+			}
+		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -693,7 +699,7 @@ func (w *World) replace(p string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := writeSyncClose(f, data); err != nil {
+	if err := writeSyncClose(f, data, false); err != nil {
 		_ = w.root.Remove(tmp)
 		return fmt.Errorf("write %s: %w", p, err)
 	}
@@ -752,10 +758,18 @@ func (w *World) createTemp(dir string) (string, worldFile, error) {
 	return "", worldFile{}, fmt.Errorf("create temp file in %s: too many stale temp files", dir)
 }
 
-func writeSyncClose(f worldFile, data []byte) error {
+// writeSyncClose writes data at f's offset, cuts the file after it when
+// cut is set (a spare that held more), fsyncs and closes it.
+func writeSyncClose(f worldFile, data []byte, cut bool) error {
 	if _, err := f.Write(data); err != nil {
 		_ = f.Close()
 		return err
+	}
+	if cut {
+		if err := f.Truncate(int64(len(data))); err != nil {
+			_ = f.Close()
+			return err
+		}
 	}
 	if err := f.Sync(); err != nil {
 		_ = f.Close()
