@@ -14,12 +14,12 @@ import (
 // mirror and names from specs never see it, and Open sweeps it.
 //
 // Why a spare: a replace by a new temporary file makes the file system
-// allocate the new file's blocks, and the rename frees the old file's,
-// on every effect; on a disk mounted with discard, the freeing is a
-// discard request the rename waits for. Swapping the target with a spare
-// that already holds blocks (the target's previous inode) does neither.
-// Measured on the 1,000-item queue (docs/PERFORMANCE.md): about 0.17 ms
-// less per effect of the cycle's own I/O.
+// allocate an inode and blocks for the new file, and the rename free the
+// old file's, on every effect; the rename waits for that freeing. Swapping
+// the target with a spare that already holds blocks (the target's
+// previous inode) does neither. On the 1,000-item queue this took a tenth
+// off a cycle's wall time and CPU (docs/PERFORMANCE.md, "A spare instead
+// of a new file").
 const spareName = tmpPrefix + "spare"
 
 // spare is what a World knows of the spare of its top directory.
