@@ -58,8 +58,9 @@ func ownerOf(fi fs.FileInfo) (fileOwner, bool) {
 // it and fsynced, and then the spare and p swap names in one atomic step
 // (renameat2 RENAME_EXCHANGE), so p's old inode becomes the spare for the
 // next replace. The directory's fsync follows as after a rename. done is
-// false when the swap cannot be used here (no spare support, or the file
-// system refuses it): the caller then replaces by a temporary file.
+// false when the swap is not used (this system has none, or no spare
+// could be made): the caller then replaces by a temporary file. A file
+// system that refuses the swap gets the written spare renamed onto p.
 //
 // Only the top directory: its handle (rootDir) is the directory root
 // holds, which cannot be swapped for another while root is open. A handle
