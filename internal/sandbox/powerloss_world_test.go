@@ -209,20 +209,26 @@ func testWorldPowerLoss(t *testing.T, deferred bool) {
 	// A file in the top directory is replaced by swapping it with a spare
 	// (replaceBySwap): the first replace makes the spare, the second
 	// writes into the file's previous inode, and cuts it shorter.
-	for i, content := range []string{"# demo, longer than it was\n", "# d\n"} {
+	// The third time the file system refuses the swap, and the written
+	// spare is renamed onto the file instead.
+	for i, content := range []string{"# demo, longer than it was\n", "# d\n", "# demo once more\n"} {
 		step := fmt.Sprintf("top-level replace %d", i+1)
+		if i == 2 {
+			w.spare.exchange = func(*os.File, string, string) error { return errExchangeUnsupported }
+		}
 		require.NoError(t, w.replace("README.md", []byte(content)))
 		settle(step)
 		cutNow("after a " + step)
 	}
 	var swaps []string
 	for _, op := range shadow.ops {
-		if op.Op == "exchange" || op.Op == "rewrite" {
+		if op.Op == "exchange" || op.Op == "rewrite" || op.Op == "rename" && op.Path == spareName {
 			swaps = append(swaps, op.Op+" "+op.Path+" "+op.To)
 		}
 	}
-	assert.Equal(t, []string{"exchange " + spareName + " README.md", "rewrite " + spareName + " ", "exchange " + spareName + " README.md"}, swaps,
-		"the top-level replaces went through the spare")
+	assert.Equal(t, []string{"exchange " + spareName + " README.md", "rewrite " + spareName + " ", "exchange " + spareName + " README.md",
+		"rewrite " + spareName + " ", "rename " + spareName + " README.md"}, swaps,
+		"the top-level replaces went through the spare, the last one renamed")
 
 	// The primitive that restores and rollbacks use to undo a created file.
 	require.NoError(t, w.remove("legal/texts/LICENSE"))

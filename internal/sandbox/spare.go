@@ -38,6 +38,15 @@ type spare struct {
 	// unsupported is set once the file system refused to swap two names:
 	// replace then renames, as it does below the top directory.
 	unsupported bool
+	// exchange, when set (tests), stands for the package's exchange.
+	exchange func(dir *os.File, a, b string) error
+}
+
+func (s *spare) swap(dir *os.File, a, b string) error {
+	if s.exchange != nil {
+		return s.exchange(dir, a, b)
+	}
+	return exchange(dir, a, b)
 }
 
 type fileOwner struct {
@@ -88,7 +97,7 @@ func (w *World) replaceBySwap(p string, target fs.FileInfo, data []byte) (done b
 		w.dropSpare()
 		return false, err
 	}
-	switch err := exchange(dir, spareName, p); {
+	switch err := w.spare.swap(dir, spareName, p); {
 	case errors.Is(err, errExchangeUnsupported), errors.Is(err, fs.ErrNotExist):
 		// The spare holds the new content, fsynced: rename it onto p, as
 		// a temporary file would be. A file system that cannot swap is
@@ -111,7 +120,7 @@ func (w *World) replaceBySwap(p string, target fs.FileInfo, data []byte) (done b
 	// target replaced by someone else in between (by a directory, say)
 	// is swapped back, and the effect fails rather than move it aside.
 	if fi, err := w.root.Lstat(spareName); err != nil || !os.SameFile(fi, target) {
-		if berr := exchange(dir, spareName, p); berr != nil {
+		if berr := w.spare.swap(dir, spareName, p); berr != nil {
 			// Both names stay as they are: what was at p is at the
 			// spare's name, and is not removed.
 			w.spare.live = false
