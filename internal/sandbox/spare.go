@@ -124,7 +124,7 @@ func (w *World) replaceBySwap(p string, target fs.FileInfo, data []byte) (done b
 			// Both names stay as they are: what was at p is at the
 			// spare's name, and is not removed.
 			w.spare.live = false
-			return true, fmt.Errorf("%s changed while the effect was being committed, and swapping it back failed (what was there is now %s): %w", p, spareName, berr)
+			return true, fmt.Errorf("%s changed while the effect was being committed, and swapping it back failed: what was there is now %s, which the next invocation removes, so move it back before then: %w", p, spareName, berr)
 		}
 		w.journal.note(WorldOp{Op: "exchange", Path: spareName, To: p})
 		w.dropSpare()
@@ -174,9 +174,13 @@ func (w *World) reuseSpare(target fs.FileInfo) (*os.File, int64, bool) {
 		return nil, 0, false
 	}
 	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, 0, false
+	}
 	o, ok := ownerOf(fi)
 	switch {
-	case err != nil, !ok, !os.SameFile(fi, named), regularUnlinked(spareName, fi) != nil,
+	case !ok, !os.SameFile(fi, named), regularUnlinked(spareName, fi) != nil,
 		o != *w.spare.owner, hasXattrs(f):
 		_ = f.Close()
 		return nil, 0, false
