@@ -15,6 +15,8 @@ import (
 	"github.com/acr-project/acr/internal/state"
 )
 
+// The events are of a kind acr does not write, so that ledger verify
+// holds them to no place in a cycle's frame.
 func testEvents(tag string, n int, cycle int64) []event.Event {
 	evs := make([]event.Event, n)
 	for i := range evs {
@@ -22,7 +24,7 @@ func testEvents(tag string, n int, cycle int64) []event.Event {
 		if err != nil {
 			panic(err)
 		}
-		evs[i] = event.Event{Type: event.Observed, RunID: "run:lines", CycleSeq: cycle, At: "2026-01-01T00:00:00Z", Object: obj,
+		evs[i] = event.Event{Type: "test.note", RunID: "run:lines", CycleSeq: cycle, At: "2026-01-01T00:00:00Z", Object: obj,
 			Reasons: []string{"test"}, Refs: map[string]codec.Ref{"self": obj.Ref}}
 	}
 	return evs

@@ -84,6 +84,10 @@ var (
 	// ErrProvider: an input provider failed; the run state did not advance
 	// and a later invocation retries.
 	ErrProvider = errors.New("input provider failed")
+	// ErrStopped: an earlier write of this driver failed, or left a cycle
+	// open, so it writes nothing more (see Driver.broken). Reopening the
+	// run reads what was stored and recovers it.
+	ErrStopped = errors.New("the driver stopped writing after a failed write or an open cycle; reopen the run to recover it")
 )
 
 // ReplayError reports a ledger whose recorded cycle differs from what the
@@ -169,6 +173,17 @@ type Driver struct {
 	// unsettled names the effect whose last fsync Commit left running
 	// (World.Durable not yet called since), as "cycle N: effect KEY".
 	unsettled string
+	// broken is the first error after which the driver writes nothing
+	// more: a write whose outcome is unknown (a failed append, fsync or
+	// checkpoint commit may have stored all, part or none of it), or any
+	// error while a cycle is open (its first batch was sent, its last is
+	// not durable). Whatever this process still holds in memory may then
+	// disagree with what the store holds, so a checkpoint, a held batch
+	// or a status written from it could claim a state the ledger does not
+	// have (a checkpoint over an open cycle hides that cycle from
+	// recovery). Only a new Open, which reads what was stored and
+	// recovers from it, may write again.
+	broken error
 }
 
 // Notice is one thing Notify hears of.
@@ -646,6 +661,9 @@ func (d *Driver) appendOOB(typ event.Kind, obj *event.Object, reasons []string) 
 // frontier must never name a record a power loss could take) and removes
 // consumed inbox files.
 func (d *Driver) commit() error {
+	if d.broken != nil {
+		return fmt.Errorf("%w: %w", ErrStopped, d.broken)
+	}
 	if err := d.complete(); err != nil {
 		return err
 	}
@@ -659,7 +677,7 @@ func (d *Driver) commit() error {
 	m, err := d.Store.Commit(storage.Commit{Expect: d.manifest.Generation, RunID: d.state.Run.RunID, CycleSeq: d.state.Run.CycleSeq, Revision: d.Revision,
 		Frontier: d.Ledger.Frontier(), Files: files})
 	if err != nil {
-		return err
+		return d.stop(err)
 	}
 	d.manifest, d.pending = m, 0
 	d.failpoint("after-checkpoint")
@@ -794,10 +812,21 @@ func (d *Driver) phase(name string) {
 }
 
 // Step runs at most one cycle. When nothing is eligible it records
-// nothing and returns a summary with Executed false.
-func (d *Driver) Step() (Summary, error) {
+// nothing and returns a summary with Executed false. After an error that
+// leaves the cycle open, or a write whose outcome is unknown, the driver
+// is stopped: Step and Close write nothing more (ErrStopped).
+func (d *Driver) Step() (sum Summary, err error) {
+	if d.broken != nil {
+		return Summary{}, fmt.Errorf("%w: %w", ErrStopped, d.broken)
+	}
 	d.phase(PhaseGather)
 	defer d.phase("")
+	open := false
+	defer func() {
+		if err != nil && open && d.broken == nil {
+			d.broken = err
+		}
+	}()
 	in, err := d.gather()
 	if err != nil {
 		return Summary{}, d.providerFailed(err)
@@ -858,11 +887,15 @@ func (d *Driver) Step() (Summary, error) {
 		// No effect: nothing happens between the two batches that the
 		// first must be durable for, so the whole cycle is one append and
 		// one fsync.
+		open = true
 		return d.finishQuiet(p, in)
 	}
 	if err := d.awaitEffect(); err != nil {
 		return Summary{}, err
 	}
+	// From the decision's append on, the cycle is open until its last
+	// batch is durable: an error in between stops the driver.
+	open = true
 	d.phase(PhaseDecisionAppend)
 	if intent != nil {
 		out, commitErr, err := d.decideAndCommit(batch, p.Effect, *intent)
@@ -1149,8 +1182,13 @@ func (d *Driver) Run(ctx context.Context, maxCycles int, each func(Summary)) (Ru
 }
 
 // Close makes every written batch durable and writes any checkpoint still
-// owed (cycles run since the last one).
+// owed (cycles run since the last one). A stopped driver (see broken)
+// writes nothing: the error that stopped it was returned when it
+// happened, and the next Open recovers what was stored.
 func (d *Driver) Close() error {
+	if d.broken != nil {
+		return nil
+	}
 	if d.pending > 0 {
 		if err := d.commit(); err != nil {
 			return err
@@ -1163,19 +1201,31 @@ func (d *Driver) Close() error {
 // append makes evs durable in the ledger, after the held batch if there
 // is one: both in one write and one fsync (one atomic batch on a server).
 func (d *Driver) append(evs []event.Event) ([]event.Record, error) {
+	if d.broken != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStopped, d.broken)
+	}
 	if err := d.settleEffect(); err != nil {
-		return nil, err
+		return nil, d.stop(err)
 	}
 	held := d.held
 	if held == nil {
-		return d.Ledger.Append(evs)
+		recs, err := d.Ledger.Append(evs)
+		return recs, d.stop(err)
 	}
 	d.held = nil
 	recs, err := d.Ledger.Append(slices.Concat(held, evs))
 	if err != nil {
-		return nil, err
+		return nil, d.stop(err)
 	}
 	return recs[len(held):], nil
+}
+
+// stop stops the driver on a failed write (see broken) and returns err.
+func (d *Driver) stop(err error) error {
+	if err != nil && d.broken == nil {
+		d.broken = err
+	}
+	return err
 }
 
 // awaitEffect is settleEffect as a step of its own (PhaseEffectDurable),

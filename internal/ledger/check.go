@@ -8,7 +8,26 @@ import (
 	"strconv"
 
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/event"
 )
+
+// kindOf returns the event kind named by b without allocating for the
+// kinds acr writes (a string conversion in a map lookup does not).
+func kindOf(b []byte) event.Kind {
+	if k, ok := knownKinds[string(b)]; ok {
+		return k
+	}
+	return event.Kind(b)
+}
+
+// knownKinds interns every kind acr writes.
+var knownKinds = func() map[string]event.Kind {
+	m := map[string]event.Kind{}
+	for _, k := range event.Kinds() {
+		m[string(k)] = k
+	}
+	return m
+}()
 
 // eventChecker checks the bytes of one event without decoding them into an
 // Event: canonical syntax (codec.WalkCanonical), the envelope's member
@@ -21,6 +40,10 @@ import (
 type eventChecker struct {
 	kids []member // depth-2 values seen since the last depth-1 member
 	err  error
+	// kind and cycle are the last event's type and cycle_seq, for the
+	// structure check (Structure) that follows the syntax check.
+	kind  event.Kind
+	cycle int64
 }
 
 type member struct{ key, val []byte }
@@ -30,7 +53,7 @@ func (c *eventChecker) check(b []byte) error {
 	if len(b) == 0 || b[0] != '{' {
 		return fmt.Errorf("event is not a JSON object")
 	}
-	c.kids, c.err = c.kids[:0], nil
+	c.kids, c.err, c.kind, c.cycle = c.kids[:0], nil, "", 0
 	if err := codec.WalkCanonical(b, 2, c.visit); err != nil {
 		if c.err != nil {
 			return c.err
@@ -61,13 +84,18 @@ func (c *eventChecker) visit(depth int, key, val []byte) error {
 		if val[0] != '"' {
 			return c.fail("event field %s: expected a string", key)
 		}
+		if string(key) == "type" {
+			c.kind = kindOf(val[1 : len(val)-1])
+		}
 	case "cycle_seq":
 		if val[0] != '-' && (val[0] < '0' || val[0] > '9') {
 			return c.fail("event field cycle_seq: expected an integer")
 		}
-		if _, err := strconv.ParseInt(string(val), 10, 64); err != nil {
+		n, err := strconv.ParseInt(string(val), 10, 64)
+		if err != nil {
 			return c.fail("event field cycle_seq: %v", err)
 		}
+		c.cycle = n
 	case "parents", "reason_codes", "refs":
 		if isNull {
 			return nil

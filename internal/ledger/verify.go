@@ -88,6 +88,15 @@ type chunkResult struct {
 	damageOff         int64
 	damageMsg         string
 	err               error // I/O error reading the chunk
+	// marks are the chunk's good lines as the structure check needs
+	// them, in order; the collector checks them (Structure is sequential).
+	marks []mark
+}
+
+// mark is one line as Structure sees it.
+type mark struct {
+	line, off, seq, cycle int64
+	kind                  event.Kind
 }
 
 func verifyChunks(r io.ReaderAt, size int64, expect *state.Frontier, workers, chunkSize int) (Report, error) {
@@ -215,6 +224,7 @@ func verifyChunks(r io.ReaderAt, size int64, expect *state.Frontier, workers, ch
 	}
 
 	var lineNo int64
+	var shape Structure
 	for out := range order {
 		res := <-out
 		if res.err != nil {
@@ -228,6 +238,17 @@ func verifyChunks(r io.ReaderAt, size int64, expect *state.Frontier, workers, ch
 		if res.firstSeq != 0 { // the first line parsed: check its link to the previous chunk
 			if res.firstSeq != rep.Frontier.Seq+1 || res.firstChain != rep.Frontier.Hash {
 				return damage(1, rep.Frontier.Offset, chainMsg(res.firstSeq, res.firstChain, rep.Frontier))
+			}
+		}
+		for _, m := range res.marks {
+			err := shape.Next(m.kind, m.cycle, m.seq)
+			if err == nil && expect != nil && m.seq == expect.Seq {
+				err = shape.AtFrontier()
+			}
+			if err != nil {
+				// The chain is whole up to here; the history is not.
+				rep.Events += m.line - 1
+				return damage(m.line, m.off, err.Error())
 			}
 		}
 		rep.Events += res.lines
@@ -276,6 +297,7 @@ func verifyChunk(c chunk, expect *state.Frontier, ck *eventChecker, h hash.Hash)
 			res.damageLine, res.damageOff, res.damageMsg = res.lines+1, end, err.Error()
 			break
 		}
+		res.marks = append(res.marks, mark{line: res.lines + 1, off: end, seq: ln.seq, cycle: ck.cycle, kind: ck.kind})
 		res.lines++
 		prevSeq, prevHash, end = ln.seq, ln.hash, end+int64(len(b))
 	}
