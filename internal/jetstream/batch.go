@@ -34,6 +34,7 @@ const (
 	hdrSequence       = natsjs.SequenceHeader // Nats-Sequence, on direct get answers
 	hdrSubject        = natsjs.SubjectHeader  // Nats-Subject, on direct get answers
 	hdrNumPending     = "Nats-Num-Pending"    // on batched direct get answers
+	hdrTimeStamp      = "Nats-Time-Stamp"     // on direct get answers: when the message was stored
 	hdrStatus         = "Status"              // set by nats.go on status-only messages
 	hdrDescription    = "Description"
 	hdrPart           = "Acr-Part"   // "i/n" on the parts of a checkpoint
@@ -62,14 +63,6 @@ type batchAck struct {
 // first returns the stream sequence of the batch's first message: a
 // batch's messages get consecutive sequences.
 func (a batchAck) first() uint64 { return a.Seq - a.Count + 1 }
-
-// withTimeout gives ctx the default deadline when it has none.
-func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, defaultTimeout)
-}
 
 // publishBatch stores msgs as one atomic batch: the server stages every
 // message, and only the commit (the last message) checks every message's
@@ -106,8 +99,6 @@ func publishBatchFailpoint(ctx context.Context, nc *nats.Conn, msgs []*nats.Msg,
 			return batchAck{}, fmt.Errorf("%w: %d bytes on %s, the server takes %d", ErrTooLarge, len(m.Data), m.Subject, mp)
 		}
 	}
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
 	id := rand.Text() // 26 characters; the server takes up to 64
 	last := len(msgs) - 1
 	for i, m := range msgs {
@@ -159,8 +150,6 @@ func publishOne(ctx context.Context, nc *nats.Conn, m *nats.Msg, failpoint func(
 	if int64(len(m.Data)+headerSize(m.Header)) > nc.MaxPayload() {
 		return batchAck{}, fmt.Errorf("%w: %d bytes on %s, the server takes %d", ErrTooLarge, len(m.Data), m.Subject, nc.MaxPayload())
 	}
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
 	if failpoint != nil {
 		failpoint("batch-staged")
 	}

@@ -45,7 +45,7 @@ func TestClusterLeaderLoss(t *testing.T) {
 		}
 		seqAt = r.Frontier
 	}
-	ls, err := st.Leases.Acquire(ctx(t), "seq", "w")
+	ls, err := st.Leases.Acquire(ctx(t), "seq", []byte("w"))
 	must(t, err)
 	for i := range 100 {
 		if ls, err = st.Leases.Renew(ctx(t), ls); err != nil {

@@ -19,6 +19,7 @@ import (
 // checkpoint and reads after it next time.
 type Inbox struct {
 	nc     *nats.Conn
+	pol    *policy
 	js     natsjs.JetStream
 	names  Names
 	stream string
@@ -35,9 +36,10 @@ type Item struct {
 // within the dedup window, in which case it returns that item's sequence
 // and dup. A ttl of 0 means no expiry; otherwise it is whole seconds, at
 // least one (the server's Nats-TTL resolution).
+//
+// A put whose answer was lost is sent again with the same message id, so
+// the server stores it once; its second answer then says dup.
 func (b *Inbox) Put(ctx context.Context, run, key string, data []byte, ttl time.Duration) (seq uint64, dup bool, err error) {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
 	opts := []natsjs.PublishOpt{natsjs.WithMsgID(Token(run) + "." + key)}
 	if ttl > 0 {
 		if ttl < time.Second {
@@ -45,13 +47,20 @@ func (b *Inbox) Put(ctx context.Context, run, key string, data []byte, ttl time.
 		}
 		opts = append(opts, natsjs.WithMsgTTL(ttl))
 	}
-	m := &nats.Msg{Subject: b.names.InboxSubject(run), Data: data, Header: nats.Header{}}
-	m.Header.Set(hdrInboxKey, key)
-	ack, err := b.js.PublishMsg(ctx, m, opts...)
+	err = b.pol.do(ctx, "inbox.put", func(ctx context.Context) error {
+		m := &nats.Msg{Subject: b.names.InboxSubject(run), Data: data, Header: nats.Header{}}
+		m.Header.Set(hdrInboxKey, key)
+		ack, err := b.js.PublishMsg(ctx, m, opts...)
+		if err != nil {
+			return classify(err)
+		}
+		seq, dup = ack.Sequence, ack.Duplicate
+		return nil
+	})
 	if err != nil {
-		return 0, false, fmt.Errorf("inbox put %s: %w", key, classify(err))
+		return 0, false, fmt.Errorf("inbox put %s: %w", key, err)
 	}
-	return ack.Sequence, ack.Duplicate, nil
+	return seq, dup, nil
 }
 
 // hdrInboxKey carries an item's dedup key as given (the message id has
@@ -61,7 +70,7 @@ const hdrInboxKey = "Acr-Key"
 // Read calls fn, in order, for each of run's unexpired items with a
 // sequence greater than after.
 func (b *Inbox) Read(ctx context.Context, run string, after uint64, fn func(Item) error) error {
-	return readSubject(ctx, b.nc, b.stream, b.names.InboxSubject(run), after+1, func(seq uint64, m *nats.Msg) error {
+	return readSubject(ctx, b.pol, b.nc, b.stream, b.names.InboxSubject(run), after+1, func(seq uint64, m *nats.Msg) error {
 		return fn(Item{Seq: seq, Key: m.Header.Get(hdrInboxKey), Data: m.Data})
 	})
 }
@@ -70,14 +79,15 @@ func (b *Inbox) Read(ctx context.Context, run string, after uint64, fn func(Item
 // reader's checkpoint records that it has read them, so that items without
 // a TTL do not pile up.
 func (b *Inbox) Trim(ctx context.Context, run string, upto uint64) error {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
-	s, err := b.js.Stream(ctx, b.stream)
+	err := b.pol.do(ctx, "inbox.trim", func(ctx context.Context) error {
+		s, err := b.js.Stream(ctx, b.stream)
+		if err != nil {
+			return classify(err)
+		}
+		return classify(s.Purge(ctx, natsjs.WithPurgeSubject(b.names.InboxSubject(run)), natsjs.WithPurgeSequence(upto+1)))
+	})
 	if err != nil {
-		return fmt.Errorf("inbox trim: %w", classify(err))
-	}
-	if err := s.Purge(ctx, natsjs.WithPurgeSubject(b.names.InboxSubject(run)), natsjs.WithPurgeSequence(upto+1)); err != nil {
-		return fmt.Errorf("inbox trim: %w", classify(err))
+		return fmt.Errorf("inbox trim: %w", err)
 	}
 	return nil
 }
@@ -86,16 +96,23 @@ func (b *Inbox) Trim(ctx context.Context, run string, upto uint64) error {
 // reader has consumed and checkpointed). An item already gone (expired,
 // deleted before) is not an error.
 func (b *Inbox) Delete(ctx context.Context, run string, seqs ...uint64) error {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
-	s, err := b.js.Stream(ctx, b.stream)
-	if err != nil {
-		return fmt.Errorf("inbox delete: %w", classify(err))
-	}
-	for _, seq := range seqs {
-		err := s.DeleteMsg(ctx, seq)
-		if err != nil && !errors.Is(err, natsjs.ErrMsgNotFound) && !errors.Is(err, natsjs.ErrMsgDeleteUnsuccessful) {
-			return fmt.Errorf("inbox delete %d: %w", seq, classify(err))
+	for len(seqs) > 0 {
+		err := b.pol.do(ctx, "inbox.delete", func(ctx context.Context) error {
+			s, err := b.js.Stream(ctx, b.stream)
+			if err != nil {
+				return classify(err)
+			}
+			for len(seqs) > 0 {
+				err := s.DeleteMsg(ctx, seqs[0])
+				if err != nil && !errors.Is(err, natsjs.ErrMsgNotFound) && !errors.Is(err, natsjs.ErrMsgDeleteUnsuccessful) {
+					return fmt.Errorf("%d: %w", seqs[0], classify(err))
+				}
+				seqs = seqs[1:]
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("inbox delete %w", err)
 		}
 	}
 	return nil
@@ -108,26 +125,28 @@ func (b *Inbox) Delete(ctx context.Context, run string, seqs ...uint64) error {
 // finished by doing it again and stores no second copy within the dedup
 // window.
 func (b *Inbox) Quarantine(ctx context.Context, run string, seq uint64) error {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
-	m, err := getSeq(ctx, b.nc, b.stream, seq)
+	m, err := getSeq(ctx, b.pol, b.nc, b.stream, seq)
 	if err != nil {
 		return fmt.Errorf("quarantine %d: %w", seq, err)
 	}
 	if m.Subject != b.names.InboxSubject(run) {
 		return fmt.Errorf("quarantine %d: not an item of %s: %w", seq, run, ErrNotFound)
 	}
-	q := &nats.Msg{Subject: b.names.QuarantineSubject(run), Data: m.Data, Header: nats.Header{}}
-	q.Header.Set(hdrInboxKey, m.Header.Get(hdrInboxKey))
-	if _, err := b.js.PublishMsg(ctx, q, natsjs.WithMsgID(fmt.Sprintf("%s.quarantine.%d", Token(run), seq))); err != nil {
-		return fmt.Errorf("quarantine %d: %w", seq, classify(err))
+	err = b.pol.do(ctx, "inbox.quarantine", func(ctx context.Context) error {
+		q := &nats.Msg{Subject: b.names.QuarantineSubject(run), Data: m.Data, Header: nats.Header{}}
+		q.Header.Set(hdrInboxKey, m.Header.Get(hdrInboxKey))
+		_, err := b.js.PublishMsg(ctx, q, natsjs.WithMsgID(fmt.Sprintf("%s.quarantine.%d", Token(run), seq)))
+		return classify(err)
+	})
+	if err != nil {
+		return fmt.Errorf("quarantine %d: %w", seq, err)
 	}
 	return b.Delete(ctx, run, seq)
 }
 
 // Quarantined calls fn, in order, for each of run's quarantined items.
 func (b *Inbox) Quarantined(ctx context.Context, run string, fn func(Item) error) error {
-	return readSubject(ctx, b.nc, b.stream, b.names.QuarantineSubject(run), 1, func(seq uint64, m *nats.Msg) error {
+	return readSubject(ctx, b.pol, b.nc, b.stream, b.names.QuarantineSubject(run), 1, func(seq uint64, m *nats.Msg) error {
 		return fn(Item{Seq: seq, Key: m.Header.Get(hdrInboxKey), Data: m.Data})
 	})
 }
@@ -135,16 +154,18 @@ func (b *Inbox) Quarantined(ctx context.Context, run string, fn func(Item) error
 // Pending calls fn with every run whose inbox holds at least one item and
 // how many it holds: one stream info request, however many runs there are.
 func (b *Inbox) Pending(ctx context.Context, fn func(run string, items uint64) error) error {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
-	s, err := b.js.Stream(ctx, b.stream)
-	if err != nil {
-		return fmt.Errorf("inbox pending: %w", classify(err))
-	}
 	prefix := b.names.Prefix + ".inbox."
-	info, err := s.Info(ctx, natsjs.WithSubjectFilter(prefix+"*"))
+	var info *natsjs.StreamInfo
+	err := b.pol.do(ctx, "inbox.pending", func(ctx context.Context) error {
+		s, err := b.js.Stream(ctx, b.stream)
+		if err != nil {
+			return classify(err)
+		}
+		info, err = s.Info(ctx, natsjs.WithSubjectFilter(prefix+"*"))
+		return classify(err)
+	})
 	if err != nil {
-		return fmt.Errorf("inbox pending: %w", classify(err))
+		return fmt.Errorf("inbox pending: %w", err)
 	}
 	for subj, n := range info.State.Subjects {
 		run, err := ParseToken(strings.TrimPrefix(subj, prefix))

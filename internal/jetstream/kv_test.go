@@ -117,9 +117,9 @@ func TestInboxDedupExpiryAndReadPosition(t *testing.T) {
 func TestLeaseAcquireRenewExpireRelease(t *testing.T) {
 	_, _, st := open(t, Options{LeaseTTL: time.Second})
 	ls := st.Leases
-	a, err := ls.Acquire(ctx(t), run, "worker-a")
+	a, err := ls.Acquire(ctx(t), run, []byte("worker-a"))
 	must(t, err)
-	_, err = ls.Acquire(ctx(t), run, "worker-b")
+	_, err = ls.Acquire(ctx(t), run, []byte("worker-b"))
 	wantErr(t, err, ErrLeaseHeld)
 	a2, err := ls.Renew(ctx(t), a)
 	must(t, err)
@@ -145,7 +145,7 @@ func TestLeaseAcquireRenewExpireRelease(t *testing.T) {
 	wantErr(t, ls.Release(ctx(t), a2), ErrLeaseLost)
 
 	must(t, ls.Release(ctx(t), b))
-	c, err := ls.Acquire(ctx(t), run, "worker-c")
+	c, err := ls.Acquire(ctx(t), run, []byte("worker-c"))
 	must(t, err)
 	if c.Rev <= b.Rev {
 		t.Fatalf("revision %d after release not above %d", c.Rev, b.Rev)
@@ -158,7 +158,7 @@ func waitAcquire(t *testing.T, ls *Leases, holder string) Lease {
 	start := time.Now()
 	deadline := start.Add(10 * time.Second)
 	for {
-		l, err := ls.Acquire(ctx(t), run, holder)
+		l, err := ls.Acquire(ctx(t), run, []byte(holder))
 		if err == nil {
 			t.Logf("%s acquired after %v (lease TTL %v)", holder, time.Since(start).Round(time.Millisecond), ls.TTL())
 			return l
@@ -180,7 +180,7 @@ func TestExpiredLeaseCannotCommit(t *testing.T) {
 	c0, err := l.Commit(ctx(t), run, Frontier{}, records("init", 1, 100), []byte("ck0"))
 	must(t, err)
 
-	a, err := ls.Acquire(ctx(t), run, "worker-a")
+	a, err := ls.Acquire(ctx(t), run, []byte("worker-a"))
 	must(t, err)
 	_, atA, err := l.Checkpoint(ctx(t), run)
 	must(t, err)

@@ -1,11 +1,14 @@
 package jetstream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 )
 
@@ -19,66 +22,202 @@ var ErrLeaseHeld = errors.New("lease held by another worker")
 // KeyValue.Update writes without one: the first renewal would make the
 // lease permanent.
 //
+// A lease's value is its holder's, opaque here: the holder writes the same
+// bytes at every renewal, and they must be its own (a random token in
+// them), so that a write whose answer was lost is recognised by reading
+// the key back.
+//
 // A lease only saves wasted work. What keeps two workers from both
 // writing a run is the expected sequence of every ledger commit.
 type Leases struct {
-	kv  natsjs.KeyValue
-	ttl time.Duration
+	nc     *nats.Conn
+	pol    *policy
+	kv     natsjs.KeyValue
+	ttl    time.Duration
+	bucket string
 }
 
 // Lease is a held lease. Rev, the KV revision, grows with every acquire
 // and renewal of any run, so it can serve as a fencing token.
 type Lease struct {
-	Run    string
-	Holder string
-	Rev    uint64
+	Run   string
+	Value []byte
+	Rev   uint64
+}
+
+// LeaseInfo is a lease as the store holds it, whoever holds it.
+type LeaseInfo struct {
+	Run   string
+	Value []byte
+	Rev   uint64
+	// Written is when its last revision (its acquisition or its last
+	// renewal) was stored: it lapses a TTL later unless renewed.
+	Written time.Time
 }
 
 // TTL is how long a lease lasts unless renewed.
 func (l *Leases) TTL() time.Duration { return l.ttl }
 
-// Acquire takes run's lease for holder, or fails with ErrLeaseHeld.
-func (l *Leases) Acquire(ctx context.Context, run, holder string) (Lease, error) {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
+// Acquire takes run's lease with value, or fails with ErrLeaseHeld.
+func (l *Leases) Acquire(ctx context.Context, run string, value []byte) (Lease, error) {
 	var rev uint64
-	err := retryInFlight(ctx, func() (err error) { rev, err = l.kv.Create(ctx, Token(run), []byte(holder)); return err })
-	if errors.Is(err, natsjs.ErrKeyExists) {
-		return Lease{}, fmt.Errorf("acquire %s: %w", run, ErrLeaseHeld)
-	}
+	unknown := false
+	err := l.pol.do(ctx, "lease.acquire", func(ctx context.Context) error {
+		err := retryInFlight(ctx, func() (err error) { rev, err = l.kv.Create(ctx, Token(run), value); return err })
+		if errors.Is(err, natsjs.ErrKeyExists) {
+			if unknown {
+				// The attempt whose answer was lost may have been the one
+				// that created it.
+				if e, gerr := l.kv.Get(ctx, Token(run)); gerr == nil && bytes.Equal(e.Value(), value) {
+					rev = e.Revision()
+					return nil
+				}
+			}
+			return ErrLeaseHeld
+		}
+		err = classify(err)
+		unknown = errors.Is(err, ErrUnavailable)
+		return err
+	})
 	if err != nil {
-		return Lease{}, fmt.Errorf("acquire %s: %w", run, classify(err))
+		return Lease{}, fmt.Errorf("acquire %s: %w", run, err)
 	}
-	return Lease{Run: run, Holder: holder, Rev: rev}, nil
+	return Lease{Run: run, Value: value, Rev: rev}, nil
+}
+
+// TakeOver replaces a lease the caller knows to be its own from before (a
+// holder that lost touch with the server, and comes back to the runs it
+// held) with value, provided the key is still at revision rev; it fails
+// with ErrLeaseHeld if the key moved.
+func (l *Leases) TakeOver(ctx context.Context, run string, value []byte, rev uint64) (Lease, error) {
+	n, err := l.Renew(ctx, Lease{Run: run, Value: value, Rev: rev})
+	if errors.Is(err, ErrLeaseLost) {
+		return Lease{}, fmt.Errorf("take over %s: %w", run, ErrLeaseHeld)
+	}
+	return n, err
 }
 
 // Renew extends a held lease and returns it with its new revision, or
 // fails with ErrLeaseLost if it expired or another holder took it.
 func (l *Leases) Renew(ctx context.Context, ls Lease) (Lease, error) {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
 	var rev uint64
-	err := retryInFlight(ctx, func() (err error) { rev, err = l.kv.Update(ctx, Token(ls.Run), []byte(ls.Holder), ls.Rev); return err })
-	if errors.Is(err, natsjs.ErrKeyRevisionMismatch) || errors.Is(err, natsjs.ErrKeyExists) {
-		return Lease{}, fmt.Errorf("renew %s: %w", ls.Run, ErrLeaseLost)
-	}
+	unknown := false
+	err := l.pol.do(ctx, "lease.renew", func(ctx context.Context) error {
+		err := retryInFlight(ctx, func() (err error) { rev, err = l.kv.Update(ctx, Token(ls.Run), ls.Value, ls.Rev); return err })
+		if errors.Is(err, natsjs.ErrKeyRevisionMismatch) || errors.Is(err, natsjs.ErrKeyExists) {
+			if unknown {
+				if e, gerr := l.kv.Get(ctx, Token(ls.Run)); gerr == nil && e.Revision() > ls.Rev && bytes.Equal(e.Value(), ls.Value) {
+					rev = e.Revision()
+					return nil
+				}
+			}
+			return ErrLeaseLost
+		}
+		err = classify(err)
+		unknown = errors.Is(err, ErrUnavailable)
+		return err
+	})
 	if err != nil {
-		return Lease{}, fmt.Errorf("renew %s: %w", ls.Run, classify(err))
+		return Lease{}, fmt.Errorf("renew %s: %w", ls.Run, err)
 	}
 	ls.Rev = rev
 	return ls, nil
 }
 
 // Release gives a held lease up; ErrLeaseLost if it was no longer held.
+// A release whose answer was lost, tried again, finds the key gone or
+// another's: released either way.
 func (l *Leases) Release(ctx context.Context, ls Lease) error {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
-	err := retryInFlight(ctx, func() error { return l.kv.Delete(ctx, Token(ls.Run), natsjs.LastRevision(ls.Rev)) })
-	if errors.Is(err, natsjs.ErrKeyRevisionMismatch) || errors.Is(err, natsjs.ErrKeyExists) {
-		return fmt.Errorf("release %s: %w", ls.Run, ErrLeaseLost)
+	unknown := false
+	err := l.pol.do(ctx, "lease.release", func(ctx context.Context) error {
+		err := retryInFlight(ctx, func() error { return l.kv.Delete(ctx, Token(ls.Run), natsjs.LastRevision(ls.Rev)) })
+		if errors.Is(err, natsjs.ErrKeyRevisionMismatch) || errors.Is(err, natsjs.ErrKeyExists) {
+			if unknown {
+				if e, gerr := l.kv.Get(ctx, Token(ls.Run)); errors.Is(gerr, natsjs.ErrKeyNotFound) || (gerr == nil && !bytes.Equal(e.Value(), ls.Value)) {
+					return nil
+				}
+			}
+			return ErrLeaseLost
+		}
+		err = classify(err)
+		unknown = errors.Is(err, ErrUnavailable)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("release %s: %w", ls.Run, err)
+	}
+	return nil
+}
+
+// Get returns run's lease as the store holds it, or ErrNotFound when
+// nobody holds it.
+func (l *Leases) Get(ctx context.Context, run string) (LeaseInfo, error) {
+	var info LeaseInfo
+	err := l.pol.do(ctx, "lease.get", func(ctx context.Context) error {
+		e, err := l.kv.Get(ctx, Token(run))
+		if err != nil {
+			return classify(err)
+		}
+		info = LeaseInfo{Run: run, Value: e.Value(), Rev: e.Revision(), Written: e.Created()}
+		return nil
+	})
+	if err != nil {
+		return LeaseInfo{}, fmt.Errorf("lease of %s: %w", run, err)
+	}
+	return info, nil
+}
+
+// Break ends run's lease whoever holds it, provided it is still at
+// revision rev (the lease a person looked at before deciding to break
+// it): ErrConflict if it moved since (renewed, released, taken). The
+// holder's next renewal then fails with ErrLeaseLost. Breaking a lease
+// fences nothing by itself; see jsstore.Store.BreakLease.
+func (l *Leases) Break(ctx context.Context, run string, rev uint64) error {
+	unknown := false
+	err := l.pol.do(ctx, "lease.break", func(ctx context.Context) error {
+		err := retryInFlight(ctx, func() error { return l.kv.Delete(ctx, Token(run), natsjs.LastRevision(rev)) })
+		if errors.Is(err, natsjs.ErrKeyRevisionMismatch) || errors.Is(err, natsjs.ErrKeyExists) {
+			if unknown {
+				if _, gerr := l.kv.Get(ctx, Token(run)); errors.Is(gerr, natsjs.ErrKeyNotFound) {
+					return nil
+				}
+			}
+			return fmt.Errorf("%w: the lease changed since it was read: %w", ErrConflict, err)
+		}
+		err = classify(err)
+		unknown = errors.Is(err, ErrUnavailable)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("break the lease of %s: %w", run, err)
+	}
+	return nil
+}
+
+// List calls fn with every lease the store holds, in no particular order:
+// one multi-last direct get on the bucket's stream (a consumer beyond
+// 1024 leases).
+func (l *Leases) List(ctx context.Context, fn func(LeaseInfo) error) error {
+	stream, prefix := "KV_"+l.bucket, "$KV."+l.bucket+"."
+	each := func(subject string, m *nats.Msg) error {
+		switch m.Header.Get("KV-Operation") {
+		case "DEL", "PURGE":
+			return nil
+		}
+		run, err := ParseToken(strings.TrimPrefix(subject, prefix))
+		if err != nil {
+			return fmt.Errorf("lease key %s: %w", subject, err)
+		}
+		seq, _ := parseUint(m.Header.Get(hdrSequence))
+		at, _ := time.Parse(time.RFC3339Nano, m.Header.Get(hdrTimeStamp))
+		return fn(LeaseInfo{Run: run, Value: m.Data, Rev: seq, Written: at})
+	}
+	err := readLastPerSubject(ctx, l.pol, l.nc, stream, prefix+">", each)
+	if errors.Is(err, errTooManySubjects) {
+		err = scanLastPerSubject(ctx, l.pol, l.nc, stream, prefix+">", each)
 	}
 	if err != nil {
-		return fmt.Errorf("release %s: %w", ls.Run, classify(err))
+		return fmt.Errorf("list leases: %w", err)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 // subject they touch, so a stale writer stores nothing.
 type Ledger struct {
 	nc     *nats.Conn
+	pol    *policy
 	names  Names
 	stream string
 }
@@ -120,13 +121,19 @@ func (l *Ledger) CommitBatch(ctx context.Context, run string, at Frontier, b Bat
 	}
 	msgs, nparts := l.batch(run, at, b)
 	var ack batchAck
-	err := retryInFlight(ctx, func() (err error) {
-		if len(msgs) == 1 {
-			ack, err = publishOne(ctx, l.nc, msgs[0], b.Failpoint)
-		} else {
-			ack, err = publishBatchFailpoint(ctx, l.nc, msgs, b.Failpoint)
-		}
-		return err
+	// A commit whose answer was lost is sent again as it was: the same
+	// message ids, so that the server refuses a copy of one it stored (or
+	// the expected sequence does, after the dedup window), and stored
+	// below then recognises it.
+	err := l.pol.do(ctx, "commit", func(ctx context.Context) error {
+		return retryInFlight(ctx, func() (err error) {
+			if len(msgs) == 1 {
+				ack, err = publishOne(ctx, l.nc, msgs[0], b.Failpoint)
+			} else {
+				ack, err = publishBatchFailpoint(ctx, l.nc, msgs, b.Failpoint)
+			}
+			return err
+		})
 	})
 	if err == nil {
 		return l.committed(at, ack.first(), len(b.Records), nparts, false), nil
@@ -227,7 +234,7 @@ func (l *Ledger) stored(ctx context.Context, run string, at Frontier, nrec int, 
 	}
 	var got []uint64
 	errStop := errors.New("stop")
-	err := readSubject(ctx, l.nc, l.stream, subj, from, func(seq uint64, m *nats.Msg) error {
+	err := readSubject(ctx, l.pol, l.nc, l.stream, subj, from, func(seq uint64, m *nats.Msg) error {
 		i := len(got)
 		if m.Header.Get(hdrMsgID) != want[i].Header.Get(hdrMsgID) || !bytes.Equal(m.Data, want[i].Data) {
 			return errStop
@@ -283,14 +290,14 @@ func split(b []byte, n int) [][]byte {
 // Read calls fn, in order, for each of run's records whose stream
 // sequence is greater than after, until they run out or fn fails.
 func (l *Ledger) Read(ctx context.Context, run string, after uint64, fn func(Record) error) error {
-	return readSubject(ctx, l.nc, l.stream, l.names.LedgerSubject(run), after+1, func(seq uint64, m *nats.Msg) error {
+	return readSubject(ctx, l.pol, l.nc, l.stream, l.names.LedgerSubject(run), after+1, func(seq uint64, m *nats.Msg) error {
 		return fn(Record{Seq: seq, ID: m.Header.Get(hdrMsgID), Batch: m.Header.Get(hdrBatchID), Data: m.Data})
 	})
 }
 
 // Last returns run's last ledger record, or ErrNotFound.
 func (l *Ledger) Last(ctx context.Context, run string) (Record, error) {
-	seq, m, err := lastOnSubject(ctx, l.nc, l.stream, l.names.LedgerSubject(run))
+	seq, m, err := lastOnSubject(ctx, l.pol, l.nc, l.stream, l.names.LedgerSubject(run))
 	if err != nil {
 		return Record{}, err
 	}
@@ -301,7 +308,7 @@ func (l *Ledger) Last(ctx context.Context, run string) (Record, error) {
 // of run's checkpoint (ErrNotFound when it has none): the checkpoint's
 // position and the headers its commit set, without reading its body.
 func (l *Ledger) CheckpointHead(ctx context.Context, run string) (uint64, nats.Header, error) {
-	seq, m, err := lastOnSubject(ctx, l.nc, l.stream, l.names.CheckpointSubject(run))
+	seq, m, err := lastOnSubject(ctx, l.pol, l.nc, l.stream, l.names.CheckpointSubject(run))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -311,7 +318,7 @@ func (l *Ledger) CheckpointHead(ctx context.Context, run string) (uint64, nats.H
 // Get returns run's ledger record at stream sequence seq, or ErrNotFound
 // when there is none there (or it is not one of run's records).
 func (l *Ledger) Get(ctx context.Context, run string, seq uint64) (Record, error) {
-	m, err := getSeq(ctx, l.nc, l.stream, seq)
+	m, err := getSeq(ctx, l.pol, l.nc, l.stream, seq)
 	if err != nil {
 		return Record{}, err
 	}
@@ -327,16 +334,16 @@ func (l *Ledger) Get(ctx context.Context, run string, seq uint64) (Record, error
 // scan by a short-lived consumer.
 func (l *Ledger) Statuses(ctx context.Context, fn func(run string, data []byte) error) error {
 	filter := l.names.Prefix + ".status.*"
-	each := func(subject string, data []byte) error {
+	each := func(subject string, m *nats.Msg) error {
 		run, err := ParseToken(strings.TrimPrefix(subject, l.names.Prefix+".status."))
 		if err != nil {
 			return fmt.Errorf("status subject %s: %w", subject, err)
 		}
-		return fn(run, data)
+		return fn(run, m.Data)
 	}
-	err := readLastPerSubject(ctx, l.nc, l.stream, filter, each)
+	err := readLastPerSubject(ctx, l.pol, l.nc, l.stream, filter, each)
 	if errors.Is(err, errTooManySubjects) {
-		return scanLastPerSubject(ctx, l.nc, l.stream, filter, each)
+		return scanLastPerSubject(ctx, l.pol, l.nc, l.stream, filter, each)
 	}
 	return err
 }
@@ -356,7 +363,7 @@ func (l *Ledger) Checkpoint(ctx context.Context, run string) ([]byte, Frontier, 
 		n      int
 		total  = -1
 	)
-	err := readSubject(ctx, l.nc, l.stream, l.names.CheckpointSubject(run), 1, func(seq uint64, m *nats.Msg) error {
+	err := readSubject(ctx, l.pol, l.nc, l.stream, l.names.CheckpointSubject(run), 1, func(seq uint64, m *nats.Msg) error {
 		i, of, ok := parsePart(m.Header.Get(hdrPart))
 		switch {
 		case !ok:

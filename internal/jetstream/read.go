@@ -41,80 +41,92 @@ type directGetRequest struct {
 // In a cluster any current replica may answer a direct get, so a read may
 // lag a just-acknowledged write by a moment; writes are protected by their
 // expected sequence, not by what a read saw.
-func readSubject(ctx context.Context, nc *nats.Conn, stream, subject string, from uint64, fn func(seq uint64, m *nats.Msg) error) error {
-	sub, err := nc.SubscribeSync(nc.NewRespInbox())
-	if err != nil {
-		return classify(err)
-	}
-	defer sub.Unsubscribe()
+func readSubject(ctx context.Context, pol *policy, nc *nats.Conn, stream, subject string, from uint64, fn func(seq uint64, m *nats.Msg) error) error {
 	api := "$JS.API.DIRECT.GET." + stream
 	if from == 0 {
 		from = 1
 	}
-	for {
-		req, err := json.Marshal(directGetRequest{Seq: from, NextFor: subject, Batch: readBatch})
+	for more := true; more; {
+		// One page per attempt; an attempt that failed part way resumes
+		// after the last message it handed to fn, so fn never sees one
+		// twice.
+		err := pol.do(ctx, "read", func(ctx context.Context) error {
+			sub, err := nc.SubscribeSync(nc.NewRespInbox())
+			if err != nil {
+				return classify(err)
+			}
+			defer sub.Unsubscribe()
+			req, err := json.Marshal(directGetRequest{Seq: from, NextFor: subject, Batch: readBatch})
+			if err != nil {
+				return err
+			}
+			if err := nc.PublishRequest(api, sub.Subject, req); err != nil {
+				return classify(err)
+			}
+			more, err = readPage(ctx, sub, subject, func(seq uint64, m *nats.Msg) error {
+				if err := fn(seq, m); err != nil {
+					return err
+				}
+				from = seq + 1
+				return nil
+			})
+			return err
+		})
 		if err != nil {
 			return err
 		}
-		if err := nc.PublishRequest(api, sub.Subject, req); err != nil {
-			return classify(err)
-		}
-		// Without a deadline from the caller, each page (not the whole
-		// read, which may be long) gets the default one.
-		pctx, cancel := withTimeout(ctx)
-		more, next, err := readPage(pctx, sub, subject, fn)
-		cancel()
-		if err != nil || !more {
-			return err
-		}
-		from = next
 	}
+	return nil
 }
 
 // readPage reads one direct get answer up to its end-of-batch message and
-// says whether more remain and from which sequence.
-func readPage(ctx context.Context, sub *nats.Subscription, subject string, fn func(seq uint64, m *nats.Msg) error) (more bool, from uint64, err error) {
+// says whether more remain (after the last message it handed to fn).
+func readPage(ctx context.Context, sub *nats.Subscription, subject string, fn func(seq uint64, m *nats.Msg) error) (more bool, err error) {
 	var last uint64
 	for {
 		m, err := sub.NextMsgWithContext(ctx)
 		if err != nil {
-			return false, 0, classify(err)
+			return false, classify(err)
 		}
 		switch st := m.Header.Get(hdrStatus); st {
 		case "":
 			seq, err := strconv.ParseUint(m.Header.Get(hdrSequence), 10, 64)
 			if err != nil {
-				return false, 0, fmt.Errorf("direct get %s: message without %s", subject, hdrSequence)
+				return false, fmt.Errorf("direct get %s: message without %s", subject, hdrSequence)
 			}
 			if err := fn(seq, m); err != nil {
-				return false, 0, err
+				return false, err
 			}
 			last = seq
 		case "204": // end of batch
-			more := m.Header.Get(hdrNumPending) != "0" && last > 0
-			return more, last + 1, nil
+			return m.Header.Get(hdrNumPending) != "0" && last > 0, nil
 		case "404": // nothing at or after the start
-			return false, 0, nil
+			return false, nil
 		case "503":
-			return false, 0, classify(nats.ErrNoResponders)
+			return false, classify(nats.ErrNoResponders)
 		default:
-			return false, 0, fmt.Errorf("direct get %s: status %s %s", subject, st, m.Header.Get(hdrDescription))
+			return false, fmt.Errorf("direct get %s: status %s %s", subject, st, m.Header.Get(hdrDescription))
 		}
 	}
 }
 
 // lastOnSubject returns the last message on subject and its stream
 // sequence, or ErrNotFound.
-func lastOnSubject(ctx context.Context, nc *nats.Conn, stream, subject string) (uint64, *nats.Msg, error) {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
+func lastOnSubject(ctx context.Context, pol *policy, nc *nats.Conn, stream, subject string) (uint64, *nats.Msg, error) {
 	req, err := json.Marshal(directGetRequest{LastFor: subject})
 	if err != nil {
 		return 0, nil, err
 	}
-	m, err := nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+stream, req)
+	var m *nats.Msg
+	err = pol.do(ctx, "read", func(ctx context.Context) (err error) {
+		m, err = nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+stream, req)
+		if err == nil && m.Header.Get(hdrStatus) == "503" {
+			err = nats.ErrNoResponders
+		}
+		return classify(err)
+	})
 	if err != nil {
-		return 0, nil, classify(err)
+		return 0, nil, err
 	}
 	switch st := m.Header.Get(hdrStatus); st {
 	case "":
@@ -131,16 +143,21 @@ func lastOnSubject(ctx context.Context, nc *nats.Conn, stream, subject string) (
 }
 
 // getSeq returns the message at stream sequence seq, or ErrNotFound.
-func getSeq(ctx context.Context, nc *nats.Conn, stream string, seq uint64) (*nats.Msg, error) {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
+func getSeq(ctx context.Context, pol *policy, nc *nats.Conn, stream string, seq uint64) (*nats.Msg, error) {
 	req, err := json.Marshal(directGetRequest{Seq: seq})
 	if err != nil {
 		return nil, err
 	}
-	m, err := nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+stream, req)
+	var m *nats.Msg
+	err = pol.do(ctx, "read", func(ctx context.Context) (err error) {
+		m, err = nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+stream, req)
+		if err == nil && m.Header.Get(hdrStatus) == "503" {
+			err = nats.ErrNoResponders
+		}
+		return classify(err)
+	})
 	if err != nil {
-		return nil, classify(err)
+		return nil, err
 	}
 	switch st := m.Header.Get(hdrStatus); st {
 	case "":
@@ -153,6 +170,9 @@ func getSeq(ctx context.Context, nc *nats.Conn, stream string, seq uint64) (*nat
 	return m, nil
 }
 
+// parseUint reads a decimal header value.
+func parseUint(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) }
+
 // errTooManySubjects: a multi-last direct get matched more subjects than
 // the server answers in one request (1024 in nats-server 2.15).
 var errTooManySubjects = errors.New("too many subjects for one multi-last request")
@@ -162,94 +182,122 @@ var errTooManySubjects = errors.New("too many subjects for one multi-last reques
 // multi-last direct get (server >= 2.11). It fails with
 // errTooManySubjects when the server refuses because the filter matches
 // too many subjects.
-func readLastPerSubject(ctx context.Context, nc *nats.Conn, stream, filter string, fn func(subject string, data []byte) error) error {
-	sub, err := nc.SubscribeSync(nc.NewRespInbox())
-	if err != nil {
-		return classify(err)
-	}
-	defer sub.Unsubscribe()
+func readLastPerSubject(ctx context.Context, pol *policy, nc *nats.Conn, stream, filter string, fn func(subject string, m *nats.Msg) error) error {
 	req, err := json.Marshal(directGetRequest{MultiLastFor: []string{filter}})
 	if err != nil {
 		return err
 	}
-	if err := nc.PublishRequest("$JS.API.DIRECT.GET."+stream, sub.Subject, req); err != nil {
-		return classify(err)
-	}
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
-	for {
-		m, err := sub.NextMsgWithContext(ctx)
+	// The whole answer is gathered before fn sees any of it: an attempt
+	// that fails part way is repeated whole.
+	var got []*nats.Msg
+	err = pol.do(ctx, "read", func(ctx context.Context) error {
+		got = got[:0]
+		sub, err := nc.SubscribeSync(nc.NewRespInbox())
 		if err != nil {
 			return classify(err)
 		}
-		switch st := m.Header.Get(hdrStatus); st {
-		case "":
-			if err := fn(m.Header.Get(hdrSubject), m.Data); err != nil {
-				return err
+		defer sub.Unsubscribe()
+		if err := nc.PublishRequest("$JS.API.DIRECT.GET."+stream, sub.Subject, req); err != nil {
+			return classify(err)
+		}
+		for {
+			m, err := sub.NextMsgWithContext(ctx)
+			if err != nil {
+				return classify(err)
 			}
-		case "204": // end of batch: multi-last answers everything at once
-			return nil
-		case "404":
-			return nil
-		case "413":
-			return errTooManySubjects
-		case "503":
-			return classify(nats.ErrNoResponders)
-		default:
-			return fmt.Errorf("direct get last of %s: status %s %s", filter, st, m.Header.Get(hdrDescription))
+			switch st := m.Header.Get(hdrStatus); st {
+			case "":
+				got = append(got, m)
+			case "204", "404": // end of batch (multi-last answers everything at once), or nothing
+				return nil
+			case "413":
+				return errTooManySubjects
+			case "503":
+				return classify(nats.ErrNoResponders)
+			default:
+				return fmt.Errorf("direct get last of %s: status %s %s", filter, st, m.Header.Get(hdrDescription))
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	for _, m := range got {
+		if err := fn(m.Header.Get(hdrSubject), m); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 // scanLastPerSubject is readLastPerSubject for any number of subjects: an
 // ephemeral consumer that delivers the last message per subject, deleted
 // afterwards (and by the server after a short inactivity if the delete is
 // lost).
-func scanLastPerSubject(ctx context.Context, nc *nats.Conn, stream, filter string, fn func(subject string, data []byte) error) error {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
+func scanLastPerSubject(ctx context.Context, pol *policy, nc *nats.Conn, stream, filter string, fn func(subject string, m *nats.Msg) error) error {
 	js, err := natsjs.New(nc)
 	if err != nil {
 		return err
 	}
-	c, err := js.CreateConsumer(ctx, stream, natsjs.ConsumerConfig{
-		FilterSubject:     filter,
-		DeliverPolicy:     natsjs.DeliverLastPerSubjectPolicy,
-		AckPolicy:         natsjs.AckNonePolicy,
-		InactiveThreshold: 30 * time.Second,
-		MemoryStorage:     true,
-	})
-	if err != nil {
-		return classify(err)
+	type msg struct {
+		subject string
+		m       *nats.Msg
 	}
-	name := c.CachedInfo().Name
-	defer func() {
-		dctx, dcancel := context.WithTimeout(context.Background(), defaultTimeout)
-		defer dcancel()
-		_ = js.DeleteConsumer(dctx, stream, name)
-	}()
-	for pending := c.CachedInfo().NumPending; pending > 0; {
-		batch, err := c.Fetch(int(min(pending, readBatch)), natsjs.FetchContext(ctx))
+	var got []msg
+	err = pol.do(ctx, "read", func(ctx context.Context) error {
+		got = got[:0]
+		c, err := js.CreateConsumer(ctx, stream, natsjs.ConsumerConfig{
+			FilterSubject:     filter,
+			DeliverPolicy:     natsjs.DeliverLastPerSubjectPolicy,
+			AckPolicy:         natsjs.AckNonePolicy,
+			InactiveThreshold: 30 * time.Second,
+			MemoryStorage:     true,
+		})
 		if err != nil {
 			return classify(err)
 		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			if err := fn(m.Subject(), m.Data()); err != nil {
-				return err
-			}
-			md, err := m.Metadata()
+		name := c.CachedInfo().Name
+		defer func() {
+			dctx, dcancel := context.WithTimeout(context.Background(), defaultTimeout)
+			defer dcancel()
+			_ = js.DeleteConsumer(dctx, stream, name)
+		}()
+		for pending := c.CachedInfo().NumPending; pending > 0; {
+			batch, err := c.Fetch(int(min(pending, readBatch)), natsjs.FetchContext(ctx))
 			if err != nil {
-				return err
+				return classify(err)
 			}
-			pending = md.NumPending
+			n := 0
+			for m := range batch.Messages() {
+				n++
+				md, err := m.Metadata()
+				if err != nil {
+					return err
+				}
+				h := nats.Header{}
+				for k, vs := range m.Headers() {
+					h[k] = vs
+				}
+				h.Set(hdrTimeStamp, md.Timestamp.UTC().Format(time.RFC3339Nano))
+				h.Set(hdrSequence, strconv.FormatUint(md.Sequence.Stream, 10))
+				got = append(got, msg{m.Subject(), &nats.Msg{Subject: m.Subject(), Data: m.Data(), Header: h}})
+				pending = md.NumPending
+			}
+			if err := batch.Error(); err != nil {
+				return classify(err)
+			}
+			if n == 0 {
+				return fmt.Errorf("scan last of %s: consumer delivered nothing with %d pending", filter, pending)
+			}
 		}
-		if err := batch.Error(); err != nil {
-			return classify(err)
-		}
-		if n == 0 {
-			return fmt.Errorf("scan last of %s: consumer delivered nothing with %d pending", filter, pending)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, g := range got {
+		if err := fn(g.subject, g.m); err != nil {
+			return err
 		}
 	}
 	return nil

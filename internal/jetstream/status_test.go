@@ -88,7 +88,7 @@ func TestStatusesBeyondOneRequest(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("publishing timed out")
 	}
-	err = readLastPerSubject(ctx(t), nc, testNames.RunsStream(), testNames.Prefix+".status.*", func(string, []byte) error { return nil })
+	err = readLastPerSubject(ctx(t), &policy{}, nc, testNames.RunsStream(), testNames.Prefix+".status.*", func(string, *nats.Msg) error { return nil })
 	if !errors.Is(err, errTooManySubjects) {
 		t.Fatalf("one request for %d subjects: %v", n, err)
 	}

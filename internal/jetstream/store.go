@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,18 @@ type Options struct {
 	// kept for the tests and benchmarks that compare the two. Without it
 	// Store.Checkpoints is nil.
 	KVCheckpoints bool
+	// Patience is how long one call keeps trying while the server, or a
+	// stream's leader, does not answer: a paused or restarting server, a
+	// lost connection, a leader election. 0 tries once. A call that runs
+	// out of patience fails with ErrUnavailable; every call is safe to
+	// repeat (see policy).
+	Patience time.Duration
+	// Timeout is how long one attempt of a request waits for the
+	// server's answer before it counts as unanswered (default 5 s).
+	Timeout time.Duration
+	// Observe, when set, hears every request the store makes (for
+	// metrics). It runs on the caller's goroutine: keep it cheap.
+	Observe func(Call)
 
 	// keepReplicas is set by withDefaults when Replicas was not given.
 	keepReplicas bool
@@ -91,44 +104,56 @@ func Open(ctx context.Context, nc *nats.Conn, names Names, opts Options) (*Store
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
-	if err := ensureStream(ctx, js, runsStreamConfig(names, o), o.keepReplicas); err != nil {
-		return nil, fmt.Errorf("open %s: %w", names.RunsStream(), o.classifyOpen(err))
+	pol := &policy{patience: o.Patience, timeout: o.Timeout, observe: o.Observe}
+	stream := func(cfg natsjs.StreamConfig) error {
+		err := pol.do(ctx, "open", func(ctx context.Context) error {
+			return classify(ensureStream(ctx, js, cfg, o.keepReplicas))
+		})
+		if err != nil {
+			return fmt.Errorf("open %s: %w", cfg.Name, o.classifyOpen(err))
+		}
+		return nil
 	}
-	if err := ensureStream(ctx, js, inboxStreamConfig(names, o), o.keepReplicas); err != nil {
-		return nil, fmt.Errorf("open %s: %w", names.InboxStream(), o.classifyOpen(err))
+	bucket := func(cfg natsjs.KeyValueConfig) (kv natsjs.KeyValue, err error) {
+		err = pol.do(ctx, "open", func(ctx context.Context) (err error) {
+			kv, err = ensureKeyValue(ctx, js, cfg, o.keepReplicas)
+			return classify(err)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", cfg.Bucket, o.classifyOpen(err))
+		}
+		return kv, nil
+	}
+	if err := stream(runsStreamConfig(names, o)); err != nil {
+		return nil, err
+	}
+	if err := stream(inboxStreamConfig(names, o)); err != nil {
+		return nil, err
 	}
 	var ckpt *Checkpoints
 	if o.KVCheckpoints {
-		kv, err := ensureKeyValue(ctx, js, natsjs.KeyValueConfig{
-			Bucket: names.CheckpointBucket(), History: 1, Storage: o.storage(), Replicas: o.Replicas,
-		}, o.keepReplicas)
+		kv, err := bucket(natsjs.KeyValueConfig{Bucket: names.CheckpointBucket(), History: 1, Storage: o.storage(), Replicas: o.Replicas})
 		if err != nil {
-			return nil, fmt.Errorf("open %s: %w", names.CheckpointBucket(), o.classifyOpen(err))
+			return nil, err
 		}
-		ckpt = &Checkpoints{kv: kv}
+		ckpt = &Checkpoints{kv: kv, pol: pol}
 	}
-	idem, err := ensureKeyValue(ctx, js, natsjs.KeyValueConfig{
-		Bucket: names.IdempotencyBucket(), History: 1, Storage: o.storage(), Replicas: o.Replicas,
-	}, o.keepReplicas)
+	idem, err := bucket(natsjs.KeyValueConfig{Bucket: names.IdempotencyBucket(), History: 1, Storage: o.storage(), Replicas: o.Replicas})
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", names.IdempotencyBucket(), o.classifyOpen(err))
+		return nil, err
 	}
-	lease, err := ensureKeyValue(ctx, js, natsjs.KeyValueConfig{
-		Bucket: names.LeaseBucket(), History: 1, TTL: o.LeaseTTL, Storage: o.storage(), Replicas: o.Replicas,
-	}, o.keepReplicas)
+	lease, err := bucket(natsjs.KeyValueConfig{Bucket: names.LeaseBucket(), History: 1, TTL: o.LeaseTTL, Storage: o.storage(), Replicas: o.Replicas})
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", names.LeaseBucket(), o.classifyOpen(err))
+		return nil, err
 	}
 	return &Store{
 		Names:       names,
-		Ledger:      &Ledger{nc: nc, names: names, stream: names.RunsStream()},
+		Ledger:      &Ledger{nc: nc, pol: pol, names: names, stream: names.RunsStream()},
 		Checkpoints: ckpt,
-		Idempotency: &Table{kv: idem},
-		Inbox:       &Inbox{nc: nc, js: js, names: names, stream: names.InboxStream()},
-		Leases:      &Leases{kv: lease, ttl: o.LeaseTTL},
-		Worlds:      &Worlds{nc: nc, names: names, stream: names.RunsStream()},
+		Idempotency: &Table{kv: idem, pol: pol},
+		Inbox:       &Inbox{nc: nc, pol: pol, js: js, names: names, stream: names.InboxStream()},
+		Leases:      &Leases{nc: nc, pol: pol, kv: lease, ttl: o.LeaseTTL, bucket: names.LeaseBucket()},
+		Worlds:      &Worlds{nc: nc, pol: pol, names: names, stream: names.RunsStream()},
 	}, nil
 }
 
@@ -259,44 +284,64 @@ func inboxStreamConfig(n Names, o Options) natsjs.StreamConfig {
 // limited to the server's max_payload (1 MiB by default); see doc.go for
 // why the recommended design keeps the checkpoint in the runs stream.
 type Checkpoints struct {
-	kv natsjs.KeyValue
+	kv  natsjs.KeyValue
+	pol *policy
 }
 
 // Get returns run's checkpoint and its revision, or ErrNotFound.
-func (c *Checkpoints) Get(ctx context.Context, run string) ([]byte, uint64, error) {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
-	e, err := c.kv.Get(ctx, Token(run))
+func (c *Checkpoints) Get(ctx context.Context, run string) (doc []byte, rev uint64, err error) {
+	err = c.pol.do(ctx, "checkpoint.get", func(ctx context.Context) error {
+		e, err := c.kv.Get(ctx, Token(run))
+		if err != nil {
+			return classify(err)
+		}
+		doc, rev = e.Value(), e.Revision()
+		return nil
+	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("checkpoint %s: %w", run, classify(err))
+		return nil, 0, fmt.Errorf("checkpoint %s: %w", run, err)
 	}
-	return e.Value(), e.Revision(), nil
+	return doc, rev, nil
 }
 
-// Create stores run's first checkpoint; ErrConflict if it has one.
+// Create stores run's first checkpoint; ErrConflict if it has one. A
+// create whose answer was lost is recognised by its bytes.
 func (c *Checkpoints) Create(ctx context.Context, run string, doc []byte) (uint64, error) {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
 	var rev uint64
-	err := retryInFlight(ctx, func() (err error) { rev, err = c.kv.Create(ctx, Token(run), doc); return err })
-	if errors.Is(err, natsjs.ErrKeyExists) {
-		return 0, fmt.Errorf("create checkpoint %s: %w: %w", run, ErrConflict, err)
-	}
+	err := c.pol.do(ctx, "checkpoint.create", func(ctx context.Context) error {
+		err := retryInFlight(ctx, func() (err error) { rev, err = c.kv.Create(ctx, Token(run), doc); return err })
+		if errors.Is(err, natsjs.ErrKeyExists) {
+			if e, gerr := c.kv.Get(ctx, Token(run)); gerr == nil && bytes.Equal(e.Value(), doc) {
+				rev = e.Revision()
+				return nil
+			}
+			return fmt.Errorf("%w: %w", ErrConflict, err)
+		}
+		return classify(err)
+	})
 	if err != nil {
-		return 0, fmt.Errorf("create checkpoint %s: %w", run, classify(err))
+		return 0, fmt.Errorf("create checkpoint %s: %w", run, err)
 	}
 	return rev, nil
 }
 
 // Update replaces run's checkpoint if its revision is still rev and
-// returns the new revision; ErrConflict (nothing stored) if not.
+// returns the new revision; ErrConflict (nothing stored) if not. An
+// update whose answer was lost is recognised by its bytes.
 func (c *Checkpoints) Update(ctx context.Context, run string, doc []byte, rev uint64) (uint64, error) {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
 	var next uint64
-	err := retryInFlight(ctx, func() (err error) { next, err = c.kv.Update(ctx, Token(run), doc, rev); return err })
+	err := c.pol.do(ctx, "checkpoint.update", func(ctx context.Context) error {
+		err := retryInFlight(ctx, func() (err error) { next, err = c.kv.Update(ctx, Token(run), doc, rev); return err })
+		if errors.Is(err, natsjs.ErrKeyRevisionMismatch) {
+			if e, gerr := c.kv.Get(ctx, Token(run)); gerr == nil && e.Revision() > rev && bytes.Equal(e.Value(), doc) {
+				next = e.Revision()
+				return nil
+			}
+		}
+		return classify(err)
+	})
 	if err != nil {
-		return 0, fmt.Errorf("update checkpoint %s: %w", run, classify(err))
+		return 0, fmt.Errorf("update checkpoint %s: %w", run, err)
 	}
 	return next, nil
 }

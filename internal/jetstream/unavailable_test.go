@@ -65,7 +65,7 @@ func TestUnavailableServerErrors(t *testing.T) {
 			"idem":   func() error { _, err := st.Idempotency.Create(short(t), run, "k", nil); return err },
 			"get":    func() error { _, err := st.Idempotency.Get(short(t), run, "k"); return err },
 			"inbox":  func() error { _, _, err := st.Inbox.Put(short(t), run, "k", nil, 0); return err },
-			"lease":  func() error { _, err := st.Leases.Acquire(short(t), run, "w"); return err },
+			"lease":  func() error { _, err := st.Leases.Acquire(short(t), run, []byte("w")); return err },
 			"open":   func() error { _, err := Open(short(t), nc, testNames, Options{}); return err },
 		}
 		for op, f := range ops {

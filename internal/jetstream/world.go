@@ -1,7 +1,10 @@
 package jetstream
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,6 +70,7 @@ var ErrBadWorld = errors.New("malformed world message")
 // every file written before h.
 type Worlds struct {
 	nc     *nats.Conn
+	pol    *policy
 	names  Names
 	stream string
 }
@@ -87,13 +91,23 @@ type Guard struct {
 	Ledger uint64
 	// Head is the stream sequence of the run's world head (0: none).
 	Head uint64
+	// Writer names the writer (a random token of its handle), recorded in
+	// the head it writes: a write whose answer was lost, tried again and
+	// refused because its first attempt moved the head, is recognised as
+	// the writer's own by the head it left.
+	Writer string
 }
 
-// headBody is a head's body: what moved it, for people reading the stream.
+// headBody is a head's body: what moved it, for people reading the
+// stream, and for its writer to recognise its own write.
 type headBody struct {
 	Op     string `json:"op"`
 	Path   string `json:"path,omitempty"`
 	Ledger uint64 `json:"ledger"`
+	// By is the writer (Guard.Writer), SHA256 the hex digest of the file
+	// a put stored.
+	By     string `json:"by,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // Read returns run's world: every file's last message in stream order,
@@ -101,7 +115,7 @@ type headBody struct {
 func (w *Worlds) Read(ctx context.Context, run string) (WorldState, error) {
 	st := WorldState{Files: map[string][]byte{}}
 	head := w.names.WorldHeadSubject(run)
-	err := readSubject(ctx, w.nc, w.stream, w.names.WorldFilter(run), 1, func(seq uint64, m *nats.Msg) error {
+	err := readSubject(ctx, w.pol, w.nc, w.stream, w.names.WorldFilter(run), 1, func(seq uint64, m *nats.Msg) error {
 		subj, op := m.Header.Get(hdrSubject), m.Header.Get(hdrWorld)
 		if subj == head {
 			if op != worldHd {
@@ -136,23 +150,29 @@ func (w *Worlds) Read(ctx context.Context, run string) (WorldState, error) {
 // returns the new head; ErrConflict (nothing stored) if either moved.
 func (w *Worlds) Write(ctx context.Context, run, path string, data []byte, remove bool, g Guard) (uint64, error) {
 	op := worldPut
+	body := headBody{Op: op, Path: path, Ledger: g.Ledger, By: g.Writer}
 	if remove {
 		op, data = worldDel, nil
+		body.Op = op
+	} else {
+		sum := sha256.Sum256(data)
+		body.SHA256 = hex.EncodeToString(sum[:])
 	}
-	file := w.fileMsg(run, path, op, data, g.Ledger)
-	head, err := w.headMsg(run, g.Head, headBody{Op: op, Path: path, Ledger: g.Ledger})
+	head, err := w.headMsg(run, g.Head, body)
 	if err != nil {
 		return 0, err
 	}
-	var ack batchAck
-	err = retryInFlight(ctx, func() (err error) {
-		ack, err = publishBatch(ctx, w.nc, []*nats.Msg{file, head})
+	var seq uint64
+	err = w.pol.do(ctx, "world.write", w.recognised(run, head, g, &seq, func(ctx context.Context) error {
+		file := w.fileMsg(run, path, op, data, g.Ledger)
+		ack, err := publishBatch(ctx, w.nc, []*nats.Msg{file, head})
+		seq = ack.Seq
 		return err
-	})
+	}))
 	if err != nil {
 		return 0, fmt.Errorf("write %s of the world of %s: %w", path, run, err)
 	}
-	return ack.Seq, nil
+	return seq, nil
 }
 
 // Take stores a new head for run's world, expecting its head to be
@@ -163,33 +183,69 @@ func (w *Worlds) Take(ctx context.Context, run string, g Guard) (uint64, error) 
 	if g.Head == 0 {
 		op = worldSeal
 	}
-	m, err := w.headMsg(run, g.Head, headBody{Op: op, Ledger: g.Ledger})
+	m, err := w.headMsg(run, g.Head, headBody{Op: op, Ledger: g.Ledger, By: g.Writer})
 	if err != nil {
 		return 0, err
 	}
-	var ack batchAck
-	err = retryInFlight(ctx, func() (err error) {
-		ack, err = publishOne(ctx, w.nc, m, nil)
+	var seq uint64
+	err = w.pol.do(ctx, "world.take", w.recognised(run, m, g, &seq, func(ctx context.Context) error {
+		ack, err := publishOne(ctx, w.nc, m, nil)
+		seq = ack.Seq
 		return err
-	})
+	}))
 	if err != nil {
 		return 0, fmt.Errorf("take the world of %s: %w", run, err)
 	}
-	return ack.Seq, nil
+	return seq, nil
+}
+
+// recognised wraps the attempt of a write that moves the head: an attempt
+// refused because the head moved, after an attempt whose answer was lost,
+// is the first attempt's success when the head is the one this write left
+// (same body, which names the writer). A head without a writer is never
+// taken for one's own.
+func (w *Worlds) recognised(run string, head *nats.Msg, g Guard, seq *uint64, attempt func(ctx context.Context) error) func(ctx context.Context) error {
+	unknown := false
+	return func(ctx context.Context) error {
+		err := retryInFlight(ctx, func() error { return attempt(ctx) })
+		switch {
+		case errors.Is(err, ErrUnavailable):
+			unknown = true
+		case unknown && g.Writer != "" && errors.Is(err, ErrConflict):
+			at, m, gerr := lastOnSubject(ctx, &policy{}, w.nc, w.stream, w.names.WorldHeadSubject(run))
+			if gerr != nil {
+				return gerr
+			}
+			if at > g.Head && bytes.Equal(m.Data, head.Data) {
+				*seq = at
+				return nil
+			}
+		}
+		return err
+	}
 }
 
 // Upload stores data as the file at path of run's world (or, with
 // remove, the file's removal) without moving the head, provided the run's
 // ledger ends at ledger (ErrConflict if not): for a world that nobody can
-// hold yet, sealed by a Take after the last file.
+// hold yet, sealed by a Take after the last file. An upload whose answer
+// was lost is sent again with the same message id, which the server
+// stores once.
 func (w *Worlds) Upload(ctx context.Context, run, path string, data []byte, remove bool, ledger uint64) error {
 	op := worldPut
 	if remove {
 		op, data = worldDel, nil
 	}
 	m := w.fileMsg(run, path, op, data, ledger)
-	err := retryInFlight(ctx, func() error {
-		_, err := publishOne(ctx, w.nc, m, nil)
+	m.Header.Set(hdrMsgID, msgID(m.Subject+" "+op, ledger, 0, data))
+	err := w.pol.do(ctx, "world.upload", func(ctx context.Context) error {
+		err := retryInFlight(ctx, func() error {
+			_, err := publishOne(ctx, w.nc, m, nil)
+			return err
+		})
+		if apiCode(err) == codeBatchDuplicate {
+			return nil
+		}
 		return err
 	})
 	if err != nil {

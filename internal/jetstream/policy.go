@@ -1,0 +1,105 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+)
+
+// Call is one request to the server as Options.Observe hears it: what was
+// asked, how long the answer took, and whether the call will try again.
+type Call struct {
+	// Op names what was asked: "commit", "read", "world.write",
+	// "lease.renew", and so on.
+	Op string
+	// Took is how long the request took until its answer, its error or
+	// its timeout.
+	Took time.Duration
+	// Err is the request's error (nil when it was answered as asked); an
+	// unreachable server is ErrUnavailable.
+	Err error
+	// Waited is the pause before the call's next attempt, when the server
+	// did not answer and the call tries again; 0 otherwise.
+	Waited time.Duration
+}
+
+// Backoff of a call that retries while the server does not answer: the
+// first pause, the longest one.
+const (
+	firstPause = 100 * time.Millisecond
+	maxPause   = 2 * time.Second
+)
+
+// policy is how a store's calls treat a server that does not answer (a
+// process paused, a connection lost, a stream without a leader during an
+// election): each attempt gets its own timeout, and a call whose attempt
+// failed with ErrUnavailable tries again, pausing longer each time, for
+// up to patience. Every call of this package is safe to repeat: reads
+// are, and each write either carries an id the server recognises
+// (Nats-Msg-Id) or is recognised by reading back what is stored, so that
+// a write whose answer was lost is neither stored twice nor taken for
+// someone else's.
+type policy struct {
+	// patience is how long a call keeps trying; 0 tries once.
+	patience time.Duration
+	// timeout is how long one attempt waits for its answer (0: the
+	// default, 5 s).
+	timeout time.Duration
+	// observe, when set, hears every attempt.
+	observe func(Call)
+}
+
+// do runs attempt until it succeeds, fails with anything but
+// ErrUnavailable, the call's patience has passed since its first attempt,
+// or ctx ends. ctx is looked at between attempts only: each attempt runs
+// under a context of its own that ctx's cancellation does not reach (a
+// deadline of ctx still bounds it), so that a write under way when a
+// signal cancels ctx still learns its outcome instead of leaving it
+// unknown.
+func (p *policy) do(ctx context.Context, op string, attempt func(ctx context.Context) error) error {
+	start := time.Now()
+	pause := firstPause
+	for {
+		actx, cancel := p.attemptContext(ctx)
+		began := time.Now()
+		err := attempt(actx)
+		cancel()
+		var wait time.Duration
+		if err != nil && errors.Is(err, ErrUnavailable) && ctx.Err() == nil {
+			if left := p.patience - time.Since(start); left > 0 {
+				// Up to half the pause at random, so that the workers an
+				// outage stopped together do not all come back at once.
+				wait = min(pause/2+rand.N(pause/2+1), left)
+			}
+		}
+		if p.observe != nil {
+			p.observe(Call{Op: op, Took: time.Since(began), Err: err, Waited: wait})
+		}
+		if wait == 0 {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		pause = min(2*pause, maxPause)
+	}
+}
+
+// attemptContext is the context of one attempt: ctx without its
+// cancellation, with the policy's timeout or what is left of ctx's
+// deadline, whichever is shorter.
+func (p *policy) attemptContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	timeout := defaultTimeout
+	if p.timeout > 0 {
+		timeout = p.timeout
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), timeout)
+}
