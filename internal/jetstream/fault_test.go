@@ -65,7 +65,10 @@ func TestCallsRideOutAPausedServer(t *testing.T) {
 	pause := func(op func() error) error { return during(t, p, p.Pause, p.Resume, time.Second, op) }
 
 	var c Committed
-	must(t, pause(func() (err error) { c, err = st.Ledger.Commit(ctx(t), run, Frontier{}, records("a", 3, 200), []byte("ck")); return err }))
+	must(t, pause(func() (err error) {
+		c, err = st.Ledger.Commit(ctx(t), run, Frontier{}, records("a", 3, 200), []byte("ck"))
+		return err
+	}))
 	if !c.Duplicate {
 		t.Fatalf("the first attempt, delivered on resume, should have landed: %+v", c)
 	}
@@ -74,7 +77,10 @@ func TestCallsRideOutAPausedServer(t *testing.T) {
 	at := c.Frontier.Ledger
 	must(t, pause(func() error { return st.Worlds.Upload(ctx(t), run, "f", []byte("one"), false, at) }))
 	var head uint64
-	must(t, pause(func() (err error) { head, err = st.Worlds.Take(ctx(t), run, Guard{Ledger: at, Writer: "w1"}); return err }))
+	must(t, pause(func() (err error) {
+		head, err = st.Worlds.Take(ctx(t), run, Guard{Ledger: at, Writer: "w1"})
+		return err
+	}))
 	must(t, pause(func() (err error) {
 		head, err = st.Worlds.Write(ctx(t), run, "f", []byte("two"), false, Guard{Ledger: at, Head: head, Writer: "w1"})
 		return err
