@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/acr-project/acr/internal/event"
+	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
@@ -51,6 +52,11 @@ type app struct {
 	// unwatch stops the watch that ends a command on SIGINT or SIGTERM
 	// (dieOnInterrupt); execute calls it when the command is done.
 	unwatch func() bool
+	// command is the name of the command being run (for a lease's holder).
+	command string
+	// storeWait is --store-wait: how long a request to a nats:// store
+	// keeps trying while the server does not answer.
+	storeWait time.Duration
 	// remote is the connection to a JetStream store (--store nats://…),
 	// made by the first command that needs it; nil for a state directory.
 	remote *runstore.Remote
@@ -75,7 +81,9 @@ type config struct {
 	NatsCreds string `flag:"nats-creds"`
 	// NatsReplicas is --nats-replicas: 0 when not set (keep what the
 	// store has), else 1 to 5 (configure checks it).
-	NatsReplicas    int    `flag:"nats-replicas"`
+	NatsReplicas int `flag:"nats-replicas"`
+	// StoreWait is --store-wait, a duration (configure parses it).
+	StoreWait       string `flag:"store-wait"`
 	JSON            bool   `flag:"json"`
 	LogLevel        string `flag:"log-level"`
 	NoLoadState     bool   `flag:"no-load-state"`
@@ -172,6 +180,8 @@ func nextStepFor(kind string) string {
 		return "hint: create one with: acr init --goal goal.json --contract contract.json --env environment.json"
 	case "busy":
 		return "hint: another acr invocation is running on this state directory; retry later"
+	case "leased":
+		return "hint: the process named above holds the run's lease: it lets go when its turn ends, and the lease lapses if it stops renewing it; retry later. acr runs shows every lease; if that process is gone for good, acr --run-id RUN lease break ends its lease now"
 	case "conflict":
 		return "hint: another writer changed the run first and nothing of this invocation's write was stored; retry (acr status shows the run)"
 	case "unavailable":
@@ -340,7 +350,7 @@ func (a *app) openRun(ctx context.Context, slate slateOptions) (*runstore.Run, e
 		if err != nil {
 			return nil, err
 		}
-		r, err = m.Open(ctx, holderName(), opt)
+		r, err = m.Open(ctx, holder(a.command, ""), opt)
 		if err != nil {
 			return nil, err
 		}
@@ -451,7 +461,7 @@ func (a *app) dialRemote(ctx context.Context) (*runstore.Remote, error) {
 
 // connection is how this invocation connects to a JetStream store.
 func (a *app) connection() runstore.Connection {
-	return runstore.Connection{Creds: a.cfg.NatsCreds, Replicas: a.cfg.NatsReplicas}
+	return runstore.Connection{Creds: a.cfg.NatsCreds, Replicas: a.cfg.NatsReplicas, Patience: a.storeWait}
 }
 
 // checkRunID refuses a run that is not the one --run-id names (with a
@@ -463,10 +473,11 @@ func (a *app) checkRunID(id string) error {
 	return nil
 }
 
-// holderName names this process in a run's lease, for operators.
-func holderName() string {
+// holder names this process in a run's lease, for operators (acr runs,
+// the busy message): host:pid, the command, a worker's labels.
+func holder(command, label string) jsstore.Holder {
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s:%d", host, os.Getpid())
+	return jsstore.Holder{Name: fmt.Sprintf("%s:%d", host, os.Getpid()), Host: host, PID: os.Getpid(), Command: command, Label: label}
 }
 
 // history opens the run's ledger for reading, which is read whether or not

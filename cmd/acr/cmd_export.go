@@ -88,7 +88,7 @@ func runExport(ctx context.Context, opts exportOptions, a *app) error {
 		if derr != nil {
 			return derr
 		}
-		ex, err = m.Export(ctx, holderName())
+		ex, err = m.Export(ctx, holder("export", ""))
 	} else {
 		ex, err = runstore.ExportDir(a.cfg.StateDir)
 		if err == nil {

@@ -100,7 +100,7 @@ func runImport(ctx context.Context, opts importOptions, a *app) error {
 		if err != nil {
 			return err
 		}
-		if im, err = m.Import(ctx, r, st, holderName()); err != nil {
+		if im, err = m.Import(ctx, r, st, holder("import", "")); err != nil {
 			return err
 		}
 		where = a.cfg.Store

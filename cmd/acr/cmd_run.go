@@ -74,6 +74,12 @@ func runRun(ctx context.Context, opts runOptions, a *app) error {
 		tail = p.finish()
 	}
 	interrupted := wasInterrupted(rep)
+	if err != nil && !errors.Is(err, kernel.ErrProvider) && !errors.Is(err, kernel.ErrFaulted) {
+		// The store, the disk or the ledger failed: no summary, which
+		// would read as success; the error says what happened, and the
+		// next invocation recovers what was stored.
+		return err
+	}
 	switch {
 	case interrupted && rep.CyclesExecuted == 0:
 		a.printf("%s before the first cycle: nothing run\n", interruptedText(ctx))

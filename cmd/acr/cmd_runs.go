@@ -5,9 +5,11 @@ import (
 	"slices"
 	"strconv"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/runstore"
 )
 
@@ -24,6 +26,29 @@ type runRow struct {
 	Inbox       uint64 `json:"inbox"`
 	// Label is the run's worker label (acr init --label), if any.
 	Label string `json:"label,omitempty"`
+	// Lease is who holds the run now, on a nats:// store (nil: nobody).
+	Lease *leaseView `json:"lease,omitempty"`
+}
+
+// leaseView is a run's lease as acr runs shows it.
+type leaseView struct {
+	Holder  string `json:"holder"`
+	Host    string `json:"host,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+	Command string `json:"command,omitempty"`
+	Label   string `json:"label,omitempty"`
+	Since   string `json:"since,omitempty"`
+	// Renewed is when the lease was last written, Until when it lapses
+	// unless renewed again (RFC 3339).
+	Renewed  string `json:"renewed"`
+	Until    string `json:"until"`
+	Revision uint64 `json:"revision"`
+}
+
+func newLeaseView(l jsstore.LeaseStatus) *leaseView {
+	h := l.Holder
+	return &leaseView{Holder: h.Name, Host: h.Host, PID: h.PID, Command: h.Command, Label: h.Label, Since: h.Since,
+		Renewed: l.Renewed.UTC().Format(time.RFC3339), Until: l.Until.UTC().Format(time.RFC3339), Revision: l.Revision}
 }
 
 func newRunsCommand(a *app) *cobra.Command {
@@ -31,9 +56,11 @@ func newRunsCommand(a *app) *cobra.Command {
 		Use:   "runs",
 		Short: "List the store's runs",
 		Long: `List the runs of the store: each run's id, status, disposition, cycle, next
-wake and the number of items waiting in its inbox. A nats:// store holds many
-runs (two requests to the server, whatever their number); a state directory
-holds one. It never takes a lock or a lease.`,
+wake and the number of items waiting in its inbox, and on a nats:// store who
+holds the run's lease now (host:pid and command, since when, and until when
+it lasts unless its holder renews it). A nats:// store holds many runs (three
+requests to the server, whatever their number); a state directory holds one.
+It never takes a lock or a lease.`,
 		Example: `  acr --store nats://localhost:4222 runs
   acr --store nats://localhost:4222 runs --json | jq '.runs[] | select(.inbox > 0)'`,
 		Args: noArgs,
@@ -54,11 +81,19 @@ func runRuns(ctx context.Context, opts runsOptions, a *app) error {
 		if err != nil {
 			return err
 		}
+		leases, err := s.Leases(ctx)
+		if err != nil {
+			return err
+		}
 		for _, st := range all {
 			if a.cfg.RunID != "" && st.RunID != a.cfg.RunID {
 				continue
 			}
-			rows = append(rows, runRow{RunID: st.RunID, Status: st.RunStatus, Disposition: st.Disposition, Cycle: st.CycleSeq, NextWake: st.NextWake, Inbox: st.Inbox, Label: st.Label})
+			row := runRow{RunID: st.RunID, Status: st.RunStatus, Disposition: st.Disposition, Cycle: st.CycleSeq, NextWake: st.NextWake, Inbox: st.Inbox, Label: st.Label}
+			if l, ok := leases[st.RunID]; ok {
+				row.Lease = newLeaseView(l)
+			}
+			rows = append(rows, row)
 		}
 	} else {
 		rs, err := a.readState()
@@ -100,10 +135,28 @@ func runRuns(ctx context.Context, opts runsOptions, a *app) error {
 		}
 		return "\t" + s
 	}
+	leased := a.nats()
+	lease := func(r runRow) string {
+		switch {
+		case !leased:
+			return ""
+		case r.Lease == nil:
+			return "\t-\t-"
+		}
+		who := r.Lease.Holder
+		if r.Lease.Command != "" {
+			who += " (" + r.Lease.Command + ")"
+		}
+		return "\t" + who + " since " + orDashStr(r.Lease.Since) + "\t" + r.Lease.Until
+	}
+	head := ""
+	if leased {
+		head = "\tHELD BY\tUNTIL"
+	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	_, _ = tw.Write([]byte("RUN\tSTATUS\tDISPOSITION\tCYCLE\tNEXT WAKE\tINBOX" + label("LABEL") + "\n"))
+	_, _ = tw.Write([]byte("RUN\tSTATUS\tDISPOSITION\tCYCLE\tNEXT WAKE\tINBOX" + label("LABEL") + head + "\n"))
 	for _, r := range rows {
-		_, _ = tw.Write([]byte(r.RunID + "\t" + r.Status + "\t" + r.Disposition + "\t" + strconv.FormatInt(r.Cycle, 10) + "\t" + orDashStr(r.NextWake) + "\t" + strconv.FormatUint(r.Inbox, 10) + label(orDashStr(r.Label)) + "\n"))
+		_, _ = tw.Write([]byte(r.RunID + "\t" + r.Status + "\t" + r.Disposition + "\t" + strconv.FormatInt(r.Cycle, 10) + "\t" + orDashStr(r.NextWake) + "\t" + strconv.FormatUint(r.Inbox, 10) + label(orDashStr(r.Label)) + lease(r) + "\n"))
 	}
 	return tw.Flush()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 
 	"github.com/spf13/cobra"
 
@@ -58,7 +59,10 @@ func runStep(ctx context.Context, opts stepOptions, a *app) error {
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil && !sum.Executed {
+	if err != nil && !(sum.Executed && errors.Is(err, kernel.ErrFaulted)) {
+		// Nothing ran, or the store, the disk or the ledger failed: no
+		// cycle line, which would read as success; the next invocation
+		// recovers what was stored.
 		return err
 	}
 	switch {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acr-project/acr/internal/jsstore"
+	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/storage"
 	"github.com/acr-project/acr/internal/world"
@@ -22,6 +24,8 @@ type workerOptions struct {
 	MaxCycles   int    `flag:"max-cycles"`
 	Concurrency int    `flag:"concurrency"`
 	Label       string `flag:"label"`
+	OutageLimit string `flag:"outage-limit"`
+	Metrics     string `flag:"metrics"`
 }
 
 func newWorkerCommand(a *app) *cobra.Command {
@@ -43,13 +47,26 @@ store refuses the stale one's writes whole.
 A run created with acr init --label L is run only by workers started with
 --label L (a list: --label eu,gpu); a run without a label by any worker.
 
+An outage of the store (a server paused, restarting or unreachable, a
+stream's leader being elected again) pauses the worker: every request waits
+for the server, trying again with a growing pause, and the runs it held go
+on where they were once it answers (a write whose answer was lost is found
+in the store, never made twice). The worker exits 74, naming the store, only
+when the store has not answered for --outage-limit.
+
 SIGINT or SIGTERM lets the cycle in progress of every run finish and
 checkpoint, releases the leases, and exits 0. --once does one pass over
 what is due and exits (for cron on several hosts, and for tests). It prints
-one line per run it ran.`,
+one line per run it ran.
+
+--metrics ADDR serves Prometheus metrics on http://ADDR/metrics (runs held,
+cycles and effects by outcome, provider failures, store requests and their
+latency, time spent waiting for the store, lease renewals and losses) and a
+health check on /healthz, which answers 503 while the store does not.`,
 		Example: `  acr --store nats://localhost:4222 worker
   acr --store nats://localhost:4222 worker --concurrency 8
   acr --store nats://localhost:4222 worker --label host-a
+  acr --store nats://localhost:4222 worker --metrics :9464 --outage-limit 10m
   acr --store nats://localhost:4222 worker --once`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -65,6 +82,8 @@ one line per run it ran.`,
 	cmd.Flags().Int("max-cycles", 100, "most cycles of one run per turn, before the worker moves on")
 	cmd.Flags().Int("concurrency", 1, "most runs this worker runs at once, each under its own lease")
 	cmd.Flags().String("label", "", "comma-separated labels: also run the runs with one of these labels (acr init --label); without, only runs without a label")
+	cmd.Flags().String("outage-limit", "5m", "how long the worker waits for a store that does not answer before it exits 74")
+	cmd.Flags().String("metrics", "", "serve Prometheus metrics on http://ADDR/metrics and a health check on /healthz (ADDR: host:port, or :port)")
 	return finishesCycleOnInterrupt(cmd)
 }
 
@@ -77,6 +96,10 @@ func runWorker(ctx context.Context, opts workerOptions, a *app) error {
 	poll, err := time.ParseDuration(opts.Poll)
 	if err != nil || poll <= 0 {
 		return usagef("--poll %q: want a positive duration such as 3s", opts.Poll)
+	}
+	limit, err := time.ParseDuration(opts.OutageLimit)
+	if err != nil || limit <= 0 {
+		return usagef("--outage-limit %q: want a positive duration such as 5m", opts.OutageLimit)
 	}
 	if opts.MaxCycles < 1 {
 		return usagef("--max-cycles must be at least 1")
@@ -97,9 +120,28 @@ func runWorker(ctx context.Context, opts workerOptions, a *app) error {
 	if err != nil {
 		return err
 	}
-	s, err := runstore.DialStore(ctx, a.cfg.Store, a.connection())
+	m := newWorkerMetrics(a.wall)
+	if opts.Metrics != "" {
+		stop, err := m.serve(opts.Metrics)
+		if err != nil {
+			return usagef("--metrics %s: %v", opts.Metrics, err)
+		}
+		defer stop()
+	}
+	notify := opt.Notify
+	opt.Notify = func(n kernel.Notice) {
+		m.notice(n)
+		if notify != nil {
+			notify(n)
+		}
+	}
+	// Every request waits out an outage up to the limit: the worker
+	// pauses where it is and goes on when the server answers.
+	conn := a.connection()
+	conn.Patience, conn.Observe = limit, m.observe
+	s, err := runstore.DialStore(ctx, a.cfg.Store, conn)
 	if err != nil {
-		return err
+		return outage(a.cfg.Store, limit, err)
 	}
 	defer s.Close()
 	woken := make(chan struct{}, 1)
@@ -111,16 +153,17 @@ func runWorker(ctx context.Context, opts workerOptions, a *app) error {
 	}
 	unwatch, err := s.WatchInbox(func(string) { wake() })
 	if err != nil {
-		return err
+		return outage(a.cfg.Store, limit, err)
 	}
 	defer func() { _ = unwatch() }()
-	// A run's goroutine that meets an unreachable store cancels work: the
-	// other runs finish their cycle in progress and checkpoint (as on
-	// SIGTERM), and the worker exits 74.
+	// A run's goroutine that meets a store unreachable for longer than
+	// the limit cancels work: the other runs finish their cycle in
+	// progress and checkpoint if they can (as on SIGTERM), and the worker
+	// exits 74.
 	work, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	w := &worker{a: a, s: s, opt: opt, max: opts.MaxCycles, holder: holderName(), labels: labels,
-		slots: make(chan struct{}, opts.Concurrency), busy: map[string]bool{}, freed: wake, fail: stop}
+	w := &worker{a: a, s: s, opt: opt, max: opts.MaxCycles, holder: holder("worker", strings.Join(labels, ",")), labels: labels,
+		slots: make(chan struct{}, opts.Concurrency), busy: map[string]bool{}, freed: wake, fail: stop, metrics: m}
 	defer w.wg.Wait()
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
@@ -134,10 +177,14 @@ func runWorker(ctx context.Context, opts workerOptions, a *app) error {
 		}
 		switch {
 		case ctx.Err() != nil:
+			a.log.Info().Int("runs", w.running()).Msg("stopping: the runs in progress finish their cycle and checkpoint")
 			w.wg.Wait()
 			return nil // stopped (SIGINT, SIGTERM)
 		case err != nil:
 			w.wg.Wait()
+			if runstore.Unavailable(err) {
+				return outage(a.cfg.Store, limit, err)
+			}
 			return err
 		case opts.Once:
 			return nil
@@ -150,13 +197,21 @@ func runWorker(ctx context.Context, opts workerOptions, a *app) error {
 	}
 }
 
+// outage names the store a worker gave up on.
+func outage(store string, limit time.Duration, err error) error {
+	if !runstore.Unavailable(err) {
+		return err
+	}
+	return fmt.Errorf("--store %s did not answer for --outage-limit %v: %w", store, limit, err)
+}
+
 // worker is one acr worker's loop state.
 type worker struct {
 	a      *app
 	s      *jsstore.Store
 	opt    runstore.Options
 	max    int
-	holder string
+	holder jsstore.Holder
 	// labels are --label's: the labelled runs this worker may run.
 	labels []string
 
@@ -164,22 +219,24 @@ type worker struct {
 	slots chan struct{}
 	// busy names the runs this process is running: never two goroutines
 	// on one run (across processes the lease sees to it; within one the
-	// lease's holder name is the same, so this map does).
+	// lease's holder is this process, whose own lease Acquire takes over,
+	// so this map does).
 	mu   sync.Mutex
 	busy map[string]bool
 	wg   sync.WaitGroup
 	// freed asks for another pass when a run ran cycles; fail ends the
-	// worker with an error (an unreachable store).
-	freed func()
-	fail  context.CancelCauseFunc
-	out   sync.Mutex
+	// worker with an error (a store unreachable past the outage limit).
+	freed   func()
+	fail    context.CancelCauseFunc
+	out     sync.Mutex
+	metrics *workerMetrics
 }
 
 // pass starts each due run that is not already running here, waiting for
 // a free slot when all are taken. A run that cannot be run here (held by
 // another worker, another writer won, no world for it in the store,
-// damaged) is logged and skipped; an unreachable store ends the worker
-// (exit 74).
+// damaged) is logged and skipped; a store unreachable past the outage
+// limit ends the worker (exit 74).
 func (w *worker) pass(ctx context.Context) error {
 	due, err := w.s.Due(ctx, w.opt.Clock.Now())
 	if err != nil {
@@ -217,6 +274,7 @@ func (w *worker) claim(id string) bool {
 		return false
 	}
 	w.busy[id] = true
+	w.metrics.held.Set(float64(len(w.busy)))
 	return true
 }
 
@@ -224,17 +282,28 @@ func (w *worker) unclaim(id string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.busy, id)
+	w.metrics.held.Set(float64(len(w.busy)))
+}
+
+// running is how many runs are in progress.
+func (w *worker) running() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.busy)
 }
 
 // report logs what became of a run's turn.
 func (w *worker) report(ctx context.Context, id string, err error) {
 	switch {
 	case err == nil:
+	case errors.Is(err, jsstore.ErrLeaseLost):
+		w.metrics.leaseLost.Inc()
+		w.a.log.Warn().Str("run_id", id).Err(err).Msg("lease lost: the run goes to whoever takes it next")
 	case ctx.Err() != nil:
 	case runstore.Unavailable(err):
 		w.fail(err)
 	case errors.Is(err, storage.ErrBusy):
-		w.a.log.Debug().Str("run_id", id).Msg("held by another worker")
+		w.a.log.Debug().Str("run_id", id).Err(err).Msg("held by another worker")
 	default:
 		w.a.log.Warn().Str("run_id", id).Err(err).Msg("run skipped")
 		w.printf("%s: skipped: %v\n", id, err)
@@ -259,9 +328,15 @@ func (w *worker) turn(ctx context.Context, id string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	rep, err := r.Driver.Run(r.Held, w.max, nil)
+	rep, err := r.Driver.Run(r.Held, w.max, w.metrics.cycle)
+	lost := context.Cause(r.Held)
 	if cerr := r.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && errors.Is(lost, jsstore.ErrLeaseLost) {
+		// The run stopped because its lease was lost, not because it
+		// rested or the worker is stopping.
+		err = lost
 	}
 	if err != nil {
 		return 0, err

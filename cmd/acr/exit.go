@@ -85,6 +85,7 @@ func errorKind(err error) (int, string) {
 		dm *runstore.DamagedError
 		ii *runstore.InterruptedInitError
 		ae *archive.Error
+		he *jsstore.HeldError
 	)
 	switch {
 	case err == nil:
@@ -93,6 +94,8 @@ func errorKind(err error) (int, string) {
 		return exitUsage, "usage"
 	case runstore.Unavailable(err):
 		return exitIO, "unavailable"
+	case errors.As(err, &he):
+		return exitBusy, "leased"
 	case errors.Is(err, storage.ErrBusy):
 		return exitBusy, "busy"
 	case errors.Is(err, storage.ErrConflict):

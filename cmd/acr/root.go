@@ -57,6 +57,7 @@ underscores); acr config show prints what is in effect and why.
 	pf.String("run-id", "", "the run: required with a nats:// store; with a state directory optional, and it must be the directory's run (acr init: the new run's id, default derived from the inputs and the start time)")
 	pf.String("nats-creds", "", "NATS credentials file for a nats:// or tls:// store")
 	pf.Int("nats-replicas", 0, "replicas of a nats:// store's streams and buckets, 1 to 5 (3 on a three-node cluster); set when acr creates them or they differ; not given: as they are (1 for a new store)")
+	pf.String("store-wait", "20s", "how long a command waits for a nats:// store that does not answer (a paused or restarting server, a lost connection, a leader election) before it exits 74; 0 tries once")
 	pf.Bool("json", false, "print one JSON object on stdout")
 	pf.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	pf.String("config", "", "configuration file (default ./acr.yaml if present)")
@@ -69,7 +70,7 @@ underscores); acr config show prints what is in effect and why.
 		newInitCommand(a), newStatusCommand(a), newStepCommand(a), newRunCommand(a), newWakeCommand(a),
 		newApproveCommand(a, "approve"), newApproveCommand(a, "deny"), newStopCommand(a), newAmendCommand(a), newRecoverCommand(a),
 		newLedgerCommand(a), newAuditCommand(a), newLogCommand(a), newReplayCommand(a), newScenarioCommand(a), newValidateCommand(a),
-		newReportCommand(a), newRunsCommand(a), newWorkerCommand(a), newExportCommand(a), newImportCommand(a),
+		newReportCommand(a), newRunsCommand(a), newWorkerCommand(a), newLeaseCommand(a), newExportCommand(a), newImportCommand(a),
 		newVersionCommand(a),
 	} {
 		c.Long = strings.TrimSpace(c.Long) + "\n" + exitStatusHelp
@@ -168,6 +169,11 @@ func (a *app) configure(cmd *cobra.Command) error {
 	if err := a.checkReplicas(cmd); err != nil {
 		return err
 	}
+	wait, err := time.ParseDuration(a.cfg.StoreWait)
+	if err != nil || wait < 0 {
+		return a.settingError(cmd, "store-wait", a.cfg.StoreWait, "want a duration such as 20s or 2m (0: try once)")
+	}
+	a.storeWait, a.command = wait, cmd.Name()
 	if a.cfg.SealBytes < 0 {
 		return usagef("--ledger-seal-bytes must be 0 (never) or more")
 	}
@@ -234,6 +240,22 @@ func (a *app) checkReplicas(cmd *cobra.Command) error {
 		return usagef("ACR_NATS_REPLICAS=%d: %s", n, want)
 	}
 	return &runstore.ValidationError{File: a.cfg.ConfigFile, Field: "nats-replicas", Err: fmt.Errorf("%d: %s", n, want)}
+}
+
+// settingError refuses a bad value of a setting, naming where it came
+// from: a flag or ACR_ variable is a usage error (64), a value in
+// acr.yaml bad input data (65), as every bad value there is.
+func (a *app) settingError(cmd *cobra.Command, name, value, want string) error {
+	env := "ACR_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	switch {
+	case cmd.Flags().Changed(name):
+		return usagef("--%s %q: %s", name, value, want)
+	case a.v.InConfig(name):
+		return &runstore.ValidationError{File: a.cfg.ConfigFile, Field: name, Err: fmt.Errorf("%q: %s", value, want)}
+	case a.getenv(env) != "" || os.Getenv(env) != "":
+		return usagef("%s=%s: %s", env, value, want)
+	}
+	return usagef("--%s %q: %s", name, value, want)
 }
 
 // newLogger logs to stderr: human console format on a terminal, JSON lines

@@ -173,11 +173,16 @@ const (
 	ProviderFailed    Kind = "persistent.provider.failed"
 	TailRepaired      Kind = "ledger.tail.repaired"
 	InboxQuarantined  Kind = "inbox.item.quarantined"
+	// LeaseBroken records that a person broke the lease of a run kept in
+	// a store (acr lease break), whose holder they knew to be gone: it
+	// names the holder and who broke it, and its place in the ledger
+	// fences the holder, whose next append expects the record before it.
+	LeaseBroken Kind = "persistent.lease.broken"
 )
 
 // Kinds lists every kind acr writes, in catalog order.
 func Kinds() []Kind {
-	return []Kind{GoalPinned, ContractPinned, SpecPinned, RunStarted, RunStopped, RunFaulted, RunResumed, CycleStarted, CycleCompleted, CheckpointCreated, Observed, InboxConsumed, KnowledgeObserved, LoopWoke, LoopIdled, LoopSlept, LoopDeferred, LoopWaitingApproval, WakeAccepted, WakeRejected, WakeCoalesced, StopRequested, ApprovalRequested, ApprovalResolved, ApprovalIgnored, AmendmentProposed, AmendmentAccepted, AmendmentRefused, BudgetSoftLimitReached, BudgetReplenished, BudgetReplenishIgnored, SemanticEncoded, SelfObserved, ConditionsEvaluated, CommitmentCreated, CommitmentModified, CommitmentSuspended, CommitmentResumed, CommitmentCompleted, CommitmentExpired, CommitmentAbandoned, CommitmentResumeAnnounced, DeferralLifted, SuppressionLifted, CandidatesProposed, AgendaSelected, AgendaEmpty, PromotionRecorded, WorkDeferred, GuardTripped, StrategicTension, ReviewEvaluated, ReviewRequested, ReviewCapped, LensRetrieved, RoutingOverlaid, KnowledgeCandidate, ProgramCompiled, ProposalRequested, ProposalReceived, DialogueCompleted, ActionProposed, DecisionRecorded, ReceiptRecorded, ActionRequested, ActionIntent, ActionBlocked, ActionCommitted, ActionNotApplied, ReadbackRecorded, EvaluationRecorded, Transition, Transitions, CycleDeclared, CycleBlocked, TensionAssessed, FitnessFixed, FitnessCarried, ViolationRefused, LearningMetabolized, CandidateForged, CascadeRecorded, RollbackRequested, ProposalReviewed, ContextRecorded, CompactionCompleted, CompactionFailed, RecoveryStarted, RecoveryCompleted, CycleAbandoned, ProviderFailed, TailRepaired, InboxQuarantined}
+	return []Kind{GoalPinned, ContractPinned, SpecPinned, RunStarted, RunStopped, RunFaulted, RunResumed, CycleStarted, CycleCompleted, CheckpointCreated, Observed, InboxConsumed, KnowledgeObserved, LoopWoke, LoopIdled, LoopSlept, LoopDeferred, LoopWaitingApproval, WakeAccepted, WakeRejected, WakeCoalesced, StopRequested, ApprovalRequested, ApprovalResolved, ApprovalIgnored, AmendmentProposed, AmendmentAccepted, AmendmentRefused, BudgetSoftLimitReached, BudgetReplenished, BudgetReplenishIgnored, SemanticEncoded, SelfObserved, ConditionsEvaluated, CommitmentCreated, CommitmentModified, CommitmentSuspended, CommitmentResumed, CommitmentCompleted, CommitmentExpired, CommitmentAbandoned, CommitmentResumeAnnounced, DeferralLifted, SuppressionLifted, CandidatesProposed, AgendaSelected, AgendaEmpty, PromotionRecorded, WorkDeferred, GuardTripped, StrategicTension, ReviewEvaluated, ReviewRequested, ReviewCapped, LensRetrieved, RoutingOverlaid, KnowledgeCandidate, ProgramCompiled, ProposalRequested, ProposalReceived, DialogueCompleted, ActionProposed, DecisionRecorded, ReceiptRecorded, ActionRequested, ActionIntent, ActionBlocked, ActionCommitted, ActionNotApplied, ReadbackRecorded, EvaluationRecorded, Transition, Transitions, CycleDeclared, CycleBlocked, TensionAssessed, FitnessFixed, FitnessCarried, ViolationRefused, LearningMetabolized, CandidateForged, CascadeRecorded, RollbackRequested, ProposalReviewed, ContextRecorded, CompactionCompleted, CompactionFailed, RecoveryStarted, RecoveryCompleted, CycleAbandoned, ProviderFailed, TailRepaired, InboxQuarantined, LeaseBroken}
 }
 
 // Valid reports whether k is a kind acr writes.
@@ -198,7 +203,7 @@ func (k Kind) Valid() bool {
 func (k Kind) OutOfBand() bool {
 	s := string(k)
 	return strings.HasPrefix(s, "persistent.recovery.") || strings.HasPrefix(s, "persistent.provider.") ||
-		strings.HasPrefix(s, "ledger.") || k == InboxQuarantined || k == ActionIntent || k == ActionBlocked
+		strings.HasPrefix(s, "ledger.") || k == InboxQuarantined || k == ActionIntent || k == ActionBlocked || k == LeaseBroken
 }
 
 // In reports whether k belongs to a family of kinds, the first part of

@@ -2,20 +2,110 @@ package jsstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/jetstream"
+	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/storage"
 )
 
-// Lease is a worker's hold on one run: a key in the store's lease bucket
+// Holder is who holds a run's lease, as the lease's value keeps it: for
+// operators (acr runs, the busy message) and for the holder itself, which
+// recognises its own lease by the token.
+type Holder struct {
+	// Name is the holder's name, "host:pid" for an acr process.
+	Name string `json:"name"`
+	// Host and PID are where the holder runs.
+	Host string `json:"host,omitempty"`
+	PID  int    `json:"pid,omitempty"`
+	// Command is the acr command that holds it (worker, run, export, ...).
+	Command string `json:"command,omitempty"`
+	// Label is a worker's --label, if any.
+	Label string `json:"label,omitempty"`
+	// Since is when the holder took the lease (RFC 3339).
+	Since string `json:"since,omitempty"`
+	// Token is random, one per acquisition: the lease's bytes are this
+	// acquisition's own.
+	Token string `json:"token,omitempty"`
+}
+
+// String names the holder for people: "host-a:4242 (worker, label eu)".
+func (h Holder) String() string {
+	var what []string
+	if h.Command != "" {
+		what = append(what, h.Command)
+	}
+	if h.Label != "" {
+		what = append(what, "label "+h.Label)
+	}
+	if len(what) == 0 {
+		return h.Name
+	}
+	return h.Name + " (" + strings.Join(what, ", ") + ")"
+}
+
+// sameProcess reports whether two holders are one process: the same name
+// on the same host with the same pid.
+func (h Holder) sameProcess(o Holder) bool {
+	return h.Name == o.Name && h.Host == o.Host && h.PID == o.PID && h.PID != 0
+}
+
+// decodeHolder reads a lease's value; a value an earlier release wrote
+// (the holder's name alone) is a Holder with that name.
+func decodeHolder(b []byte) Holder {
+	var h Holder
+	if json.Unmarshal(b, &h) != nil || h.Name == "" {
+		return Holder{Name: string(b)}
+	}
+	return h
+}
+
+// LeaseStatus is a run's lease as the store holds it.
+type LeaseStatus struct {
+	Run    string
+	Holder Holder
+	// Renewed is when its last revision (its acquisition or last
+	// renewal) was stored; Until when it lapses unless renewed again.
+	Renewed, Until time.Time
+	// Revision is the lease's KV revision, what BreakLease expects.
+	Revision uint64
+}
+
+// HeldError says that another holder has a run's lease. It matches
+// storage.ErrBusy.
+type HeldError struct {
+	Run   string
+	Lease LeaseStatus
+}
+
+func (e *HeldError) Error() string {
+	h := e.Lease.Holder
+	msg := fmt.Sprintf("run %s is held by %s", e.Run, h)
+	if h.Since != "" {
+		msg += " since " + h.Since
+	}
+	if !e.Lease.Until.IsZero() {
+		msg += ", until " + e.Lease.Until.UTC().Format(time.RFC3339) + " unless renewed"
+	}
+	return msg
+}
+
+// Unwrap lets errors.Is(err, storage.ErrBusy) match.
+func (e *HeldError) Unwrap() error { return storage.ErrBusy }
+
+// Lease is a holder's hold on one run: a key in the store's lease bucket
 // (<prefix>-lease) whose bucket TTL is the lease duration. Acquire
-// creates the key (storage.ErrBusy while another holder has it), Renew
-// writes a new revision on the one held (the clock restarts; ErrLeaseLost
-// if it expired or was taken), Release deletes it on that revision.
+// creates the key (a *HeldError, storage.ErrBusy, while another holder has
+// it), Renew writes a new revision on the one held (the clock restarts;
+// ErrLeaseLost if it expired or was taken or broken), Release deletes it
+// on that revision.
 //
 // A lease only keeps workers from wasting work on the same run. What
 // keeps a run intact when two workers do write it (a lease lost to a
@@ -27,10 +117,33 @@ type Lease struct {
 	l  jetstream.Lease
 }
 
-// Acquire takes run's lease for holder (a worker's name, kept in the key
-// for operators); storage.ErrBusy if another holder has it.
-func (s *Store) Acquire(ctx context.Context, run, holder string) (*Lease, error) {
-	l, err := s.blocks.Leases.Acquire(ctx, run, holder)
+// Acquire takes run's lease for h (its Since and Token are set here); a
+// *HeldError (storage.ErrBusy) if another holder has it. A lease this
+// very process held before (the same host, name and pid: a worker that
+// lost touch with the server and comes back to the runs it held) is taken
+// over rather than waited out.
+func (s *Store) Acquire(ctx context.Context, run string, h Holder) (*Lease, error) {
+	h.Since = s.opts.Now().UTC().Format(time.RFC3339)
+	h.Token = rand.Text()
+	value, err := json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	l, err := s.blocks.Leases.Acquire(ctx, run, value)
+	if errors.Is(err, jetstream.ErrLeaseHeld) {
+		info, gerr := s.blocks.Leases.Get(ctx, run)
+		switch {
+		case errors.Is(gerr, jetstream.ErrNotFound):
+			// It lapsed or was released since: try once more.
+			l, err = s.blocks.Leases.Acquire(ctx, run, value)
+		case gerr != nil:
+			return nil, gerr
+		case decodeHolder(info.Value).sameProcess(h):
+			l, err = s.blocks.Leases.TakeOver(ctx, run, value, info.Rev)
+		default:
+			return nil, &HeldError{Run: run, Lease: s.leaseStatus(info)}
+		}
+	}
 	if errors.Is(err, jetstream.ErrLeaseHeld) {
 		return nil, fmt.Errorf("%w: %w", storage.ErrBusy, err)
 	}
@@ -38,6 +151,126 @@ func (s *Store) Acquire(ctx context.Context, run, holder string) (*Lease, error)
 		return nil, err
 	}
 	return &Lease{s: s, l: l}, nil
+}
+
+func (s *Store) leaseStatus(info jetstream.LeaseInfo) LeaseStatus {
+	return LeaseStatus{Run: info.Run, Holder: decodeHolder(info.Value), Renewed: info.Written,
+		Until: info.Written.Add(s.TTL()), Revision: info.Rev}
+}
+
+// Leases lists every lease the store holds, by run id.
+func (s *Store) Leases(ctx context.Context) (map[string]LeaseStatus, error) {
+	out := map[string]LeaseStatus{}
+	err := s.blocks.Leases.List(ctx, func(info jetstream.LeaseInfo) error {
+		out[info.Run] = s.leaseStatus(info)
+		return nil
+	})
+	return out, err
+}
+
+// LeaseOf returns run's lease; ok is false when nobody holds it.
+func (s *Store) LeaseOf(ctx context.Context, run string) (st LeaseStatus, ok bool, err error) {
+	info, err := s.blocks.Leases.Get(ctx, run)
+	if errors.Is(err, jetstream.ErrNotFound) {
+		return LeaseStatus{}, false, nil
+	}
+	if err != nil {
+		return LeaseStatus{}, false, err
+	}
+	return s.leaseStatus(info), true, nil
+}
+
+// LeaseBreak is what a person says when breaking a lease, recorded in the
+// run's ledger (event.LeaseBroken).
+type LeaseBreak struct {
+	// Name is the holder's name, Holder the holder as its lease named it.
+	Name   string `json:"name"`
+	Holder Holder `json:"holder"`
+	// LeaseRevision is the revision of the lease that was broken.
+	LeaseRevision uint64 `json:"lease_revision"`
+	// By is who broke it, Reason why.
+	By     string `json:"by"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Broken is what BreakLease did.
+type Broken struct {
+	// Fence is the ledger record that fences the holder's appends (seq 0
+	// when the run has no ledger yet); WorldTaken whether the world's
+	// head was moved to fence its world writes (false when the run has no
+	// world in the store).
+	Fence      state.Frontier
+	WorldTaken bool
+}
+
+// BreakLease ends a lease whose holder a person knows to be gone, so that
+// the run does not wait out its TTL, and fences that holder: should it be
+// alive after all, none of its writes is stored. The lease must still be
+// the one the person saw (st.Revision; storage.ErrConflict if it was
+// renewed, released or taken since: look again). Then a
+// persistent.lease.broken record is appended to the run's ledger (the
+// holder's next append expects the record before it, and is refused) and
+// the run's world is taken (its next world write expects the old head,
+// and is refused); its checkpoint commits are guarded by the ledger's end
+// already. The next holder recovers the run as after a crash.
+func (s *Store) BreakLease(ctx context.Context, st LeaseStatus, by, reason string) (Broken, error) {
+	var b Broken
+	err := s.blocks.Leases.Break(ctx, st.Run, st.Revision)
+	if errors.Is(err, jetstream.ErrConflict) {
+		return b, fmt.Errorf("%w: %w", storage.ErrConflict, err)
+	}
+	if err != nil {
+		return b, err
+	}
+	r, err := s.Run(ctx, st.Run)
+	if err != nil {
+		return b, err
+	}
+	obj, err := event.NewObject("lease", LeaseBreak{Name: st.Holder.Name, Holder: st.Holder, LeaseRevision: st.Revision, By: by, Reason: reason})
+	if err != nil {
+		return b, err
+	}
+	// The holder may append between our read of the ledger's end and our
+	// append: read again and append after its record.
+	for attempt := 0; ; attempt++ {
+		l, err := r.OpenLedger()
+		if err != nil {
+			return b, err
+		}
+		if l.front.Seq == 0 {
+			break // no ledger: nothing to fence
+		}
+		last, err := s.blocks.Ledger.Get(ctx, st.Run, uint64(l.front.Offset))
+		if err != nil {
+			return b, err
+		}
+		rec, err := decodeLine(last.Data)
+		if err != nil {
+			return b, err
+		}
+		ev := event.Event{Type: event.LeaseBroken, RunID: st.Run, CycleSeq: rec.Event.CycleSeq,
+			At: state.FormatTime(s.opts.Now()), Object: obj, Reasons: []string{"lease_broken_by_person"}}
+		_, err = l.Append([]event.Event{ev})
+		if errors.Is(err, storage.ErrConflict) && attempt < 10 {
+			continue
+		}
+		if err != nil {
+			return b, fmt.Errorf("fence the ledger of %s: %w", st.Run, err)
+		}
+		b.Fence = l.Frontier()
+		break
+	}
+	w := r.World()
+	if _, err := w.Load(); errors.Is(err, ErrNoWorld) {
+		return b, nil
+	} else if err != nil {
+		return b, fmt.Errorf("fence the world of %s: %w", st.Run, err)
+	}
+	if err := w.Take(b.Fence.Offset); err != nil {
+		return b, fmt.Errorf("fence the world of %s: %w", st.Run, err)
+	}
+	b.WorldTaken = true
+	return b, nil
 }
 
 // TTL is how long a lease lasts unless renewed.

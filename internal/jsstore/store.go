@@ -57,8 +57,17 @@ type Options struct {
 	// MemoryStorage keeps everything in memory (tests and benchmarks
 	// only).
 	MemoryStorage bool
-	// Now is the clock for inbox expiry (default time.Now).
+	// Now is the clock for inbox expiry and lease times (default
+	// time.Now).
 	Now func() time.Time
+	// Patience is how long a request keeps trying while the server does
+	// not answer (jetstream.Options.Patience): 0 tries once.
+	Patience time.Duration
+	// Timeout is how long one attempt of a request waits for its answer
+	// (default 5 s).
+	Timeout time.Duration
+	// Observe, when set, hears every request to the server.
+	Observe func(jetstream.Call)
 }
 
 func (o Options) withDefaults() Options {
@@ -92,6 +101,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 	o := opts.withDefaults()
 	blocks, err := jetstream.Open(ctx, nc, jetstream.Names{Prefix: o.Prefix}, jetstream.Options{
 		Replicas: o.Replicas, InboxDedup: o.InboxDedup, LeaseTTL: o.LeaseTTL, MemoryStorage: o.MemoryStorage,
+		Patience: o.Patience, Timeout: o.Timeout, Observe: o.Observe,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", o.Prefix, err)

@@ -1,6 +1,7 @@
 package jsstore
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"maps"
@@ -32,10 +33,13 @@ var ErrNoWorld = errors.New("the store holds no world for the run")
 type World struct {
 	run  *Run
 	head uint64
+	// writer names this handle in the heads it writes, so that a write
+	// whose answer was lost is recognised as its own.
+	writer string
 }
 
 // World returns the run's world handle; nothing is read.
-func (r *Run) World() *World { return &World{run: r} }
+func (r *Run) World() *World { return &World{run: r, writer: rand.Text()} }
 
 // Load returns the run's world, file by file; ErrNoWorld if the store
 // holds none for the run. A damaged world message is a
@@ -64,7 +68,7 @@ func (w *World) Take(ledgerAt int64) error {
 	if w.head == 0 {
 		return fmt.Errorf("take the world of %s: %w (load it first)", w.run.ID, ErrNoWorld)
 	}
-	h, err := w.run.s.blocks.Worlds.Take(w.run.ctx, w.run.ID, jetstream.Guard{Ledger: uint64(ledgerAt), Head: w.head})
+	h, err := w.run.s.blocks.Worlds.Take(w.run.ctx, w.run.ID, jetstream.Guard{Ledger: uint64(ledgerAt), Head: w.head, Writer: w.writer})
 	if err != nil {
 		return w.failed(err)
 	}
@@ -102,7 +106,7 @@ func (w *World) Seal(files map[string][]byte, ledgerAt int64) error {
 			return w.failed(err)
 		}
 	}
-	h, err := w.run.s.blocks.Worlds.Take(w.run.ctx, w.run.ID, jetstream.Guard{Ledger: uint64(ledgerAt), Head: st.Head})
+	h, err := w.run.s.blocks.Worlds.Take(w.run.ctx, w.run.ID, jetstream.Guard{Ledger: uint64(ledgerAt), Head: st.Head, Writer: w.writer})
 	if err != nil {
 		return w.failed(err)
 	}
@@ -127,7 +131,7 @@ func (w *World) write(path string, data []byte, remove bool, ledgerAt int64) err
 	if w.head == 0 {
 		return fmt.Errorf("write the world of %s: %w (take it first)", w.run.ID, ErrNoWorld)
 	}
-	h, err := w.run.s.blocks.Worlds.Write(w.run.ctx, w.run.ID, path, data, remove, jetstream.Guard{Ledger: uint64(ledgerAt), Head: w.head})
+	h, err := w.run.s.blocks.Worlds.Write(w.run.ctx, w.run.ID, path, data, remove, jetstream.Guard{Ledger: uint64(ledgerAt), Head: w.head, Writer: w.writer})
 	if err != nil {
 		return w.failed(err)
 	}

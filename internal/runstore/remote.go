@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -79,6 +80,14 @@ type Connection struct {
 	// set when they are created or differ; 0 keeps what they have (1 for
 	// a new store).
 	Replicas int
+	// Patience is how long a request to the store keeps trying while the
+	// server does not answer (a paused or restarting server, a lost
+	// connection, a leader election) before it fails with ErrUnavailable:
+	// a one-shot command's bound, or a worker's outage limit. 0 tries
+	// once.
+	Patience time.Duration
+	// Observe, when set, hears every request to the server (metrics).
+	Observe func(jetstream.Call)
 }
 
 // Dial connects to the JetStream store at url and names run id in it;
@@ -105,14 +114,21 @@ func DialStore(ctx context.Context, url string, c Connection) (*jsstore.Store, e
 	if _, _, err := jsstore.ParseURL(url); err != nil {
 		return nil, err
 	}
-	opts := []nats.Option{nats.Name("acr"), nats.MaxReconnects(2)}
+	// The client reconnects for as long as it lives: how long a command
+	// waits for the server is the requests' patience, not the client's.
+	// A server not there yet at the start is waited for the same way.
+	opts := []nats.Option{nats.Name("acr"), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
+		nats.ReconnectJitter(250*time.Millisecond, time.Second)}
+	if c.Patience > 0 {
+		opts = append(opts, nats.RetryOnFailedConnect(true))
+	}
 	if c.Creds != "" {
 		if _, err := os.Stat(c.Creds); err != nil {
 			return nil, fmt.Errorf("--nats-creds: %w", err)
 		}
 		opts = append(opts, nats.UserCredentials(c.Creds))
 	}
-	s, err := jsstore.Dial(ctx, url, jsstore.Options{Replicas: c.Replicas}, opts...)
+	s, err := jsstore.Dial(ctx, url, jsstore.Options{Replicas: c.Replicas, Patience: c.Patience, Observe: c.Observe}, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the store %s: %w", url, err)
 	}
@@ -273,7 +289,7 @@ func checkRoom(in Inputs, sw *jsstore.World) error {
 // run's Held context is cancelled if the lease is lost: run the driver
 // under it. Close writes what is owed and releases the lease. ctx bounds
 // the lease: when it ends, the lease is no longer renewed.
-func (m *Remote) Open(ctx context.Context, holder string, opt Options) (*Run, error) {
+func (m *Remote) Open(ctx context.Context, holder jsstore.Holder, opt Options) (*Run, error) {
 	l, err := m.Store.Acquire(ctx, m.Run.ID, holder)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", m.Run.ID, err)
