@@ -70,7 +70,7 @@ func TestDecodeFlags(t *testing.T) {
 		t.Setenv("ACR_STATE_DIR", "/srv/loop")
 		t.Setenv("ACR_CLOCK", testClock)
 		a, _ := configured(t, []string{"status"}, "--config", yaml, "--json", "--checkpoint-every", "4")
-		assert.Equal(t, config{ConfigFile: yaml, StateDir: "/srv/loop", Store: "dir:/srv/loop", JSON: true, LogLevel: "warn", CheckpointEvery: 4, SealBytes: 256 << 10, Clock: testClock}, a.cfg)
+		assert.Equal(t, config{ConfigFile: yaml, StateDir: "/srv/loop", Store: "dir:/srv/loop", StoreWait: "20s", JSON: true, LogLevel: "warn", CheckpointEvery: 4, SealBytes: 256 << 10, Clock: testClock}, a.cfg)
 	})
 
 	t.Run("a tag without a flag", func(t *testing.T) {

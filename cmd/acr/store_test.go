@@ -112,7 +112,7 @@ func TestNATSStore(t *testing.T) {
 		{"no run id", []string{"--store", store, "status"}, exitUsage, "--run-id"},
 		{"bad scheme", []string{"--store", "http://localhost:4222", "--run-id", "x", "status"}, exitUsage, "--store"},
 		{"no host", []string{"--store", "nats://", "--run-id", "x", "status"}, exitUsage, "--store"},
-		{"unreachable", []string{"--store", "nats://127.0.0.1:1", "--run-id", "x", "status"}, exitIO, "--store"},
+		{"unreachable", []string{"--store", "nats://127.0.0.1:1", "--store-wait", "500ms", "--run-id", "x", "status"}, exitIO, "--store"},
 		{"no such run", []string{"--store", store, "--run-id", "run:none", "status"}, exitNoInput, "run:none"},
 		{"dir and state dir differ", []string{"--store", "dir:" + filepath.Join(dir, "other"), "status"}, exitUsage, "--store"},
 		{"dir run id differs", []string{"--store", "dir:" + quick, "--state-dir", quick, "--run-id", "run:other", "status"}, exitUsage, "--run-id"},
@@ -130,7 +130,7 @@ func TestNATSStore(t *testing.T) {
 	// writes nothing; once it is back the run is as it was.
 	srv.Shutdown()
 	for _, args := range [][]string{{"status"}, {"run"}, {"wake", "--signal", "manual_resume"}} {
-		code, out, errOut := acrIn(t, dir, append(append([]string{}, nats...), args...)...)
+		code, out, errOut := acrIn(t, dir, append(append([]string{"--store-wait", "500ms"}, nats...), args...)...)
 		assert.Equal(t, exitIO, code, "%v: %s%s", args, out, errOut)
 		assert.Contains(t, errOut, "--store")
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/jetstream/natstest"
+	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/perf"
 	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/scenario"
@@ -160,7 +161,8 @@ func TestWorkerProcesses(t *testing.T) {
 		}
 		for key := range keys.Keys() {
 			e, err := leases.Get(t.Context(), key)
-			if err == nil && string(e.Value()) == fmt.Sprintf("%s:%d", host, pid) {
+			var h jsstore.Holder
+			if err == nil && json.Unmarshal(e.Value(), &h) == nil && h.Name == fmt.Sprintf("%s:%d", host, pid) {
 				assert.NoError(t, leases.Purge(t.Context(), key))
 			}
 		}
