@@ -121,6 +121,13 @@ func runWorker(ctx context.Context, opts workerOptions, a *app) error {
 		return err
 	}
 	m := newWorkerMetrics(a.wall)
+	m.changed = func(up bool, down time.Time) {
+		if up {
+			a.log.Info().Str("store", a.cfg.Store).Dur("outage", a.wall().Sub(down)).Msg("the store answers again: the runs go on where they were")
+			return
+		}
+		a.log.Warn().Str("store", a.cfg.Store).Dur("outage_limit", limit).Msg("the store does not answer: waiting for it (requests are tried again; nothing is written twice)")
+	}
 	if opts.Metrics != "" {
 		stop, err := m.serve(opts.Metrics)
 		if err != nil {

@@ -35,7 +35,9 @@ type workerMetrics struct {
 	storeUp      prometheus.Gauge
 
 	wall func() time.Time
-	mu   sync.Mutex
+	// changed, when set, hears the store stop or start answering.
+	changed func(up bool, down time.Time)
+	mu      sync.Mutex
 	// down is when the store stopped answering (zero while it answers).
 	down time.Time
 }
@@ -83,14 +85,21 @@ func (m *workerMetrics) observe(c jetstream.Call) {
 		m.renewals.Inc()
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	var down time.Time
+	changed, up := false, false
 	switch {
 	case result == "unavailable" && m.down.IsZero():
 		m.down = m.wall()
 		m.storeUp.Set(0)
+		changed, down = true, m.down
 	case result != "unavailable" && !m.down.IsZero():
+		changed, up, down = true, true, m.down
 		m.down = time.Time{}
 		m.storeUp.Set(1)
+	}
+	m.mu.Unlock()
+	if changed && m.changed != nil {
+		m.changed(up, down)
 	}
 }
 

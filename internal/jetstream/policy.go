@@ -61,7 +61,7 @@ func (p *policy) do(ctx context.Context, op string, attempt func(ctx context.Con
 	start := time.Now()
 	pause := firstPause
 	for {
-		actx, cancel := p.attemptContext(ctx)
+		actx, cancel := p.attemptContext(ctx, p.patience-time.Since(start))
 		began := time.Now()
 		err := attempt(actx)
 		cancel()
@@ -90,13 +90,22 @@ func (p *policy) do(ctx context.Context, op string, attempt func(ctx context.Con
 	}
 }
 
+// minAttempt is the shortest wait for an answer an attempt gets, however
+// little patience is left.
+const minAttempt = 250 * time.Millisecond
+
 // attemptContext is the context of one attempt: ctx without its
-// cancellation, with the policy's timeout or what is left of ctx's
-// deadline, whichever is shorter.
-func (p *policy) attemptContext(ctx context.Context) (context.Context, context.CancelFunc) {
+// cancellation, with the policy's timeout, what is left of the call's
+// patience (left; not under minAttempt) or what is left of ctx's deadline,
+// whichever is shortest: a command told to wait a second for the store
+// does not wait five for one answer.
+func (p *policy) attemptContext(ctx context.Context, left time.Duration) (context.Context, context.CancelFunc) {
 	timeout := defaultTimeout
 	if p.timeout > 0 {
 		timeout = p.timeout
+	}
+	if p.patience > 0 {
+		timeout = min(timeout, max(left, minAttempt))
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))

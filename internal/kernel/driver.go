@@ -700,7 +700,9 @@ func (d *Driver) noteConsumed(in Inputs) {
 }
 
 // gather collects a cycle's inputs from the providers. A provider failure
-// or garbage from one is returned as ErrProvider.
+// or garbage from one is returned as ErrProvider; the store's own failure
+// (reading the inbox) is returned as it is: it is not the provider's, and
+// must not count towards FAULTED.
 func (d *Driver) gather() (Inputs, error) {
 	now := d.Clock.Now().UTC().Truncate(time.Second)
 	obs, err := d.World.Observe()
@@ -714,7 +716,7 @@ func (d *Driver) gather() (Inputs, error) {
 	if d.Inbox != nil {
 		items, bad, err := d.Inbox.List()
 		if err != nil {
-			return Inputs{}, fmt.Errorf("%w: inbox: %w", ErrProvider, err)
+			return Inputs{}, fmt.Errorf("read the inbox: %w", err)
 		}
 		for _, r := range bad {
 			if err := d.Inbox.Quarantine(r.Name); err != nil {
@@ -828,8 +830,13 @@ func (d *Driver) Step() (sum Summary, err error) {
 		}
 	}()
 	in, err := d.gather()
-	if err != nil {
+	if errors.Is(err, ErrProvider) {
 		return Summary{}, d.providerFailed(err)
+	}
+	if err != nil {
+		// The store (its inbox) failed, not an input provider: no
+		// provider failure is counted, and nothing is written.
+		return Summary{}, err
 	}
 	if ok, why := Eligible(d.state, in); !ok {
 		return Summary{Executed: false, CycleSeq: d.state.Run.CycleSeq, CycleRef: d.state.Run.LastCycleRef,
