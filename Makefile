@@ -4,7 +4,7 @@ BIN      := bin/acr
 DEMO_DIR ?= $(CURDIR)/.demo_state
 FUZZTIME ?= 50000x
 
-.PHONY: build install demo example proposers test test-short lint fuzz bench bench-quick bench-peers bench-workers crash fsync-mutants validate release-manifest mutants mutants-quick man clean
+.PHONY: build install demo example proposers test test-short lint fuzz bench bench-quick bench-peers bench-workers crash chaos fsync-mutants validate release-manifest mutants mutants-quick man clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/acr
@@ -71,6 +71,14 @@ fuzz:
 CRASH_KILLS ?= 1000
 crash:
 	$(GO) test -count=1 -timeout 60m -run '^Test(Command)?CrashHarness$$' -v ./cmd/acr -crash.kills=$(CRASH_KILLS) | grep -E 'crash harness|PASS|FAIL|ok'
+
+# The fault suite at full size (docs/operations.md, "Testing it"): real
+# nats-server processes (built from the version go.mod requires) and real
+# workers under a paused server, a killed stream leader on a three-node
+# cluster, cut connections, killed workers, SIGTERM; every run counted
+# afterwards. make test runs it small. About 5 minutes on two cores.
+chaos:
+	$(GO) test -count=1 -timeout 30m -run '^TestFault' -v ./cmd/acr -fault.full | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|fault_test'
 
 # Delete each fsync call site in turn, on a temporary copy of the tree, and
 # run the power-loss tests against it: every deletion must make one fail or

@@ -18,12 +18,16 @@ func newLedgerCommand(a *app) *cobra.Command {
 	}
 	verify := &cobra.Command{
 		Use:   "verify",
-		Short: "Walk the whole hash chain and report damage",
+		Short: "Walk the whole hash chain and the cycles' structure, and report damage",
 		Long: `Walk every line of the ledger: framing, each line's own hash, the chain link to
 the previous line, seq continuity, strict decoding of each event, and that
-the line the checkpoint names as its frontier is there. Damage is reported
-with its line number and exits 65; a torn last line (a crash mid-append) is
-reported but is not damage: the next run repairs it. Read-only; no lock.`,
+the line the checkpoint names as its frontier is there. Then the history's
+structure: cycles in order, each effect's intent followed by its outcome or a
+recovery record before the next cycle starts, and a checkpoint frontier that
+is not inside an open cycle (docs/on-disk-format.md). Damage is reported with
+its line number and exits 65; a torn last line (a crash mid-append) and a
+cycle left open at the end are reported but are not damage: the next run
+repairs the one and recovers the other. Read-only; no lock.`,
 		Example: `  acr ledger verify
   acr ledger verify --json`,
 		Args: noArgs,
@@ -62,6 +66,9 @@ func runLedgerVerify(ctx context.Context, opts ledgerVerifyOptions, a *app) erro
 	if rep.Torn != nil {
 		out["torn_tail"] = rep.Torn
 	}
+	if rep.OpenCycle != 0 {
+		out["open_cycle"] = rep.OpenCycle
+	}
 	if rep.Damage != nil {
 		out["damage"] = map[string]any{"line": rep.Damage.Line, "offset": rep.Damage.Offset, "message": rep.Damage.Msg}
 	}
@@ -71,6 +78,9 @@ func runLedgerVerify(ctx context.Context, opts ledgerVerifyOptions, a *app) erro
 		a.printf("ledger ok: %d events, frontier seq %d (%s)\n", rep.Events, rep.Frontier.Seq, rep.Frontier.Hash)
 		if rep.Torn != nil {
 			a.printf("torn last line at byte %d (%d bytes): repaired by the next acr run/step/recover\n", rep.Torn.Offset, rep.Torn.Length)
+		}
+		if rep.OpenCycle != 0 {
+			a.printf("cycle %d is open at the end (interrupted): recovered by the next acr run/step/recover\n", rep.OpenCycle)
 		}
 	}
 	if !rep.OK {

@@ -245,12 +245,14 @@ type worker struct {
 // damaged) is logged and skipped; a store unreachable past the outage
 // limit ends the worker (exit 74).
 func (w *worker) pass(ctx context.Context) error {
-	due, err := w.s.Due(ctx, w.opt.Clock.Now())
+	all, err := w.s.Runs(ctx)
 	if err != nil {
 		return err
 	}
-	for _, st := range due {
-		if !st.Takes(w.labels) || !w.claim(st.RunID) {
+	w.metrics.runs(all)
+	now := w.opt.Clock.Now()
+	for _, st := range all {
+		if !st.Due(now) || !st.Takes(w.labels) || !w.claim(st.RunID) {
 			continue
 		}
 		select {

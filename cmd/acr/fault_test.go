@@ -7,7 +7,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,12 +50,20 @@ func faultSize(runs, items, fullRuns, fullItems int) (int, int) {
 }
 
 // buildBinaries builds acr and nats-server (the version go.mod requires)
-// into a temporary directory.
+// into a temporary directory. ACR_FAULT_ACR names another acr binary to
+// put through the suite instead (an earlier release, to see a fault it
+// did not survive).
 func buildBinaries(t *testing.T) (acrBin, natsBin string) {
 	t.Helper()
 	dir := t.TempDir()
 	acrBin, natsBin = filepath.Join(dir, "acr"), filepath.Join(dir, "nats-server")
-	for _, b := range [][]string{{"-o", acrBin, "."}, {"-o", natsBin, "github.com/nats-io/nats-server/v2"}} {
+	builds := [][]string{{"-o", natsBin, "github.com/nats-io/nats-server/v2"}}
+	if other := os.Getenv("ACR_FAULT_ACR"); other != "" {
+		acrBin = other
+	} else {
+		builds = append(builds, []string{"-o", acrBin, "."})
+	}
+	for _, b := range builds {
 		if out, err := exec.Command("go", append([]string{"build"}, b...)...).CombinedOutput(); err != nil {
 			t.Fatalf("go build %v: %v\n%s", b, err, out)
 		}
@@ -306,7 +316,7 @@ func (f *fleet) settle(timeout time.Duration, workers map[string]*workerProc) {
 		for name, w := range workers {
 			w.alive(f.t, name)
 		}
-		out, err := f.try("--store", f.store, "--store-wait", "5s", "--json", "runs")
+		out, err := f.try("--store", f.store, "--json", "runs")
 		var v struct{ Runs []runRow }
 		if err == nil && json.Unmarshal([]byte(out), &v) == nil && len(v.Runs) == len(f.ids) {
 			settled := 0
@@ -367,6 +377,17 @@ func (f *fleet) count() {
 	}
 }
 
+// get fetches a URL and returns the status code and body.
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
 // events counts run id's ledger records of a kind.
 func (f *fleet) events(id string, kind event.Kind) int {
 	f.t.Helper()
@@ -402,13 +423,32 @@ func TestFaultServerPause(t *testing.T) {
 	srv := startServer(t, natsBin)
 	f := &fleet{t: t, bin: bin, store: srv.url() + "/pause", dir: t.TempDir(), items: items}
 	f.createRuns(runs)
-	w := f.startWorker(f.store, "--concurrency", "3")
+	metrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	w := f.startWorker(f.store, "--concurrency", "3", "--metrics", metrics)
 	f.waitRecords(int64(runs) * 30) // the prologues, and a few cycles
+	code, _ := get(t, "http://"+metrics+"/healthz")
+	assert.Equal(t, 200, code, "healthy before the pause")
 	srv.signal(syscall.SIGSTOP)
-	time.Sleep(6 * time.Second)
+	// The first requests give up waiting for an answer after 5 s: from
+	// then on the worker reports the outage.
+	time.Sleep(5500 * time.Millisecond)
+	code, body := get(t, "http://"+metrics+"/healthz")
+	assert.Equal(t, 503, code, "unhealthy during the pause: %s", body)
+	assert.Contains(t, body, "store unavailable since")
+	time.Sleep(500 * time.Millisecond)
 	srv.signal(syscall.SIGCONT)
 	f.settle(2*time.Minute, map[string]*workerProc{"w": w})
 	f.count()
+	code, _ = get(t, "http://"+metrics+"/healthz")
+	assert.Equal(t, 200, code, "healthy again")
+	_, page := get(t, "http://"+metrics+"/metrics")
+	for _, m := range []string{`acr_worker_cycles_total{disposition="IDLE"}`, `acr_worker_effects_total{outcome="committed"}`,
+		`acr_store_requests_total{op="commit",result="ok"}`, "acr_store_wait_seconds_total", `acr_store_runs{disposition="IDLE"}`,
+		"acr_worker_runs_held", "acr_store_up 1", "acr_store_request_seconds_bucket"} {
+		assert.Contains(t, page, m)
+	}
+	assert.Regexp(t, `acr_store_requests_total\{op="[a-z.]+",result="unavailable"\} [1-9]`, page, "no unanswered request counted")
+	assert.NotContains(t, page, "acr_store_wait_seconds_total 0\n", "no waiting counted")
 	require.NoError(t, w.stop(), "%s", w.log.String())
 	assert.Contains(t, w.log.String(), "the store does not answer", "the worker logged the outage")
 	assert.Contains(t, w.log.String(), "the store answers again")
@@ -615,7 +655,7 @@ func TestFaultSigtermCheckpoints(t *testing.T) {
 		require.NoError(t, err)
 		recs, err := m.ReadSince(man)
 		require.NoError(t, err)
-		assert.Empty(t, recs, "%s: %d ledger records beyond the checkpoint after SIGTERM", id, len(recs))
+		assert.Zero(t, len(recs), "%s: ledger records beyond the checkpoint after SIGTERM", id)
 		if man.CycleSeq > 0 {
 			atRest++
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/acr-project/acr/internal/jetstream"
+	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/kernel"
 )
 
@@ -33,6 +34,7 @@ type workerMetrics struct {
 	renewals     prometheus.Counter
 	leaseLost    prometheus.Counter
 	storeUp      prometheus.Gauge
+	byState      *prometheus.GaugeVec
 
 	wall func() time.Time
 	// changed, when set, hears the store stop or start answering.
@@ -57,7 +59,8 @@ func newWorkerMetrics(wall func() time.Time) *workerMetrics {
 	m.leaseLost = prometheus.NewCounter(prometheus.CounterOpts{Name: "acr_worker_leases_lost_total", Help: "Runs whose lease was lost (expired during an outage, broken, taken) while this worker ran them."})
 	m.storeUp = prometheus.NewGauge(prometheus.GaugeOpts{Name: "acr_store_up", Help: "1 while the store answers the worker's requests, 0 during an outage."})
 	m.storeUp.Set(1)
-	for _, c := range []prometheus.Collector{m.held, m.cycles, m.effects, m.providerFail, m.requests, m.latency, m.waiting, m.renewals, m.leaseLost, m.storeUp,
+	m.byState = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "acr_store_runs", Help: "The store's runs by disposition (CONTINUE, IDLE, WAIT_APPROVAL, FAULTED, ...), as the worker's last look for due runs found them."}, []string{"disposition"})
+	for _, c := range []prometheus.Collector{m.held, m.cycles, m.effects, m.providerFail, m.requests, m.latency, m.waiting, m.renewals, m.leaseLost, m.storeUp, m.byState,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -100,6 +103,22 @@ func (m *workerMetrics) observe(c jetstream.Call) {
 	m.mu.Unlock()
 	if changed && m.changed != nil {
 		m.changed(up, down)
+	}
+}
+
+// runs hears the store's runs, listed for a pass over what is due.
+func (m *workerMetrics) runs(all []jsstore.Status) {
+	n := map[string]float64{}
+	for _, st := range all {
+		d := st.Disposition
+		if d == "" {
+			d = "unknown"
+		}
+		n[d]++
+	}
+	m.byState.Reset()
+	for d, c := range n {
+		m.byState.WithLabelValues(d).Set(c)
 	}
 }
 

@@ -147,8 +147,24 @@
 //
 // ErrConflict: a stale sequence or revision, nothing stored. ErrUnavailable
 // (acr's exit 74): no server, connection lost or closed, no stream leader,
-// a timeout; the outcome of a write that fails with it is unknown, and the
-// same write retried settles it. Connect turns the client's reconnect
-// buffer off so that a write made while the server is away fails at once
-// rather than being sent when it returns.
+// a timeout. Connect turns the client's reconnect buffer off so that a
+// write made while the server is away fails at once rather than being
+// sent when it returns.
+//
+// # A server that does not answer
+//
+// Every call tries again while its attempts fail with ErrUnavailable, for
+// up to Options.Patience, each attempt with its own timeout (Options.Timeout,
+// 5 s) and a growing, jittered pause between them (policy.go): a paused
+// server, a lost connection, a leader election are waited out. A write's
+// attempt whose answer was lost may have been stored, so every write is
+// made safe to send again: ledger commits and uploads carry message ids
+// the server recognises (and a commit refused after the dedup window is
+// recognised by reading what follows its frontier); a world write or take
+// is recognised by the head it left, which names its writer
+// (Guard.Writer); a lease or idempotency record by its bytes, which are
+// the writer's own. Only a call that runs out of patience returns
+// ErrUnavailable, and then its outcome is unknown: the caller writes
+// nothing that assumes either way and reads what is stored. Options.Observe
+// hears every attempt (metrics).
 package jetstream

@@ -68,7 +68,12 @@
 //	Inbox.Quarantine     copy to P.quarantine.<R>, then delete
 //	Inbox.Put            publish with the item id as Nats-Msg-Id
 //	Keys.Get/Create/Put  KV get, create (first writer wins), put
-//	Store.Acquire, Lease KV create, update on the revision, delete on the revision
+//	Store.Acquire, Lease KV create (the value: the Holder, with a token of its
+//	                     own), update on the revision, delete on the revision;
+//	                     the same process's own lease taken over by an update
+//	Store.Leases         one multi-last direct get on the lease bucket's stream
+//	Store.BreakLease     delete on the revision seen, then a persistent.lease.broken
+//	                     record appended to the ledger and the world taken (fences)
 //	Store.Runs, Due      one multi-last direct get of P.status.* (a consumer beyond
 //	                     1024 runs) and the inbox stream's per-subject counts
 //	Store.WatchInbox     a plain subscription on P.inbox.*: a worker hears of an
@@ -96,9 +101,13 @@
 // storage.ErrConflict: another writer got there first, nothing stored.
 // storage.ErrNoRun: the run has no checkpoint. storage.ErrBusy: the lease
 // is held. ledger.ErrBehind, ledger.ErrCorrupt: as for the file ledger.
-// ErrUnavailable (exit 74): the server is away or did not answer; the
-// outcome of a write that failed with it is unknown, and the ledger handle
-// refuses further appends (ledger.ErrPoisoned) until the run is reopened.
+// ErrUnavailable (exit 74): the server was away or did not answer for
+// longer than Options.Patience (every request is tried again until then,
+// and a write whose answer was lost is recognised, not stored twice; see
+// internal/jetstream); the outcome of a write that failed with it is
+// unknown, and the ledger handle refuses further appends
+// (ledger.ErrPoisoned) until the run is reopened. A *HeldError
+// (storage.ErrBusy): another holder has the run's lease, named in it.
 //
 // # Safety
 //

@@ -27,6 +27,10 @@ type Report struct {
 	Torn *Torn `json:"torn,omitempty"`
 	// Damage is the first damaged line, when OK is false.
 	Damage *DamageError `json:"-"`
+	// OpenCycle is the cycle started at the end of the ledger and not
+	// completed (0: none). Not damage either: what a crash leaves, which
+	// the next open of the run recovers.
+	OpenCycle int64 `json:"open_cycle,omitempty"`
 }
 
 // Verify walks the whole chain: framing, each line's own hash, the chain
@@ -261,6 +265,7 @@ func verifyChunks(r io.ReaderAt, size int64, expect *state.Frontier, workers, ch
 		lineNo += res.lines
 	}
 	rep.Torn = torn // the reader has finished: order is closed
+	rep.OpenCycle, _ = shape.Open()
 	return rep, nil
 }
 

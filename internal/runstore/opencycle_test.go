@@ -11,11 +11,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/perf"
 	"github.com/acr-project/acr/internal/runstore"
+	"github.com/acr-project/acr/internal/storage"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -135,4 +137,43 @@ func TestAnOpenCycleIsNeverCheckpointed(t *testing.T) {
 			assert.True(t, rep2.OK, "ledger verify: %v", rep2.Damage)
 		})
 	}
+}
+
+// TestExportRefusesACheckpointOverAnOpenCycle: a run whose checkpoint
+// covers part of a cycle (what the driver did before it stopped writing
+// after an open cycle's error: the cycle is hidden from recovery) looks
+// at rest, its ledger ending at its checkpoint, but its history is not
+// whole: ledger verify names the line and export refuses it.
+func TestExportRefusesACheckpointOverAnOpenCycle(t *testing.T) {
+	dir := t.TempDir()
+	_, err := runstore.Init(dir, perf.QueueInputs(4), "run:hidden", false, realOptions())
+	require.NoError(t, err)
+	r, err := runstore.Open(dir, realOptions())
+	require.NoError(t, err)
+	_, err = r.Driver.Run(context.Background(), 2, nil)
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	_, err = runstore.ExportDir(dir)
+	require.NoError(t, err, "a run at rest exports")
+
+	fsys := osFS(t, dir)
+	led, err := ledger.Open(fsys)
+	require.NoError(t, err)
+	store := dirstore.NewStore(fsys)
+	snap, err := store.Load()
+	require.NoError(t, err)
+	at := "2026-01-01T00:10:00Z"
+	_, err = led.Append([]event.Event{
+		{Type: event.CycleStarted, RunID: "run:hidden", CycleSeq: 3, At: at},
+		{Type: event.ActionIntent, RunID: "run:hidden", CycleSeq: 3, At: at},
+	})
+	require.NoError(t, err)
+	m := snap.Manifest
+	_, err = store.Commit(storage.Commit{Expect: m.Generation, RunID: m.RunID, CycleSeq: m.CycleSeq, Revision: "test", Frontier: led.Frontier(), Files: snap.Files})
+	require.NoError(t, err)
+	require.NoError(t, led.Close())
+
+	_, err = runstore.ExportDir(dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the checkpoint's frontier is inside cycle 3")
 }
