@@ -345,26 +345,19 @@ func (f *fleet) settle(timeout time.Duration, workers map[string]*workerProc) {
 // acr ledger verify, log, audit and replay --verify succeed.
 func (f *fleet) count() {
 	f.t.Helper()
-	s, err := runstore.DialStore(f.t.Context(), f.store, runstore.Connection{Patience: 30 * time.Second})
-	require.NoError(f.t, err)
-	defer s.Close()
 	want := strings.Repeat("d\n", f.items)
 	for _, id := range f.ids {
-		m, err := runstore.OpenRemote(f.t.Context(), s, f.store, id, f.dir)
-		require.NoError(f.t, err)
+		m, done := f.remote(id)
 		files, err := m.Run.World().Load()
 		require.NoError(f.t, err)
 		assert.Equal(f.t, want, string(files["queue.txt"]), "%s: the world in the store", id)
-		h, err := m.History()
-		require.NoError(f.t, err)
-		recs, err := h.ReadAll()
-		require.NoError(f.t, err)
 		keys := map[string]int{}
-		for _, rec := range recs {
+		for _, rec := range f.history(m) {
 			if rec.Event.Type == event.ActionCommitted {
 				keys[field(rec.Event, "idempotency_key")]++
 			}
 		}
+		done()
 		assert.Len(f.t, keys, f.items, "%s: committed records", id)
 		for k, n := range keys {
 			assert.Equal(f.t, 1, n, "%s: idempotency key %s committed %d times", id, k, n)
@@ -388,25 +381,50 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// events counts run id's ledger records of a kind.
-func (f *fleet) events(id string, kind event.Kind) int {
+// remote opens run id of the fleet's store (without its lease); done
+// closes the connection.
+func (f *fleet) remote(id string) (m *runstore.Remote, done func()) {
 	f.t.Helper()
 	s, err := runstore.DialStore(f.t.Context(), f.store, runstore.Connection{Patience: 30 * time.Second})
 	require.NoError(f.t, err)
-	defer s.Close()
-	m, err := runstore.OpenRemote(f.t.Context(), s, f.store, id, f.dir)
+	m, err = runstore.OpenRemote(f.t.Context(), s, f.store, id, f.dir)
 	require.NoError(f.t, err)
+	return m, s.Close
+}
+
+// history reads run id's whole ledger.
+func (f *fleet) history(m *runstore.Remote) []event.Record {
+	f.t.Helper()
 	h, err := m.History()
 	require.NoError(f.t, err)
 	recs, err := h.ReadAll()
 	require.NoError(f.t, err)
+	return recs
+}
+
+// events counts run id's ledger records of a kind.
+func (f *fleet) events(id string, kind event.Kind) int {
+	f.t.Helper()
+	m, done := f.remote(id)
+	defer done()
 	n := 0
-	for _, r := range recs {
+	for _, r := range f.history(m) {
 		if r.Event.Type == kind {
 			n++
 		}
 	}
 	return n
+}
+
+// soloFleet starts a standalone server and creates runs queue runs of
+// items each in the store under prefix.
+func soloFleet(t *testing.T, prefix string, runs, items int) (*fleet, *natsNode) {
+	t.Helper()
+	bin, natsBin := buildBinaries(t)
+	srv := startServer(t, natsBin)
+	f := &fleet{t: t, bin: bin, store: srv.url() + "/" + prefix, dir: t.TempDir(), items: items}
+	f.createRuns(runs)
+	return f, srv
 }
 
 // TestFaultServerPause: a worker draining queue runs while its server is
@@ -419,10 +437,7 @@ func (f *fleet) events(id string, kind event.Kind) int {
 func TestFaultServerPause(t *testing.T) {
 	t.Parallel()
 	runs, items := faultSize(3, 20, 6, 40)
-	bin, natsBin := buildBinaries(t)
-	srv := startServer(t, natsBin)
-	f := &fleet{t: t, bin: bin, store: srv.url() + "/pause", dir: t.TempDir(), items: items}
-	f.createRuns(runs)
+	f, srv := soloFleet(t, "pause", runs, items)
 	metrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	w := f.startWorker(f.store, "--concurrency", "3", "--metrics", metrics)
 	f.waitRecords(int64(runs) * 30) // the prologues, and a few cycles
@@ -548,11 +563,8 @@ func (f *fleet) leader(nodes []*natsNode) *natsNode {
 func TestFaultDroppedConnections(t *testing.T) {
 	t.Parallel()
 	runs, items := faultSize(3, 20, 6, 40)
-	bin, natsBin := buildBinaries(t)
-	srv := startServer(t, natsBin)
+	f, srv := soloFleet(t, "drop", runs, items)
 	p := natstest.StartProxy(t, srv.url())
-	f := &fleet{t: t, bin: bin, store: srv.url() + "/drop", dir: t.TempDir(), items: items}
-	f.createRuns(runs)
 	workers := map[string]*workerProc{
 		"a": f.startWorker(p.URL()+"/drop", "--concurrency", "2"),
 		"b": f.startWorker(p.URL()+"/drop", "--concurrency", "2"),
@@ -578,10 +590,7 @@ func TestFaultDroppedConnections(t *testing.T) {
 func TestFaultWorkerKilledLeaseBroken(t *testing.T) {
 	t.Parallel()
 	runs, items := faultSize(3, 20, 6, 40)
-	bin, natsBin := buildBinaries(t)
-	srv := startServer(t, natsBin)
-	f := &fleet{t: t, bin: bin, store: srv.url() + "/kill", dir: t.TempDir(), items: items}
-	f.createRuns(runs)
+	f, _ := soloFleet(t, "kill", runs, items)
 	w := f.startWorker(f.store, "--concurrency", strconv.Itoa(runs))
 	f.waitRecords(int64(runs) * 30)
 	require.NoError(t, w.cmd.Process.Kill())
@@ -635,10 +644,7 @@ func TestFaultWorkerKilledLeaseBroken(t *testing.T) {
 func TestFaultSigtermCheckpoints(t *testing.T) {
 	t.Parallel()
 	runs, items := faultSize(3, 30, 6, 40)
-	bin, natsBin := buildBinaries(t)
-	srv := startServer(t, natsBin)
-	f := &fleet{t: t, bin: bin, store: srv.url() + "/term", dir: t.TempDir(), items: items}
-	f.createRuns(runs)
+	f, _ := soloFleet(t, "term", runs, items)
 	w := f.startWorker(f.store, "--concurrency", strconv.Itoa(runs))
 	f.waitRecords(int64(runs) * 30)
 	require.NoError(t, w.stop(), "SIGTERM: %s", w.log.String())
@@ -674,10 +680,7 @@ func TestFaultSigtermCheckpoints(t *testing.T) {
 // "N cycle(s), final disposition CONTINUE" and then exited 74.
 func TestFaultRunOnPausedServer(t *testing.T) {
 	t.Parallel()
-	bin, natsBin := buildBinaries(t)
-	srv := startServer(t, natsBin)
-	f := &fleet{t: t, bin: bin, store: srv.url() + "/one", dir: t.TempDir(), items: 60}
-	f.createRuns(1)
+	f, srv := soloFleet(t, "one", 1, 60)
 	run := f.command(f.dir, "--store", f.store, "--run-id", f.ids[0], "--store-wait", "1s", "run", "--max-cycles", "200")
 	stdout, err := run.StdoutPipe()
 	require.NoError(t, err)

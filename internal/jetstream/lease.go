@@ -61,24 +61,16 @@ func (l *Leases) TTL() time.Duration { return l.ttl }
 // Acquire takes run's lease with value, or fails with ErrLeaseHeld.
 func (l *Leases) Acquire(ctx context.Context, run string, value []byte) (Lease, error) {
 	var rev uint64
-	unknown := false
-	err := l.pol.do(ctx, "lease.acquire", func(ctx context.Context) error {
-		err := retryInFlight(ctx, func() (err error) { rev, err = l.kv.Create(ctx, Token(run), value); return err })
-		if errors.Is(err, natsjs.ErrKeyExists) {
-			if unknown {
-				// The attempt whose answer was lost may have been the one
-				// that created it.
-				if e, gerr := l.kv.Get(ctx, Token(run)); gerr == nil && bytes.Equal(e.Value(), value) {
-					rev = e.Revision()
-					return nil
-				}
+	err := l.write(ctx, "lease.acquire", run, ErrLeaseHeld,
+		func(ctx context.Context) (err error) { rev, err = l.kv.Create(ctx, Token(run), value); return err },
+		func(err error) bool { return errors.Is(err, natsjs.ErrKeyExists) },
+		func(e natsjs.KeyValueEntry, err error) bool {
+			if err == nil && bytes.Equal(e.Value(), value) {
+				rev = e.Revision()
+				return true
 			}
-			return ErrLeaseHeld
-		}
-		err = classify(err)
-		unknown = errors.Is(err, ErrUnavailable)
-		return err
-	})
+			return false
+		})
 	if err != nil {
 		return Lease{}, fmt.Errorf("acquire %s: %w", run, err)
 	}
@@ -101,22 +93,19 @@ func (l *Leases) TakeOver(ctx context.Context, run string, value []byte, rev uin
 // fails with ErrLeaseLost if it expired or another holder took it.
 func (l *Leases) Renew(ctx context.Context, ls Lease) (Lease, error) {
 	var rev uint64
-	unknown := false
-	err := l.pol.do(ctx, "lease.renew", func(ctx context.Context) error {
-		err := retryInFlight(ctx, func() (err error) { rev, err = l.kv.Update(ctx, Token(ls.Run), ls.Value, ls.Rev); return err })
-		if errors.Is(err, natsjs.ErrKeyRevisionMismatch) || errors.Is(err, natsjs.ErrKeyExists) {
-			if unknown {
-				if e, gerr := l.kv.Get(ctx, Token(ls.Run)); gerr == nil && e.Revision() > ls.Rev && bytes.Equal(e.Value(), ls.Value) {
-					rev = e.Revision()
-					return nil
-				}
+	err := l.write(ctx, "lease.renew", ls.Run, ErrLeaseLost,
+		func(ctx context.Context) (err error) {
+			rev, err = l.kv.Update(ctx, Token(ls.Run), ls.Value, ls.Rev)
+			return err
+		},
+		revisionRefused,
+		func(e natsjs.KeyValueEntry, err error) bool {
+			if err == nil && e.Revision() > ls.Rev && bytes.Equal(e.Value(), ls.Value) {
+				rev = e.Revision()
+				return true
 			}
-			return ErrLeaseLost
-		}
-		err = classify(err)
-		unknown = errors.Is(err, ErrUnavailable)
-		return err
-	})
+			return false
+		})
 	if err != nil {
 		return Lease{}, fmt.Errorf("renew %s: %w", ls.Run, err)
 	}
@@ -128,21 +117,12 @@ func (l *Leases) Renew(ctx context.Context, ls Lease) (Lease, error) {
 // A release whose answer was lost, tried again, finds the key gone or
 // another's: released either way.
 func (l *Leases) Release(ctx context.Context, ls Lease) error {
-	unknown := false
-	err := l.pol.do(ctx, "lease.release", func(ctx context.Context) error {
-		err := retryInFlight(ctx, func() error { return l.kv.Delete(ctx, Token(ls.Run), natsjs.LastRevision(ls.Rev)) })
-		if errors.Is(err, natsjs.ErrKeyRevisionMismatch) || errors.Is(err, natsjs.ErrKeyExists) {
-			if unknown {
-				if e, gerr := l.kv.Get(ctx, Token(ls.Run)); errors.Is(gerr, natsjs.ErrKeyNotFound) || (gerr == nil && !bytes.Equal(e.Value(), ls.Value)) {
-					return nil
-				}
-			}
-			return ErrLeaseLost
-		}
-		err = classify(err)
-		unknown = errors.Is(err, ErrUnavailable)
-		return err
-	})
+	err := l.write(ctx, "lease.release", ls.Run, ErrLeaseLost,
+		func(ctx context.Context) error { return l.kv.Delete(ctx, Token(ls.Run), natsjs.LastRevision(ls.Rev)) },
+		revisionRefused,
+		func(e natsjs.KeyValueEntry, err error) bool {
+			return errors.Is(err, natsjs.ErrKeyNotFound) || (err == nil && !bytes.Equal(e.Value(), ls.Value))
+		})
 	if err != nil {
 		return fmt.Errorf("release %s: %w", ls.Run, err)
 	}
@@ -173,25 +153,43 @@ func (l *Leases) Get(ctx context.Context, run string) (LeaseInfo, error) {
 // holder's next renewal then fails with ErrLeaseLost. Breaking a lease
 // fences nothing by itself; see jsstore.Store.BreakLease.
 func (l *Leases) Break(ctx context.Context, run string, rev uint64) error {
+	err := l.write(ctx, "lease.break", run, fmt.Errorf("%w: the lease changed since it was read", ErrConflict),
+		func(ctx context.Context) error { return l.kv.Delete(ctx, Token(run), natsjs.LastRevision(rev)) },
+		revisionRefused,
+		func(_ natsjs.KeyValueEntry, err error) bool { return errors.Is(err, natsjs.ErrKeyNotFound) })
+	if err != nil {
+		return fmt.Errorf("break the lease of %s: %w", run, err)
+	}
+	return nil
+}
+
+// write makes one lease write, trying again while the server does not
+// answer. When the server refuses an attempt (refused says which errors
+// are refusals) after an attempt whose answer was lost, that lost attempt
+// may be what the refusal is about: mine looks at the key as it is now
+// (its entry, or the error of reading it) and says whether the lost
+// attempt landed; if not, the write fails with refusal.
+func (l *Leases) write(ctx context.Context, op, run string, refusal error, attempt func(context.Context) error,
+	refused func(error) bool, mine func(natsjs.KeyValueEntry, error) bool) error {
 	unknown := false
-	err := l.pol.do(ctx, "lease.break", func(ctx context.Context) error {
-		err := retryInFlight(ctx, func() error { return l.kv.Delete(ctx, Token(run), natsjs.LastRevision(rev)) })
-		if errors.Is(err, natsjs.ErrKeyRevisionMismatch) || errors.Is(err, natsjs.ErrKeyExists) {
-			if unknown {
-				if _, gerr := l.kv.Get(ctx, Token(run)); errors.Is(gerr, natsjs.ErrKeyNotFound) {
-					return nil
-				}
+	return l.pol.do(ctx, op, func(ctx context.Context) error {
+		err := retryInFlight(ctx, func() error { return attempt(ctx) })
+		if refused(err) {
+			if unknown && mine(l.kv.Get(ctx, Token(run))) {
+				return nil
 			}
-			return fmt.Errorf("%w: the lease changed since it was read: %w", ErrConflict, err)
+			return refusal
 		}
 		err = classify(err)
 		unknown = errors.Is(err, ErrUnavailable)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("break the lease of %s: %w", run, err)
-	}
-	return nil
+}
+
+// revisionRefused reports whether a write on a revision was refused
+// because the key is at another.
+func revisionRefused(err error) bool {
+	return errors.Is(err, natsjs.ErrKeyRevisionMismatch) || errors.Is(err, natsjs.ErrKeyExists)
 }
 
 // List calls fn with every lease the store holds, in no particular order:

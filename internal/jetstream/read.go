@@ -110,12 +110,12 @@ func readPage(ctx context.Context, sub *nats.Subscription, subject string, fn fu
 	}
 }
 
-// lastOnSubject returns the last message on subject and its stream
-// sequence, or ErrNotFound.
-func lastOnSubject(ctx context.Context, pol *policy, nc *nats.Conn, stream, subject string) (uint64, *nats.Msg, error) {
-	req, err := json.Marshal(directGetRequest{LastFor: subject})
+// directGet asks for one message (a 503 status, a stream without a
+// leader to answer, is a server that does not answer).
+func directGet(ctx context.Context, pol *policy, nc *nats.Conn, stream string, r directGetRequest) (*nats.Msg, error) {
+	req, err := json.Marshal(r)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	var m *nats.Msg
 	err = pol.do(ctx, "read", func(ctx context.Context) (err error) {
@@ -125,6 +125,13 @@ func lastOnSubject(ctx context.Context, pol *policy, nc *nats.Conn, stream, subj
 		}
 		return classify(err)
 	})
+	return m, err
+}
+
+// lastOnSubject returns the last message on subject and its stream
+// sequence, or ErrNotFound.
+func lastOnSubject(ctx context.Context, pol *policy, nc *nats.Conn, stream, subject string) (uint64, *nats.Msg, error) {
+	m, err := directGet(ctx, pol, nc, stream, directGetRequest{LastFor: subject})
 	if err != nil {
 		return 0, nil, err
 	}
@@ -144,18 +151,7 @@ func lastOnSubject(ctx context.Context, pol *policy, nc *nats.Conn, stream, subj
 
 // getSeq returns the message at stream sequence seq, or ErrNotFound.
 func getSeq(ctx context.Context, pol *policy, nc *nats.Conn, stream string, seq uint64) (*nats.Msg, error) {
-	req, err := json.Marshal(directGetRequest{Seq: seq})
-	if err != nil {
-		return nil, err
-	}
-	var m *nats.Msg
-	err = pol.do(ctx, "read", func(ctx context.Context) (err error) {
-		m, err = nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+stream, req)
-		if err == nil && m.Header.Get(hdrStatus) == "503" {
-			err = nats.ErrNoResponders
-		}
-		return classify(err)
-	})
+	m, err := directGet(ctx, pol, nc, stream, directGetRequest{Seq: seq})
 	if err != nil {
 		return nil, err
 	}
