@@ -129,3 +129,52 @@ func TestNewRunsRecordFormat2(t *testing.T) {
 	require.GreaterOrEqual(t, i, 0)
 	require.Contains(t, evs[i].Reasons, "ledger_format_2")
 }
+
+// TestLedgerFormat2RunKeepsWorking: a run written by the release before
+// ledger format 3 (testdata/ledger-v2-run.tar.gz: scenario
+// p05-approval-escalation as acr at 9f88515 left it: an escalation, the
+// approval, the effect, an idle cycle) still verifies, replays byte for
+// byte, audits, and goes on running in its own format when woken.
+func TestLedgerFormat2RunKeepsWorking(t *testing.T) {
+	dir := t.TempDir()
+	untar(t, "ledger-v2-run.tar.gz", dir)
+	fsys := osFS(t, dir)
+
+	_, err := ledger.Verify(fsys, nil)
+	require.NoError(t, err)
+	recs, err := ledger.ReadAll(fsys)
+	require.NoError(t, err)
+	rep, err := kernel.Replay(recs, 1)
+	require.NoError(t, err)
+	require.True(t, rep.OK, "replay of the format-2 run: %+v", rep.Divergence)
+	require.EqualValues(t, 3, rep.CyclesVerified)
+
+	for c := int64(1); c <= 3; c++ {
+		a, err := audit.Explain(ledger.NewReader(fsys), c)
+		require.NoError(t, err, "audit cycle %d", c)
+		require.NotEmpty(t, a.Controller.Transitions)
+	}
+
+	q, err := OpenQueue(dir)
+	require.NoError(t, err)
+	_, err = q.Put(&state.WakeSignal{Schema: state.WakeSignalSchema, Source: "external_event", Ref: "look", DedupKey: "look",
+		CausalParent: "test", CreatedAt: "2026-01-01T00:05:00Z", ExpiresAt: "2026-01-02T00:00:00Z"})
+	require.NoError(t, err)
+	r, err := Open(dir, Options{Clock: fixedClock{time.Date(2026, 1, 1, 0, 10, 0, 0, time.UTC)}})
+	require.NoError(t, err)
+	st := r.Driver.State()
+	require.Equal(t, state.LedgerFormat2, st.Run.Format())
+	run, err := r.Driver.Run(context.Background(), 2, nil)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, run.CyclesExecuted, 1)
+	require.NoError(t, r.Close())
+
+	recs, err = ledger.ReadAll(fsys)
+	require.NoError(t, err)
+	kinds := kindsOfCycle(recs, 4)
+	require.Contains(t, kinds, event.Transitions, "cycle 4 keeps the run's format")
+	require.Contains(t, kinds, event.CheckpointCreated, "cycle 4 keeps the run's format")
+	rep, err = kernel.Replay(recs, 1)
+	require.NoError(t, err)
+	require.True(t, rep.OK, "replay after another cycle: %+v", rep.Divergence)
+}
