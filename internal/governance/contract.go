@@ -393,3 +393,20 @@ func (c *Contract) Rule(a world.Action) Ruling {
 	}
 	return rl
 }
+
+// CheckEnvironment checks what the contract names in the environment it
+// governs: every evidence id a rule requires must be evidence the
+// environment declares. A rule waiting for evidence nothing declares would
+// defer its actions for ever, so the typo is refused where it is made.
+// Errors are *codec.FieldError naming the rule's field.
+func (c *Contract) CheckEnvironment(spec *world.Spec) error {
+	for i, r := range c.Rules {
+		for j, id := range r.RequiresEvidence {
+			if !slices.ContainsFunc(spec.Evidence, func(e world.EvidenceSpec) bool { return e.ID == id }) {
+				return &codec.FieldError{Path: fmt.Sprintf("rules[%d].requires_evidence[%d]", i, j),
+					Err: fmt.Errorf("unknown evidence id %q: the environment declares no such evidence", id)}
+			}
+		}
+	}
+	return nil
+}

@@ -443,3 +443,16 @@ func TestContractValidateRejectsMalformedRulePattern(t *testing.T) {
 	require.ErrorAs(t, c.Validate(), &fe)
 	assert.Equal(t, "rules[0].paths[0]", fe.Path)
 }
+
+// TestCheckEnvironment: a rule may wait only for evidence the environment
+// declares.
+func TestCheckEnvironment(t *testing.T) {
+	spec := &world.Spec{Schema: world.SpecSchema, Evidence: []world.EvidenceSpec{{ID: "signoff", Path: "in/signoff.txt"}}}
+	c := governance.Contract{Rules: []governance.Rule{{Operation: "*", Paths: []string{"**"}, Effect: governance.Allow, RequiresEvidence: []string{"signoff"}}}}
+	assert.NoError(t, c.CheckEnvironment(spec))
+	c.Rules = append(c.Rules, governance.Rule{Operation: "*", Paths: []string{"**"}, Effect: governance.Allow, RequiresEvidence: []string{"signoff", "sign-off"}})
+	err := c.CheckEnvironment(spec)
+	var fe *codec.FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "rules[1].requires_evidence[1]", fe.Path)
+}

@@ -20,8 +20,16 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// testSpec is a world of declared files with the checks given, each
+// check's path one of its files.
 func testSpec(checks ...world.Check) world.Spec {
-	return world.Spec{Schema: world.SpecSchema, Files: map[string]string{}, Checks: checks,
+	files := map[string]string{}
+	for _, c := range checks {
+		if c.Path != "" {
+			files[c.Path] = ""
+		}
+	}
+	return world.Spec{Schema: world.SpecSchema, Files: files, Checks: checks,
 		Evidence: []world.EvidenceSpec{{ID: "ev", Path: "incoming/ev.txt"}}}
 }
 

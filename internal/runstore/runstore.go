@@ -51,6 +51,11 @@ type Inputs struct {
 	// EnvFile is the file Spec was read from, for the messages of checks
 	// made later ("" when it was not read from a file).
 	EnvFile string
+	// Warnings are references that resolve to nothing yet in a world
+	// whose files may appear later (a directory with a root): acr init
+	// reports them and goes on. In a world of declared files they are
+	// errors instead.
+	Warnings []*ValidationError
 }
 
 // ReadInputs reads and validates the goal, contract and environment files.
@@ -73,7 +78,39 @@ func ReadInputs(goalPath, contractPath, envPath string) (Inputs, error) {
 	if err := readDoc(contractPath, &in.Contract, func() error { return resolveProposer(&in.Contract, contractPath) }); err != nil {
 		return in, err
 	}
+	if err := in.Contract.CheckEnvironment(&in.Spec); err != nil {
+		return in, asValidation(contractPath, err)
+	}
+	w, err := unresolvedPaths(&in.Spec, envPath)
+	if err != nil {
+		return in, err
+	}
+	in.Warnings = w
 	return in, nil
+}
+
+// unresolvedPaths resolves the paths the environment's checks name
+// against its world (world.Spec.UnresolvedPaths): in a world of declared
+// files one that names no file is an error naming the field; in a world
+// whose files may appear later (a root directory) it is a warning,
+// checked against the directory as it is now.
+func unresolvedPaths(spec *world.Spec, envPath string) ([]*ValidationError, error) {
+	exists := spec.Declares
+	if spec.Root != "" {
+		exists = func(p string) bool {
+			fi, err := os.Stat(filepath.Join(spec.Root, filepath.FromSlash(p)))
+			return err == nil && fi.Mode().IsRegular()
+		}
+	}
+	var out []*ValidationError
+	for _, fe := range spec.UnresolvedPaths(exists) {
+		e := &ValidationError{File: envPath, Field: fe.Path, Err: fe.Err}
+		if !spec.Backing().FilesMayAppear {
+			return nil, e
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // ReadAmendment reads a new version of one of a run's pinned documents

@@ -113,8 +113,15 @@ const (
 	// record per durable batch and a compaction's summarised cycles as
 	// pointers into the ledger, not copies.
 	LedgerFormat2 LedgerFormat = 2
+	// LedgerFormat3 names each cycle's checkpoint record for what it is
+	// (persistent.checkpoint.recorded), times each controller transition
+	// by the input it followed, records the seed's §10.3 disposition
+	// beside the loop's, carries the adapter id on persistent.run.started,
+	// resolves the answers to one request consumed together to one, and
+	// checks an amendment's references against the rest of the run.
+	LedgerFormat3 LedgerFormat = 3
 	// CurrentLedgerFormat is the format new runs start in.
-	CurrentLedgerFormat = LedgerFormat2
+	CurrentLedgerFormat = LedgerFormat3
 )
 
 // Format is the run's ledger format (the absent field is format 1).
