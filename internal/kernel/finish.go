@@ -112,7 +112,7 @@ func (b *builder) finish() {
 		chk.LastWorldCommitRef = b.rec.WorldOutcomeRef
 	}
 	b.s.Checkpoint = chk
-	chkRef := b.record(event.CheckpointCreated, kindCheckpoint, chk, map[string]codec.Ref{"cycle": cycRef})
+	chkRef := b.record(checkpointKind(rs.Format()), kindCheckpoint, chk, map[string]codec.Ref{"cycle": cycRef})
 	b.emit(event.CycleCompleted, cycObj, map[string]codec.Ref{"checkpoint": chkRef}, rs.LoopDisposition.String())
 
 	b.sum.CycleRef = cycRef

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/acr-project/acr/internal/audit"
@@ -110,24 +111,47 @@ func TestLedgerFormat1RunKeepsWorking(t *testing.T) {
 	require.EqualValues(t, 12, rep.CyclesVerified)
 }
 
-// TestNewRunsRecordFormat2: a new run starts in the current format, says
-// so when it starts, and records one transition log per durable batch.
-func TestNewRunsRecordFormat2(t *testing.T) {
+// TestNewRunsRecordFormat3: a new run starts in the current format, says
+// so when it starts, names the adapter its loop events are recorded
+// through, records one transition log per durable batch and each cycle's
+// checkpoint record under the name of what it is.
+func TestNewRunsRecordFormat3(t *testing.T) {
 	dir := t.TempDir()
-	untar(t, "ledger-v1-run.tar.gz", dir)
-	fsys := osFS(t, dir)
-	recs, err := ledger.ReadAll(fsys)
+	q := filepath.Join("..", "..", "scenarios", "quickstart")
+	in, err := ReadInputs(filepath.Join(q, "goal.json"), filepath.Join(q, "contract.json"), filepath.Join(q, "environment.json"))
 	require.NoError(t, err)
-	goal, contract, err := event.PinnedDocuments(recs)
+	opt := Options{Clock: fixedClock{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}
+	_, err = Init(dir, in, "run:test", false, opt)
 	require.NoError(t, err)
-	// The format-2 path runs end to end in every scenario (their
-	// fingerprints are frozen in it); here the start record is checked.
-	st, evs, err := kernel.Init(kernel.Bootstrap{RunID: "run:test", Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Goal: goal, Contract: contract})
+	r, err := Open(dir, opt)
+	require.NoError(t, err)
+	_, err = r.Driver.Run(context.Background(), 2, nil)
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	st, _, err := ReadState(dir)
 	require.NoError(t, err)
 	require.Equal(t, state.CurrentLedgerFormat, st.Run.Format())
-	i := slices.IndexFunc(evs, func(e event.Event) bool { return e.Type == event.RunStarted })
+	require.Equal(t, state.LedgerFormat3, st.Run.Format())
+
+	recs, err := ledger.ReadAll(osFS(t, dir))
+	require.NoError(t, err)
+	i := slices.IndexFunc(recs, func(r event.Record) bool { return r.Event.Type == event.RunStarted })
 	require.GreaterOrEqual(t, i, 0)
-	require.Contains(t, evs[i].Reasons, "ledger_format_2")
+	require.Contains(t, recs[i].Event.Reasons, "ledger_format_3")
+	var start event.RunStart
+	require.NoError(t, recs[i].Event.Object.Decode(&start))
+	assert.Equal(t, event.RunStart{Schema: event.RunStartSchema, Adapter: "acr.persistent-loop-temporal/v0.1", LedgerFormat: 3}, start)
+	for _, c := range []int64{0, 1, 2} {
+		kinds := kindsOfCycle(recs, c)
+		assert.Contains(t, kinds, event.CheckpointRecorded, "cycle %d", c)
+		assert.NotContains(t, kinds, event.CheckpointCreated, "cycle %d", c)
+		if c > 0 {
+			assert.Contains(t, kinds, event.Transitions, "cycle %d", c)
+		}
+	}
+	rep, err := kernel.Replay(recs, 1)
+	require.NoError(t, err)
+	require.True(t, rep.OK, "%+v", rep.Divergence)
 }
 
 // TestLedgerFormat2RunKeepsWorking: a run written by the release before

@@ -216,7 +216,16 @@ type RunState struct {
 	PendingAmendments []PendingAmendment `json:"pending_amendments,omitempty"`
 	// Amendments counts the amendments accepted in this run.
 	Amendments int64 `json:"amendments,omitempty"`
+	// Extensions is the seed's room (§4.1) for what an extension of acr
+	// keeps with the run. acr writes none and keeps whatever is there
+	// from cycle to cycle. Runs from ledger format 3 on have it, empty;
+	// earlier runs have it absent, so their run state keeps its bytes.
+	Extensions *Extensions `json:"extensions,omitempty"`
 }
+
+// Extensions are named values an extension keeps with the run, opaque to
+// acr: canonical JSON, carried unchanged.
+type Extensions map[string]codec.Value
 
 // ProposedAttempt is one action a proposer proposed for an item.
 type ProposedAttempt struct {
@@ -395,6 +404,13 @@ type CycleRecord struct {
 	LoopDisposition         Disposition `json:"loop_disposition"`
 	ReasonCodes             []string    `json:"reason_codes"`
 	GovernanceDecision      string      `json:"governance_decision"`
+	// GovernanceDisposition is the disposition seed §10.3 maps the
+	// cycle's governance decision to: WAIT_APPROVAL for ESCALATE, SLEEP or
+	// DEFERRED (by the policy's defer_to) for DEFER; absent for the other
+	// verdicts and before ledger format 3. LoopDisposition is what the
+	// loop chose: CONTINUE while other work remains this cycle
+	// (docs/controller.md says why).
+	GovernanceDisposition Disposition `json:"governance_disposition,omitempty"`
 	ControllerTransitionRef []codec.Ref `json:"controller_transition_refs"`
 }
 

@@ -301,7 +301,7 @@ func (j *commitmentJudge) wake(seq int64, live map[string]commitmentView, at tim
 		return
 	}
 	j.wakes++
-	r, ok := c.find(event.CheckpointCreated)
+	r, ok := c.findCheckpoint()
 	var chk struct {
 		NextWake *struct {
 			At string `json:"at"`

@@ -88,6 +88,17 @@ func (c cycle) find(typ event.Kind) (event.Record, bool) {
 	return event.Record{}, false
 }
 
+// findCheckpoint returns the cycle's checkpoint record (either name, see
+// event.Kind.CheckpointRecord).
+func (c cycle) findCheckpoint() (event.Record, bool) {
+	for _, r := range c.events {
+		if r.Event.Type.CheckpointRecord() {
+			return r, true
+		}
+	}
+	return event.Record{}, false
+}
+
 func (c cycle) manifest() event.Inputs {
 	var m event.Inputs
 	if r, ok := c.find(event.CycleStarted); ok {
