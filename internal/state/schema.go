@@ -375,43 +375,44 @@ type DedupKey struct {
 // reasoning: every lane points to the object a subsystem produced, and
 // lanes the direct path skipped stay empty.
 type CycleRecord struct {
-	Schema                string      `json:"schema"`
-	RunID                 string      `json:"run_id"`
-	CycleSeq              int64       `json:"cycle_seq"`
-	PriorCycleRef         codec.Ref   `json:"prior_cycle_ref"`
-	StartedAt             string      `json:"started_at"`
-	InputEnvironmentRef   codec.Ref   `json:"input_environment_ref"`
-	InputContextRef       codec.Ref   `json:"input_context_ref"`
-	InputRefs             []codec.Ref `json:"input_refs"`
-	SemanticStateRef      codec.Ref   `json:"semantic_state_ref"`
-	SelfObservationRef    codec.Ref   `json:"self_observation_ref"`
-	StrategicTensionRef   codec.Ref   `json:"strategic_tension_ref"`
-	ReviewTriggerRef      codec.Ref   `json:"review_trigger_ref"`
-	LensRetrievalRef      codec.Ref   `json:"lens_retrieval_ref"`
-	RoutingProfileRef     codec.Ref   `json:"routing_profile_ref"`
-	AgendaResolutionRef   codec.Ref   `json:"agenda_resolution_ref"`
-	CommitmentRefs        []codec.Ref `json:"commitment_refs"`
-	CognitiveProgramRef   codec.Ref   `json:"cognitive_program_ref"`
-	DialogueRef           codec.Ref   `json:"dialogue_ref"`
-	AutonomyResolutionRef codec.Ref   `json:"autonomy_resolution_ref"`
-	GovernanceDecisionRef codec.Ref   `json:"governance_decision_ref"`
-	ActionRequestRef      codec.Ref   `json:"action_request_ref"`
-	IdempotencyKey        string      `json:"idempotency_key"`
-	WorldOutcomeRef       codec.Ref   `json:"world_outcome_ref"`
-	EvaluationRef         codec.Ref   `json:"evaluation_ref"`
-	ContextCompressionRef codec.Ref   `json:"context_compression_ref"`
-	CheckpointRef         codec.Ref   `json:"checkpoint_ref"`
-	LoopDisposition       Disposition `json:"loop_disposition"`
-	ReasonCodes           []string    `json:"reason_codes"`
-	GovernanceDecision    string      `json:"governance_decision"`
+	Schema                  string      `json:"schema"`
+	RunID                   string      `json:"run_id"`
+	CycleSeq                int64       `json:"cycle_seq"`
+	PriorCycleRef           codec.Ref   `json:"prior_cycle_ref"`
+	StartedAt               string      `json:"started_at"`
+	InputEnvironmentRef     codec.Ref   `json:"input_environment_ref"`
+	InputContextRef         codec.Ref   `json:"input_context_ref"`
+	InputRefs               []codec.Ref `json:"input_refs"`
+	SemanticStateRef        codec.Ref   `json:"semantic_state_ref"`
+	SelfObservationRef      codec.Ref   `json:"self_observation_ref"`
+	StrategicTensionRef     codec.Ref   `json:"strategic_tension_ref"`
+	ReviewTriggerRef        codec.Ref   `json:"review_trigger_ref"`
+	LensRetrievalRef        codec.Ref   `json:"lens_retrieval_ref"`
+	RoutingProfileRef       codec.Ref   `json:"routing_profile_ref"`
+	AgendaResolutionRef     codec.Ref   `json:"agenda_resolution_ref"`
+	CommitmentRefs          []codec.Ref `json:"commitment_refs"`
+	CognitiveProgramRef     codec.Ref   `json:"cognitive_program_ref"`
+	DialogueRef             codec.Ref   `json:"dialogue_ref"`
+	AutonomyResolutionRef   codec.Ref   `json:"autonomy_resolution_ref"`
+	GovernanceDecisionRef   codec.Ref   `json:"governance_decision_ref"`
+	ActionRequestRef        codec.Ref   `json:"action_request_ref"`
+	IdempotencyKey          string      `json:"idempotency_key"`
+	WorldOutcomeRef         codec.Ref   `json:"world_outcome_ref"`
+	EvaluationRef           codec.Ref   `json:"evaluation_ref"`
+	ContextCompressionRef   codec.Ref   `json:"context_compression_ref"`
+	CheckpointRef           codec.Ref   `json:"checkpoint_ref"`
+	LoopDisposition         Disposition `json:"loop_disposition"`
+	ReasonCodes             []string    `json:"reason_codes"`
+	GovernanceDecision      string      `json:"governance_decision"`
+	ControllerTransitionRef []codec.Ref `json:"controller_transition_refs"`
+
 	// GovernanceDisposition is the disposition seed §10.3 maps the
 	// cycle's governance decision to: WAIT_APPROVAL for ESCALATE, SLEEP or
 	// DEFERRED (by the policy's defer_to) for DEFER; absent for the other
 	// verdicts and before ledger format 3. LoopDisposition is what the
 	// loop chose: CONTINUE while other work remains this cycle
 	// (docs/controller.md says why).
-	GovernanceDisposition   Disposition `json:"governance_disposition,omitempty"`
-	ControllerTransitionRef []codec.Ref `json:"controller_transition_refs"`
+	GovernanceDisposition Disposition `json:"governance_disposition,omitempty"`
 }
 
 // Checkpoint points at everything a restart needs (seed §4.5). It holds
