@@ -173,6 +173,9 @@ func runInitRemote(ctx context.Context, opts initOptions, a *app, in runstore.In
 	if in.Spec.Root != "" {
 		return usagef("--env %s: %v", opts.Env, runstore.ErrRootWorld)
 	}
+	if err := in.InForce(opt.Clock.Now()); err != nil {
+		return err
+	}
 	m, err := a.dialRemote(ctx)
 	if err != nil {
 		return err

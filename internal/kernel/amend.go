@@ -138,10 +138,13 @@ func checkAmendment(s EngineState, a state.Amendment, references bool) (amended,
 }
 
 // amendable reports whether a stopped run takes amendments: one stopped
-// on a hard budget does (raising the budget resumes it); one stopped by a
-// person, or because its goal was met, does not.
+// on a hard budget does (raising the budget resumes it), and so does one
+// stopped because its contract lapsed or was revoked (a new contract
+// resumes it); one stopped by a person, because its goal was met, or
+// because it failed for good, does not.
 func amendable(rs *state.RunState) bool {
-	return rs.Status != state.RunStopped || slices.Contains(rs.ReasonCodes, "budget_limit")
+	return rs.Status != state.RunStopped || slices.Contains(rs.ReasonCodes, "budget_limit") ||
+		slices.Contains(rs.ReasonCodes, "contract_invalidated")
 }
 
 // Amendable reports whether the run takes amendments now.

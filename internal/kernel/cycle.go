@@ -357,6 +357,15 @@ func (b *builder) run() {
 		b.conclude(state.Faulted, []string{"run_faulted_awaiting_manual_resume"})
 		return
 	}
+	if why := b.s.Contract.Invalidated(b.now); why != "" {
+		// Seed §15: the contract no longer holds (it lapsed, or a person
+		// revoked it by amendment). Nothing is done under it: the run
+		// stops until a person amends the contract.
+		b.stoppedAtStart = true
+		b.block(controller.IntentCustodian, why)
+		b.conclude(state.Stopped, []string{"contract_invalidated", why})
+		return
+	}
 	if name, ok := b.hardBudgetAtStart(); ok {
 		b.stoppedAtStart = true
 		b.block(controller.IntentCustodian, "budget_"+name)

@@ -1,6 +1,7 @@
 package runstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,6 +52,8 @@ type Inputs struct {
 	// EnvFile is the file Spec was read from, for the messages of checks
 	// made later ("" when it was not read from a file).
 	EnvFile string
+	// ContractFile is the file Contract was read from, likewise.
+	ContractFile string
 	// Warnings are references that resolve to nothing yet in a world
 	// whose files may appear later (a directory with a root): acr init
 	// reports them and goes on. In a world of declared files they are
@@ -62,7 +65,7 @@ type Inputs struct {
 // A missing file, malformed JSON, a wrong schema or an unknown field is a
 // *ValidationError naming the file and the field.
 func ReadInputs(goalPath, contractPath, envPath string) (Inputs, error) {
-	in := Inputs{EnvFile: envPath}
+	in := Inputs{EnvFile: envPath, ContractFile: contractPath}
 	checkSpec := func() error {
 		if err := resolveRoot(&in.Spec, envPath); err != nil {
 			return err
@@ -87,6 +90,20 @@ func ReadInputs(goalPath, contractPath, envPath string) (Inputs, error) {
 	}
 	in.Warnings = w
 	return in, nil
+}
+
+// InForce checks that the contract can start a run at now: a revoked
+// contract, or one whose valid_until has passed, would stop the run at its
+// first cycle, so init refuses it as bad input naming the field.
+func (in Inputs) InForce(now time.Time) error {
+	file := cmp.Or(in.ContractFile, "contract")
+	switch in.Contract.Invalidated(now) {
+	case "contract_revoked":
+		return &ValidationError{File: file, Field: "revoked", Err: errors.New("a revoked contract cannot start a run")}
+	case "contract_expired":
+		return &ValidationError{File: file, Field: "valid_until", Err: fmt.Errorf("%s has passed: the contract no longer holds", in.Contract.ValidUntil)}
+	}
+	return nil
 }
 
 // unresolvedPaths resolves the paths the environment's checks name
