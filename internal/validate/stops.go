@@ -28,7 +28,9 @@ type stopSource struct {
 
 func stopSources() []stopSource {
 	has := func(codes ...string) func([]string) bool {
-		return func(rs []string) bool { return slices.ContainsFunc(codes, func(c string) bool { return slices.Contains(rs, c) }) }
+		return func(rs []string) bool {
+			return slices.ContainsFunc(codes, func(c string) bool { return slices.Contains(rs, c) })
+		}
 	}
 	return []stopSource{
 		{"explicit stop signal", has("explicit_stop", "operator_kill_switch")},
