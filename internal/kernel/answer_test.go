@@ -50,6 +50,15 @@ func TestAnswers(t *testing.T) {
 	ref, asked := p0.Ref, p0.CycleSeq
 	approve := answerItem(t, ref, asked, "approve", "alice", "")
 	deny := answerItem(t, ref, asked, "deny", "alice", "")
+	// Four people answer at once, two of them naming the answer they saw
+	// queued (acr approve does, racing the others).
+	race := func() []inbox.Item {
+		a1 := answerItem(t, ref, asked, "approve", "alice", "")
+		a2 := answerItem(t, ref, asked, "approve", "bob", a1.ID)
+		a3 := answerItem(t, ref, asked, "approve", "carol", "")
+		a4 := answerItem(t, ref, asked, "approve", "dave", a3.ID)
+		return []inbox.Item{a1, a2, a3, a4}
+	}
 	cases := []struct {
 		name     string
 		consumed []string // answers consumed by earlier cycles
@@ -89,22 +98,10 @@ func TestAnswers(t *testing.T) {
 		{"two answers without a link in a format-2 run: both resolved", nil, func() []inbox.Item { return []inbox.Item{approve, deny} },
 			[]string{"verdict_approve", "verdict_deny", "replaces_earlier_answer"}, nil, "deny", state.LedgerFormat2},
 		{"four people race, two links: one resolution", nil,
-			func() []inbox.Item {
-				a1 := answerItem(t, ref, asked, "approve", "alice", "")
-				a2 := answerItem(t, ref, asked, "approve", "bob", a1.ID)
-				a3 := answerItem(t, ref, asked, "approve", "carol", "")
-				a4 := answerItem(t, ref, asked, "approve", "dave", a3.ID)
-				return []inbox.Item{a1, a2, a3, a4}
-			},
+			race,
 			[]string{"verdict_approve"}, []string{"replaced_by_later_answer", "replaced_by_later_answer", "replaced_by_later_answer"}, "approve", 0},
 		{"four people race in a format-2 run: two resolutions", nil,
-			func() []inbox.Item {
-				a1 := answerItem(t, ref, asked, "approve", "alice", "")
-				a2 := answerItem(t, ref, asked, "approve", "bob", a1.ID)
-				a3 := answerItem(t, ref, asked, "approve", "carol", "")
-				a4 := answerItem(t, ref, asked, "approve", "dave", a3.ID)
-				return []inbox.Item{a1, a2, a3, a4}
-			},
+			race,
 			[]string{"verdict_approve", "verdict_approve", "replaces_earlier_answer"}, []string{"replaced_by_later_answer", "replaced_by_later_answer"}, "approve", state.LedgerFormat2},
 		{"the loop cannot replace a person's answer", nil,
 			func() []inbox.Item {

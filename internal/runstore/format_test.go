@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acr-project/acr/internal/audit"
+	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
@@ -64,24 +65,31 @@ func kindsOfCycle(recs []event.Record, cycle int64) []event.Kind {
 	return out
 }
 
-// TestLedgerFormat1RunKeepsWorking: a run written by acr before ledger
-// format 2 (testdata/ledger-v1-run.tar.gz: ten cycles of a queue, one
-// compaction, made by the release before the change) still verifies,
-// replays byte for byte, audits (a compacted cycle included), and goes on
-// running in its own format.
-func TestLedgerFormat1RunKeepsWorking(t *testing.T) {
+// olderRun unpacks a run an older release wrote, and checks that its
+// ledger verifies and replays byte for byte, every one of its cycles.
+func olderRun(t *testing.T, archive string, cycles int64) (string, *disk.OSDir, []event.Record) {
+	t.Helper()
 	dir := t.TempDir()
-	untar(t, "ledger-v1-run.tar.gz", dir)
+	untar(t, archive, dir)
 	fsys := osFS(t, dir)
-
 	_, err := ledger.Verify(fsys, nil)
 	require.NoError(t, err)
 	recs, err := ledger.ReadAll(fsys)
 	require.NoError(t, err)
 	rep, err := kernel.Replay(recs, 1)
 	require.NoError(t, err)
-	require.True(t, rep.OK, "replay of the format-1 run: %+v", rep.Divergence)
-	require.EqualValues(t, 10, rep.CyclesVerified)
+	require.True(t, rep.OK, "replay of %s: %+v", archive, rep.Divergence)
+	require.EqualValues(t, cycles, rep.CyclesVerified)
+	return dir, fsys, recs
+}
+
+// TestLedgerFormat1RunKeepsWorking: a run written by acr before ledger
+// format 2 (testdata/ledger-v1-run.tar.gz: ten cycles of a queue, one
+// compaction, made by the release before the change) still verifies,
+// replays byte for byte, audits (a compacted cycle included), and goes on
+// running in its own format.
+func TestLedgerFormat1RunKeepsWorking(t *testing.T) {
+	dir, fsys, recs := olderRun(t, "ledger-v1-run.tar.gz", 10)
 	require.Contains(t, kindsOfCycle(recs, 3), event.Transition)
 
 	a, err := audit.Explain(ledger.NewReader(fsys), 1)
@@ -105,7 +113,7 @@ func TestLedgerFormat1RunKeepsWorking(t *testing.T) {
 		require.Contains(t, kinds, event.Transition, "cycle %d keeps the run's format", c)
 		require.False(t, slices.Contains(kinds, event.Transitions), "cycle %d keeps the run's format", c)
 	}
-	rep, err = kernel.Replay(recs, 1)
+	rep, err := kernel.Replay(recs, 1)
 	require.NoError(t, err)
 	require.True(t, rep.OK, "replay after two more cycles: %+v", rep.Divergence)
 	require.EqualValues(t, 12, rep.CyclesVerified)
@@ -160,18 +168,7 @@ func TestNewRunsRecordFormat3(t *testing.T) {
 // approval, the effect, an idle cycle) still verifies, replays byte for
 // byte, audits, and goes on running in its own format when woken.
 func TestLedgerFormat2RunKeepsWorking(t *testing.T) {
-	dir := t.TempDir()
-	untar(t, "ledger-v2-run.tar.gz", dir)
-	fsys := osFS(t, dir)
-
-	_, err := ledger.Verify(fsys, nil)
-	require.NoError(t, err)
-	recs, err := ledger.ReadAll(fsys)
-	require.NoError(t, err)
-	rep, err := kernel.Replay(recs, 1)
-	require.NoError(t, err)
-	require.True(t, rep.OK, "replay of the format-2 run: %+v", rep.Divergence)
-	require.EqualValues(t, 3, rep.CyclesVerified)
+	dir, fsys, _ := olderRun(t, "ledger-v2-run.tar.gz", 3)
 
 	for c := int64(1); c <= 3; c++ {
 		a, err := audit.Explain(ledger.NewReader(fsys), c)
@@ -193,12 +190,12 @@ func TestLedgerFormat2RunKeepsWorking(t *testing.T) {
 	require.GreaterOrEqual(t, run.CyclesExecuted, 1)
 	require.NoError(t, r.Close())
 
-	recs, err = ledger.ReadAll(fsys)
+	recs, err := ledger.ReadAll(fsys)
 	require.NoError(t, err)
 	kinds := kindsOfCycle(recs, 4)
 	require.Contains(t, kinds, event.Transitions, "cycle 4 keeps the run's format")
 	require.Contains(t, kinds, event.CheckpointCreated, "cycle 4 keeps the run's format")
-	rep, err = kernel.Replay(recs, 1)
+	rep, err := kernel.Replay(recs, 1)
 	require.NoError(t, err)
 	require.True(t, rep.OK, "replay after another cycle: %+v", rep.Divergence)
 }

@@ -532,31 +532,7 @@ var identityWords = []string{"operator", "authority", "authority_ref", "contract
 
 // identityKey returns the path of the first key in v that names an
 // identity, or "".
-func identityKey(v any, at string) string {
-	switch x := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			if slices.Contains(identityWords, strings.ToLower(k)) {
-				return at + "." + k
-			}
-			if c := identityKey(x[k], at+"."+k); c != "" {
-				return c
-			}
-		}
-	case []any:
-		for i, e := range x {
-			if c := identityKey(e, fmt.Sprintf("%s[%d]", at, i)); c != "" {
-				return c
-			}
-		}
-	}
-	return ""
-}
+func identityKey(v any, at string) string { return keyIn(v, at, identityWords) }
 
 // identityKept says how a run ends under a goal, contract or authority
 // other than the ones persistent.run.started named, with no accepted

@@ -229,7 +229,11 @@ func authorityClaim(raw json.RawMessage) string {
 	return claimIn(v, "payload")
 }
 
-func claimIn(v any, at string) string {
+func claimIn(v any, at string) string { return keyIn(v, at, authorityWords) }
+
+// keyIn returns the path of the first key (in sorted order, depth first)
+// of v that is one of words, case aside, or "".
+func keyIn(v any, at string, words []string) string {
 	switch x := v.(type) {
 	case map[string]any:
 		keys := make([]string, 0, len(x))
@@ -238,16 +242,16 @@ func claimIn(v any, at string) string {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			if slices.Contains(authorityWords, strings.ToLower(k)) {
+			if slices.Contains(words, strings.ToLower(k)) {
 				return at + "." + k
 			}
-			if c := claimIn(x[k], at+"."+k); c != "" {
+			if c := keyIn(x[k], at+"."+k, words); c != "" {
 				return c
 			}
 		}
 	case []any:
 		for i, e := range x {
-			if c := claimIn(e, fmt.Sprintf("%s[%d]", at, i)); c != "" {
+			if c := keyIn(e, fmt.Sprintf("%s[%d]", at, i), words); c != "" {
 				return c
 			}
 		}
@@ -577,12 +581,12 @@ type documentsInForce struct {
 	contractRef codec.Ref
 	spec        pinnedSpec
 	goalDoc     json.RawMessage
-	proposed    map[string]amendmentView
+	proposed    amendments
 }
 
 // inForce starts following the run's documents from the pinned ones.
 func (r *Run) inForce() (*documentsInForce, error) {
-	f := &documentsInForce{proposed: map[string]amendmentView{}}
+	f := &documentsInForce{proposed: amendments{}}
 	var contract, spec *event.Object
 	for _, rec := range r.Records {
 		switch rec.Event.Type {
@@ -609,29 +613,21 @@ func (r *Run) inForce() (*documentsInForce, error) {
 // follow takes in one record: an amendment proposed (its document) or
 // accepted (it is in force from then on).
 func (f *documentsInForce) follow(rec event.Record) {
-	switch rec.Event.Type {
-	case event.AmendmentProposed:
-		var a amendmentView
-		if decodeView(rec.Event.Object, &a) == nil {
-			f.proposed[a.Ref] = a
+	a, ok := f.proposed.accepted(rec)
+	switch {
+	case !ok:
+	case a.Target == "contract":
+		var c pinnedContract
+		if json.Unmarshal(a.Document, &c) == nil {
+			f.contract, f.contractDoc, f.contractRef = c, a.Document, rec.Event.Refs["new"]
 		}
-	case event.AmendmentAccepted:
-		a, ok := f.proposed[string(rec.Event.Refs["amendment"])]
-		switch {
-		case !ok:
-		case a.Target == "contract":
-			var c pinnedContract
-			if json.Unmarshal(a.Document, &c) == nil {
-				f.contract, f.contractDoc, f.contractRef = c, a.Document, rec.Event.Refs["new"]
-			}
-		case a.Target == "environment":
-			var sp pinnedSpec
-			if json.Unmarshal(a.Document, &sp) == nil {
-				f.spec = sp
-			}
-		case a.Target == "goal":
-			f.goalDoc = a.Document
+	case a.Target == "environment":
+		var sp pinnedSpec
+		if json.Unmarshal(a.Document, &sp) == nil {
+			f.spec = sp
 		}
+	case a.Target == "goal":
+		f.goalDoc = a.Document
 	}
 }
 
