@@ -46,9 +46,10 @@ that is no longer pinned (another amendment was accepted first) is refused
 as stale.
 
 Raising a budget or an authority is an amendment of the contract, never a
-wake signal. A run stopped on a hard budget takes amendments: accepting
-one resumes it. A run stopped by a person or because its goal was met does
-not (exit 69). An environment amendment keeps the world the run looks
+wake signal. A run stopped on a hard budget, or because its contract lapsed
+(valid_until) or was revoked, takes amendments: accepting one resumes it. A
+run stopped by a person, or because its goal was met or failed for good,
+does not (exit 69). An environment amendment keeps the world the run looks
 after (its root or files) and may change the rest (checks, evidence).`,
 		Example: `  acr amend --contract contract-more-cycles.json
   acr run            # the cycle records the proposal

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -86,6 +87,13 @@ func runInit(ctx context.Context, opts initOptions, a *app) error {
 	if opts.Label != "" {
 		in.Spec.Label = opts.Label
 	}
+	var warnings []string
+	for _, w := range in.Warnings {
+		// A path in a directory world that names no file yet: the
+		// directory may get it later, so init goes on, and says so.
+		warnings = append(warnings, w.Error())
+		fmt.Fprintf(a.stderr, "acr: warning: %v (the directory may get it later; init goes on)\n", w)
+	}
 	opt, err := a.clock()
 	if err != nil {
 		return err
@@ -110,6 +118,9 @@ func runInit(ctx context.Context, opts initOptions, a *app) error {
 			"loop_disposition": st.Run.LoopDisposition}
 		if archive != "" {
 			out["archived_previous_run"] = archive
+		}
+		if len(warnings) > 0 {
+			out["warnings"] = warnings
 		}
 		a.printJSON(out)
 		return nil
@@ -161,6 +172,9 @@ func runInitRemote(ctx context.Context, opts initOptions, a *app, in runstore.In
 	}
 	if in.Spec.Root != "" {
 		return usagef("--env %s: %v", opts.Env, runstore.ErrRootWorld)
+	}
+	if err := in.InForce(opt.Clock.Now()); err != nil {
+		return err
 	}
 	m, err := a.dialRemote(ctx)
 	if err != nil {

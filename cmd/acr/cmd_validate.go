@@ -27,10 +27,11 @@ type validateOptions struct {
 func newValidateCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate",
-		Short: "Run every reference scenario twice and evaluate gates A-T",
+		Short: "Run every reference scenario twice and evaluate gates A-U",
 		Long: `Run every scenario under --scenarios twice, each in a fresh temporary state
-directory with deterministic providers, evaluate the Phase-12 gates A-T
-against the evidence (ledgers, final states, fingerprints), and write
+directory with deterministic providers, evaluate the Phase-12 gates A-T and
+acr's gate U (every stop source) against the evidence (ledgers, final
+states, fingerprints), and write
 PHASE12_VALIDATION.md and release-manifest.json into --out. Each gate is
 PASS, FAIL or INCONCLUSIVE (evidence missing; never counted as a pass).
 Gate P compares the schemas, the format-defining sources and the shapes of

@@ -16,6 +16,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	rec := r.Record
 	p("cycle %d of run %s (%s)", r.Cycle, r.RunID, r.CycleRef)
 	p("started     %s, ended %s (%s)", rec.StartedAt, rec.LoopDisposition, strings.Join(rec.ReasonCodes, ", "))
+	if d := rec.GovernanceDisposition; d != 0 && d != rec.LoopDisposition {
+		// docs/controller.md, "ESCALATE and DEFER with other work".
+		p("  seed      §10.3 maps the governance decision to %s; the disposition above is the loop's own choice", d)
+	}
 	p("intent      goal %s (%s)", r.Contract.GoalID, r.Contract.GoalRef)
 	p("inputs      observation %s, %d inbox item(s), %d knowledge update(s), clock %s", r.Inputs.ObservationRef, len(r.Inputs.InboxItems), len(r.Inputs.Knowledge), r.Inputs.At)
 	for _, it := range r.InboxItems {

@@ -329,6 +329,16 @@ func Start(cycleID, parentID, at string, budget budget.Cycle) *Machine {
 	return &Machine{cycleID: cycleID, parentID: parentID, at: at, cur: Sleep, budget: budget.Defaults()}
 }
 
+// Tick sets the clock reading the machine's next transitions carry: the
+// time of the input the cycle goes on from (a proposer's reply, an
+// effect's outcome). Time is an input here as everywhere: the machine
+// never reads a clock, and a reading earlier than its own is ignored.
+func (m *Machine) Tick(at string) {
+	if at > m.at {
+		m.at = at
+	}
+}
+
 // State is the current state.
 func (m *Machine) State() Phase { return m.cur }
 

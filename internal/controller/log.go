@@ -13,9 +13,12 @@ import (
 const TransitionLogSchema = "acr.controller-transitions/v0.2"
 
 // TransitionLog is the record of the transitions a cycle took in one
-// durable batch (ledger format 2). It holds every field the seed asks of
-// a transition record: the fields all the cycle's transitions share
-// (cycle, parent cycle, time) once, and for each transition the rest.
+// durable batch (ledger format 2 on). It holds every field the seed asks
+// of a transition record: the fields all the cycle's transitions share
+// (cycle, parent cycle) once, the time of the first once, and for each
+// transition the rest, its own time only where it differs (ledger format
+// 3 times each transition by the input it followed: the cycle's clock
+// reading, a proposer's reply, an effect's outcome).
 // A transition's inputs are the outputs of the transition before it, by
 // construction (each state hands on what it produced), so an entry lists
 // its inputs only when they are not those. Expand gives the transitions
@@ -45,6 +48,10 @@ type LoggedMove struct {
 	Reason         string                   `json:"reason"`
 	AuthorityUsed  governance.AuthorityMode `json:"authority_used"`
 	BudgetConsumed budget.Usage             `json:"budget_consumed"`
+	// Timestamp is the transition's own clock reading when it is not the
+	// log's (the cycle went on from a later input within the batch: a
+	// proposer's reply); absent otherwise.
+	Timestamp string `json:"timestamp,omitempty"`
 }
 
 // LogOf writes transitions of one cycle as a log. The transitions must be
@@ -56,11 +63,14 @@ func LogOf(ts []Transition) (TransitionLog, error) {
 	l := TransitionLog{Schema: TransitionLogSchema, CycleID: ts[0].CycleID, ParentCycleID: ts[0].ParentCycleID, Timestamp: ts[0].Timestamp,
 		Transitions: make([]LoggedMove, 0, len(ts))}
 	for i, t := range ts {
-		if t.CycleID != l.CycleID || t.ParentCycleID != l.ParentCycleID || t.Timestamp != l.Timestamp {
-			return TransitionLog{}, fmt.Errorf("transition log: transition %d is of cycle %q at %s, the log's is %q at %s", t.Seq, t.CycleID, t.Timestamp, l.CycleID, l.Timestamp)
+		if t.CycleID != l.CycleID || t.ParentCycleID != l.ParentCycleID {
+			return TransitionLog{}, fmt.Errorf("transition log: transition %d is of cycle %q, the log's is %q", t.Seq, t.CycleID, l.CycleID)
 		}
 		m := LoggedMove{Seq: t.Seq, PreviousState: t.PreviousState, NextState: t.NextState, ActorRole: t.ActorRole,
 			OutputHashes: nonNil(t.OutputHashes), Reason: t.Reason, AuthorityUsed: t.AuthorityUsed, BudgetConsumed: t.BudgetConsumed}
+		if t.Timestamp != l.Timestamp {
+			m.Timestamp = t.Timestamp
+		}
 		if i == 0 || !slices.Equal(t.InputHashes, ts[i-1].OutputHashes) {
 			in := nonNil(t.InputHashes)
 			m.InputHashes = &in
@@ -82,9 +92,13 @@ func (l TransitionLog) Expand() []Transition {
 		case i > 0:
 			in = out[i-1].OutputHashes
 		}
+		at := l.Timestamp
+		if m.Timestamp != "" {
+			at = m.Timestamp
+		}
 		out = append(out, Transition{Schema: TransitionSchema, CycleID: l.CycleID, ParentCycleID: l.ParentCycleID, Seq: m.Seq,
 			PreviousState: m.PreviousState, NextState: m.NextState, ActorRole: m.ActorRole, InputHashes: nonNil(in),
-			OutputHashes: nonNil(m.OutputHashes), Timestamp: l.Timestamp, Reason: m.Reason, AuthorityUsed: m.AuthorityUsed, BudgetConsumed: m.BudgetConsumed})
+			OutputHashes: nonNil(m.OutputHashes), Timestamp: at, Reason: m.Reason, AuthorityUsed: m.AuthorityUsed, BudgetConsumed: m.BudgetConsumed})
 	}
 	return out
 }

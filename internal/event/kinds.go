@@ -19,8 +19,18 @@ const (
 
 // A cycle's frame: its inputs manifest first, its record last.
 const (
-	CycleStarted      Kind = "persistent.cycle.started"
-	CycleCompleted    Kind = "persistent.cycle.completed"
+	CycleStarted   Kind = "persistent.cycle.started"
+	CycleCompleted Kind = "persistent.cycle.completed"
+	// CheckpointRecorded carries the checkpoint record (the refs a
+	// restart needs) of the state a cycle ends in, every cycle, from
+	// ledger format 3 on. It is the ledger's record of the checkpoint,
+	// not the checkpoint files: those are a snapshot of the state the
+	// newest such record describes, written when the run comes to rest
+	// and every --checkpoint-every cycles (docs/on-disk-format.md).
+	CheckpointRecorded Kind = "persistent.checkpoint.recorded"
+	// CheckpointCreated is the same record under the seed's name, as runs
+	// of ledger formats 1 and 2 wrote it (every cycle, whether files were
+	// written or not). Readers accept both: see CheckpointRecord.
 	CheckpointCreated Kind = "persistent.checkpoint.created"
 )
 
@@ -182,7 +192,7 @@ const (
 
 // Kinds lists every kind acr writes, in catalog order.
 func Kinds() []Kind {
-	return []Kind{GoalPinned, ContractPinned, SpecPinned, RunStarted, RunStopped, RunFaulted, RunResumed, CycleStarted, CycleCompleted, CheckpointCreated, Observed, InboxConsumed, KnowledgeObserved, LoopWoke, LoopIdled, LoopSlept, LoopDeferred, LoopWaitingApproval, WakeAccepted, WakeRejected, WakeCoalesced, StopRequested, ApprovalRequested, ApprovalResolved, ApprovalIgnored, AmendmentProposed, AmendmentAccepted, AmendmentRefused, BudgetSoftLimitReached, BudgetReplenished, BudgetReplenishIgnored, SemanticEncoded, SelfObserved, ConditionsEvaluated, CommitmentCreated, CommitmentModified, CommitmentSuspended, CommitmentResumed, CommitmentCompleted, CommitmentExpired, CommitmentAbandoned, CommitmentResumeAnnounced, DeferralLifted, SuppressionLifted, CandidatesProposed, AgendaSelected, AgendaEmpty, PromotionRecorded, WorkDeferred, GuardTripped, StrategicTension, ReviewEvaluated, ReviewRequested, ReviewCapped, LensRetrieved, RoutingOverlaid, KnowledgeCandidate, ProgramCompiled, ProposalRequested, ProposalReceived, DialogueCompleted, ActionProposed, DecisionRecorded, ReceiptRecorded, ActionRequested, ActionIntent, ActionBlocked, ActionCommitted, ActionNotApplied, ReadbackRecorded, EvaluationRecorded, Transition, Transitions, CycleDeclared, CycleBlocked, TensionAssessed, FitnessFixed, FitnessCarried, ViolationRefused, LearningMetabolized, CandidateForged, CascadeRecorded, RollbackRequested, ProposalReviewed, ContextRecorded, CompactionCompleted, CompactionFailed, RecoveryStarted, RecoveryCompleted, CycleAbandoned, ProviderFailed, TailRepaired, InboxQuarantined, LeaseBroken}
+	return []Kind{GoalPinned, ContractPinned, SpecPinned, RunStarted, RunStopped, RunFaulted, RunResumed, CycleStarted, CycleCompleted, CheckpointRecorded, CheckpointCreated, Observed, InboxConsumed, KnowledgeObserved, LoopWoke, LoopIdled, LoopSlept, LoopDeferred, LoopWaitingApproval, WakeAccepted, WakeRejected, WakeCoalesced, StopRequested, ApprovalRequested, ApprovalResolved, ApprovalIgnored, AmendmentProposed, AmendmentAccepted, AmendmentRefused, BudgetSoftLimitReached, BudgetReplenished, BudgetReplenishIgnored, SemanticEncoded, SelfObserved, ConditionsEvaluated, CommitmentCreated, CommitmentModified, CommitmentSuspended, CommitmentResumed, CommitmentCompleted, CommitmentExpired, CommitmentAbandoned, CommitmentResumeAnnounced, DeferralLifted, SuppressionLifted, CandidatesProposed, AgendaSelected, AgendaEmpty, PromotionRecorded, WorkDeferred, GuardTripped, StrategicTension, ReviewEvaluated, ReviewRequested, ReviewCapped, LensRetrieved, RoutingOverlaid, KnowledgeCandidate, ProgramCompiled, ProposalRequested, ProposalReceived, DialogueCompleted, ActionProposed, DecisionRecorded, ReceiptRecorded, ActionRequested, ActionIntent, ActionBlocked, ActionCommitted, ActionNotApplied, ReadbackRecorded, EvaluationRecorded, Transition, Transitions, CycleDeclared, CycleBlocked, TensionAssessed, FitnessFixed, FitnessCarried, ViolationRefused, LearningMetabolized, CandidateForged, CascadeRecorded, RollbackRequested, ProposalReviewed, ContextRecorded, CompactionCompleted, CompactionFailed, RecoveryStarted, RecoveryCompleted, CycleAbandoned, ProviderFailed, TailRepaired, InboxQuarantined, LeaseBroken}
 }
 
 // Valid reports whether k is a kind acr writes.
@@ -205,6 +215,26 @@ func (k Kind) OutOfBand() bool {
 	return strings.HasPrefix(s, "persistent.recovery.") || strings.HasPrefix(s, "persistent.provider.") ||
 		strings.HasPrefix(s, "ledger.") || k == InboxQuarantined || k == ActionIntent || k == ActionBlocked || k == LeaseBroken
 }
+
+// LoopAdapter is the seed's id of the history adapter the persistent
+// loop records its own events through (seed §11): the persistent.* kinds.
+const LoopAdapter = "acr.persistent-loop-temporal/v0.1"
+
+// Adapter returns the history adapter that records events of kind k:
+// LoopAdapter for the loop's own persistent.* kinds, "" for the kinds a
+// subsystem records under its own family name (intent., governance.,
+// controller., ...).
+func (k Kind) Adapter() string {
+	if k.In("persistent") {
+		return LoopAdapter
+	}
+	return ""
+}
+
+// CheckpointRecord reports whether events of kind k carry a checkpoint
+// record: persistent.checkpoint.recorded, or persistent.checkpoint.created
+// in runs of ledger formats 1 and 2.
+func (k Kind) CheckpointRecord() bool { return k == CheckpointRecorded || k == CheckpointCreated }
 
 // In reports whether k belongs to a family of kinds, the first part of
 // its name ("controller", "strategy", ...).

@@ -23,6 +23,20 @@ type Inputs struct {
 	CommandRuns []world.CommandRun `json:"command_runs,omitempty"`
 }
 
+// RunStart is the record persistent.run.started carries from ledger
+// format 3 on: the history adapter that records the run's own loop events
+// (every persistent.* kind) and the ledger format its cycles record in.
+// The other kinds are recorded by their subsystems under their own names
+// (seed §11: existing phase-specific events keep their own adapters).
+type RunStart struct {
+	Schema       string `json:"schema"`
+	Adapter      string `json:"adapter"`
+	LedgerFormat int    `json:"ledger_format"`
+}
+
+// RunStartSchema names the record of a run's start.
+const RunStartSchema = "acr.run-start/v0.1"
+
 // InputsSchema names the record of a cycle's inputs.
 const InputsSchema = "acr.cycle-inputs/v0.1"
 

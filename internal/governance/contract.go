@@ -11,9 +11,11 @@ package governance
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -41,6 +43,32 @@ type Contract struct {
 	// Proposer is an external program cognition may ask for a proposal
 	// (docs/providers.md). It proposes; governance still decides.
 	Proposer *Proposer `json:"proposer,omitempty"`
+	// ValidUntil, when set (RFC 3339), is when the contract lapses: no
+	// cycle runs under it from then on, and the run stops (STOPPED,
+	// contract_invalidated, contract_expired) until a person amends the
+	// contract.
+	ValidUntil string `json:"valid_until,omitempty"`
+	// Revoked withdraws the contract. A person revokes by amending the
+	// contract with it set: the next cycle stops the run (STOPPED,
+	// contract_invalidated, contract_revoked); a later amendment that
+	// clears it resumes the run. A run cannot start under a revoked
+	// contract.
+	Revoked bool `json:"revoked,omitempty"`
+}
+
+// Invalidated says why the contract does not hold at now: the reason code
+// contract_revoked or contract_expired, or "" while it holds (seed §15:
+// contract invalidated is a stop source).
+func (c *Contract) Invalidated(now time.Time) string {
+	switch {
+	case c.Revoked:
+		return "contract_revoked"
+	case c.ValidUntil != "":
+		if t, err := state.ParseTime(c.ValidUntil); err != nil || !now.Before(t) {
+			return "contract_expired"
+		}
+	}
+	return ""
 }
 
 // Proposer names the external proposer and when it is asked.
@@ -171,6 +199,14 @@ type Policy struct {
 	IdleSleepSeconds int64 `json:"idle_sleep_seconds,omitempty"`
 	// SignalTTLSeconds: default lifetime of a wake signal.
 	SignalTTLSeconds int64 `json:"signal_ttl_seconds,omitempty"`
+	// StopOnTerminalFailure stops the run (STOPPED, goal_terminal_failure)
+	// once the goal has failed for good under the contract: it does not
+	// hold, the loop has set every check it needs aside (refused, found
+	// without a remedy, reported, caught repeating), and nothing it waits
+	// for (an answer, evidence, a commitment's condition, an amendment)
+	// could bring new work. Without it such a run rests and keeps
+	// watching for a change.
+	StopOnTerminalFailure bool `json:"stop_on_terminal_failure,omitempty"`
 }
 
 // Defaults returns the policy with zero values replaced by defaults.
@@ -280,6 +316,11 @@ func (c *Contract) Validate() error {
 			if err := world.ValidEnvName(name); err != nil {
 				return &codec.FieldError{Path: fmt.Sprintf("proposer.pass_env[%d]", i), Err: err}
 			}
+		}
+	}
+	if c.ValidUntil != "" {
+		if _, err := state.ParseTime(c.ValidUntil); err != nil {
+			return &codec.FieldError{Path: "valid_until", Err: err}
 		}
 	}
 	switch c.Policy.DeferTo {
@@ -392,4 +433,21 @@ func (c *Contract) Rule(a world.Action) Ruling {
 		}
 	}
 	return rl
+}
+
+// CheckEnvironment checks what the contract names in the environment it
+// governs: every evidence id a rule requires must be evidence the
+// environment declares. A rule waiting for evidence nothing declares would
+// defer its actions for ever, so the typo is refused where it is made.
+// Errors are *codec.FieldError naming the rule's field.
+func (c *Contract) CheckEnvironment(spec *world.Spec) error {
+	for i, r := range c.Rules {
+		for j, id := range r.RequiresEvidence {
+			if !slices.ContainsFunc(spec.Evidence, func(e world.EvidenceSpec) bool { return e.ID == id }) {
+				return &codec.FieldError{Path: fmt.Sprintf("rules[%d].requires_evidence[%d]", i, j),
+					Err: fmt.Errorf("unknown evidence id %q: the environment declares no such evidence", id)}
+			}
+		}
+	}
+	return nil
 }

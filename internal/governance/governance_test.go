@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -65,6 +66,7 @@ func TestContractValidateNamesTheField(t *testing.T) {
 		{"budget compactions", func(c *governance.Contract) { c.Budgets.Compactions = budget.Limit{Soft: 5, Hard: 4} }, "budgets.compactions"},
 		{"budget wall clock", func(c *governance.Contract) { c.Budgets.WallClockSeconds.Hard = -5 }, "budgets.wall_clock_seconds"},
 		{"defer_to", func(c *governance.Contract) { c.Policy.DeferTo = "wait" }, "policy.defer_to"},
+		{"valid_until not RFC 3339", func(c *governance.Contract) { c.ValidUntil = "next week" }, "valid_until"},
 		{"max_provider_failures", func(c *governance.Contract) { c.Policy.MaxProviderFailures = -1 }, "policy.max_provider_failures"},
 		{"compact_after_units", func(c *governance.Contract) { c.Policy.CompactAfterUnits = -1 }, "policy.compact_after_units"},
 		{"compact_every_cycles", func(c *governance.Contract) { c.Policy.CompactEveryCycles = -1 }, "policy.compact_every_cycles"},
@@ -442,4 +444,30 @@ func TestContractValidateRejectsMalformedRulePattern(t *testing.T) {
 	var fe *codec.FieldError
 	require.ErrorAs(t, c.Validate(), &fe)
 	assert.Equal(t, "rules[0].paths[0]", fe.Path)
+}
+
+// TestCheckEnvironment: a rule may wait only for evidence the environment
+// declares.
+func TestCheckEnvironment(t *testing.T) {
+	spec := &world.Spec{Schema: world.SpecSchema, Evidence: []world.EvidenceSpec{{ID: "signoff", Path: "in/signoff.txt"}}}
+	c := governance.Contract{Rules: []governance.Rule{{Operation: "*", Paths: []string{"**"}, Effect: governance.Allow, RequiresEvidence: []string{"signoff"}}}}
+	assert.NoError(t, c.CheckEnvironment(spec))
+	c.Rules = append(c.Rules, governance.Rule{Operation: "*", Paths: []string{"**"}, Effect: governance.Allow, RequiresEvidence: []string{"signoff", "sign-off"}})
+	err := c.CheckEnvironment(spec)
+	var fe *codec.FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "rules[1].requires_evidence[1]", fe.Path)
+}
+
+// TestInvalidated: a contract holds until its valid_until and while it is
+// not revoked.
+func TestInvalidated(t *testing.T) {
+	at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	c := governance.Contract{}
+	assert.Equal(t, "", c.Invalidated(at))
+	c.ValidUntil = "2026-01-01T13:00:00Z"
+	assert.Equal(t, "", c.Invalidated(at))
+	assert.Equal(t, "contract_expired", c.Invalidated(at.Add(time.Hour)), "at valid_until it no longer holds")
+	c.Revoked = true
+	assert.Equal(t, "contract_revoked", c.Invalidated(at))
 }

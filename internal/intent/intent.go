@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/acr-project/acr/internal/codec"
@@ -63,6 +64,16 @@ func (g *Goal) Validate(spec *world.Spec) error {
 	}
 	if g.Mission == "" {
 		return &codec.FieldError{Path: "mission", Err: fmt.Errorf("required")}
+	}
+	for _, l := range []struct {
+		field string
+		items []string
+	}{{"objectives", g.Objectives}, {"non_goals", g.NonGoals}, {"constraints", g.Constraints}} {
+		for i, s := range l.items {
+			if strings.TrimSpace(s) == "" {
+				return &codec.FieldError{Path: fmt.Sprintf("%s[%d]", l.field, i), Err: fmt.Errorf("empty: say it in words, or leave the entry out")}
+			}
+		}
 	}
 	if !g.Success.AllChecksPass && len(g.Success.Checks) == 0 {
 		return &codec.FieldError{Path: "success", Err: fmt.Errorf("say when the goal holds: all_checks_pass or a list of checks")}

@@ -84,6 +84,9 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"lens without source", func(g *intent.Goal) {
 			g.Lenses = []strategy.Lens{{ID: "l", SourceVersion: "1", AppliesTo: []strategy.TensionClass{strategy.RepeatedFailure}}}
 		}, "lenses[0].source_ref"},
+		{"empty objective", func(g *intent.Goal) { g.Objectives = append(g.Objectives, "") }, "objectives[2]"},
+		{"blank non-goal", func(g *intent.Goal) { g.NonGoals = []string{"  "} }, "non_goals[0]"},
+		{"empty constraint", func(g *intent.Goal) { g.Constraints = []string{""} }, "constraints[0]"},
 		{"objective is also a non-goal", func(g *intent.Goal) {
 			g.NonGoals = append(g.NonGoals, "configuration fit for production")
 		}, "non_goals"},

@@ -77,16 +77,22 @@ type amended struct {
 
 // CheckAmendment decodes an amendment's document strictly and validates
 // it as acr init would, against the rest of the pinned state: a goal
-// against the pinned environment, an environment against the pinned goal.
-// An environment keeps the world it names (its root or files): the world
-// a run looks after does not change under it. It returns the new
-// version's ref.
+// against the pinned environment, an environment against the pinned goal
+// and contract, a contract against the pinned environment (the evidence
+// its rules require must be declared; a check of a world of declared
+// files must name a file it has). An environment keeps the world it names
+// (its root or files): the world a run looks after does not change under
+// it. It returns the new version's ref.
 func CheckAmendment(s EngineState, a state.Amendment) (codec.Ref, error) {
-	n, err := checkAmendment(s, a)
+	n, err := checkAmendment(s, a, true)
 	return n.ref, err
 }
 
-func checkAmendment(s EngineState, a state.Amendment) (amended, error) {
+// checkAmendment is CheckAmendment; references says whether the
+// documents' references to each other are resolved too. A cycle resolves
+// them from ledger format 3 on: a run of an earlier format replays the
+// amendments it accepted without them.
+func checkAmendment(s EngineState, a state.Amendment, references bool) (amended, error) {
 	var n amended
 	doc := a.Document.Encode()
 	var err error
@@ -94,6 +100,9 @@ func checkAmendment(s EngineState, a state.Amendment) (amended, error) {
 	case state.AmendContract:
 		if err = codec.UnmarshalCanonical(doc, &n.contract); err == nil {
 			err = n.contract.Validate()
+		}
+		if err == nil && references {
+			err = n.contract.CheckEnvironment(&s.Spec)
 		}
 		n.ref = codec.MustRefOf(kindContract, n.contract)
 	case state.AmendGoal:
@@ -111,6 +120,16 @@ func checkAmendment(s EngineState, a state.Amendment) (amended, error) {
 		if err == nil && (n.spec.Root != s.Spec.Root || !maps.Equal(n.spec.Files, s.Spec.Files)) {
 			err = &codec.FieldError{Path: "root", Err: errors.New("an amendment cannot change the world a run looks after (root and files stay as pinned)")}
 		}
+		if err == nil && references {
+			err = s.Contract.CheckEnvironment(&n.spec)
+		}
+		if err == nil && references && !n.spec.Backing().FilesMayAppear {
+			// A directory world is not looked at here (the kernel reads
+			// no disk): only a world of declared files is known.
+			if u := n.spec.UnresolvedPaths(n.spec.Declares); len(u) > 0 {
+				err = u[0]
+			}
+		}
 		n.ref = codec.MustRefOf(kindSpec, n.spec)
 	default:
 		err = &codec.FieldError{Path: "target", Err: fmt.Errorf("unknown target %q (want contract, environment or goal)", a.Target)}
@@ -119,10 +138,13 @@ func checkAmendment(s EngineState, a state.Amendment) (amended, error) {
 }
 
 // amendable reports whether a stopped run takes amendments: one stopped
-// on a hard budget does (raising the budget resumes it); one stopped by a
-// person, or because its goal was met, does not.
+// on a hard budget does (raising the budget resumes it), and so does one
+// stopped because its contract lapsed or was revoked (a new contract
+// resumes it); one stopped by a person, because its goal was met, or
+// because it failed for good, does not.
 func amendable(rs *state.RunState) bool {
-	return rs.Status != state.RunStopped || slices.Contains(rs.ReasonCodes, "budget_limit")
+	return rs.Status != state.RunStopped || slices.Contains(rs.ReasonCodes, "budget_limit") ||
+		slices.Contains(rs.ReasonCodes, "contract_invalidated")
 }
 
 // Amendable reports whether the run takes amendments now.
@@ -146,7 +168,8 @@ func (b *builder) proposeAmendment(it inbox.Item, refs map[string]codec.Ref) {
 	rs := &b.s.Run
 	a := *it.Amendment
 	refs["amends"] = a.Amends
-	newRef, err := CheckAmendment(b.s, a)
+	n, err := checkAmendment(b.s, a, b.s.Run.Format() >= state.LedgerFormat3)
+	newRef := n.ref
 	switch {
 	case err != nil:
 		b.emit(event.AmendmentRefused, nil, refs, "invalid_document", "target_"+a.Target)
@@ -194,7 +217,7 @@ func (b *builder) answerAmendment(i int, a state.Approval, refs map[string]codec
 		b.emit(event.AmendmentRefused, nil, refs, "denied", "target_"+p.Target)
 		return
 	}
-	n, err := checkAmendment(b.s, state.Amendment{Target: p.Target, Document: p.Document})
+	n, err := checkAmendment(b.s, state.Amendment{Target: p.Target, Document: p.Document}, b.s.Run.Format() >= state.LedgerFormat3)
 	switch {
 	case err != nil:
 		b.emit(event.AmendmentRefused, nil, refs, "invalid_document", "target_"+p.Target)

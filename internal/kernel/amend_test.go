@@ -12,6 +12,7 @@ import (
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/event"
+	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -209,11 +210,55 @@ func TestAmendGoalAndEnvironment(t *testing.T) {
 	assert.Empty(t, r.State.Run.PendingAmendments)
 
 	more := s.Spec
-	more.Checks = append(slices.Clone(more.Checks), patchCheck("b", "b.txt"))
+	more.Checks = append(slices.Clone(more.Checks), patchCheck("b", "a.txt"))
 	r, _ = step(t, s, in(1, amendItem(t, state.AmendEnvironment, more, s.Run.EnvironmentSpecRef)))
 	require.Len(t, r.State.Run.PendingAmendments, 1)
 	p = r.State.Run.PendingAmendments[0]
 	r, _ = step(t, r.State, in(2, answerItem(t, p.Ref, p.CycleSeq, "approve", "alice", "")))
 	assert.Len(t, r.State.Spec.Checks, 2)
 	assert.Equal(t, codec.MustRefOf(kindSpec, more), r.State.Run.EnvironmentSpecRef)
+}
+
+// TestAmendmentReferences: an amendment's references are resolved against
+// the rest of the run, as acr init resolves them: a check about a file
+// the world of declared files does not have, a rule waiting for evidence
+// nothing declares, an environment that drops the evidence a rule waits
+// for. A run of ledger format 2 replays what it accepted before.
+func TestAmendmentReferences(t *testing.T) {
+	spec := testSpec(patchCheck("a", "a.txt"))
+	ok := observe(spec, map[string]bool{}, false)
+	waits := testContract(governance.Rule{Operation: "*", Paths: []string{"**"}, Effect: governance.Allow, RequiresEvidence: []string{"ev"}})
+	in := func(it inbox.Item) Inputs {
+		return Inputs{Now: t0.Add(time.Minute), Observation: ok, Inbox: []inbox.Item{it}, InboxPresent: []string{it.ID}}
+	}
+	dangling := spec
+	dangling.Checks = append(slices.Clone(spec.Checks), patchCheck("b", "b.txt"))
+	noEvidence := spec
+	noEvidence.Evidence = nil
+	unknown := testContract(governance.Rule{Operation: "*", Paths: []string{"**"}, Effect: governance.Allow, RequiresEvidence: []string{"nothing"}})
+	cases := []struct {
+		name     string
+		contract governance.Contract
+		target   string
+		doc      any
+	}{
+		{"a check about a file the world does not have", testContract(), state.AmendEnvironment, dangling},
+		{"a rule waiting for undeclared evidence", testContract(), state.AmendContract, unknown},
+		{"an environment without the evidence a rule waits for", waits, state.AmendEnvironment, noEvidence},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newState(t, spec, c.contract, ok)
+			r, evs := step(t, s, in(amendItem(t, c.target, c.doc, PinnedRef(s, c.target))))
+			require.Len(t, eventsOf(evs, event.AmendmentRefused), 1)
+			assert.Contains(t, eventsOf(evs, event.AmendmentRefused)[0].Reasons, "invalid_document")
+			assert.Empty(t, r.State.Run.PendingAmendments)
+			_, err := CheckAmendment(s, state.Amendment{Target: c.target, Document: mustValue(c.doc)})
+			assert.Error(t, err, "acr amend refuses it too")
+
+			s.Run.SetFormat(state.LedgerFormat2)
+			r, _ = step(t, s, in(amendItem(t, c.target, c.doc, PinnedRef(s, c.target))))
+			assert.Len(t, r.State.Run.PendingAmendments, 1, "a format-2 run takes it up as it did")
+		})
+	}
 }

@@ -20,9 +20,14 @@ import (
 //     request, which an old answer does not match;
 //   - of several answers to one request consumed together, the last counts
 //     (an answer another one replaces comes first, then inbox order), and
-//     each one is recorded: approval.ignored (replaced_by_later_answer) for
-//     one that another replaces, approval.resolved for the others, the
-//     later marked replaces_earlier_answer;
+//     each one is recorded: approval.resolved for the one that counts,
+//     approval.ignored (replaced_by_later_answer, naming it) for every
+//     other, so that a request is resolved once however many people raced
+//     to answer it. (Runs before ledger format 3 resolved every answer no
+//     other replaced explicitly, the later marked replaces_earlier_answer,
+//     and replay keeps that.);
+//   - an answer to a request answered by an earlier cycle is ignored
+//     (request_already_answered): the first answer consumed is final;
 //   - only a person answers: one signed by a role of the loop is refused.
 //
 // replaced maps the id of each answer among the cycle's inbox items that a
@@ -48,6 +53,11 @@ func (b *builder) answer(it inbox.Item, refs map[string]codec.Ref, replaced map[
 	}
 	i := slices.IndexFunc(rs.PendingApprovals, func(p state.PendingApproval) bool { return open(p) && p.CycleSeq == a.RequestCycle })
 	switch {
+	case i < 0 && rs.Format() >= state.LedgerFormat3 && slices.ContainsFunc(rs.PendingApprovals, func(p state.PendingApproval) bool {
+		return p.Ref == a.ActionRef && p.CycleSeq == a.RequestCycle && p.Resolution != nil
+	}):
+		b.emit(event.ApprovalIgnored, nil, refs, "request_already_answered")
+		return
 	case i < 0 && slices.ContainsFunc(rs.PendingApprovals, open):
 		b.emit(event.ApprovalIgnored, nil, refs, "answers_another_request")
 		return
@@ -71,6 +81,8 @@ func (b *builder) answer(it inbox.Item, refs map[string]codec.Ref, replaced map[
 	}
 	reasons := []string{"verdict_" + a.Verdict}
 	if prev := rs.PendingApprovals[i].Resolution; prev != nil {
+		// Only before ledger format 3: one answer replaced another
+		// resolved in this cycle.
 		b.approvals = slices.DeleteFunc(b.approvals, func(x state.Approval) bool { return x.ID == prev.ID })
 		reasons = append(reasons, "replaces_earlier_answer")
 	}
@@ -87,16 +99,32 @@ func (b *builder) answeredNow(id string) bool {
 
 // replacedAnswers maps each answer among items that another answer among
 // them replaces to the ref of the replacing answer. An answer signed by a
-// role of the loop replaces nothing.
-func replacedAnswers(items []inbox.Item) map[string]codec.Ref {
+// role of the loop replaces nothing. From ledger format 3 on, every answer
+// to a request that is not the one that counts for it (inbox.Answer: the
+// last no other replaces) is replaced by that one, whether it names it or
+// not; answers consumed before and answers signed by the loop take no
+// part (they are ignored for what they are).
+func replacedAnswers(items []inbox.Item, consumed []string, f state.LedgerFormat) map[string]codec.Ref {
 	person := func(a *state.Approval) bool { _, loop := loopRole(a.By); return !loop }
 	refOf := map[string]codec.Ref{}
 	for _, it := range items {
 		refOf[it.ID] = codec.NewRef(inboxKind(it.Kind), it.Body)
 	}
 	out := map[string]codec.Ref{}
-	for old, by := range inbox.Replaced(items, person) {
-		out[old] = refOf[by]
+	if f < state.LedgerFormat3 {
+		for old, by := range inbox.Replaced(items, person) {
+			out[old] = refOf[by]
+		}
+		return out
+	}
+	answers := slices.DeleteFunc(slices.Clone(items), func(it inbox.Item) bool {
+		return it.Kind != inbox.KindApproval || !person(it.Approval) || slices.Contains(consumed, it.ID)
+	})
+	for _, it := range answers {
+		a := it.Approval
+		if counts := inbox.Answer(answers, a.ActionRef, a.RequestCycle); counts != nil && counts.ID != it.ID {
+			out[it.ID] = refOf[counts.ID]
+		}
 	}
 	return out
 }

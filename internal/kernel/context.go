@@ -114,7 +114,7 @@ func (b *builder) contested(action world.Action, req governance.Request) (state.
 		if p.Target == state.AmendGoal || p.Amends != PinnedRef(b.s, p.Target) {
 			continue
 		}
-		n, err := checkAmendment(b.s, state.Amendment{Target: p.Target, Document: p.Document})
+		n, err := checkAmendment(b.s, state.Amendment{Target: p.Target, Document: p.Document}, b.s.Run.Format() >= state.LedgerFormat3)
 		if err != nil {
 			continue // it can never be accepted
 		}

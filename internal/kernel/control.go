@@ -229,6 +229,10 @@ type Settlement struct {
 	// Rollback is the bundle the durable intent carried: how to undo the
 	// effect if the evaluator requires it.
 	Rollback *world.RollbackBundle
+	// At is when the driver learned the Outcome (zero: the cycle's own
+	// clock reading). From ledger format 3 on, the cycle's records after
+	// the effect carry it; replay reads it back from the recorded outcome.
+	At time.Time
 }
 
 // Controls checks the controls an effect needs before it may run (the

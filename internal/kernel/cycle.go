@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"strings"
@@ -87,6 +88,11 @@ type builder struct {
 	cycle int64
 	now   time.Time
 	at    string
+	// clock is the reading events and controller transitions are made
+	// at: at, until the cycle goes on from a later input (a proposer's
+	// reply, an effect's outcome; tick, ledger format 3). State keeps
+	// the cycle's own reading, at.
+	clock string
 	// envRef is the ref of s.Environment, the cycle's observation, which
 	// does not change within the cycle; startCheckpointRef is the ref of
 	// the checkpoint the cycle starts from (ledger format 2 on). Each is
@@ -172,7 +178,7 @@ func (b *builder) memoryRefs() []codec.Ref {
 // emit appends an event, sealed: its canonical bytes are computed once,
 // for its ref here and for its line in the ledger. obj may be nil.
 func (b *builder) emit(typ event.Kind, obj *event.Object, refs map[string]codec.Ref, reasons ...string) codec.Ref {
-	ev := event.Event{Type: typ, RunID: b.s.Run.RunID, CycleSeq: b.cycle, At: b.at, Refs: refs, Reasons: reasons, Object: obj}
+	ev := event.Event{Type: typ, RunID: b.s.Run.RunID, CycleSeq: b.cycle, At: cmp.Or(b.clock, b.at), Refs: refs, Reasons: reasons, Object: obj}
 	if b.last != "" {
 		ev.Parents = []codec.Ref{b.last}
 	}
@@ -294,6 +300,9 @@ func Finish(p *Pending, st Settlement) (*Result, error) {
 	b := p.b
 	b.events = make([]event.Event, 0, batchCap) // the first batch belongs to Pending
 	if p.Effect != nil {
+		if st.Outcome != nil {
+			b.tick(st.At)
+		}
 		b.settle(st)
 	}
 	b.finish()
@@ -301,6 +310,22 @@ func Finish(p *Pending, st Settlement) (*Result, error) {
 		return nil, b.err
 	}
 	return &Result{State: b.s, Events: b.events, Summary: b.sum}, nil
+}
+
+// tick moves the clock of the cycle's events and transitions to the
+// reading of an input the cycle goes on from (ledger format 3; earlier
+// formats make every record of a cycle at its clock reading). A reading
+// before the cycle's own, or none, changes nothing.
+func (b *builder) tick(t time.Time) {
+	if b.s.Run.Format() < state.LedgerFormat3 || t.IsZero() {
+		return
+	}
+	at := state.FormatTime(t)
+	if at <= cmp.Or(b.clock, b.at) {
+		return
+	}
+	b.clock = at
+	b.ctl.Tick(at)
 }
 
 // run is the body of a cycle up to the governance boundary. Each step is
@@ -330,6 +355,15 @@ func (b *builder) run() {
 	if rs.Status == state.RunFaulted {
 		b.block(controller.IntentCustodian, "run_faulted_awaiting_manual_resume")
 		b.conclude(state.Faulted, []string{"run_faulted_awaiting_manual_resume"})
+		return
+	}
+	if why := b.s.Contract.Invalidated(b.now); why != "" {
+		// Seed §15: the contract no longer holds (it lapsed, or a person
+		// revoked it by amendment). Nothing is done under it: the run
+		// stops until a person amends the contract.
+		b.stoppedAtStart = true
+		b.block(controller.IntentCustodian, why)
+		b.conclude(state.Stopped, []string{"contract_invalidated", why})
 		return
 	}
 	if name, ok := b.hardBudgetAtStart(); ok {

@@ -385,7 +385,7 @@ func (d *Driver) rollForward(recs []event.Record, rec *Recovery) error {
 			rec.Recovered = true
 			continue
 		}
-		if r.Event.Type == event.CheckpointCreated && r.Event.CycleSeq == d.state.Run.CycleSeq && len(group) == 0 {
+		if r.Event.Type.CheckpointRecord() && r.Event.CycleSeq == d.state.Run.CycleSeq && len(group) == 0 {
 			continue // the fault's checkpoint record
 		}
 		if r.Event.Type == event.CycleStarted && len(group) > 0 {
@@ -484,6 +484,10 @@ func (d *Driver) replayCycle(recs []event.Record, last bool, rec *Recovery) erro
 			return fmt.Errorf("recover cycle %d: readback %s: %w", p.b.cycle, st.Outcome.Target, err)
 		}
 		st.Readback = &rb
+	}
+	if st.Outcome != nil && st.At.IsZero() {
+		// Learned now: the outcome was not recorded before the crash.
+		st.At = d.Clock.Now()
 	}
 	if err := d.World.Durable(); err != nil {
 		return fmt.Errorf("recover cycle %d: %w", p.b.cycle, err)
@@ -610,8 +614,8 @@ func recordedSettlement(all, rest []event.Record, p *Pending) Settlement {
 	if in, ok := recordedIntent(all, p.Effect.Key); ok {
 		st.Rollback = in.Rollback
 	}
-	if o, ok := recordedOutcome(rest); ok {
-		st.Outcome = &o
+	if o, at, ok := recordedOutcome(rest); ok {
+		st.Outcome, st.At = &o, at
 	}
 	for _, r := range rest {
 		if r.Event.Type == event.ReadbackRecorded && r.Event.Object != nil {
@@ -624,16 +628,18 @@ func recordedSettlement(all, rest []event.Record, p *Pending) Settlement {
 	return st
 }
 
-func recordedOutcome(recs []event.Record) (world.Outcome, bool) {
+// recordedOutcome returns the outcome a cycle recorded and when it was
+// recorded.
+func recordedOutcome(recs []event.Record) (world.Outcome, time.Time, bool) {
 	for _, r := range recs {
 		if (r.Event.Type == event.ActionCommitted || r.Event.Type == event.ActionNotApplied) && r.Event.Object != nil {
 			var o world.Outcome
 			if r.Event.Object.Decode(&o) == nil {
-				return o, true
+				return o, parseAt(r.Event.At), true
 			}
 		}
 	}
-	return world.Outcome{}, false
+	return world.Outcome{}, time.Time{}, false
 }
 
 // appendRecovered appends the missing events of an interrupted cycle.
@@ -860,7 +866,7 @@ func (d *Driver) Step() (sum Summary, err error) {
 			return Summary{}, d.providerFailed(fmt.Errorf("%w: proposer: %w", ErrProvider, err))
 		}
 		d.phase(PhaseBegin)
-		if p, err = Answer(p, reply); err != nil {
+		if p, err = Answer(p, reply, d.Clock.Now()); err != nil {
 			return Summary{}, err
 		}
 	}
@@ -930,6 +936,7 @@ func (d *Driver) Step() (sum Summary, err error) {
 			return Summary{}, fmt.Errorf("cycle %d: readback %s: %w", p.b.cycle, st.Outcome.Target, err)
 		}
 		st.Readback = &rb
+		st.At = d.Clock.Now()
 	}
 	d.phase(PhaseFinish)
 	res, err := Finish(p, st)

@@ -5,10 +5,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/acr-project/acr/internal/agenda"
 	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/event"
+	"github.com/acr-project/acr/internal/intent"
 	"github.com/acr-project/acr/internal/memory"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
@@ -67,6 +69,9 @@ func (b *builder) finish() {
 		// No next cycle fits: stop at the end of the last one.
 		b.conclude(state.Stopped, []string{"budget_limit", "budget_cycles"})
 	}
+	if pol.StopOnTerminalFailure && b.terminalFailure() {
+		b.conclude(state.Stopped, []string{"goal_terminal_failure", "all_remaining_work_set_aside"})
+	}
 	b.softPause()
 
 	d := rs.LoopDisposition
@@ -112,12 +117,46 @@ func (b *builder) finish() {
 		chk.LastWorldCommitRef = b.rec.WorldOutcomeRef
 	}
 	b.s.Checkpoint = chk
-	chkRef := b.record(event.CheckpointCreated, kindCheckpoint, chk, map[string]codec.Ref{"cycle": cycRef})
+	chkRef := b.record(checkpointKind(rs.Format()), kindCheckpoint, chk, map[string]codec.Ref{"cycle": cycRef})
 	b.emit(event.CycleCompleted, cycObj, map[string]codec.Ref{"checkpoint": chkRef}, rs.LoopDisposition.String())
 
 	b.sum.CycleRef = cycRef
 	b.sum.LoopDisposition = d
 	b.sum.ReasonCodes = rs.ReasonCodes
+}
+
+// terminalFailure reports whether the goal has failed for good under the
+// contract (seed §15, "goal terminal failure under policy"): the cycle
+// comes to rest with the goal not holding, every check the goal needs
+// that fails is set aside, and nothing the run waits for could bring new
+// work: no answer pending, no evidence awaited, no commitment suspended
+// on a condition, no undo queued, no amendment to decide on.
+func (b *builder) terminalFailure() bool {
+	rs := &b.s.Run
+	switch d := rs.LoopDisposition; {
+	case d == state.Continue || d.Terminal():
+		return false
+	case intent.Satisfied(&b.s.Goal, b.s.Environment):
+		return false
+	case slices.ContainsFunc(rs.PendingApprovals, func(p state.PendingApproval) bool { return p.Resolution == nil }),
+		len(rs.Deferred) > 0, len(rs.Rollbacks) > 0, len(rs.PendingAmendments) > 0, b.hasSleepingCommitment():
+		return false
+	}
+	for _, r := range b.s.Environment.Checks {
+		if r.Status != world.CheckFail || !b.goalNeeds(r.ID) {
+			continue
+		}
+		item := agenda.ItemID(r.ID)
+		if !slices.ContainsFunc(rs.Suppressed, func(sp state.Suppression) bool { return sp.ItemID == item }) {
+			return false
+		}
+	}
+	return true
+}
+
+// goalNeeds reports whether the goal's success condition names a check.
+func (b *builder) goalNeeds(id string) bool {
+	return b.s.Goal.Success.AllChecksPass || slices.Contains(b.s.Goal.Success.Checks, id)
 }
 
 // emitDisposition records the scheduler transition (seed §11 names).

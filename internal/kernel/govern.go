@@ -173,6 +173,7 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 		b.move(controller.NoCycle, "nothing_to_do", decRef, rcptRef)
 		b.conclude(b.orResting(more), []string{"governance_idle", "nothing_to_do"})
 	case governance.Escalate:
+		b.seedDisposition(state.WaitApproval)
 		rs.PendingApprovals = append(rs.PendingApprovals, state.PendingApproval{
 			Ref: actionRef, DecisionRef: decRef, Operation: string(action.Operation), Target: action.Target, CheckID: action.CheckID,
 			ItemID: b.item, Reason: d.ReasonCodes[0], RequestedAt: b.at, CycleSeq: b.cycle, Action: mustValue(action),
@@ -185,9 +186,22 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 		b.move(controller.Propose, d.ReasonCodes[0], decRef, rcptRef, fitRef)
 		b.conclude(b.orResting(more), append([]string{"governance_escalated"}, d.ReasonCodes...))
 	case governance.Defer:
+		if b.s.Contract.Policy.Defaults().DeferTo == "defer" {
+			b.seedDisposition(state.Deferred)
+		} else {
+			b.seedDisposition(state.Sleep)
+		}
 		b.block(controller.IntentCustodian, "evidence_missing", decRef, rcptRef)
 		b.deferItem(d, decRef, commitmentID)
 		b.conclude(b.orResting(more), append([]string{"governance_deferred"}, d.MissingEvidence...))
+	}
+}
+
+// seedDisposition records, from ledger format 3 on, the disposition seed
+// §10.3 gives the cycle's governance decision, beside the loop's own.
+func (b *builder) seedDisposition(d state.Disposition) {
+	if b.s.Run.Format() >= state.LedgerFormat3 {
+		b.rec.GovernanceDisposition = d
 	}
 }
 

@@ -28,7 +28,7 @@ func (b *builder) consumeInbox(in Inputs) {
 	}
 	rs.InboxSeen = slices.DeleteFunc(rs.InboxSeen, func(id string) bool { return !present[id] })
 	rs.DedupKeys = slices.DeleteFunc(rs.DedupKeys, func(k state.DedupKey) bool { return expired(k.Expires, b.now) })
-	replaced := replacedAnswers(in.Inbox)
+	replaced := replacedAnswers(in.Inbox, rs.AnswersConsumed, rs.Format())
 	for _, it := range byPriority(in.Inbox, rs.Format()) {
 		ref := codec.NewRef(inboxKind(it.Kind), it.Body)
 		refs := map[string]codec.Ref{"item": ref}

@@ -61,6 +61,9 @@ func Init(bs Bootstrap) (EngineState, []event.Event, error) {
 		f = state.CurrentLedgerFormat
 	}
 	s.Run.SetFormat(f)
+	if f >= state.LedgerFormat3 {
+		s.Run.Extensions = &state.Extensions{}
+	}
 	why := []string{"single_input_bootstrap"}
 	if f != state.LedgerFormat1 {
 		// The start says the format, so that replay starts the same way.
@@ -71,7 +74,15 @@ func Init(bs Bootstrap) (EngineState, []event.Event, error) {
 	contractRef := b.record(event.ContractPinned, kindContract, s.Contract, nil)
 	specRef := b.record(event.SpecPinned, kindSpec, s.Spec, nil)
 	obsRef := b.record(event.Observed, kindObservation, s.Environment, nil)
-	b.emit(event.RunStarted, nil, map[string]codec.Ref{
+	var start *event.Object
+	if f >= state.LedgerFormat3 {
+		// The run's own events are the seed's persistent-loop adapter's:
+		// the start says so once, for every persistent.* event after it.
+		if start, b.err = event.NewObject("rstart", event.RunStart{Schema: event.RunStartSchema, Adapter: event.LoopAdapter, LedgerFormat: int(f)}); b.err != nil {
+			return EngineState{}, nil, b.err
+		}
+	}
+	b.emit(event.RunStarted, start, map[string]codec.Ref{
 		"goal": goalRef, "contract": contractRef, "authority": s.Contract.AuthorityRef(), "environment_spec": specRef, "observation": obsRef,
 	}, why...)
 	b.s.seal()
@@ -81,7 +92,7 @@ func Init(bs Bootstrap) (EngineState, []event.Event, error) {
 		LedgerFrontierRefs: []codec.Ref{b.last}, BudgetSnapshot: b.s.Run.Budget,
 	}
 	b.s.Checkpoint = chk
-	b.record(event.CheckpointCreated, kindCheckpoint, chk, nil)
+	b.record(checkpointKind(b.s.Run.Format()), kindCheckpoint, chk, nil)
 	if b.err != nil {
 		return EngineState{}, nil, b.err
 	}
@@ -117,7 +128,7 @@ func Fault(s EngineState, now time.Time, reasons []string, cause string) (Engine
 	chk := b.s.Checkpoint
 	chk.RunStateRef = runStateRef(b.s.Run)
 	b.s.Checkpoint = chk
-	b.record(event.CheckpointCreated, kindCheckpoint, chk, nil)
+	b.record(checkpointKind(b.s.Run.Format()), kindCheckpoint, chk, nil)
 	if b.err != nil {
 		return EngineState{}, nil, b.err
 	}
@@ -145,6 +156,16 @@ func FaultCause(ev event.Event) string {
 		return c.Error
 	}
 	return ""
+}
+
+// checkpointKind is the kind of the event that records a checkpoint
+// record in a run of ledger format f: the seed's name before format 3,
+// the name of what it is from then on.
+func checkpointKind(f state.LedgerFormat) event.Kind {
+	if f >= state.LedgerFormat3 {
+		return event.CheckpointRecorded
+	}
+	return event.CheckpointCreated
 }
 
 // formatReason is the reason code of persistent.run.started that names the

@@ -20,8 +20,16 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// testSpec is a world of declared files with the checks given, each
+// check's path one of its files.
 func testSpec(checks ...world.Check) world.Spec {
-	return world.Spec{Schema: world.SpecSchema, Files: map[string]string{}, Checks: checks,
+	files := map[string]string{}
+	for _, c := range checks {
+		if c.Path != "" {
+			files[c.Path] = ""
+		}
+	}
+	return world.Spec{Schema: world.SpecSchema, Files: files, Checks: checks,
 		Evidence: []world.EvidenceSpec{{ID: "ev", Path: "incoming/ev.txt"}}}
 }
 
@@ -125,17 +133,20 @@ func TestVerdictToDisposition(t *testing.T) {
 		wantVerdict string
 		wantDisp    state.Disposition
 		wantEffect  bool
+		// wantSeed is the disposition seed §10.3 gives the verdict, which
+		// the cycle record keeps beside the loop's (0: none for it).
+		wantSeed state.Disposition
 	}{
-		{"execute", nil, governance.Policy{}, false, false, "EXECUTE", state.Continue, true},
-		{"refuse alone", []governance.Rule{{Operation: "*", Paths: []string{"**"}, Effect: governance.Forbid}}, governance.Policy{}, false, false, "REFUSE", state.Idle, false},
+		{"execute", nil, governance.Policy{}, false, false, "EXECUTE", state.Continue, true, 0},
+		{"refuse alone", []governance.Rule{{Operation: "*", Paths: []string{"**"}, Effect: governance.Forbid}}, governance.Policy{}, false, false, "REFUSE", state.Idle, false, 0},
 		{"refuse with more work", []governance.Rule{{Operation: "*", Paths: []string{"a.txt"}, Effect: governance.Forbid}, {Operation: "*", Paths: []string{"**"}, Effect: governance.Allow}},
-			governance.Policy{}, true, false, "REFUSE", state.Continue, false},
-		{"escalate alone", []governance.Rule{{Operation: "*", Paths: []string{"**"}, Effect: governance.Approve}}, governance.Policy{}, false, false, "ESCALATE", state.WaitApproval, false},
+			governance.Policy{}, true, false, "REFUSE", state.Continue, false, 0},
+		{"escalate alone", []governance.Rule{{Operation: "*", Paths: []string{"**"}, Effect: governance.Approve}}, governance.Policy{}, false, false, "ESCALATE", state.WaitApproval, false, state.WaitApproval},
 		{"escalate with more work", []governance.Rule{{Operation: "*", Paths: []string{"a.txt"}, Effect: governance.Approve}, {Operation: "*", Paths: []string{"**"}, Effect: governance.Allow}},
-			governance.Policy{}, true, false, "ESCALATE", state.Continue, false},
-		{"defer to sleep", []governance.Rule{{Operation: "*", Paths: []string{"**"}, Effect: governance.Allow, RequiresEvidence: []string{"ev"}}}, governance.Policy{}, false, false, "DEFER", state.Sleep, false},
-		{"defer to deferred", []governance.Rule{{Operation: "*", Paths: []string{"**"}, Effect: governance.Allow, RequiresEvidence: []string{"ev"}}}, governance.Policy{DeferTo: "defer"}, false, false, "DEFER", state.Deferred, false},
-		{"evidence present executes", []governance.Rule{{Operation: "*", Paths: []string{"**"}, Effect: governance.Allow, RequiresEvidence: []string{"ev"}}}, governance.Policy{}, false, true, "EXECUTE", state.Continue, true},
+			governance.Policy{}, true, false, "ESCALATE", state.Continue, false, state.WaitApproval},
+		{"defer to sleep", []governance.Rule{{Operation: "*", Paths: []string{"**"}, Effect: governance.Allow, RequiresEvidence: []string{"ev"}}}, governance.Policy{}, false, false, "DEFER", state.Sleep, false, state.Sleep},
+		{"defer to deferred", []governance.Rule{{Operation: "*", Paths: []string{"**"}, Effect: governance.Allow, RequiresEvidence: []string{"ev"}}}, governance.Policy{DeferTo: "defer"}, false, false, "DEFER", state.Deferred, false, state.Deferred},
+		{"evidence present executes", []governance.Rule{{Operation: "*", Paths: []string{"**"}, Effect: governance.Allow, RequiresEvidence: []string{"ev"}}}, governance.Policy{}, false, true, "EXECUTE", state.Continue, true, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -164,6 +175,15 @@ func TestVerdictToDisposition(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, c.wantVerdict, r.Summary.GovernanceDecision)
 			assert.Equal(t, c.wantDisp, r.Summary.LoopDisposition, "reasons %v", r.Summary.ReasonCodes)
+			assert.Equal(t, c.wantSeed, cycleRecordOf(t, r.Events).GovernanceDisposition, "the seed's §10.3 disposition, recorded beside the loop's")
+
+			// A run of ledger format 2 records only the loop's.
+			s2 := newStateFormat(t, spec, ct, obs, state.LedgerFormat2)
+			p2, err := Begin(s2, Inputs{Now: t0.Add(time.Minute), Observation: obs})
+			require.NoError(t, err)
+			r2, err := Finish(p2, settled(out, "a"))
+			require.NoError(t, err)
+			assert.Zero(t, cycleRecordOf(t, r2.Events).GovernanceDisposition)
 
 			// The recorded decision is the verdict itself, unaltered.
 			var found bool
@@ -178,6 +198,29 @@ func TestVerdictToDisposition(t *testing.T) {
 			assert.True(t, found)
 		})
 	}
+}
+
+// cycleRecordOf decodes the cycle record a cycle's last batch carries.
+func cycleRecordOf(t *testing.T, evs []event.Event) state.CycleRecord {
+	t.Helper()
+	var rec state.CycleRecord
+	for _, ev := range evs {
+		if ev.Type == event.CycleCompleted {
+			require.NoError(t, ev.Object.Decode(&rec))
+			return rec
+		}
+	}
+	t.Fatal("no cycle record")
+	return rec
+}
+
+// newStateFormat is newState for a run of ledger format f.
+func newStateFormat(t *testing.T, spec world.Spec, c governance.Contract, obs world.Observation, f state.LedgerFormat) EngineState {
+	t.Helper()
+	g := intent.Goal{Schema: intent.Schema, ID: "g", Mission: "m", Success: intent.Success{AllChecksPass: true}}
+	s, _, err := Init(Bootstrap{RunID: "run:test", Now: t0, Goal: g, Contract: c, Spec: spec, Observation: obs, LedgerFormat: f})
+	require.NoError(t, err)
+	return s
 }
 
 func slicesConcat(a, b []event.Event) []event.Event {
@@ -322,7 +365,7 @@ func TestCheckpointChain(t *testing.T) {
 			require.NoError(t, err)
 			last := func(evs []event.Event) codec.Ref {
 				for i := len(evs) - 1; i >= 0; i-- {
-					if evs[i].Type == event.CheckpointCreated {
+					if evs[i].Type.CheckpointRecord() {
 						return evs[i].Object.Ref
 					}
 				}

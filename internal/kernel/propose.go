@@ -3,6 +3,7 @@ package kernel
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
@@ -37,10 +38,11 @@ type thinking struct {
 	reply        *cognition.Reply
 }
 
-// Answer goes on with a cycle that asked the proposer, given its reply.
-// Like Begin it is pure: the same pending cycle and reply give the same
-// events.
-func Answer(p *Pending, r cognition.Reply) (*Pending, error) {
+// Answer goes on with a cycle that asked the proposer, given its reply
+// and when it came (from ledger format 3 on, the records the cycle makes
+// after it carry that time; zero keeps the cycle's own). Like Begin it is
+// pure: the same pending cycle, reply and time give the same events.
+func Answer(p *Pending, r cognition.Reply, at time.Time) (*Pending, error) {
 	b := p.b
 	if b.thought == nil || b.thought.reply != nil || p.Ask == nil {
 		return nil, fmt.Errorf("cycle %d did not ask for a proposal", b.cycle)
@@ -49,6 +51,7 @@ func Answer(p *Pending, r cognition.Reply) (*Pending, error) {
 		return nil, fmt.Errorf("proposal reply: schema %q, want %q", r.Schema, cognition.ReplySchema)
 	}
 	b.thought.reply = &r
+	b.tick(at)
 	b.record(event.ProposalReceived, "prop", r, map[string]codec.Ref{"request": b.thought.requestRef}, "proposal_recorded_before_governance")
 	b.decide()
 	return b.pending()
@@ -237,7 +240,7 @@ func answerRecorded(p *Pending, recs []event.Record) (*Pending, bool, error) {
 			return p, false, fmt.Errorf("recorded proposal reply: %w", err)
 		}
 		var err error
-		if p, err = Answer(p, r); err != nil {
+		if p, err = Answer(p, r, parseAt(recs[i].Event.At)); err != nil {
 			return p, false, err
 		}
 		recs = recs[i+1:]

@@ -178,6 +178,13 @@ func (b *builder) setWaiting(d state.Disposition) {
 	if d == state.Idle || d == state.Sleep {
 		earliest(b.idleSleep(), "")
 	}
+	if vu := b.s.Contract.ValidUntil; vu != "" {
+		// The run wakes when its contract lapses, to stop then and say
+		// so, not at the next look someone happens to take.
+		if t, err := state.ParseTime(vu); err == nil {
+			earliest(state.FormatTime(t), "contract_expiry")
+		}
+	}
 	slices.Sort(wake.Conditions)
 	rs.NextWake = nil
 	if !d.Terminal() && (wake.At != "" || len(wake.Conditions) > 0) {

@@ -211,6 +211,27 @@ func Catalogue() []Mutant {
 				Switched: "\t\tif w.Source != \"external_event\" || (!MUTANT_ON && w.Ref != c.MovedBy) {\n"}},
 		},
 		{
+			Name:   "rule-refuses-allowed",
+			Breaks: "the contract's rule matcher passes over allow rules: what the contract allows is refused as governed by no rule",
+			Edits: []Edit{{File: "internal/governance/contract.go",
+				Find:     "\t\t\tif !overlaps {\n\t\t\t\tcontinue\n\t\t\t}\n",
+				Replace:  "\t\t\tif !overlaps || r.Effect == Allow {\n\t\t\t\tcontinue\n\t\t\t}\n",
+				Switched: "\t\t\tif !overlaps || (MUTANT_ON && r.Effect == Allow) {\n\t\t\t\tcontinue\n\t\t\t}\n"}},
+		},
+		{
+			Name:   "contract-expiry-ignored",
+			Breaks: "a contract that has lapsed or been revoked is taken to hold: the run works on under it",
+			Edits:  []Edit{insertAfter("internal/governance/contract.go", "func (c *Contract) Invalidated(now time.Time) string {\n", "\treturn \"\"\n")},
+		},
+		{
+			Name:   "terminal-failure-ignored",
+			Breaks: "policy.stop_on_terminal_failure is never acted on: a run whose every remaining item is set aside idles for ever",
+			Edits: []Edit{{File: "internal/kernel/finish.go",
+				Find:     "\tif pol.StopOnTerminalFailure && b.terminalFailure() {\n",
+				Replace:  "\tif false && pol.StopOnTerminalFailure && b.terminalFailure() {\n",
+				Switched: "\tif !MUTANT_ON && pol.StopOnTerminalFailure && b.terminalFailure() {\n"}},
+		},
+		{
 			Name:   "wake-ignores-deadline",
 			Breaks: "a resting run's next wake leaves out its commitments' deadlines and periods: it sleeps past them",
 			Edits: []Edit{{File: "internal/kernel/schedule.go",

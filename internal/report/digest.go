@@ -17,7 +17,7 @@ import (
 func needsObject(typ event.Kind) bool {
 	switch typ {
 	case event.InboxConsumed, event.AgendaSelected, event.AgendaEmpty, event.ActionProposed,
-		event.DecisionRecorded, event.CompactionCompleted, event.CheckpointCreated, event.CycleCompleted,
+		event.DecisionRecorded, event.CompactionCompleted, event.CheckpointCreated, event.CheckpointRecorded, event.CycleCompleted,
 		event.SemanticEncoded, event.ActionIntent:
 		return true
 	}
@@ -30,7 +30,7 @@ func needsObject(typ event.Kind) bool {
 // only its facts' kinds and subjects (which checks failed) are read.
 func Shown(typ event.Kind) bool {
 	switch typ {
-	case event.CycleStarted, event.CycleCompleted, event.CheckpointCreated, event.LoopWoke,
+	case event.CycleStarted, event.CycleCompleted, event.CheckpointCreated, event.CheckpointRecorded, event.LoopWoke,
 		event.InboxConsumed, event.WakeRejected, event.WakeCoalesced, event.StopRequested, event.RunResumed,
 		event.ApprovalRequested, event.ApprovalResolved, event.ApprovalIgnored, event.ReviewRequested,
 		event.AgendaSelected, event.AgendaEmpty, event.ActionProposed, event.DecisionRecorded,
@@ -249,7 +249,7 @@ func Digest(events []Event) (Cycle, error) {
 			if f.Block != nil {
 				c.Compaction.Block, c.Compaction.From, c.Compaction.To = f.Block.ID, f.Block.FromCycle, f.Block.ToCycle
 			}
-		case event.CheckpointCreated:
+		case event.CheckpointCreated, event.CheckpointRecorded:
 			if f.BudgetSnapshot == nil {
 				return Cycle{}, fmt.Errorf("cycle %d: checkpoint record %s has no budget snapshot", ev.CycleSeq, ev.Object.Ref)
 			}

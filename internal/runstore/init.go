@@ -103,6 +103,9 @@ func Init(dir string, in Inputs, runID string, force bool, opt Options) (Created
 	if err := sandbox.CheckFiles(in.Spec.Files); err != nil {
 		return Created{}, asValidation("environment", err)
 	}
+	if err := in.InForce(opt.Clock.Now()); err != nil {
+		return Created{}, err
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return Created{}, err
@@ -185,6 +188,9 @@ func mkdirAllRecorded(dir string) ([]string, error) {
 // file system. Tests use it with disk.Mem to model power loss; it follows
 // the same build-beside-and-swap protocol as Init.
 func InitOn(fsys disk.FS, worldRoot string, in Inputs, runID string, opt Options) (kernel.EngineState, error) {
+	if err := in.InForce(opt.Clock.Now()); err != nil {
+		return kernel.EngineState{}, err
+	}
 	c, err := initOn(store{fsys: fsys, root: worldRoot, world: worldFS(fsys, worldRoot)}, in, runID, false, opt)
 	return c.State, err
 }

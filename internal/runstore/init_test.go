@@ -112,7 +112,7 @@ func TestReadInputsAcceptsSchemaKey(t *testing.T) {
 	got, err := ReadInputs(paths["goal"], paths["contract"], paths["environment"])
 	require.NoError(t, err)
 	want := quickstart(t)
-	want.EnvFile = paths["environment"]
+	want.EnvFile, want.ContractFile = paths["environment"], paths["contract"]
 	assert.Equal(t, want, got, "the $schema key is not part of the document")
 
 	b, _ := os.ReadFile(paths["goal"])

@@ -245,7 +245,7 @@ func recordedCheckpoints(fsys disk.FS) (recordedSet, error) {
 			out[len(out)-1].at = end
 		}
 		open = false
-		if r.Event.Type == event.CheckpointCreated && r.Event.Object != nil {
+		if r.Event.Type.CheckpointRecord() && r.Event.Object != nil {
 			out = append(out, checkpointRecord{body: bytes.Clone(r.Event.Object.Body), cycle: r.Event.CycleSeq, at: end})
 			open = true
 		}

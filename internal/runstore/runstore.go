@@ -1,6 +1,7 @@
 package runstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,13 +52,20 @@ type Inputs struct {
 	// EnvFile is the file Spec was read from, for the messages of checks
 	// made later ("" when it was not read from a file).
 	EnvFile string
+	// ContractFile is the file Contract was read from, likewise.
+	ContractFile string
+	// Warnings are references that resolve to nothing yet in a world
+	// whose files may appear later (a directory with a root): acr init
+	// reports them and goes on. In a world of declared files they are
+	// errors instead.
+	Warnings []*ValidationError
 }
 
 // ReadInputs reads and validates the goal, contract and environment files.
 // A missing file, malformed JSON, a wrong schema or an unknown field is a
 // *ValidationError naming the file and the field.
 func ReadInputs(goalPath, contractPath, envPath string) (Inputs, error) {
-	in := Inputs{EnvFile: envPath}
+	in := Inputs{EnvFile: envPath, ContractFile: contractPath}
 	checkSpec := func() error {
 		if err := resolveRoot(&in.Spec, envPath); err != nil {
 			return err
@@ -73,7 +81,53 @@ func ReadInputs(goalPath, contractPath, envPath string) (Inputs, error) {
 	if err := readDoc(contractPath, &in.Contract, func() error { return resolveProposer(&in.Contract, contractPath) }); err != nil {
 		return in, err
 	}
+	if err := in.Contract.CheckEnvironment(&in.Spec); err != nil {
+		return in, asValidation(contractPath, err)
+	}
+	w, err := unresolvedPaths(&in.Spec, envPath)
+	if err != nil {
+		return in, err
+	}
+	in.Warnings = w
 	return in, nil
+}
+
+// InForce checks that the contract can start a run at now: a revoked
+// contract, or one whose valid_until has passed, would stop the run at its
+// first cycle, so init refuses it as bad input naming the field.
+func (in Inputs) InForce(now time.Time) error {
+	file := cmp.Or(in.ContractFile, "contract")
+	switch in.Contract.Invalidated(now) {
+	case "contract_revoked":
+		return &ValidationError{File: file, Field: "revoked", Err: errors.New("a revoked contract cannot start a run")}
+	case "contract_expired":
+		return &ValidationError{File: file, Field: "valid_until", Err: fmt.Errorf("%s has passed: the contract no longer holds", in.Contract.ValidUntil)}
+	}
+	return nil
+}
+
+// unresolvedPaths resolves the paths the environment's checks name
+// against its world (world.Spec.UnresolvedPaths): in a world of declared
+// files one that names no file is an error naming the field; in a world
+// whose files may appear later (a root directory) it is a warning,
+// checked against the directory as it is now.
+func unresolvedPaths(spec *world.Spec, envPath string) ([]*ValidationError, error) {
+	exists := spec.Declares
+	if spec.Root != "" {
+		exists = func(p string) bool {
+			fi, err := os.Stat(filepath.Join(spec.Root, filepath.FromSlash(p)))
+			return err == nil && fi.Mode().IsRegular()
+		}
+	}
+	var out []*ValidationError
+	for _, fe := range spec.UnresolvedPaths(exists) {
+		e := &ValidationError{File: envPath, Field: fe.Path, Err: fe.Err}
+		if !spec.Backing().FilesMayAppear {
+			return nil, e
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // ReadAmendment reads a new version of one of a run's pinned documents

@@ -695,6 +695,9 @@ func Analyse(dir string) (*History, error) {
 			c["approval_resolved"]++
 		case ev.Type == event.RunStopped:
 			c["stop"]++
+			for _, rc := range ev.Reasons {
+				c["stop_"+rc]++
+			}
 		case ev.Type == event.RunFaulted:
 			c["fault"]++
 		case ev.Type == event.KnowledgeCandidate:

@@ -113,8 +113,15 @@ const (
 	// record per durable batch and a compaction's summarised cycles as
 	// pointers into the ledger, not copies.
 	LedgerFormat2 LedgerFormat = 2
+	// LedgerFormat3 names each cycle's checkpoint record for what it is
+	// (persistent.checkpoint.recorded), times each controller transition
+	// by the input it followed, records the seed's §10.3 disposition
+	// beside the loop's, carries the adapter id on persistent.run.started,
+	// resolves the answers to one request consumed together to one, and
+	// checks an amendment's references against the rest of the run.
+	LedgerFormat3 LedgerFormat = 3
 	// CurrentLedgerFormat is the format new runs start in.
-	CurrentLedgerFormat = LedgerFormat2
+	CurrentLedgerFormat = LedgerFormat3
 )
 
 // Format is the run's ledger format (the absent field is format 1).
@@ -209,7 +216,16 @@ type RunState struct {
 	PendingAmendments []PendingAmendment `json:"pending_amendments,omitempty"`
 	// Amendments counts the amendments accepted in this run.
 	Amendments int64 `json:"amendments,omitempty"`
+	// Extensions is the seed's room (§4.1) for what an extension of acr
+	// keeps with the run. acr writes none and keeps whatever is there
+	// from cycle to cycle. Runs from ledger format 3 on have it, empty;
+	// earlier runs have it absent, so their run state keeps its bytes.
+	Extensions *Extensions `json:"extensions,omitempty"`
 }
+
+// Extensions are named values an extension keeps with the run, opaque to
+// acr: canonical JSON, carried unchanged.
+type Extensions map[string]codec.Value
 
 // ProposedAttempt is one action a proposer proposed for an item.
 type ProposedAttempt struct {
@@ -389,6 +405,14 @@ type CycleRecord struct {
 	ReasonCodes             []string    `json:"reason_codes"`
 	GovernanceDecision      string      `json:"governance_decision"`
 	ControllerTransitionRef []codec.Ref `json:"controller_transition_refs"`
+
+	// GovernanceDisposition is the disposition seed §10.3 maps the
+	// cycle's governance decision to: WAIT_APPROVAL for ESCALATE, SLEEP or
+	// DEFERRED (by the policy's defer_to) for DEFER; absent for the other
+	// verdicts and before ledger format 3. LoopDisposition is what the
+	// loop chose: CONTINUE while other work remains this cycle
+	// (docs/controller.md says why).
+	GovernanceDisposition Disposition `json:"governance_disposition,omitempty"`
 }
 
 // Checkpoint points at everything a restart needs (seed §4.5). It holds

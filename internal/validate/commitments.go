@@ -50,14 +50,14 @@ type commitmentJudge struct {
 	run      string
 	goal     goalView
 	checks   []string
-	proposed map[string]amendmentView
+	proposed amendments
 	bad      []string
 	// counts of what was judged
 	created, judged, moved, periods, scopes, wakes int
 }
 
 func newCommitmentJudge(run *Run) *commitmentJudge {
-	j := &commitmentJudge{run: run.Name, proposed: map[string]amendmentView{}}
+	j := &commitmentJudge{run: run.Name, proposed: amendments{}}
 	for _, r := range run.Records {
 		switch r.Event.Type {
 		case event.GoalPinned:
@@ -86,23 +86,37 @@ func (j *commitmentJudge) failf(seq int64, format string, args ...any) {
 // amendment follows the goal and environment in force through the
 // amendments a cycle proposed and accepted.
 func (j *commitmentJudge) amendment(r event.Record) {
+	a, ok := j.proposed.accepted(r)
+	switch {
+	case !ok:
+	case a.Target == "goal":
+		j.goal = goalView{}
+		_ = json.Unmarshal(a.Document, &j.goal)
+	case a.Target == "environment":
+		j.setSpec(a.Document)
+	}
+}
+
+// amendments remembers the documents a run's cycles proposed as
+// amendments, by the proposal's ref, to tell what an accepted one puts
+// in force.
+type amendments map[string]amendmentView
+
+// accepted takes in one record: it remembers a proposal, and returns the
+// amendment an acceptance puts in force (ok is false for any other
+// record, or an acceptance of a proposal it never saw).
+func (m amendments) accepted(r event.Record) (amendmentView, bool) {
 	switch r.Event.Type {
 	case event.AmendmentProposed:
 		var a amendmentView
 		if decodeView(r.Event.Object, &a) == nil {
-			j.proposed[a.Ref] = a
+			m[a.Ref] = a
 		}
 	case event.AmendmentAccepted:
-		a, ok := j.proposed[string(r.Event.Refs["amendment"])]
-		switch {
-		case !ok:
-		case a.Target == "goal":
-			j.goal = goalView{}
-			_ = json.Unmarshal(a.Document, &j.goal)
-		case a.Target == "environment":
-			j.setSpec(a.Document)
-		}
+		a, ok := m[string(r.Event.Refs["amendment"])]
+		return a, ok
 	}
+	return amendmentView{}, false
 }
 
 func (j *commitmentJudge) declaration(id string) (declarationView, bool) {
@@ -301,7 +315,7 @@ func (j *commitmentJudge) wake(seq int64, live map[string]commitmentView, at tim
 		return
 	}
 	j.wakes++
-	r, ok := c.find(event.CheckpointCreated)
+	r, ok := c.findCheckpoint()
 	var chk struct {
 		NextWake *struct {
 			At string `json:"at"`

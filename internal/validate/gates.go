@@ -20,7 +20,9 @@ import (
 	"github.com/acr-project/acr/internal/world"
 )
 
-// Gates lists the Phase-12 completion gates (seed §18) in order.
+// Gates lists the Phase-12 completion gates (seed §18) in order, and
+// acr's own gate U, which holds the loop to every stop source of seed
+// §15 (stops.go).
 func Gates() []GateDef {
 	return []GateDef{
 		{"A", "Single-input bootstrap", gateA},
@@ -43,6 +45,7 @@ func Gates() []GateDef {
 		{"R", "No private CoT dependency", gateR},
 		{"S", "100-cycle mixed run", gateS},
 		{"T", "Replay determinism", gateT},
+		{"U", "Every stop source", gateU},
 	}
 }
 
@@ -88,6 +91,17 @@ func (c cycle) find(typ event.Kind) (event.Record, bool) {
 	return event.Record{}, false
 }
 
+// findCheckpoint returns the cycle's checkpoint record (either name, see
+// event.Kind.CheckpointRecord).
+func (c cycle) findCheckpoint() (event.Record, bool) {
+	for _, r := range c.events {
+		if r.Event.Type.CheckpointRecord() {
+			return r, true
+		}
+	}
+	return event.Record{}, false
+}
+
 func (c cycle) manifest() event.Inputs {
 	var m event.Inputs
 	if r, ok := c.find(event.CycleStarted); ok {
@@ -96,10 +110,22 @@ func (c cycle) manifest() event.Inputs {
 	return m
 }
 
+// gateA: one bootstrap, then cycles that need no new human input. Every
+// run's ledger must begin as one acr init leaves it: the goal, the
+// contract and the environment pinned once each, the first observation,
+// and persistent.run.started naming exactly those, before any cycle and
+// never again; and some cycle must follow another with no inbox item in
+// either.
 func gateA(ev *Evidence) Gate {
-	selfDriven := 0
+	selfDriven, runs := 0, 0
 	where := ""
+	var bad []string
 	for _, name := range sortedNames(ev) {
+		if why := singleBootstrap(ev.Runs[name]); why != "" {
+			bad = append(bad, name+": "+why)
+			continue
+		}
+		runs++
 		cs := ev.Runs[name].cycles()
 		for i := 1; i < len(cs); i++ {
 			if cs[i-1].record.LoopDisposition == state.Continue && len(cs[i].manifest().InboxItems) == 0 && len(cs[i-1].manifest().InboxItems) == 0 {
@@ -110,11 +136,52 @@ func gateA(ev *Evidence) Gate {
 			}
 		}
 	}
+	if len(bad) > 0 {
+		return fail(bad...)
+	}
 	if selfDriven == 0 {
 		return fail("no cycle followed another without a new human input")
 	}
 	return pass(fmt.Sprintf("%d cycles ran on from the previous cycle with no new human input (first: %s)", selfDriven, where),
-		"every run was bootstrapped by one acr init with a goal, a contract and an environment")
+		fmt.Sprintf("each of the %d runs' ledgers begins with one bootstrap: goal, contract and environment pinned once, before any cycle, and persistent.run.started naming them", runs))
+}
+
+// singleBootstrap says how a run's ledger does not begin with exactly one
+// bootstrap, or "".
+func singleBootstrap(run *Run) string {
+	pinned := map[event.Kind]codec.Ref{}
+	starts := 0
+	var start event.Record
+	cycled := false
+	for _, r := range run.Records {
+		switch r.Event.Type {
+		case event.GoalPinned, event.ContractPinned, event.SpecPinned:
+			if _, twice := pinned[r.Event.Type]; twice || cycled {
+				return fmt.Sprintf("%s recorded again at seq %d", r.Event.Type, r.Seq)
+			}
+			if r.Event.Object == nil {
+				return fmt.Sprintf("%s at seq %d carries no document", r.Event.Type, r.Seq)
+			}
+			pinned[r.Event.Type] = r.Event.Object.Ref
+		case event.RunStarted:
+			starts++
+			start = r
+			if cycled {
+				return fmt.Sprintf("persistent.run.started after a cycle, at seq %d", r.Seq)
+			}
+		case event.CycleStarted:
+			cycled = true
+		}
+	}
+	if starts != 1 || len(pinned) != 3 {
+		return fmt.Sprintf("%d starts and %d of the three documents pinned", starts, len(pinned))
+	}
+	for k, name := range map[event.Kind]string{event.GoalPinned: "goal", event.ContractPinned: "contract", event.SpecPinned: "environment_spec"} {
+		if start.Event.Refs[name] != pinned[k] {
+			return fmt.Sprintf("persistent.run.started names %s %s, the ledger pinned %s", name, start.Event.Refs[name], pinned[k])
+		}
+	}
+	return ""
 }
 
 func gateB(ev *Evidence) Gate {
@@ -389,12 +456,28 @@ func gateE(ev *Evidence) Gate {
 	return pass(fmt.Sprintf("%d of %d cycles that selected work took the direct path; %d reviews in all", direct, selected, reviewed))
 }
 
+// gateF: a strategic review may change how the loop works (the order of
+// cognition), never who it works for or under what. Every routing overlay
+// names each lens with its exact source version and holds nothing but
+// routing (no key naming an operator, an authority, a contract, a goal, a
+// domain or a role); no cycle that reviewed accepted an amendment; the
+// goal, contract and authority a run ends under are the ones its start
+// named unless a person's amendment of that document was accepted; and
+// some overlay reordered a later cognitive program.
 func gateF(ev *Evidence) Gate {
-	overlays, influenced := 0, 0
+	overlays, influenced, reviewed := 0, 0, 0
 	var bad []string
 	for _, name := range sortedNames(ev) {
 		run := ev.Runs[name]
 		var pending []codec.Ref
+		for _, c := range run.cycles() {
+			if c.has(event.ReviewRequested) || c.has(event.RoutingOverlaid) {
+				reviewed++
+				if c.has(event.AmendmentAccepted) {
+					bad = append(bad, fmt.Sprintf("%s cycle %d: a reviewing cycle accepted an amendment", name, c.seq))
+				}
+			}
+		}
 		for _, r := range run.Records {
 			switch r.Event.Type {
 			case event.RoutingOverlaid:
@@ -406,6 +489,12 @@ func gateF(ev *Evidence) Gate {
 				for _, sv := range ov.Lenses {
 					if sv.SourceRef == "" || sv.SourceVersion == "" {
 						bad = append(bad, fmt.Sprintf("%s: overlay names a lens without an exact source version", name))
+					}
+				}
+				var body any
+				if json.Unmarshal(r.Event.Object.Body, &body) == nil {
+					if k := identityKey(body, "overlay"); k != "" {
+						bad = append(bad, fmt.Sprintf("%s cycle %d: routing overlay names an identity at %s", name, r.Event.CycleSeq, k))
 					}
 				}
 				pending = append(pending, ov.Ref())
@@ -420,6 +509,9 @@ func gateF(ev *Evidence) Gate {
 				}
 			}
 		}
+		if why := identityKept(run); why != "" {
+			bad = append(bad, name+": "+why)
+		}
 	}
 	if len(bad) > 0 {
 		return fail(bad...)
@@ -431,32 +523,76 @@ func gateF(ev *Evidence) Gate {
 		return fail(fmt.Sprintf("%d routing overlays, none changed the order of a later cognitive program", overlays))
 	}
 	return pass(fmt.Sprintf("%d routing overlays; %d reordered a later cognitive program (critique before selection)", overlays, influenced),
-		"overlays name each lens with its exact source version; no operator or domain identity is part of an overlay")
+		fmt.Sprintf("every overlay names each lens with its exact source version and no operator, authority, contract, goal, domain or role; none of the %d reviewing cycles accepted an amendment; every run ends under the goal, contract and authority its start named, or a person's accepted amendment of them", reviewed))
 }
 
-// gateG judges every world effect against the contract pinned in the
-// run's ledger with the validator's own reading of the rules (judge.go),
-// not with governance.Decide: the authority and autonomy an action needs,
-// the first rule that governs it, a person's approval where the rule asks
-// for one, and the evidence it requires in the cycle that acted. It also
-// requires governance's EXECUTE for that exact action in the same cycle,
-// decisions made by governance under the pinned contract, and every wake
-// signal whose payload claims authority rejected (the gate reads the
-// payload itself).
+// identityWords are keys that would name who the loop works for or under
+// what; a routing overlay has no business with any of them.
+var identityWords = []string{"operator", "authority", "authority_ref", "contract", "contract_ref", "goal", "goal_ref", "domain", "identity", "role", "roles", "mission"}
+
+// identityKey returns the path of the first key in v that names an
+// identity, or "".
+func identityKey(v any, at string) string { return keyIn(v, at, identityWords) }
+
+// identityKept says how a run ends under a goal, contract or authority
+// other than the ones persistent.run.started named, with no accepted
+// amendment of that document to account for it, or "".
+func identityKept(run *Run) string {
+	var start map[string]codec.Ref
+	amended := map[string]bool{}
+	for _, r := range run.Records {
+		switch r.Event.Type {
+		case event.RunStarted:
+			start = r.Event.Refs
+		case event.AmendmentAccepted:
+			for _, t := range []string{"goal", "contract"} {
+				if slices.Contains(r.Event.Reasons, "target_"+t) {
+					amended[t] = true
+				}
+			}
+		}
+	}
+	fin := run.Final.Run
+	goal := codec.Ref("")
+	if len(fin.GoalRefs) > 0 {
+		goal = fin.GoalRefs[0]
+	}
+	for _, x := range []struct {
+		name, target string
+		now          codec.Ref
+	}{{"goal", "goal", goal}, {"contract", "contract", fin.ContractRef}, {"authority", "contract", fin.AuthorityRef}} {
+		if start[x.name] != x.now && !amended[x.target] {
+			return fmt.Sprintf("ends under %s %s, started under %s, with no accepted amendment of the %s", x.name, x.now, start[x.name], x.target)
+		}
+	}
+	return ""
+}
+
+// gateG judges every world effect against the contract in force (pinned
+// in the run's ledger, or accepted later as an amendment) with the
+// validator's own reading of the rules (judge.go), not with
+// governance.Decide: the authority and autonomy an action needs, the
+// first rule that governs it, a person's approval where the rule asks for
+// one, and the evidence it requires in the cycle that acted. It also
+// re-reads the rule of every governance decision, so that a matcher that
+// refuses (or asks about) what the contract allows fails as surely as one
+// that allows what it forbids; requires governance's EXECUTE for that
+// exact action in the same cycle, decisions made by governance under the
+// contract in force, and every wake signal whose payload claims authority
+// rejected (the gate reads the payload itself).
 func gateG(ev *Evidence) Gate {
 	var bad []string
-	effects, claims := 0, 0
+	effects, decisions, refusals, claims, amended := 0, 0, 0, 0, 0
 	for _, name := range sortedNames(ev) {
 		run := ev.Runs[name]
-		pinned := run.Final.Run.ContractRef
 		if run.Final.Run.AuthorityRef != run.Final.Contract.AuthorityRef() {
-			bad = append(bad, name+": authority ref changed")
+			bad = append(bad, name+": the run state's authority ref is not its contract's authority")
 		}
-		contract, spec, err := run.pinned()
-		if err != nil {
+		if _, _, err := run.pinned(); err != nil {
 			bad = append(bad, fmt.Sprintf("%s: %v", name, err))
 			continue
 		}
+		f, _ := run.inForce()
 		objs := run.objects()
 		ac := actionContext{changed: map[string]bool{}}
 		for _, c := range run.cycles() {
@@ -466,18 +602,33 @@ func gateG(ev *Evidence) Gate {
 			}
 			var execute map[codec.Ref]bool
 			for _, r := range c.events {
+				f.follow(r)
 				switch r.Event.Type {
+				case event.AmendmentAccepted:
+					if r.Event.Refs["new"] == f.contractRef {
+						amended++
+					}
 				case event.DecisionRecorded:
 					var d governance.Decision
 					if r.Event.Object.Decode(&d) != nil {
 						bad = append(bad, fmt.Sprintf("%s cycle %d: undecodable decision", name, c.seq))
 						continue
 					}
-					if d.ContractRef != pinned {
-						bad = append(bad, fmt.Sprintf("%s cycle %d: decision under contract %s, pinned %s", name, c.seq, d.ContractRef, pinned))
+					decisions++
+					if d.Verdict == governance.Refuse {
+						refusals++
+					}
+					if d.ContractRef != f.contractRef {
+						bad = append(bad, fmt.Sprintf("%s cycle %d: decision under contract %s, the one in force is %s", name, c.seq, d.ContractRef, f.contractRef))
 					}
 					if d.Actor != "governance" {
 						bad = append(bad, fmt.Sprintf("%s cycle %d: decision made by %q", name, c.seq, d.Actor))
+					}
+					var a actionView
+					if err := decodeView(objs[d.ActionRef], &a); err != nil {
+						bad = append(bad, fmt.Sprintf("%s cycle %d: the action %s of a decision is not recorded", name, c.seq, d.ActionRef))
+					} else if why := judgeRule(f.contract, a, d.Rule, string(d.Effect)); why != "" {
+						bad = append(bad, fmt.Sprintf("%s cycle %d: %s", name, c.seq, why))
 					}
 					if d.Verdict == governance.Execute {
 						execute = map[codec.Ref]bool{d.ActionRef: true}
@@ -493,7 +644,7 @@ func gateG(ev *Evidence) Gate {
 						bad = append(bad, fmt.Sprintf("%s cycle %d: the action %s of a world effect is not recorded", name, c.seq, ref))
 						continue
 					}
-					if why := judgeAction(contract, spec, a, ref, ac); why != "" {
+					if why := judgeAction(f.contract, f.spec, a, ref, ac); why != "" {
 						bad = append(bad, fmt.Sprintf("%s cycle %d: %s", name, c.seq, why))
 					}
 					if r.Event.Type == event.ActionCommitted {
@@ -525,8 +676,9 @@ func gateG(ev *Evidence) Gate {
 	if len(bad) > 0 {
 		return fail(bad...)
 	}
-	return pass(fmt.Sprintf("%d world effects, each allowed by the pinned contract's rules as the gate reads them, and preceded in its cycle by governance's EXECUTE for that exact action", effects),
-		fmt.Sprintf("every decision was made by governance under the pinned contract; authority never changed; all %d wake signals claiming authority were rejected", claims))
+	return pass(fmt.Sprintf("%d world effects, each allowed by the contract in force as the gate reads its rules, and preceded in its cycle by governance's EXECUTE for that exact action", effects),
+		fmt.Sprintf("%d governance decisions (%d refusals), each made by governance under the contract in force and naming the rule the gate's own reading finds for its action: none refused or asked about what the contract allows", decisions, refusals),
+		fmt.Sprintf("every run state's authority is its contract's; the contract changed only by %d accepted amendments; all %d wake signals claiming authority were rejected", amended, claims))
 }
 
 // wakeOutcome is what the cycle did with a consumed wake signal: the type
@@ -691,20 +843,24 @@ type budgetTrace struct {
 }
 
 // traceBudgets re-derives, from the ledger alone and against the budgets of
-// the contract pinned in it, what a run spent and whether it kept its
-// limits: no hard level is ever exceeded (a cycle, an effect, a dialogue
-// turn, a compaction each count one; a cycle stopped by a budget before it
+// the contract in force (pinned in it, or accepted later as an amendment),
+// what a run spent and whether it kept its limits: no hard level is ever
+// exceeded (a cycle, an effect, a dialogue turn, a compaction each count
+// one; a cycle stopped by a budget or an invalidated contract before it
 // observed anything spends nothing); no cycle works at or past the
 // wall-clock deadline; no cycle works while a budget's use since its last
 // accepted budget_replenished signal has reached its soft level; and a
 // cycle that leaves a soft level reached rests DEFERRED naming the budget.
 func traceBudgets(run *Run, bad *[]string) budgetTrace {
 	t := budgetTrace{used: map[string]int64{}}
-	contract, _, err := run.pinned()
-	if err != nil {
+	if _, _, err := run.pinned(); err != nil {
 		*bad = append(*bad, fmt.Sprintf("%s: %v", run.Name, err))
 		return t
 	}
+	// The budgets are the contract's in force: the pinned one, then each
+	// contract amendment from the cycle after the one that accepted it.
+	f, _ := run.inForce()
+	contract := f.contract
 	var started time.Time
 	for _, r := range run.Records {
 		if r.Event.Type == event.RunStarted {
@@ -755,7 +911,9 @@ func traceBudgets(run *Run, bad *[]string) budgetTrace {
 			t.replenished++
 			pendingReplenish = false
 		}
-		if observed || !slices.Contains(c.record.ReasonCodes, "budget_limit") {
+		// A cycle stopped at its start, before it observed anything, by a
+		// budget or by a contract that no longer holds, spends nothing.
+		if observed || !slices.ContainsFunc(c.record.ReasonCodes, func(r string) bool { return r == "budget_limit" || r == "contract_invalidated" }) {
 			t.used["cycles"]++
 		}
 		for _, r := range c.events {
@@ -787,6 +945,10 @@ func traceBudgets(run *Run, bad *[]string) budgetTrace {
 			}
 		}
 		t.lastWall, t.lastObserved = wall, observed
+		for _, r := range c.events {
+			f.follow(r)
+		}
+		contract = f.contract
 	}
 	u := run.Final.Run.Budget
 	for _, x := range []struct {

@@ -229,7 +229,11 @@ func authorityClaim(raw json.RawMessage) string {
 	return claimIn(v, "payload")
 }
 
-func claimIn(v any, at string) string {
+func claimIn(v any, at string) string { return keyIn(v, at, authorityWords) }
+
+// keyIn returns the path of the first key (in sorted order, depth first)
+// of v that is one of words, case aside, or "".
+func keyIn(v any, at string, words []string) string {
 	switch x := v.(type) {
 	case map[string]any:
 		keys := make([]string, 0, len(x))
@@ -238,16 +242,16 @@ func claimIn(v any, at string) string {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			if slices.Contains(authorityWords, strings.ToLower(k)) {
+			if slices.Contains(words, strings.ToLower(k)) {
 				return at + "." + k
 			}
-			if c := claimIn(x[k], at+"."+k); c != "" {
+			if c := keyIn(x[k], at+"."+k, words); c != "" {
 				return c
 			}
 		}
 	case []any:
 		for i, e := range x {
-			if c := claimIn(e, fmt.Sprintf("%s[%d]", at, i)); c != "" {
+			if c := keyIn(e, fmt.Sprintf("%s[%d]", at, i), words); c != "" {
 				return c
 			}
 		}
@@ -550,11 +554,39 @@ func (r *Run) objects() map[codec.Ref]*event.Object {
 }
 
 // pinned reads the contract and the environment the run was started with
-// from its ledger, and checks that the contract is the one its run state
-// pins.
+// from its ledger, and checks that the contract its run state pins now is
+// the one the ledger leaves in force (the pinned one, or the last
+// contract amendment it accepted).
 func (r *Run) pinned() (pinnedContract, pinnedSpec, error) {
-	var c pinnedContract
-	var sp pinnedSpec
+	f, err := r.inForce()
+	if err != nil {
+		return pinnedContract{}, pinnedSpec{}, err
+	}
+	c, sp := f.contract, f.spec
+	for _, rec := range r.Records {
+		f.follow(rec)
+	}
+	if f.contractRef != r.Final.Run.ContractRef {
+		return c, sp, fmt.Errorf("the run state pins contract %s, the ledger leaves %s in force", r.Final.Run.ContractRef, f.contractRef)
+	}
+	return c, sp, nil
+}
+
+// documentsInForce follows the contract and environment a run is under,
+// from the ones pinned at its start through every amendment a person
+// accepted, from the ledger alone.
+type documentsInForce struct {
+	contract    pinnedContract
+	contractDoc json.RawMessage
+	contractRef codec.Ref
+	spec        pinnedSpec
+	goalDoc     json.RawMessage
+	proposed    amendments
+}
+
+// inForce starts following the run's documents from the pinned ones.
+func (r *Run) inForce() (*documentsInForce, error) {
+	f := &documentsInForce{proposed: amendments{}}
 	var contract, spec *event.Object
 	for _, rec := range r.Records {
 		switch rec.Event.Type {
@@ -562,16 +594,85 @@ func (r *Run) pinned() (pinnedContract, pinnedSpec, error) {
 			contract = rec.Event.Object
 		case event.SpecPinned:
 			spec = rec.Event.Object
+		case event.GoalPinned:
+			if rec.Event.Object != nil {
+				f.goalDoc = json.RawMessage(rec.Event.Object.Body)
+			}
 		}
 	}
 	if contract == nil || spec == nil {
-		return c, sp, fmt.Errorf("the ledger does not record the pinned contract and environment")
+		return nil, fmt.Errorf("the ledger does not record the pinned contract and environment")
 	}
-	if contract.Ref != r.Final.Run.ContractRef {
-		return c, sp, fmt.Errorf("the run state pins contract %s, the ledger recorded %s", r.Final.Run.ContractRef, contract.Ref)
+	f.contractRef, f.contractDoc = contract.Ref, json.RawMessage(contract.Body)
+	if err := decodeView(contract, &f.contract); err != nil {
+		return nil, err
 	}
-	if err := decodeView(contract, &c); err != nil {
-		return c, sp, err
+	return f, decodeView(spec, &f.spec)
+}
+
+// follow takes in one record: an amendment proposed (its document) or
+// accepted (it is in force from then on).
+func (f *documentsInForce) follow(rec event.Record) {
+	a, ok := f.proposed.accepted(rec)
+	switch {
+	case !ok:
+	case a.Target == "contract":
+		var c pinnedContract
+		if json.Unmarshal(a.Document, &c) == nil {
+			f.contract, f.contractDoc, f.contractRef = c, a.Document, rec.Event.Refs["new"]
+		}
+	case a.Target == "environment":
+		var sp pinnedSpec
+		if json.Unmarshal(a.Document, &sp) == nil {
+			f.spec = sp
+		}
+	case a.Target == "goal":
+		f.goalDoc = a.Document
 	}
-	return c, sp, decodeView(spec, &sp)
+}
+
+// judgeRule says why a governance decision's rule is not the one the
+// contract's rules give its action, or "": for a single target, the first
+// rule for the operation whose paths match it ("default" when none does)
+// and its effect; for a set of paths (a command), only what the gate is
+// sure of: a forbid needs a forbid rule for the operation that may reach a
+// touched path, and "default" (no rule covers one) needs a touched path no
+// rule for the operation certainly covers. A decision that stopped before
+// the rules (an unknown operation, an invalid or excluded path, nothing to
+// do, too little authority) names none, and an undo of the run's own
+// effect needs none.
+func judgeRule(c pinnedContract, a actionView, rule, effect string) string {
+	switch {
+	case rule == "none" || rule == "rollback_of_own_effect" || a.Operation == "restore_snapshot":
+		return ""
+	case !a.onSet():
+		r, i := c.governing(a.Operation, a.Target)
+		want, wantEffect := "default", ""
+		if i >= 0 {
+			want, wantEffect = fmt.Sprintf("rules[%d]", i), r.Effect
+		}
+		if rule != want || effect != wantEffect {
+			return fmt.Sprintf("governance ruled %s on %s by %s (%q); the contract's first rule for it is %s (%q)", a.Operation, a.Target, rule, effect, want, wantEffect)
+		}
+	case effect == "forbid":
+		for _, r := range c.Rules {
+			if r.applies(a.Operation) && r.Effect == "forbid" && slices.ContainsFunc(r.Paths, func(pat string) bool {
+				return slices.ContainsFunc(a.paths(), func(p string) bool { return mayOverlap(pat, p) })
+			}) {
+				return ""
+			}
+		}
+		return fmt.Sprintf("governance forbade %s on %v by %s; no forbid rule of the contract may reach those paths", a.Operation, a.paths(), rule)
+	case rule == "default":
+		for _, p := range a.paths() {
+			covered := slices.ContainsFunc(c.Rules, func(r pinnedRule) bool {
+				return r.applies(a.Operation) && r.Effect != "forbid" && slices.ContainsFunc(r.Paths, func(pat string) bool { return globMatch(pat, p) })
+			})
+			if !covered {
+				return ""
+			}
+		}
+		return fmt.Sprintf("governance found no rule for %s on %v; the contract's rules cover every one of those paths", a.Operation, a.paths())
+	}
+	return ""
 }

@@ -1,6 +1,7 @@
 // Package validate is how acr proves its promises: it runs every reference
 // scenario twice, gathers the evidence (results, ledgers, final states,
-// fingerprints), and evaluates the Phase-12 gates A–T against it. Each gate
+// fingerprints), and evaluates the Phase-12 gates A–T, and acr's own gate
+// U (every stop source of seed §15), against it. Each gate
 // reads evidence, not the scenarios' own verdicts, so a gate can fail even
 // when a scenario's expectations were written too loosely; and each gate
 // has a counter-test that breaks the property it guards and sees it FAIL.

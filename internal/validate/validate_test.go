@@ -35,7 +35,7 @@ func TestGates(t *testing.T) {
 	require.NoError(t, err)
 	defer cleanup()
 	rep := Evaluate(ev)
-	require.Len(t, rep.Details, 20)
+	require.Len(t, rep.Details, 21)
 	for _, g := range rep.Details {
 		if g.ID == "P" {
 			assert.NotEqual(t, Fail, g.Verdict, "gate P: %v (run make release-manifest after an intended change)", g.Evidence)
@@ -80,7 +80,8 @@ func TestGates(t *testing.T) {
 		"D": {mut("compaction-drops-protected", "p09-compaction")},
 		"E": {mut("review-always", "p07-direct-path")},
 		"F": {only(mut("overlay-ignored", "p06-strategic-review"))},
-		"G": {mut("decide-execute", "p05-approval-escalation"), mut("wake-authority", "eval-authority"), mut("self-approval", "eval-separation")},
+		"G": {mut("decide-execute", "p05-approval-escalation"), mut("wake-authority", "eval-authority"), mut("self-approval", "eval-separation"),
+			mut("rule-refuses-allowed", "p01-bootstrap")},
 		"H": {mut("idempotency-reapply", "crash-harness")},
 		"I": {mut("recovery-skips-effect", "p10-crash-before-commit")},
 		"J": {mut("idempotency-reapply", "p11-crash-after-commit")},
@@ -105,6 +106,7 @@ func TestGates(t *testing.T) {
 				s.Expect = scenario.Expect{}
 			})
 		}}},
+		"U": {mut("contract-expiry-ignored", "p19-contract-invalidated"), mut("terminal-failure-ignored", "p18-goal-terminal-failure")},
 		"T": {{"crafted runs: a nondeterministic clock", func(t *testing.T, ev *Evidence) {
 			sc, err := scenario.Load(filepath.Join(scenariosDir(), "p01-bootstrap"))
 			require.NoError(t, err)
@@ -116,7 +118,7 @@ func TestGates(t *testing.T) {
 			ev.Second["p01-bootstrap"] = b
 		}}},
 	}
-	require.Len(t, breakers, 20)
+	require.Len(t, breakers, 21)
 
 	// A scenario that fails its own expectations fails the verdict even
 	// when every gate passes.
