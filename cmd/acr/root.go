@@ -265,7 +265,9 @@ func (a *app) newLogger(lvl zerolog.Level) zerolog.Logger {
 	if isTerm, _ := a.term(a.stderr); isTerm {
 		out = zerolog.ConsoleWriter{Out: a.stderr, NoColor: !a.colour(), TimeFormat: time.RFC3339}
 	}
-	return zerolog.New(out).Level(lvl).With().Timestamp().Logger()
+	// A worker logs from the goroutine of each run it holds: one line at
+	// a time.
+	return zerolog.New(zerolog.SyncWriter(out)).Level(lvl).With().Timestamp().Logger()
 }
 
 func exactArgs(n int, what string) cobra.PositionalArgs {
