@@ -489,3 +489,14 @@ func (a *app) history() (runstore.History, error) {
 	}
 	return runstore.OpenHistory(a.cfg.StateDir)
 }
+
+// nothingQueued reports a request that would change nothing (the same
+// wake signal or answer already queued, a stop for a stopped run, an
+// amendment identical to the pinned document): nothing is written, and
+// that is success, so that a script or a unit repeating itself does not
+// fail. With --json the result says "effect": "none".
+func (a *app) nothingQueued(format string, args ...any) error {
+	why := fmt.Sprintf(format, args...)
+	a.report(map[string]any{"effect": "none", "queued": false, "reason": why}, "nothing queued: %s\n", why)
+	return nil
+}

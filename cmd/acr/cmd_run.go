@@ -77,6 +77,8 @@ func runRun(ctx context.Context, opts runOptions, a *app) error {
 	switch {
 	case interrupted && rep.CyclesExecuted == 0:
 		a.printf("%s before the first cycle: nothing run\n", interruptedText(ctx))
+	case rep.CyclesExecuted == 0 && errors.As(err, new(*kernel.FaultedError)):
+		a.printf("no cycle ran: the run is FAULTED and waits for a person (the error follows)\n")
 	case rep.CyclesExecuted == 0 && errors.Is(err, kernel.ErrProvider):
 		a.printf("no cycle ran: an input provider failed and the run state did not advance (the error follows)\n")
 	case rep.CyclesExecuted == 0:

@@ -798,6 +798,9 @@ func (d *Driver) phase(name string) {
 func (d *Driver) Step() (Summary, error) {
 	d.phase(PhaseGather)
 	defer d.phase("")
+	if sum, err := d.faulted(); err != nil {
+		return sum, err
+	}
 	in, err := d.gather()
 	if err != nil {
 		return Summary{}, d.providerFailed(err)
