@@ -228,6 +228,16 @@ func (d *Driver) complete() error {
 	return nil
 }
 
+// lastObservation makes sure the state holds the last observation when
+// obs differs from it, for Eligible to compare their verdicts. Open left
+// it undecoded; an observation equal to it needs no decoding at all.
+func (d *Driver) lastObservation(obs world.Observation) error {
+	if d.files == nil || obs.Ref() == d.state.Run.EnvironmentRef || d.state.Environment.Schema != "" {
+		return nil
+	}
+	return d.state.decodeEnvironment(d.files)
+}
+
 // Manifest returns the manifest of the last checkpoint loaded or written.
 func (d *Driver) Manifest() storage.Manifest { return d.manifest }
 
@@ -804,6 +814,9 @@ func (d *Driver) Step() (Summary, error) {
 	in, err := d.gather()
 	if err != nil {
 		return Summary{}, d.providerFailed(err)
+	}
+	if err := d.lastObservation(in.Observation); err != nil {
+		return Summary{}, err
 	}
 	if ok, why := Eligible(d.state, in); !ok {
 		return Summary{Executed: false, CycleSeq: d.state.Run.CycleSeq, CycleRef: d.state.Run.LastCycleRef,

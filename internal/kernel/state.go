@@ -356,3 +356,13 @@ func typePointerFree(t reflect.Type) bool {
 	}
 	return true
 }
+
+// decodeEnvironment decodes the last observation into s, when Open left
+// it undecoded (DecodeLight): eligibility compares the new observation's
+// verdict with it.
+func (s *EngineState) decodeEnvironment(files map[string][]byte) error {
+	if err := codec.UnmarshalExact(files[FileEnvironment], &s.Environment); err != nil {
+		return &state.IntegrityError{File: FileEnvironment, Msg: err.Error()}
+	}
+	return nil
+}

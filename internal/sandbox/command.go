@@ -168,7 +168,7 @@ func (w *World) evaluateCommand(c world.Check) (world.CheckResult, int64, error)
 	}
 	cr := res.CommandResult
 	cr.DurationMS = 0 // a check's duration is not part of what it observed
-	r := world.CheckResult{ID: c.ID, Command: &cr, TargetSHA256: outputEvidence(cr)}
+	r := world.CheckResult{ID: c.ID, Command: &cr, TargetSHA256: world.CommandVerdict(c, cr)}
 	fault := func(reason string) (world.CheckResult, int64, error) {
 		return world.CheckResult{}, 0, &world.ProviderFault{Source: src, Reason: reason, Command: &cr}
 	}
@@ -192,12 +192,6 @@ func (w *World) evaluateCommand(c world.Check) (world.CheckResult, int64, error)
 	return r, res.Duration.Milliseconds(), nil
 }
 
-// outputEvidence is what a command check's verdict rests on: its exit code
-// and both output hashes. A change in it is new evidence about the item.
-func outputEvidence(r world.CommandResult) codec.Fingerprint {
-	return codec.MustFingerprintOf(map[string]any{
-		"exit_code": r.ExitCode, "stdout_sha256": r.StdoutSHA256, "stderr_sha256": r.StderrSHA256})
-}
 
 // firstLine returns the first non-empty line of the first non-empty text,
 // cut to a readable length.

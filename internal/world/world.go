@@ -136,6 +136,15 @@ type Check struct {
 	// Files name world files a command check is about, so that a proposer
 	// is shown them (files its output names are shown too).
 	Files []string `json:"files,omitempty"`
+	// CompareOutput makes a command check's output part of its verdict:
+	// output that differs from the last observation's is a changed world,
+	// as a different exit code is. Without it only the exit code counts;
+	// the output is kept as evidence (real tools print timings and
+	// addresses that differ on every run). Normalize lists regular
+	// expressions (Go syntax) whose matches are removed from the output
+	// before it is compared.
+	CompareOutput bool     `json:"compare_output,omitempty"`
+	Normalize     []string `json:"normalize,omitempty"`
 }
 
 // Fix is one remedy for a failing check, expressed as a sandbox operation.
@@ -375,6 +384,54 @@ type EvidenceFact struct {
 
 // Ref returns the observation's content ref.
 func (o Observation) Ref() codec.Ref { return codec.MustRefOf("obs", o) }
+
+// Verdict returns the ref of what the observation found that can change
+// the world's state: every file's hash, every check's verdict (its status
+// and the hash its verdict rests on: a file check's file, a command
+// check's exit code, and its normalized output when it compares output),
+// the evidence present and the paths refused. A check's detail and a
+// command's output are left out: they are evidence of a verdict, and a
+// tool that prints a timing would otherwise make every look a change. Two
+// observations with the same verdict describe the same world.
+func (o Observation) Verdict() codec.Ref {
+	type verdict struct {
+		ID     string            `json:"id"`
+		Status CheckStatus       `json:"status"`
+		SHA256 codec.Fingerprint `json:"target_sha256,omitempty"`
+	}
+	checks := make([]verdict, len(o.Checks))
+	for i, c := range o.Checks {
+		checks[i] = verdict{c.ID, c.Status, c.TargetSHA256}
+	}
+	return codec.MustRefOf("verdict", map[string]any{"files": o.Files, "checks": checks, "evidence": o.Evidence,
+		"excluded": o.Excluded, "refused": o.Refused})
+}
+
+// CommandVerdict is the hash a command check's verdict rests on (its
+// result's TargetSHA256): the exit code, and, when the check compares its
+// output, the hashes of its stdout and stderr as kept (up to
+// MaxOutputBytes each) with every match of the check's normalize patterns
+// removed. The patterns are compiled by the spec's validation, so one
+// that does not compile here is left out.
+func CommandVerdict(c Check, r CommandResult) codec.Fingerprint {
+	v := map[string]any{"exit_code": r.ExitCode}
+	if c.CompareOutput {
+		v["stdout_sha256"] = codec.FingerprintOf([]byte(NormalizeOutput(c.Normalize, r.Stdout)))
+		v["stderr_sha256"] = codec.FingerprintOf([]byte(NormalizeOutput(c.Normalize, r.Stderr)))
+	}
+	return codec.MustFingerprintOf(v)
+}
+
+// NormalizeOutput removes every match of the patterns from text, in
+// order.
+func NormalizeOutput(patterns []string, text string) string {
+	for _, p := range patterns {
+		if re, err := regexp.Compile(p); err == nil {
+			text = re.ReplaceAllString(text, "")
+		}
+	}
+	return text
+}
 
 // Check returns the result for a check id.
 func (o Observation) Check(id string) (CheckResult, bool) {
