@@ -192,7 +192,6 @@ func (w *World) evaluateCommand(c world.Check) (world.CheckResult, int64, error)
 	return r, res.Duration.Milliseconds(), nil
 }
 
-
 // firstLine returns the first non-empty line of the first non-empty text,
 // cut to a readable length.
 func firstLine(texts ...string) string {
