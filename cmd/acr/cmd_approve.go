@@ -126,6 +126,10 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 	// Show the change before anything is recorded; a person at a terminal
 	// confirms an approval of it.
 	change, perr := a.preview(ctx, rs.State, p)
+	if p.Incident() && !a.cfg.JSON {
+		a.printf("uncertain effect (cycle %d, idempotency key %s); approving runs it again (acr resolve %s --ran records it as done instead):\n%s",
+			p.CycleSeq, p.Key, p.Ref, indentLines(evidenceText(p), "  ", 0))
+	}
 	if !a.cfg.JSON {
 		if perr != nil {
 			a.printf("change: cannot be shown: %v\n", perr)
@@ -146,6 +150,9 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 		"operation": p.Operation, "target": p.Target}
 	if perr == nil {
 		out["change"] = change
+	}
+	if p.Incident() {
+		out["idempotency_key"], out["evidence"] = p.Key, p.Evidence
 	}
 	text := fmt.Sprintf("queued %s of %s %s (%s, requested in cycle %d)\n", ap.Verdict, p.Operation, p.Target, p.Ref, p.CycleSeq)
 	if prev != nil {

@@ -91,6 +91,9 @@ func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 			check = " (check " + p.CheckID + ")"
 		}
 		a.printf("  %s%s, requested in cycle %d, %s: %s\n", pendingAction(p), check, p.CycleSeq, when(p.RequestedAt, now), p.Reason)
+		if p.Incident() {
+			a.printf("    evidence (idempotency key %s):\n%s", p.Key, indentLines(evidenceText(p), "      ", 0))
+		}
 		if change, err := a.preview(ctx, rs.State, p); err != nil {
 			a.printf("    change: cannot be shown: %v\n", err)
 		} else {
@@ -98,7 +101,17 @@ func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 		}
 		if v := queuedVerdict(queued, p); v != "" {
 			other := map[string]string{"approve": "deny", "deny": "approve"}[v]
+			if other == "" {
+				a.printf("    answered: %s is queued; the next acr run applies it\n", v)
+				continue
+			}
 			a.printf("    answered: %s is queued; the next acr run applies it (until then, acr %s %s replaces it)\n", v, other, p.Ref)
+			continue
+		}
+		if p.Incident() {
+			a.printf("    ran:     acr resolve %s --ran       (recorded as done; nothing runs)\n", p.Ref)
+			a.printf("    not ran: acr resolve %s --not-ran   (the item goes back to the agenda)\n", p.Ref)
+			a.printf("    approve: acr approve %s   (runs it again)\n    deny:    acr deny %s\n", p.Ref, p.Ref)
 			continue
 		}
 		a.printf("    approve: acr approve %s\n    deny:    acr deny %s\n", p.Ref, p.Ref)
@@ -335,6 +348,9 @@ func failing(cs []world.CheckResult) int {
 func nextCommand(s kernel.EngineState, queued []inbox.Item) string {
 	r := s.Run
 	for _, p := range r.PendingApprovals {
+		if p.Resolution == nil && queuedVerdict(queued, p) == "" && p.Incident() {
+			return "acr resolve " + string(p.Ref) + " --ran   (or --not-ran; the evidence is in acr status; acr approve runs it again)"
+		}
 		if p.Resolution == nil && queuedVerdict(queued, p) == "" {
 			return "acr approve " + string(p.Ref) + "   (or acr deny ...)"
 		}

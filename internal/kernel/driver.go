@@ -460,6 +460,9 @@ func (d *Driver) replayCycle(recs []event.Record, last bool, rec *Recovery) erro
 			case err != nil && d.UncertainErr != nil && errors.Is(err, d.UncertainErr):
 				st.Uncertain, rec.UncertainEffect = true, true
 				rec.Classification = "interrupted_effect_uncertain"
+				if st.Uncertainty == nil {
+					st.Uncertainty = d.uncertainty(err, in)
+				}
 			case err != nil:
 				return fmt.Errorf("recover cycle %d: effect %s: %w", p.b.cycle, p.Effect.Key, err)
 			case reused:
@@ -608,6 +611,7 @@ func recordedSettlement(all, rest []event.Record, p *Pending) Settlement {
 	if o, ok := recordedOutcome(rest); ok {
 		st.Outcome = &o
 	}
+	st.Uncertainty = recordedIncident(rest)
 	for _, r := range rest {
 		if r.Event.Type == event.ReadbackRecorded && r.Event.Object != nil {
 			var rb world.Readback
@@ -887,7 +891,7 @@ func (d *Driver) Step() (Summary, error) {
 		}
 		switch {
 		case commitErr != nil && d.UncertainErr != nil && errors.Is(commitErr, d.UncertainErr):
-			st.Uncertain = true
+			st.Uncertain, st.Uncertainty = true, d.uncertainty(commitErr, intent)
 		case commitErr != nil:
 			return Summary{}, fmt.Errorf("cycle %d: commit %s: %w", p.b.cycle, p.Effect.Key, commitErr)
 		default:

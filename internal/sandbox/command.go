@@ -116,7 +116,7 @@ func (w *World) checkCommandOutcome(key string, a world.Action, in *world.Intent
 	if len(why) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: the outcome record of run_command %s (%s) in %s does not agree with the run: %s; a person decides (approve runs it again, deny sets the item aside)",
+	return fmt.Errorf("%w: the outcome record of run_command %s (%s) in %s does not agree with the run: %s; a person decides (acr resolve --ran records it as done, --not-ran as not done; approve runs it again, deny sets the item aside)",
 		ErrUncertain, a.FixID, key, TableName, strings.Join(why, "; "))
 }
 
@@ -431,7 +431,7 @@ func (w *World) recoverCommand(key, h string, a world.Action, in world.Intent) (
 	if a.CheckID != "" {
 		why = "check " + a.CheckID + " still fails"
 	}
-	return world.Outcome{}, false, fmt.Errorf("%w: run_command %s was interrupted after it started and %s; it is not declared idempotent, so running it again could repeat its effect: a person decides (approve runs it again, deny sets the item aside)",
+	return world.Outcome{}, false, fmt.Errorf("%w: run_command %s was interrupted after it started and %s; it is not declared idempotent, so running it again could repeat its effect: a person decides (acr resolve --ran records it as done, --not-ran as not done; approve runs it again, deny sets the item aside)",
 		ErrUncertain, a.FixID, why)
 }
 

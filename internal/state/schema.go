@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/world"
 )
 
 // Schema names of the seed's persistent-loop objects.
@@ -310,7 +311,22 @@ type PendingApproval struct {
 	// contract, not one derived again.
 	FitnessRef codec.Ref    `json:"fitness_ref,omitempty"`
 	Fitness    *codec.Value `json:"fitness,omitempty"`
+	// Key, Cause and Evidence describe an uncertain effect (Reason
+	// uncertain_effect) recorded as an incident: Ref is then the
+	// incident's ref, so that each incident has a ref of its own; Key is
+	// the idempotency key the effect was to run under, Cause the world's
+	// reason, Evidence each path's hash in the intent and now. Besides
+	// approve (run it again) and deny, it takes the verdicts ran and
+	// not_ran (acr resolve). An uncertain effect recorded before incidents
+	// has none of them, and its Ref is the action's.
+	Key      string               `json:"idempotency_key,omitempty"`
+	Cause    string               `json:"cause,omitempty"`
+	Evidence []world.PathEvidence `json:"evidence,omitempty"`
 }
+
+// Incident reports whether p is an uncertain effect recorded as an
+// incident, which acr resolve answers.
+func (p PendingApproval) Incident() bool { return p.Key != "" }
 
 // DeferredItem is known work waiting for evidence.
 type DeferredItem struct {
@@ -448,7 +464,9 @@ type Approval struct {
 	ActionRef codec.Ref `json:"action_ref"`
 	// RequestCycle is the cycle_seq of the pending approval answered.
 	RequestCycle int64  `json:"request_cycle,omitempty"`
-	Verdict      string `json:"verdict"` // approve | deny
+	// Verdict is approve or deny; or, for an uncertain effect, ran or
+	// not_ran (acr resolve).
+	Verdict string `json:"verdict"`
 	By           string `json:"by"`
 	Reason       string `json:"reason,omitempty"`
 	// Replaces is the id of a queued, not yet consumed answer to the same
@@ -456,6 +474,21 @@ type Approval struct {
 	Replaces  string `json:"replaces,omitempty"`
 	CreatedAt string `json:"created_at"`
 }
+
+// The verdicts of an answer.
+const (
+	VerdictApprove = "approve"
+	VerdictDeny    = "deny"
+	// VerdictRan says an uncertain effect happened: it is recorded as
+	// done by the person, and nothing runs.
+	VerdictRan = "ran"
+	// VerdictNotRan says it did not: the item goes back to the agenda.
+	VerdictNotRan = "not_ran"
+)
+
+// Resolves reports whether a verdict is a person's word on an uncertain
+// effect (ran or not_ran) rather than an answer to a request.
+func Resolves(verdict string) bool { return verdict == VerdictRan || verdict == VerdictNotRan }
 
 // The documents an amendment can replace.
 const (

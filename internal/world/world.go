@@ -670,6 +670,64 @@ func IdempotencyKey(runID string, cycleSeq int64, actionRef, decisionRef codec.R
 	return "idem:sha256:" + codec.Digest(b)
 }
 
+// The statuses of a path in an uncertain effect's evidence.
+const (
+	PathChanged   = "changed"   // its hash now differs from the intent's (or it is new)
+	PathUnchanged = "unchanged" // its hash now is the intent's
+	PathMissing   = "missing"   // it was there when the intent was recorded and is gone
+)
+
+// PathEvidence is what the world shows about one path an interrupted
+// effect may have touched, when recovery cannot tell whether the effect
+// happened: its hash in the intent (from before the effect; "" when it did
+// not exist), the hash the effect was to leave (a file effect's, when
+// known), and its hash now. A person reads it before saying whether the
+// effect ran (acr resolve).
+type PathEvidence struct {
+	Path    string            `json:"path"`
+	Intent  codec.Fingerprint `json:"intent_sha256,omitempty"`
+	Planned codec.Fingerprint `json:"planned_sha256,omitempty"`
+	Now     codec.Fingerprint `json:"now_sha256,omitempty"`
+	Status  string            `json:"status"`
+}
+
+// NewPathEvidence compares a path's hash in the intent with its hash now.
+func NewPathEvidence(path string, intent, planned, now codec.Fingerprint) PathEvidence {
+	e := PathEvidence{Path: path, Intent: intent, Planned: planned, Now: now, Status: PathChanged}
+	switch {
+	case now == intent:
+		e.Status = PathUnchanged
+	case now == "":
+		e.Status = PathMissing
+	}
+	return e
+}
+
+// String says what happened to the path in a few words, for a person:
+// "counter.txt changed (intent 1a2b3c4d5e6f, now 5e6f7a8b9c0d)", the
+// hashes cut to 12 hex digits.
+func (e PathEvidence) String() string {
+	short := func(f codec.Fingerprint) string {
+		if f == "" {
+			return "absent"
+		}
+		h := string(f)
+		if i := strings.LastIndexByte(h, ':'); i >= 0 {
+			h = h[i+1:]
+		}
+		return h[:min(12, len(h))]
+	}
+	s := fmt.Sprintf("%s %s (intent %s, now %s", e.Path, e.Status, short(e.Intent), short(e.Now))
+	switch {
+	case e.Planned == "":
+	case e.Now == e.Planned:
+		s += ", as the effect was to leave it"
+	default:
+		s += ", the effect was to leave " + short(e.Planned)
+	}
+	return s + ")"
+}
+
 // ProviderFault is a provider that gave no answer about the world: a
 // command check that timed out, was killed, exited with a code that is
 // neither a pass nor a fail, or could not be started. The kernel does not
