@@ -63,14 +63,14 @@ type Report struct {
 	// Incident is the uncertain effect the cycle asked a person about,
 	// with what each path held in the intent and then; Resolution a
 	// person's word on one (acr resolve).
-	Incident     *event.Incident   `json:"incident,omitempty"`
-	IncidentRef  codec.Ref         `json:"incident_ref,omitempty"`
-	Resolution   *event.Resolution `json:"resolution,omitempty"`
-	Commitments    []CommitmentChange   `json:"commitments"`
-	Strategy       Strategy             `json:"strategy"`
-	Compaction     *Compaction          `json:"compacted_by,omitempty"`
-	Recovery       []Step               `json:"recovery"`
-	Controller     Controller           `json:"controller"`
+	Incident    *event.Incident    `json:"incident,omitempty"`
+	IncidentRef codec.Ref          `json:"incident_ref,omitempty"`
+	Resolution  *event.Resolution  `json:"resolution,omitempty"`
+	Commitments []CommitmentChange `json:"commitments"`
+	Strategy    Strategy           `json:"strategy"`
+	Compaction  *Compaction        `json:"compacted_by,omitempty"`
+	Recovery    []Step             `json:"recovery"`
+	Controller  Controller         `json:"controller"`
 }
 
 // Controller is the cycle as the cycle controller saw it: the declared

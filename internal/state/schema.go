@@ -463,12 +463,12 @@ type Approval struct {
 	ID        string    `json:"id"`
 	ActionRef codec.Ref `json:"action_ref"`
 	// RequestCycle is the cycle_seq of the pending approval answered.
-	RequestCycle int64  `json:"request_cycle,omitempty"`
+	RequestCycle int64 `json:"request_cycle,omitempty"`
 	// Verdict is approve or deny; or, for an uncertain effect, ran or
 	// not_ran (acr resolve).
 	Verdict string `json:"verdict"`
-	By           string `json:"by"`
-	Reason       string `json:"reason,omitempty"`
+	By      string `json:"by"`
+	Reason  string `json:"reason,omitempty"`
 	// Replaces is the id of a queued, not yet consumed answer to the same
 	// request that this one replaces: of the two, this one counts.
 	Replaces  string `json:"replaces,omitempty"`
