@@ -19,6 +19,7 @@ import (
 type runOptions struct {
 	MaxCycles int `flag:"max-cycles"`
 	Slate     slateOptions
+	Notify    notifyOptions
 }
 
 func newRunCommand(a *app) *cobra.Command {
@@ -42,6 +43,7 @@ STOPPED or FAULTED. An idle run costs nothing: no cycle, no write.`,
 	}
 	cmd.Flags().Int("max-cycles", 10, "most cycles to run in this invocation")
 	addSlateFlags(cmd)
+	addNotifyFlag(cmd)
 	return finishesCycleOnInterrupt(cmd)
 }
 
@@ -66,6 +68,7 @@ func runRun(ctx context.Context, opts runOptions, a *app) error {
 	}
 	each := func(s kernel.Summary) { a.logCycle(s); show(s) }
 	rep, err := r.Driver.Run(heldContext(ctx, r), opts.MaxCycles, each)
+	a.notifyAfter(opts.Notify, r, err)
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}
@@ -123,6 +126,7 @@ func runRunJSON(ctx context.Context, opts runOptions, a *app, r *runstore.Run) e
 		n++
 		a.printf("%s", b)
 	})
+	a.notifyAfter(opts.Notify, r, err)
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}

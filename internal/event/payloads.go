@@ -81,3 +81,20 @@ type Resolution struct {
 	Reason    string    `json:"reason,omitempty"`
 	CycleSeq  int64     `json:"cycle_seq"`
 }
+
+// NotificationSchema names the record of a notification.
+const NotificationSchema = "acr.notification-record/v0.1"
+
+// Notification records one run of the notify program for a condition of
+// the run (kernel.Alert): the condition's key and kind, the program, and
+// how it ended. It is out of band: it records what the driver did.
+type Notification struct {
+	Schema    string    `json:"schema"`
+	Key       codec.Ref `json:"key"`
+	Kind      string    `json:"kind"`
+	CycleSeq  int64     `json:"cycle_seq"`
+	Program   string    `json:"program"`
+	Delivered bool      `json:"delivered"`
+	// Detail says how the program failed, when it did.
+	Detail string `json:"detail,omitempty"`
+}

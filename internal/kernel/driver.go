@@ -362,6 +362,9 @@ func (d *Driver) rollForward(recs []event.Record, rec *Recovery) error {
 			if r.Event.Type == event.ProviderFailed {
 				d.failures++
 			}
+			if r.Event.Type == event.NotificationSent {
+				d.applyNotified(r)
+			}
 			if len(group) > 0 {
 				// Inside a cycle (an intent, a recovery note): replay skips
 				// it when matching, but recovery reads the intent.

@@ -542,3 +542,23 @@ type StopRequest struct {
 	Kill      bool   `json:"kill,omitempty"`
 	CreatedAt string `json:"created_at"`
 }
+
+// NotifiedSchema names the record of the last condition notified.
+const NotifiedSchema = "acr.notified/v0.1"
+
+// Notified is the last condition of a run that its notify program was run
+// for (kernel.Alert): a condition is notified once, however many
+// invocations find it. It is kept in a checkpoint file of its own
+// ("notified", absent until the first notification), apart from the run
+// state, because it records what the driver did, not what a cycle
+// decided; the ledger records each notification (persistent.notification.sent).
+type Notified struct {
+	Schema string    `json:"schema"`
+	Key    codec.Ref `json:"key"`
+	Kind   string    `json:"kind"`
+	Cycle  int64     `json:"cycle_seq"`
+	At     string    `json:"at"`
+	// Delivered says whether the program ran to exit 0; either way the
+	// condition is not notified again.
+	Delivered bool `json:"delivered"`
+}
