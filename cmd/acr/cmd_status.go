@@ -384,6 +384,11 @@ func nextCommand(s kernel.EngineState, queued []inbox.Item) string {
 	case state.Faulted:
 		return "acr wake --signal manual_resume   (after fixing the cause; see acr log)"
 	case state.Stopped:
+		if kernel.Amendable(&r) {
+			// A hard budget stopped it: an amended contract resumes it,
+			// where a new run would start over.
+			return "acr amend --contract FILE   (a contract with more budget resumes the run; acr approve then accepts it)"
+		}
 		return "acr log   (what the run did; acr init --force starts a new run)"
 	case state.Continue:
 		return "acr run --max-cycles 20"

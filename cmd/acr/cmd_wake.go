@@ -13,6 +13,7 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/inbox"
+	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -95,7 +96,10 @@ func runWake(ctx context.Context, opts wakeOptions, a *app) error {
 	if err != nil {
 		return err
 	}
-	if rs.State.Run.Status == state.RunStopped {
+	if run := rs.State.Run; run.Status == state.RunStopped {
+		if kernel.Amendable(&run) {
+			return a.nothingQueued("the run is stopped on a budget: no cycle will consume a wake signal (acr amend --contract FILE with more budget resumes it)")
+		}
 		return a.nothingQueued("the run is stopped: no cycle will consume a wake signal (a stopped run stays stopped; acr init --force starts a new one)")
 	}
 	now := a.now().UTC().Truncate(time.Second)

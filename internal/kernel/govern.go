@@ -180,6 +180,7 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 			sp.EvidenceRef = b.evidence
 		}
 		b.suppress(sp)
+		b.noteDenial(action, approval, d)
 		b.conclude(b.orResting(more), append([]string{"governance_refused"}, d.ReasonCodes...))
 	case governance.IdleVerdict:
 		b.move(controller.NoCycle, "nothing_to_do", decRef, rcptRef)

@@ -149,7 +149,7 @@ func replayInit(recs []event.Record) (EngineState, error) {
 		case event.RunStarted:
 			bs.RunID, bs.Now, found = r.Event.RunID, parseAt(r.Event.At), found+1
 			bs.LedgerFormat = state.LedgerFormat1
-			for _, f := range []state.LedgerFormat{state.LedgerFormat2} {
+			for _, f := range []state.LedgerFormat{state.LedgerFormat2, state.LedgerFormat3} {
 				if slices.Contains(r.Event.Reasons, formatReason(f)) {
 					bs.LedgerFormat = f
 				}

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -127,5 +128,5 @@ func TestNewRunsRecordFormat2(t *testing.T) {
 	require.Equal(t, state.CurrentLedgerFormat, st.Run.Format())
 	i := slices.IndexFunc(evs, func(e event.Event) bool { return e.Type == event.RunStarted })
 	require.GreaterOrEqual(t, i, 0)
-	require.Contains(t, evs[i].Reasons, "ledger_format_2")
+	require.Contains(t, evs[i].Reasons, fmt.Sprintf("ledger_format_%d", state.CurrentLedgerFormat))
 }

@@ -321,7 +321,14 @@ func (w *World) planOn(key, h string, a world.Action, target string, cur []byte,
 		if len(next) > 0 && next[len(next)-1] != '\n' {
 			next = append(next, '\n')
 		}
-		next = fmt.Appendf(next, "- %s %s: %s\n", issueLineTag(h), a.CheckID, oneLine(a.Note))
+		first, rest, _ := strings.Cut(a.Note, "\n")
+		next = fmt.Appendf(next, "- %s %s: %s\n", issueLineTag(h), a.CheckID, oneLine(first))
+		if rest != "" {
+			// The note's other lines quote the check's output.
+			for _, l := range strings.Split(rest, "\n") {
+				next = fmt.Appendf(next, "  > %s\n", strings.TrimRight(l, " \t\r"))
+			}
+		}
 		p.change(next)
 	case world.OpRecordArtifact:
 		switch {

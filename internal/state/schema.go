@@ -114,8 +114,13 @@ const (
 	// record per durable batch and a compaction's summarised cycles as
 	// pointers into the ledger, not copies.
 	LedgerFormat2 LedgerFormat = 2
+	// LedgerFormat3 is format 2 where what a person is told carries more:
+	// an issue a run reports (mark_issue) says why and quotes the check's
+	// failing output, and a person's denial of an action, with its
+	// reason, is kept for the proposer, which a wake signal asks again.
+	LedgerFormat3 LedgerFormat = 3
 	// CurrentLedgerFormat is the format new runs start in.
-	CurrentLedgerFormat = LedgerFormat2
+	CurrentLedgerFormat = LedgerFormat3
 )
 
 // Format is the run's ledger format (the absent field is format 1).
@@ -202,8 +207,9 @@ type RunState struct {
 	// one that fails again is state drift, not new work.
 	Fixed []FixedItem `json:"fixed,omitempty"`
 	// Proposed remembers what an external proposer proposed for an item
-	// and how it was judged, so that the next request can tell it (the
-	// most recent AttemptsKeptPerItem per item).
+	// and how it was judged, and what a person denied for it, so that the
+	// next request can tell it (the most recent AttemptsKeptPerItem per
+	// item).
 	Proposed []ProposedAttempt `json:"proposed,omitempty"`
 	// PendingAmendments are proposed amendments of the pinned goal,
 	// contract or environment waiting for a person's answer.
@@ -222,6 +228,11 @@ type ProposedAttempt struct {
 	// Result is the evaluation's result once the action ran, or why it
 	// was not taken (the critic's or governance's reason).
 	Result string `json:"result"`
+	// DeniedBy and Reason are set when a person denied the action (ledger
+	// format 3 on; the action may then be a declared fix): the proposer is
+	// told who and why the next time it is asked about the item.
+	DeniedBy string `json:"denied_by,omitempty"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // RollbackRequest is an undo the evaluator required: the restore action
