@@ -21,10 +21,9 @@ const (
 )
 
 // reportNote returns action with its note saying why the item is reported
-// (why) and quoting what the check's result r shows, when the run records
-// in format 3 or later and the action is a report; otherwise action as it
-// is. The first line of the note is the issue's line in ISSUES.md, the
-// others its quoted excerpt.
+// (why) and quoting what the check's result r shows (its Quote lines),
+// when the run records in format 3 or later and the action is a report;
+// otherwise action as it is.
 func (b *builder) reportNote(action *world.Action, why string, r world.CheckResult) *world.Action {
 	if action == nil || action.Operation != world.OpMarkIssue || b.s.Run.Format() < state.LedgerFormat3 {
 		return action
@@ -33,14 +32,10 @@ func (b *builder) reportNote(action *world.Action, why string, r world.CheckResu
 	if why == "" {
 		why = failureWords(r)
 	}
-	note := strings.Join(strings.Fields(a.Note), " ")
 	if why != "" {
-		note += " (" + why + ")"
+		a.Note += " (" + why + ")"
 	}
-	for _, l := range excerpt(r) {
-		note += "\n" + l
-	}
-	a.Note = note
+	a.Quote = excerpt(r)
 	return &a
 }
 

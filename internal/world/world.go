@@ -470,6 +470,9 @@ type Action struct {
 	Occurrences  int               `json:"occurrences,omitempty"`
 	Content      string            `json:"content,omitempty"`
 	Note         string            `json:"note,omitempty"`
+	// Quote, for mark_issue, are lines quoted below the issue's entry:
+	// the start of the check's failing output (ledger format 3 on).
+	Quote []string `json:"quote,omitempty"`
 	// Checks lists check ids for run_validation.
 	Checks []string `json:"checks,omitempty"`
 	// Absent, for restore_snapshot, says the snapshot is the target's
