@@ -50,11 +50,16 @@ answer already queued changes nothing (exit 0, nothing queued).`,
 			if err := decodeFlags(cmd, a.v, &opts); err != nil {
 				return err
 			}
+			// What happened is said about one incident, by a person, never
+			// by a default in the environment or acr.yaml.
+			if (opts.Ran && !cmd.Flags().Changed("ran")) || (opts.NotRan && !cmd.Flags().Changed("not-ran")) {
+				return usagef("--ran and --not-ran must be given on the command line, not through ACR_RAN, ACR_NOT_RAN or a configuration file")
+			}
 			return runResolve(cmd.Context(), opts, a)
 		},
 	}
-	cmd.Flags().Bool("ran", false, "the effect happened: record it as done, run nothing")
-	cmd.Flags().Bool("not-ran", false, "the effect did not happen: the item goes back to the agenda")
+	cmd.Flags().Bool("ran", false, "the effect happened: record it as done, run nothing (command line only)")
+	cmd.Flags().Bool("not-ran", false, "the effect did not happen: the item goes back to the agenda (command line only)")
 	cmd.Flags().String("by", "", "who says so (default: the OS user)")
 	cmd.Flags().String("reason", "", "why")
 	return cmd
