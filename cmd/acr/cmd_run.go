@@ -161,16 +161,7 @@ func cycleLine(s kernel.Summary) string {
 	if !s.Executed {
 		return fmt.Sprintf("no cycle eligible (cycle %d, %s): %s", s.CycleSeq, s.LoopDisposition, strings.Join(s.ReasonCodes, ", "))
 	}
-	line := fmt.Sprintf("cycle %-4d %-13s %-8s", s.CycleSeq, s.LoopDisposition, s.GovernanceDecision)
-	if s.Agenda != "" {
-		line += " " + s.Agenda
-	}
-	if s.Action != "" {
-		line += " -> " + s.Action
-	}
-	if s.Outcome != "" {
-		line += " [" + s.Outcome + "]"
-	}
+	line := fmt.Sprintf("cycle %-4d %-13s %-8s", s.CycleSeq, s.LoopDisposition, s.GovernanceDecision) + workDone(s.Agenda, s.Action, s.Outcome)
 	extra := []string{}
 	if s.StrategicReview {
 		extra = append(extra, "strategic review")
@@ -180,6 +171,22 @@ func cycleLine(s kernel.Summary) string {
 	}
 	line += "  (" + strings.Join(append(extra, s.ReasonCodes...), ", ") + ")"
 	return line
+}
+
+// workDone is what a cycle worked on, as a cycle's line shows it: its
+// agenda item, the action and the outcome, each when there is one.
+func workDone(agenda, action, outcome string) string {
+	var b strings.Builder
+	if agenda != "" {
+		b.WriteString(" " + agenda)
+	}
+	if action != "" {
+		b.WriteString(" -> " + action)
+	}
+	if outcome != "" {
+		b.WriteString(" [" + outcome + "]")
+	}
+	return b.String()
 }
 
 func (a *app) printHint(s kernel.EngineState) {

@@ -487,16 +487,7 @@ func beyondCheckpoint(recs []event.Record) (string, []string) {
 	var lines []string
 	for i, c := range cycles {
 		l := summarise(c)
-		line := fmt.Sprintf("cycle %d %s %s", l.Cycle, orDashStr(l.Disposition), l.Decision)
-		if l.Agenda != "" {
-			line += " " + l.Agenda
-		}
-		if l.Action != "" {
-			line += " -> " + l.Action
-		}
-		if l.Outcome != "" {
-			line += " [" + l.Outcome + "]"
-		}
+		line := fmt.Sprintf("cycle %d %s %s", l.Cycle, orDashStr(l.Disposition), l.Decision) + workDone(l.Agenda, l.Action, l.Outcome)
 		if i == len(cycles)-1 && open {
 			line += "  (interrupted: recovery finishes it)"
 		}
