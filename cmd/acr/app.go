@@ -196,8 +196,10 @@ func nextStepFor(kind string) string {
 		return "hint: the archive is damaged, cut short or not one acr export wrote; nothing was written: export the run again from its source"
 	case "not_at_rest":
 		return "hint: acr recover on the run brings it to a checkpoint; then export again. Nothing was written"
-	case "faulted", "provider_failure":
-		return "hint: acr status and acr log show the failures; fix the cause, then acr wake --signal manual_resume"
+	case "faulted":
+		return "hint: the run is FAULTED and every run exits 70 until a person resumes it: acr status shows the cause, acr log the failures (lines starting with !); fix the cause, then acr wake --signal manual_resume"
+	case "provider_failure":
+		return "hint: the run did not advance: acr status shows the error (last error), acr log the failures so far (lines starting with !); fix the cause and run again (the run faults when the failures in a row reach the policy's limit)"
 	case "no_space":
 		return "hint: the disk is full (or the quota used up): free some space, then retry; acr never leaves a half-written checkpoint"
 	case "not_writable":
@@ -499,4 +501,15 @@ func (a *app) history() (runstore.History, error) {
 		}
 	}
 	return runstore.OpenHistory(a.cfg.StateDir)
+}
+
+// nothingQueued reports a request that would change nothing (the same
+// wake signal or answer already queued, a stop for a stopped run, an
+// amendment identical to the pinned document): nothing is written, and
+// that is success, so that a script or a unit repeating itself does not
+// fail. With --json the result says "effect": "none".
+func (a *app) nothingQueued(format string, args ...any) error {
+	why := fmt.Sprintf(format, args...)
+	a.report(map[string]any{"effect": "none", "queued": false, "reason": why}, "nothing queued: %s\n", why)
+	return nil
 }

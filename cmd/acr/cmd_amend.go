@@ -49,7 +49,8 @@ Raising a budget or an authority is an amendment of the contract, never a
 wake signal. A run stopped on a hard budget, or because its contract lapsed
 (valid_until) or was revoked, takes amendments: accepting one resumes it. A
 run stopped by a person, or because its goal was met or failed for good,
-does not (exit 69). An environment amendment keeps the world the run looks
+does not: nothing is queued (exit 0, "effect": "none" with --json), and so
+is an amendment identical to the pinned document. An environment amendment keeps the world the run looks
 after (its root or files) and may change the rest (checks, evidence).`,
 		Example: `  acr amend --contract contract-more-cycles.json
   acr run            # the cycle records the proposal
@@ -97,11 +98,11 @@ func runAmend(_ context.Context, opts amendOptions, a *app) error {
 		return err
 	}
 	if !kernel.Amendable(&run) {
-		return noEffectf("the run is %s (%s): no cycle will take an amendment; nothing queued", run.Status, strings.Join(run.ReasonCodes, ", "))
+		return a.nothingQueued("the run is %s (%s): no cycle will take an amendment", run.Status, strings.Join(run.ReasonCodes, ", "))
 	}
 	old := kernel.PinnedRef(rs.State, target)
 	if newRef == old {
-		return noEffectf("%s is the pinned %s (%s): nothing to amend; nothing queued", path, target, old.Short())
+		return a.nothingQueued("%s is the pinned %s (%s): nothing to amend", path, target, old.Short())
 	}
 	pinned, err := kernel.PinnedDocument(rs.State, target)
 	if err != nil {
@@ -133,7 +134,7 @@ func runAmend(_ context.Context, opts amendOptions, a *app) error {
 	if !a.cfg.JSON {
 		a.printf("change:\n%s", indentLines(change, "  ", 0))
 	}
-	a.report(map[string]any{"queued": true, "id": id, "ref": ref, "target": target, "amends": old, "new_ref": newRef, "diff": change},
+	a.report(map[string]any{"effect": "queued", "queued": true, "id": id, "ref": ref, "target": target, "amends": old, "new_ref": newRef, "diff": change},
 		"queued amendment %s of the %s (%s -> %s)\n", ref, target, old.Short(), newRef.Short())
 	a.next("acr run   (the next cycle records the proposal; then acr approve " + string(ref) + ")")
 	return nil
@@ -165,32 +166,17 @@ func amendDiff(target string, pinned any, doc codec.Value, oldRef, newRef codec.
 	return diff.Unified(target+"@"+oldRef.Short(), target+"@"+newRef.Short(), from, to), nil
 }
 
-// pendingAmendment finds the pending amendment a ref (or a prefix of 16
-// or more characters) names.
-func pendingAmendment(run state.RunState, ref string) (state.PendingAmendment, bool, error) {
-	var match []state.PendingAmendment
-	for _, p := range run.PendingAmendments {
-		if string(p.Ref) == ref || (len(ref) >= 16 && strings.HasPrefix(string(p.Ref), ref)) {
-			match = append(match, p)
-		}
-	}
-	switch len(match) {
-	case 0:
-		return state.PendingAmendment{}, false, nil
-	case 1:
-		return match[0], true, nil
-	}
-	return state.PendingAmendment{}, false, dataf("ref prefix %s matches %d pending amendments; give the full ref", ref, len(match))
-}
-
 // runAnswerAmendment queues an answer to a pending amendment (acr approve
 // or acr deny of its ref), showing its diff first.
 func runAnswerAmendment(opts approveOptions, a *app, run state.RunState, p state.PendingAmendment) error {
 	if !kernel.Amendable(&run) {
-		return noEffectf("the run is %s: no cycle will consume an answer to %s; nothing queued", run.Status, p.Ref)
+		return a.nothingQueued("the run is %s: no cycle will consume an answer to %s", run.Status, p.Ref)
 	}
-	q, ap, prev, err := a.draftAnswer(opts, run, p.Ref, p.CycleSeq)
-	if err != nil {
+	q, ap, prev, dup, err := a.draftAnswer(opts, run, p.Ref, p.CycleSeq)
+	if err != nil || dup != "" {
+		if err == nil {
+			err = a.nothingQueued("%s", dup)
+		}
 		return err
 	}
 	if !a.cfg.JSON {
@@ -198,14 +184,14 @@ func runAnswerAmendment(opts approveOptions, a *app, run state.RunState, p state
 	}
 	if opts.Verdict == "approve" && !opts.Yes && !a.cfg.JSON && a.stdinTerminal() {
 		if !confirm(a.stdin, a.stdout, "accept this amendment?") {
-			return noEffectf("not approved: nothing queued (acr deny %s refuses it)", p.Ref)
+			return a.nothingQueued("not approved (acr deny %s refuses it)", p.Ref)
 		}
 	}
 	id, err := q.Put(ap)
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"queued": true, "id": id, "ref": p.Ref, "request_cycle": p.CycleSeq, "verdict": ap.Verdict,
+	out := map[string]any{"effect": "queued", "queued": true, "id": id, "ref": p.Ref, "request_cycle": p.CycleSeq, "verdict": ap.Verdict,
 		"target": p.Target, "amends": p.Amends, "new_ref": p.NewRef, "diff": p.Diff}
 	text := fmt.Sprintf("queued %s of the amendment of the %s (%s, proposed in cycle %d)\n", ap.Verdict, p.Target, p.Ref, p.CycleSeq)
 	if prev != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/inbox"
+	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -19,8 +20,8 @@ import (
 type approveOptions struct {
 	// Verdict is "approve" or "deny": which of the two commands runs.
 	Verdict string
-	// Ref is the approval request's ref, or a prefix of 16 or more
-	// characters.
+	// Ref is the request's ref, a prefix of it, or a prefix of its
+	// digest alone (matchRequest).
 	Ref    string
 	By     string `flag:"by"`
 	Reason string `flag:"reason"`
@@ -53,13 +54,25 @@ acr status lists it): acr shows its diff and queues the answer; a later
 cycle than the one that proposed it replaces the pinned document (approve)
 or records the refusal (deny).
 
+REF is the whole ref, a prefix of it (areq:sha256:12a49e), or a prefix of
+its digest alone (12a49e), at least 4 hex digits, naming one pending
+request. A ref that names no pending request (malformed, unknown, already
+answered and consumed, or the ref of an action governance refused) exits
+65 and lists what is pending.
+
+A request for an uncertain effect (an interrupted command or change whose
+outcome recovery could not tell) shows, for each path the action may
+touch, its hash in the intent and now. Approving it runs the action again;
+acr resolve REF --ran records it as done instead, and acr resolve REF
+--not-ran as not done.
+
 Until a cycle consumes it, an answer can be replaced: acr deny REF after
 acr approve REF (or the other way round) queues the new answer in place of
 the old one; the cycle records both and acts on the last. Once consumed,
 an answer is final, and it is consumed once for the life of the run. An
-answer that would change nothing (the request is not pending, the same
-answer is already queued, the run is stopped) is not queued: acr says why
-and exits 69.`
+answer that would change nothing (the same answer already queued, a
+stopped run) is not queued: acr says "nothing queued" and exits 0
+("effect": "none" with --json).`
 	cmd := &cobra.Command{
 		Use:     verb + " REF",
 		Short:   short,
@@ -88,49 +101,35 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 		return err
 	}
 	run := rs.State.Run
-	if p, ok, err := pendingAmendment(run, opts.Ref); err != nil || ok {
-		if err != nil {
-			return err
-		}
-		return runAnswerAmendment(opts, a, run, p)
+	if run.Status == state.RunStopped && !kernel.Amendable(&run) {
+		return a.nothingQueued("the run is stopped: no cycle will consume an answer to %s", opts.Ref)
 	}
-	var match, answered []state.PendingApproval
-	var known []string
-	for _, p := range run.PendingApprovals {
-		if string(p.Ref) != opts.Ref && (len(opts.Ref) < 16 || !strings.HasPrefix(string(p.Ref), opts.Ref)) {
-			if p.Resolution == nil {
-				known = append(known, string(p.Ref))
-			}
-			continue
-		}
-		if p.Resolution != nil {
-			answered = append(answered, p)
-			continue
-		}
-		match = append(match, p)
-	}
-	switch {
-	case run.Status == state.RunStopped:
-		return noEffectf("the run is stopped: no cycle will consume an answer to %s; nothing queued", opts.Ref)
-	case len(match) > 1:
-		return dataf("ref prefix %s matches %d pending approvals; give the full ref", opts.Ref, len(match))
-	case len(match) == 0 && len(answered) > 0:
-		r := answered[0].Resolution
-		return noEffectf("approval %s was already answered (%s by %s) and that answer was consumed; an answer cannot be taken back once a cycle has read it",
-			answered[0].Ref, r.Verdict, r.By)
-	case len(match) == 0 && len(known) == 0:
-		return noEffectf("no pending approval with ref %s: the run is not waiting for any approval (acr status shows what it waits for); nothing queued", opts.Ref)
-	case len(match) == 0:
-		return noEffectf("no pending approval with ref %s; pending: %s; nothing queued", opts.Ref, strings.Join(known, ", "))
-	}
-	p := match[0]
-	q, ap, prev, err := a.draftAnswer(opts, run, p.Ref, p.CycleSeq)
+	req, err := matchRequest(opts.Ref, answerable(run), "request")
 	if err != nil {
+		return answeredAlready(run, opts.Ref, err)
+	}
+	if i := slices.IndexFunc(run.PendingAmendments, func(p state.PendingAmendment) bool { return p.Ref == req.Ref }); i >= 0 {
+		return runAnswerAmendment(opts, a, run, run.PendingAmendments[i])
+	}
+	if run.Status == state.RunStopped {
+		return a.nothingQueued("the run is stopped: no cycle will consume an answer to %s", req.Ref)
+	}
+	i := slices.IndexFunc(run.PendingApprovals, func(p state.PendingApproval) bool { return p.Ref == req.Ref && p.Resolution == nil })
+	p := run.PendingApprovals[i]
+	q, ap, prev, dup, err := a.draftAnswer(opts, run, p.Ref, p.CycleSeq)
+	if err != nil || dup != "" {
+		if err == nil {
+			err = a.nothingQueued("%s", dup)
+		}
 		return err
 	}
 	// Show the change before anything is recorded; a person at a terminal
 	// confirms an approval of it.
 	change, perr := a.preview(ctx, rs.State, p)
+	if p.Incident() && !a.cfg.JSON {
+		a.printf("uncertain effect (cycle %d, idempotency key %s); approving runs it again (acr resolve %s --ran records it as done instead):\n%s",
+			p.CycleSeq, p.Key, p.Ref, indentLines(evidenceText(p), "  ", 0))
+	}
 	if !a.cfg.JSON {
 		if perr != nil {
 			a.printf("change: cannot be shown: %v\n", perr)
@@ -140,17 +139,20 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 	}
 	if opts.Verdict == "approve" && !opts.Yes && !a.cfg.JSON && a.stdinTerminal() {
 		if !confirm(a.stdin, a.stdout, "approve this change?") {
-			return noEffectf("not approved: nothing queued (acr deny %s refuses it)", p.Ref)
+			return a.nothingQueued("not approved (acr deny %s refuses it)", p.Ref)
 		}
 	}
 	id, err := q.Put(ap)
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"queued": true, "id": id, "ref": p.Ref, "request_cycle": p.CycleSeq, "verdict": ap.Verdict,
+	out := map[string]any{"effect": "queued", "queued": true, "id": id, "ref": p.Ref, "request_cycle": p.CycleSeq, "verdict": ap.Verdict,
 		"operation": p.Operation, "target": p.Target}
 	if perr == nil {
 		out["change"] = change
+	}
+	if p.Incident() {
+		out["idempotency_key"], out["evidence"] = p.Key, p.Evidence
 	}
 	text := fmt.Sprintf("queued %s of %s %s (%s, requested in cycle %d)\n", ap.Verdict, p.Operation, p.Target, p.Ref, p.CycleSeq)
 	if prev != nil {
@@ -168,17 +170,18 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 }
 
 // draftAnswer prepares the answer opts gives to the request ref asked in
-// cycle (an action's approval or an amendment): the queue it goes into,
-// the answer, and the queued answer it replaces (nil if none). The same
-// answer already queued is a no-effect error: nothing would change.
-func (a *app) draftAnswer(opts approveOptions, run state.RunState, ref codec.Ref, cycle int64) (runstore.Queue, *state.Approval, *inbox.Item, error) {
-	q, err := a.queue()
+// cycle (an action's approval, an uncertain effect or an amendment): the
+// queue it goes into, the answer, and the queued answer it replaces (nil
+// if none). When the same answer is already queued, nothing would change:
+// dup says so, and nothing is to be queued.
+func (a *app) draftAnswer(opts approveOptions, run state.RunState, ref codec.Ref, cycle int64) (q runstore.Queue, ap *state.Approval, prev *inbox.Item, dup string, err error) {
+	q, err = a.queue()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, "", err
 	}
 	items, _, err := q.List()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, "", err
 	}
 	queued := slices.DeleteFunc(items, func(it inbox.Item) bool {
 		return slices.Contains(run.InboxSeen, it.ID) || slices.Contains(run.AnswersConsumed, it.ID)
@@ -187,17 +190,50 @@ func (a *app) draftAnswer(opts approveOptions, run state.RunState, ref codec.Ref
 	if by == "" {
 		by = osUser()
 	}
-	ap := &state.Approval{Schema: state.ApprovalSchema, ActionRef: ref, RequestCycle: cycle, Verdict: opts.Verdict, By: by, Reason: opts.Reason,
+	ap = &state.Approval{Schema: state.ApprovalSchema, ActionRef: ref, RequestCycle: cycle, Verdict: opts.Verdict, By: by, Reason: opts.Reason,
 		CreatedAt: state.FormatTime(a.now().UTC().Truncate(time.Second))}
-	prev := inbox.Answer(queued, ref, cycle)
+	prev = inbox.Answer(queued, ref, cycle)
 	if prev != nil {
 		old := prev.Approval
 		if old.Verdict == ap.Verdict && old.By == ap.By && old.Reason == ap.Reason {
-			return nil, nil, nil, noEffectf("the same answer (%s by %s) to %s is already queued as %s; nothing queued", old.Verdict, old.By, ref, prev.ID)
+			return nil, nil, nil, fmt.Sprintf("the same answer (%s by %s) to %s is already queued as %s", old.Verdict, old.By, ref, prev.ID), nil
 		}
 		// The answer not yet consumed is replaced, not deleted: the cycle
 		// records both and acts on this one.
 		ap.Replaces = prev.ID
 	}
-	return q, ap, prev, nil
+	return q, ap, prev, "", nil
+}
+
+// answerable lists the requests a person can answer now: the approvals
+// not answered yet and the pending amendments.
+func answerable(run state.RunState) []openRequest {
+	var out []openRequest
+	for _, p := range run.PendingApprovals {
+		if p.Resolution == nil {
+			out = append(out, openRequest{Ref: p.Ref, What: requestWhat(p)})
+		}
+	}
+	for _, p := range run.PendingAmendments {
+		out = append(out, openRequest{Ref: p.Ref, What: fmt.Sprintf("amendment of the %s, proposed in cycle %d", p.Target, p.CycleSeq)})
+	}
+	return out
+}
+
+// requestWhat describes a pending approval in a few words.
+func requestWhat(p state.PendingApproval) string {
+	return fmt.Sprintf("%s, requested in cycle %d: %s", pendingAction(p), p.CycleSeq, p.Reason)
+}
+
+// answeredAlready makes err, about a ref that names no pending request,
+// say so when the ref names a request already answered and acted on: an
+// answer cannot be taken back once a cycle has read it.
+func answeredAlready(run state.RunState, arg string, err error) error {
+	for _, p := range run.PendingApprovals {
+		if r := p.Resolution; r != nil && (string(p.Ref) == arg || strings.HasPrefix(string(p.Ref), arg) && len(arg) > len("areq:sha256:")) {
+			return dataf("%s was already answered (%s by %s) and that answer was consumed; an answer cannot be taken back once a cycle has read it: %w",
+				p.Ref, r.Verdict, r.By, err)
+		}
+	}
+	return err
 }

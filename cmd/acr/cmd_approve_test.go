@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/runstore"
 )
 
@@ -49,16 +50,32 @@ func TestRunApprove(t *testing.T) {
 		}},
 		{name: "same answer twice", cycles: 20, steps: []step{
 			{opts: approveOptions{Verdict: "deny", Ref: "PENDING", By: "test"}},
-			{opts: approveOptions{Verdict: "deny", Ref: "PENDING", By: "test"}, code: exitNoEffect, contains: "is already queued"},
+			{opts: approveOptions{Verdict: "deny", Ref: "PENDING", By: "test"}, contains: "nothing queued: the same answer (deny by test)"},
+		}},
+		{name: "same answer twice, json", cycles: 20, steps: []step{
+			{opts: approveOptions{Verdict: "deny", Ref: "PENDING", By: "test"}},
+			{opts: approveOptions{Verdict: "deny", Ref: "PENDING", By: "test"}, json: true, contains: `"effect":"none"`},
 		}},
 		{name: "json", cycles: 20, steps: []step{
 			{opts: approveOptions{Verdict: "approve", Ref: "PENDING", By: "test"}, json: true, contains: `"verdict":"approve"`},
 		}},
 		{name: "ref not pending", cycles: 20, steps: []step{
-			{opts: approveOptions{Verdict: "approve", Ref: unknown}, code: exitNoEffect, contains: "; pending: areq:sha256:"},
+			{opts: approveOptions{Verdict: "approve", Ref: unknown}, code: exitData, contains: "names no pending request; pending:\n  areq:sha256:"},
+		}},
+		{name: "garbage", cycles: 20, steps: []step{
+			{opts: approveOptions{Verdict: "approve", Ref: "please"}, code: exitData, contains: "please names no pending request; pending:"},
+		}},
+		{name: "upper-cased ref", cycles: 20, steps: []step{
+			{opts: approveOptions{Verdict: "approve", Ref: "UPPER"}, code: exitData, contains: "names no pending request"},
+		}},
+		{name: "bare digest prefix", cycles: 20, steps: []step{
+			{opts: approveOptions{Verdict: "approve", Ref: "DIGEST6", By: "test"}, contains: "queued approve of apply_local_patch config/app.ini"},
+		}},
+		{name: "too short a prefix", cycles: 20, steps: []step{
+			{opts: approveOptions{Verdict: "approve", Ref: "DIGEST3", By: "test"}, code: exitData, contains: "names no pending request"},
 		}},
 		{name: "nothing pending", cycles: 0, steps: []step{
-			{opts: approveOptions{Verdict: "deny", Ref: unknown}, code: exitNoEffect, contains: "the run is not waiting for any approval"},
+			{opts: approveOptions{Verdict: "deny", Ref: unknown}, code: exitData, contains: "the run has no pending request"},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,8 +87,15 @@ func TestRunApprove(t *testing.T) {
 			}
 			for i, s := range tc.steps {
 				a, stdout, _ := newTestApp(t, dir, s.json)
-				if s.opts.Ref == "PENDING" {
+				switch s.opts.Ref {
+				case "PENDING":
 					s.opts.Ref = ref
+				case "UPPER":
+					s.opts.Ref = strings.ToUpper(ref)
+				case "DIGEST6":
+					s.opts.Ref = codec.Ref(ref).Hex()[:6]
+				case "DIGEST3":
+					s.opts.Ref = codec.Ref(ref).Hex()[:3]
 				}
 				err := runApprove(t.Context(), s.opts, a)
 				require.Equal(t, s.code, exitCode(err), "step %d: %v", i, err)
@@ -131,8 +155,8 @@ func TestApproveShowsTheChange(t *testing.T) {
 	}{
 		{name: "no terminal", contains: "queued approve of apply_local_patch config/app.ini"},
 		{name: "terminal, yes", terminal: true, tty: "y\n", asked: true, contains: "queued approve"},
-		{name: "terminal, no", terminal: true, tty: "n\n", asked: true, code: exitNoEffect, contains: "not approved: nothing queued"},
-		{name: "terminal, end of input", terminal: true, tty: "", asked: true, code: exitNoEffect, contains: "not approved: nothing queued"},
+		{name: "terminal, no", terminal: true, tty: "n\n", asked: true, contains: "nothing queued: not approved"},
+		{name: "terminal, end of input", terminal: true, tty: "", asked: true, contains: "nothing queued: not approved"},
 		{name: "terminal, --yes", terminal: true, tty: "n\n", yes: true, contains: "queued approve"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,7 +179,7 @@ func TestApproveShowsTheChange(t *testing.T) {
 			require.NoError(t, err)
 			items, _, err := q.List()
 			require.NoError(t, err)
-			assert.Equal(t, tc.code == 0, len(items) == 1, "queued only when approved: %v", items)
+			assert.Equal(t, !strings.Contains(out, "nothing queued"), len(items) == 1, "queued only when approved: %v", items)
 		})
 	}
 

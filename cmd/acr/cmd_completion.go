@@ -115,7 +115,7 @@ func addCompletions(a *app, root *cobra.Command) error {
 			register(c, name, fn)
 		}
 		switch c.CommandPath() {
-		case "acr approve", "acr deny":
+		case "acr approve", "acr deny", "acr resolve":
 			c.ValidArgsFunction = a.completePendingRefs
 		case "acr scenario run":
 			c.ValidArgsFunction = a.completeScenarios

@@ -95,7 +95,8 @@ func runLeaseBreak(ctx context.Context, opts leaseBreakOptions, a *app) error {
 			a.cfg.RunID, l.Holder, orDashStr(l.Holder.Since), view.Renewed, view.Until)
 	}
 	if !opts.Yes && !confirm(a.stdin, a.stdout, "break this lease? Do it only if that holder is gone for good") {
-		return noEffectf("not broken: the lease of %s is as it was", a.cfg.RunID)
+		a.report(map[string]any{"broken": false, "run_id": a.cfg.RunID, "effect": "none"}, "not broken: the lease of %s is as it was\n", a.cfg.RunID)
+		return nil
 	}
 	by := opts.By
 	if by == "" {

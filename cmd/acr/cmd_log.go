@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -10,6 +13,7 @@ import (
 	"github.com/acr-project/acr/internal/agenda"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/event"
+	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -27,9 +31,12 @@ func newLogCommand(a *app) *cobra.Command {
 		Short: "One line per cycle: disposition, agenda, decision, action, reasons",
 		Long: `Print a compact timeline of the run, one line per cycle: cycle number,
 clock reading, disposition, agenda item, governance decision, action and
-reason codes. --type keeps only cycles with an event whose type starts
-with the given prefix (for example commitment. or strategy.review).
-Read-only; no lock.`,
+reason codes. Between the cycles, a line starting with "!" shows each
+failure recorded outside a cycle: a provider (the proposer, a check that
+gave no verdict, the world) that failed, so that the run did not advance,
+and a fault it led to. --type keeps only cycles (and failures) with an
+event whose type starts with the given prefix (for example commitment. or
+strategy.review). Read-only; no lock.`,
 		Example: `  acr log
   acr log --since 40 --until 60
   acr log --type commitment. --json`,
@@ -60,6 +67,91 @@ type logLine struct {
 	Reasons     []string `json:"reason_codes"`
 }
 
+// failureLine is a failure recorded outside a cycle: a provider that
+// failed (the run did not advance) or the fault that followed.
+type failureLine struct {
+	Seq int64 `json:"seq"`
+	// AfterCycle is the last cycle completed when it happened.
+	AfterCycle int64  `json:"after_cycle"`
+	At         string `json:"at"`
+	// Kind is provider_failure or faulted.
+	Kind string `json:"kind"`
+	// Source is what failed: proposer, check:ID, world, inbox, knowledge.
+	Source      string   `json:"source,omitempty"`
+	Error       string   `json:"error"`
+	Consecutive int      `json:"consecutive,omitempty"`
+	Reasons     []string `json:"reason_codes,omitempty"`
+}
+
+// failures reads the failures recorded outside cycles, with one pass over
+// the ledger's lines that decodes only those records.
+func failures(h interface {
+	ScanLines(func(ledger.Line) error) error
+}) ([]failureLine, error) {
+	var out []failureLine
+	inCycle := false
+	err := h.ScanLines(func(l ledger.Line) error {
+		switch l.Type {
+		case event.CycleStarted:
+			inCycle = true
+		case event.CycleCompleted:
+			inCycle = false
+		case event.ProviderFailed, event.RunFaulted:
+			if l.Type == event.RunFaulted && inCycle {
+				return nil // the cycle's own disposition shows it
+			}
+			rec, err := l.Record()
+			if err != nil {
+				return err
+			}
+			out = append(out, failureOf(rec))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// failureOf describes one failure record.
+func failureOf(rec event.Record) failureLine {
+	ev := rec.Event
+	f := failureLine{Seq: rec.Seq, AfterCycle: ev.CycleSeq, At: ev.At, Kind: "provider_failure"}
+	if ev.Type == event.RunFaulted {
+		f.Kind, f.Reasons, f.Error = "faulted", ev.Reasons, kernel.FaultCause(ev)
+		return f
+	}
+	var body struct {
+		Error       string `json:"error"`
+		Consecutive int    `json:"consecutive"`
+		Fault       *struct {
+			Source string `json:"source"`
+		} `json:"fault,omitempty"`
+	}
+	if ev.Object != nil && json.Unmarshal(ev.Object.Body, &body) == nil {
+		f.Error, f.Consecutive = body.Error, body.Consecutive
+		if body.Fault != nil {
+			f.Source = body.Fault.Source
+		}
+	}
+	if f.Source == "" {
+		for _, s := range []struct{ marker, source string }{{"proposer:", "proposer"}, {"observe:", "world"}, {"inbox:", "inbox"},
+			{"knowledge", "knowledge"}} {
+			if strings.Contains(f.Error, s.marker) {
+				f.Source = s.source
+				break
+			}
+		}
+	}
+	return f
+}
+
+// text is the failure's line in the timeline.
+func (f failureLine) text() string {
+	if f.Kind == "faulted" {
+		return fmt.Sprintf("!      %s FAULTED after cycle %d (%s): %s", f.At, f.AfterCycle, strings.Join(f.Reasons, ", "), orDashStr(f.Error))
+	}
+	return fmt.Sprintf("!      %s provider failure after cycle %d (%s, %d in a row): %s", f.At, f.AfterCycle, orDashStr(f.Source), f.Consecutive, f.Error)
+}
+
 // runLog prints one line per cycle from the ledger, without the lock.
 func runLog(ctx context.Context, opts logOptions, a *app) error {
 	since, until, typ := opts.Since, opts.Until, opts.Type
@@ -71,6 +163,7 @@ func runLog(ctx context.Context, opts logOptions, a *app) error {
 		since = 1
 	}
 	var lines []logLine
+	var seqs []int64
 	for c := since; until == 0 || c <= until; c++ {
 		recs, err := h.Cycle(c)
 		if errors.Is(err, ledger.ErrNoCycle) {
@@ -83,17 +176,40 @@ func runLog(ctx context.Context, opts logOptions, a *app) error {
 			continue
 		}
 		lines = append(lines, summarise(recs))
+		seqs = append(seqs, recs[0].Seq)
 	}
+	all, err := failures(h)
+	if err != nil {
+		return err
+	}
+	// A failure after cycle c belongs to the attempt at cycle c+1.
+	fails := slices.DeleteFunc(all, func(f failureLine) bool {
+		kind := map[string]event.Kind{"faulted": event.RunFaulted}[f.Kind]
+		if kind == "" {
+			kind = event.ProviderFailed
+		}
+		return f.AfterCycle+1 < since || (until != 0 && f.AfterCycle+1 > until) || (typ != "" && !strings.HasPrefix(string(kind), typ))
+	})
 	if a.cfg.JSON {
 		if lines == nil {
 			lines = []logLine{}
 		}
-		a.printJSON(map[string]any{"cycles": lines})
+		if fails == nil {
+			fails = []failureLine{}
+		}
+		a.printJSON(map[string]any{"cycles": lines, "failures": fails})
 		return nil
 	}
-	for _, l := range lines {
+	for i, l := range lines {
+		for len(fails) > 0 && fails[0].Seq < seqs[i] {
+			a.printf("%s\n", fails[0].text())
+			fails = fails[1:]
+		}
 		a.printf("%-6d %s %-13s %-8s %-28s %s %s(%s)\n", l.Cycle, l.At, l.Disposition, l.Decision, orDashStr(l.Agenda), orDashStr(l.Action),
 			outcomeSuffix(l.Outcome), strings.Join(l.Reasons, ", "))
+	}
+	for _, f := range fails {
+		a.printf("%s\n", f.text())
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 type runOptions struct {
 	MaxCycles int `flag:"max-cycles"`
 	Slate     slateOptions
+	Notify    notifyOptions
 }
 
 func newRunCommand(a *app) *cobra.Command {
@@ -42,6 +43,7 @@ STOPPED or FAULTED. An idle run costs nothing: no cycle, no write.`,
 	}
 	cmd.Flags().Int("max-cycles", 10, "most cycles to run in this invocation")
 	addSlateFlags(cmd)
+	addNotifyFlag(cmd)
 	return finishesCycleOnInterrupt(cmd)
 }
 
@@ -66,6 +68,7 @@ func runRun(ctx context.Context, opts runOptions, a *app) error {
 	}
 	each := func(s kernel.Summary) { a.logCycle(s); show(s) }
 	rep, err := r.Driver.Run(heldContext(ctx, r), opts.MaxCycles, each)
+	a.notifyAfter(opts.Notify, r, err)
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}
@@ -83,6 +86,8 @@ func runRun(ctx context.Context, opts runOptions, a *app) error {
 	switch {
 	case interrupted && rep.CyclesExecuted == 0:
 		a.printf("%s before the first cycle: nothing run\n", interruptedText(ctx))
+	case rep.CyclesExecuted == 0 && errors.As(err, new(*kernel.FaultedError)):
+		a.printf("no cycle ran: the run is FAULTED and waits for a person (the error follows)\n")
 	case rep.CyclesExecuted == 0 && errors.Is(err, kernel.ErrProvider):
 		a.printf("no cycle ran: an input provider failed and the run state did not advance (the error follows)\n")
 	case rep.CyclesExecuted == 0:
@@ -127,6 +132,7 @@ func runRunJSON(ctx context.Context, opts runOptions, a *app, r *runstore.Run) e
 		n++
 		a.printf("%s", b)
 	})
+	a.notifyAfter(opts.Notify, r, err)
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}
@@ -161,16 +167,7 @@ func cycleLine(s kernel.Summary) string {
 	if !s.Executed {
 		return fmt.Sprintf("no cycle eligible (cycle %d, %s): %s", s.CycleSeq, s.LoopDisposition, strings.Join(s.ReasonCodes, ", "))
 	}
-	line := fmt.Sprintf("cycle %-4d %-13s %-8s", s.CycleSeq, s.LoopDisposition, s.GovernanceDecision)
-	if s.Agenda != "" {
-		line += " " + s.Agenda
-	}
-	if s.Action != "" {
-		line += " -> " + s.Action
-	}
-	if s.Outcome != "" {
-		line += " [" + s.Outcome + "]"
-	}
+	line := fmt.Sprintf("cycle %-4d %-13s %-8s", s.CycleSeq, s.LoopDisposition, s.GovernanceDecision) + workDone(s.Agenda, s.Action, s.Outcome)
 	extra := []string{}
 	if s.StrategicReview {
 		extra = append(extra, "strategic review")
@@ -180,6 +177,22 @@ func cycleLine(s kernel.Summary) string {
 	}
 	line += "  (" + strings.Join(append(extra, s.ReasonCodes...), ", ") + ")"
 	return line
+}
+
+// workDone is what a cycle worked on, as a cycle's line shows it: its
+// agenda item, the action and the outcome, each when there is one.
+func workDone(agenda, action, outcome string) string {
+	var b strings.Builder
+	if agenda != "" {
+		b.WriteString(" " + agenda)
+	}
+	if action != "" {
+		b.WriteString(" -> " + action)
+	}
+	if outcome != "" {
+		b.WriteString(" [" + outcome + "]")
+	}
+	return b.String()
 }
 
 func (a *app) printHint(s kernel.EngineState) {

@@ -66,7 +66,17 @@ func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 		}
 		a.printf("%s\n", line)
 	}
-	if line := a.lastFailure(rs, now); line != "" {
+	since, serr := a.readSince(rs.Manifest)
+	if serr != nil {
+		a.printf("ledger       cannot read the ledger after the checkpoint: %v\n", serr)
+	}
+	if head, cycles := beyondCheckpoint(since); head != "" {
+		a.printf("ledger       %s\n", head)
+		for _, l := range cycles {
+			a.printf("  %s\n", l)
+		}
+	}
+	if line := a.lastFailure(rs, since, now); line != "" {
 		a.printf("last error   %s\n", line)
 	}
 	a.printf("next wake    %s\n", nextWake(r, now))
@@ -91,6 +101,9 @@ func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 			check = " (check " + p.CheckID + ")"
 		}
 		a.printf("  %s%s, requested in cycle %d, %s: %s\n", pendingAction(p), check, p.CycleSeq, when(p.RequestedAt, now), p.Reason)
+		if p.Incident() {
+			a.printf("    evidence (idempotency key %s):\n%s", p.Key, indentLines(evidenceText(p), "      ", 0))
+		}
 		if change, err := a.preview(ctx, rs.State, p); err != nil {
 			a.printf("    change: cannot be shown: %v\n", err)
 		} else {
@@ -98,7 +111,17 @@ func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 		}
 		if v := queuedVerdict(queued, p); v != "" {
 			other := map[string]string{"approve": "deny", "deny": "approve"}[v]
+			if other == "" {
+				a.printf("    answered: %s is queued; the next acr run applies it\n", v)
+				continue
+			}
 			a.printf("    answered: %s is queued; the next acr run applies it (until then, acr %s %s replaces it)\n", v, other, p.Ref)
+			continue
+		}
+		if p.Incident() {
+			a.printf("    ran:     acr resolve %s --ran       (recorded as done; nothing runs)\n", p.Ref)
+			a.printf("    not ran: acr resolve %s --not-ran   (the item goes back to the agenda)\n", p.Ref)
+			a.printf("    approve: acr approve %s   (runs it again)\n    deny:    acr deny %s\n", p.Ref, p.Ref)
 			continue
 		}
 		a.printf("    approve: acr approve %s\n    deny:    acr deny %s\n", p.Ref, p.Ref)
@@ -335,6 +358,9 @@ func failing(cs []world.CheckResult) int {
 func nextCommand(s kernel.EngineState, queued []inbox.Item) string {
 	r := s.Run
 	for _, p := range r.PendingApprovals {
+		if p.Resolution == nil && queuedVerdict(queued, p) == "" && p.Incident() {
+			return "acr resolve " + string(p.Ref) + " --ran   (or --not-ran; the evidence is in acr status; acr approve runs it again)"
+		}
 		if p.Resolution == nil && queuedVerdict(queued, p) == "" {
 			return "acr approve " + string(p.Ref) + "   (or acr deny ...)"
 		}
@@ -358,6 +384,11 @@ func nextCommand(s kernel.EngineState, queued []inbox.Item) string {
 	case state.Faulted:
 		return "acr wake --signal manual_resume   (after fixing the cause; see acr log)"
 	case state.Stopped:
+		if kernel.Amendable(&r) {
+			// A hard budget stopped it: an amended contract resumes it,
+			// where a new run would start over.
+			return "acr amend --contract FILE   (a contract with more budget resumes the run; acr approve then accepts it)"
+		}
 		return "acr log   (what the run did; acr init --force starts a new run)"
 	case state.Continue:
 		return "acr run --max-cycles 20"
@@ -427,15 +458,58 @@ func queuedAnswer(queued []inbox.Item, ref codec.Ref, cycle int64) string {
 	return ""
 }
 
-// lastFailure describes the provider failures recorded since the last
-// cycle, which leave the checkpoint as it was (the run did not advance):
-// the last error, how many in a row and how many fault the run. It is ""
-// when the last thing recorded is a cycle.
-func (a *app) lastFailure(rs runState, now time.Time) string {
-	recs, err := a.readSince(rs.Manifest)
-	if err != nil {
-		return fmt.Sprintf("cannot read the ledger after the checkpoint: %v", err)
+// beyondCheckpoint says what the ledger holds beyond the checkpoint: the
+// cycles an invocation ran since its last checkpoint (a run killed before
+// it wrote the next one), each in a line as acr log shows it, the last one
+// perhaps interrupted. The checkpoint is behind them until the next
+// invocation recovers them. It is "" when the ledger is not ahead.
+func beyondCheckpoint(recs []event.Record) (string, []string) {
+	var cycles [][]event.Record
+	open := false
+	for _, r := range recs {
+		switch {
+		case r.Event.Type.OutOfBand():
+			continue
+		case r.Event.Type == event.CycleStarted:
+			cycles = append(cycles, nil)
+			open = true
+		case len(cycles) == 0:
+			continue // a fault recorded between cycles
+		}
+		cycles[len(cycles)-1] = append(cycles[len(cycles)-1], r)
+		if r.Event.Type == event.CycleCompleted {
+			open = false
+		}
 	}
+	if len(cycles) == 0 {
+		return "", nil
+	}
+	var lines []string
+	for i, c := range cycles {
+		l := summarise(c)
+		line := fmt.Sprintf("cycle %d %s %s", l.Cycle, orDashStr(l.Disposition), l.Decision) + workDone(l.Agenda, l.Action, l.Outcome)
+		if i == len(cycles)-1 && open {
+			line += "  (interrupted: recovery finishes it)"
+		}
+		lines = append(lines, line)
+	}
+	first, last := cycles[0][0].Event.CycleSeq, cycles[len(cycles)-1][0].Event.CycleSeq
+	what := fmt.Sprintf("cycle %d", first)
+	if last != first {
+		what = fmt.Sprintf("cycles %d to %d", first, last)
+	}
+	if open {
+		what += fmt.Sprintf(", %d interrupted", last)
+	}
+	return fmt.Sprintf("%d cycle(s) beyond the last checkpoint (%s); the next run recovers them", len(cycles), what), lines
+}
+
+// lastFailure describes the provider failures recorded since the last
+// cycle (recs are the records beyond the checkpoint), which leave the
+// checkpoint as it was (the run did not advance): the last error, what
+// failed, how many in a row and how many fault the run. It is "" when the
+// last thing recorded is a cycle.
+func (a *app) lastFailure(rs runState, recs []event.Record, now time.Time) string {
 	var last *event.Record
 	for i := range recs {
 		switch recs[i].Event.Type {

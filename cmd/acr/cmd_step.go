@@ -11,7 +11,8 @@ import (
 
 // stepOptions are acr step's flags.
 type stepOptions struct {
-	Slate slateOptions
+	Slate  slateOptions
+	Notify notifyOptions
 }
 
 func newStepCommand(a *app) *cobra.Command {
@@ -34,6 +35,7 @@ disposition (executed: false).`,
 		},
 	}
 	addSlateFlags(cmd)
+	addNotifyFlag(cmd)
 	return finishesCycleOnInterrupt(cmd)
 }
 
@@ -55,6 +57,7 @@ func runStep(ctx context.Context, opts stepOptions, a *app) error {
 			ReasonCodes: []string{"interrupted"}, GovernanceDecision: "NONE"}
 	} else {
 		sum, err = r.Driver.Step()
+		a.notifyAfter(opts.Notify, r, err)
 	}
 	if cerr := r.Close(); err == nil {
 		err = cerr

@@ -24,7 +24,8 @@ func newStopCommand(a *app) *cobra.Command {
 terminal checkpoint; after that every invocation reports STOPPED and does
 nothing. --kill marks the request as the operator kill switch. It never
 takes the run lock, so it works while another invocation is running.
-Stopping a run that is already stopped changes nothing and exits 69.`,
+Stopping a run that is already stopped changes nothing: "nothing queued",
+exit 0 ("effect": "none" with --json).`,
 		Example: `  acr stop --reason "maintenance window"
   acr stop --kill`,
 		Args: noArgs,
@@ -49,7 +50,7 @@ func runStop(ctx context.Context, opts stopOptions, a *app) error {
 		return err
 	}
 	if rs.State.Run.Status == state.RunStopped {
-		return noEffectf("the run is already stopped; nothing queued")
+		return a.nothingQueued("the run is already stopped")
 	}
 	by := opts.By
 	if by == "" {
@@ -64,7 +65,7 @@ func runStop(ctx context.Context, opts stopOptions, a *app) error {
 	if err != nil {
 		return err
 	}
-	a.report(map[string]any{"queued": true, "id": id, "kill": opts.Kill}, "queued stop request %s\n", id)
+	a.report(map[string]any{"effect": "queued", "queued": true, "id": id, "kill": opts.Kill}, "queued stop request %s\n", id)
 	a.next("acr run   (the next invocation records the stop; a scheduled run does too)")
 	return nil
 }

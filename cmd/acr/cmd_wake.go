@@ -13,6 +13,7 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/inbox"
+	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -43,9 +44,10 @@ carry authority, contract or budget changes is refused.
 
 Sources: ` + strings.Join(state.WakeSources(), ", ") + `.
 A signal whose dedup key matches a pending or recently consumed one is
-coalesced: reported, not queued twice, exit 69. So is any signal for a
-stopped run, which no cycle will ever consume. An expired signal is
-refused (65).`,
+coalesced: reported ("nothing queued"), not queued twice, exit 0, so that
+a sender repeating itself does not fail. So is any signal for a stopped
+run, which no cycle will ever consume. With --json the result says
+"effect": "queued" or "effect": "none". An expired signal is refused (65).`,
 		Example: `  acr wake --signal new_environment_observation
   acr wake --signal commitment_wake_condition --ref dataset-v2 --dedup-key dataset-v2
   acr wake --signal external_event --payload event.json --expires 2026-12-01T00:00:00Z`,
@@ -94,8 +96,11 @@ func runWake(ctx context.Context, opts wakeOptions, a *app) error {
 	if err != nil {
 		return err
 	}
-	if rs.State.Run.Status == state.RunStopped {
-		return noEffectf("the run is stopped: no cycle will consume a wake signal; nothing queued (a stopped run stays stopped; acr init --force starts a new one)")
+	if run := rs.State.Run; run.Status == state.RunStopped {
+		if kernel.Amendable(&run) {
+			return a.nothingQueued("the run is stopped on a budget: no cycle will consume a wake signal (acr amend --contract FILE with more budget resumes it)")
+		}
+		return a.nothingQueued("the run is stopped: no cycle will consume a wake signal (a stopped run stays stopped; acr init --force starts a new one)")
 	}
 	now := a.now().UTC().Truncate(time.Second)
 	sig := &state.WakeSignal{Schema: state.WakeSignalSchema, Source: opts.Source, Ref: opts.Ref, EventID: opts.ID, Priority: opts.Priority,
@@ -149,13 +154,13 @@ func runWake(ctx context.Context, opts wakeOptions, a *app) error {
 		return err
 	}
 	if with := coalescesWith(q, rs.State.Run, sig, now); with != "" {
-		return noEffectf("coalesced with %s (same dedup key %q); nothing queued", with, sig.DedupKey)
+		return a.nothingQueued("coalesced with %s (same dedup key %q)", with, sig.DedupKey)
 	}
 	id, err := q.Put(sig)
 	if err != nil {
 		return err
 	}
-	a.report(map[string]any{"queued": true, "id": id, "source": sig.Source, "dedup_key": sig.DedupKey, "expires_at": sig.ExpiresAt},
+	a.report(map[string]any{"effect": "queued", "queued": true, "id": id, "source": sig.Source, "dedup_key": sig.DedupKey, "expires_at": sig.ExpiresAt},
 		"queued wake signal %s (%s)\n", id, sig.Source)
 	if rs.State.Run.Status == state.RunFaulted && sig.Source != "manual_resume" {
 		a.next("acr wake --signal manual_resume   (the run is FAULTED: the signal waits until it is resumed)")

@@ -59,20 +59,23 @@ func TestRunWake(t *testing.T) {
 }
 
 // TestRunWakeCoalesces: a second signal with the same dedup key is not
-// queued (exit 69), and neither is any signal for a stopped run.
+// queued, and neither is any signal for a stopped run; both are success
+// (exit 0, "nothing queued"), so that a sender repeating itself does not
+// fail.
 func TestRunWakeCoalesces(t *testing.T) {
 	t.Parallel()
 	dir := newQuickstart(t, 0)
-	a, _, _ := newTestApp(t, dir, false)
+	a, stdout, _ := newTestApp(t, dir, false)
 	opts := wakeOptions{Source: "external_event", DedupKey: "same"}
 	require.NoError(t, runWake(t.Context(), opts, a))
-	err := runWake(t.Context(), opts, a)
-	require.Equal(t, exitNoEffect, exitCode(err), "%v", err)
-	assert.Contains(t, err.Error(), `same dedup key "same"`)
+	stdout.Reset()
+	require.NoError(t, runWake(t.Context(), opts, a))
+	assert.Contains(t, stdout.String(), `nothing queued: coalesced with wake-`)
+	assert.Contains(t, stdout.String(), `same dedup key "same"`)
 
 	require.NoError(t, runStop(t.Context(), stopOptions{By: "test"}, a))
 	require.NoError(t, runRun(t.Context(), runOptions{MaxCycles: 1}, a))
-	err = runWake(t.Context(), wakeOptions{Source: "manual_resume"}, a)
-	require.Equal(t, exitNoEffect, exitCode(err), "%v", err)
-	assert.Contains(t, err.Error(), "the run is stopped")
+	stdout.Reset()
+	require.NoError(t, runWake(t.Context(), wakeOptions{Source: "manual_resume"}, a))
+	assert.Contains(t, stdout.String(), "nothing queued: the run is stopped")
 }

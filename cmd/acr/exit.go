@@ -23,7 +23,6 @@ const (
 	exitUsage    = 64 // EX_USAGE: bad flags or arguments
 	exitData     = 65 // EX_DATAERR: bad input data or an integrity failure
 	exitNoInput  = 66 // EX_NOINPUT: no run in the state directory or store
-	exitNoEffect = 69 // EX_UNAVAILABLE: the command would change nothing; nothing was written
 	exitInternal = 70 // EX_SOFTWARE: internal error or FAULTED
 	exitIO       = 74 // EX_IOERR: I/O error, or the store is unreachable
 	exitBusy     = 75 // EX_TEMPFAIL: another invocation holds the run, or won a write
@@ -32,12 +31,12 @@ const (
 // exitStatusHelp is appended to every command's help.
 const exitStatusHelp = `
 EXIT STATUS
-  0   done; any non-fault disposition (IDLE, SLEEP, WAIT_APPROVAL, DEFERRED, STOPPED)
+  0   done; any non-fault disposition (IDLE, SLEEP, WAIT_APPROVAL, DEFERRED, STOPPED); also a request
+      that changes nothing (a coalesced wake, an answer already queued, stop on a stopped run): nothing queued
   64  usage error (bad flags or arguments)
-  65  bad input data (goal/contract/environment/signal) or integrity failure of ledger or checkpoint
+  65  bad input data (goal/contract/environment/signal, a ref that names no pending request) or integrity failure of ledger or checkpoint
   66  no run in the state directory or the store (or, on a nats:// store, no world stored for the run nor a copy on this host)
-  69  no effect: nothing written, as nothing would come of it (stopped run, request not pending, already queued)
-  70  internal error, provider failure or FAULTED run
+  70  internal error, provider failure or FAULTED run (every run and step until it is resumed)
   74  I/O error (disk full, read-only state directory, fsync failure) or the --store server is unreachable
   75  busy: another invocation holds the run (its lock or lease), or wrote it first; retry later`
 
@@ -58,23 +57,12 @@ func (e *dataError) Unwrap() error { return e.err }
 
 func dataf(format string, args ...any) error { return &dataError{fmt.Errorf(format, args...)} }
 
-// noEffectError marks a command that would change nothing: a wake signal
-// for a stopped run, an answer to a request that is not pending or that is
-// already queued. The command writes nothing and says why.
-type noEffectError struct{ err error }
-
-func (e *noEffectError) Error() string { return e.err.Error() }
-func (e *noEffectError) Unwrap() error { return e.err }
-
-func noEffectf(format string, args ...any) error { return &noEffectError{fmt.Errorf(format, args...)} }
-
 // errorKind classifies an error for exit codes and --json output. It is the
 // one place where errors become exit codes.
 func errorKind(err error) (int, string) {
 	var (
 		ue *usageError
 		de *dataError
-		ne *noEffectError
 		ve *runstore.ValidationError
 		ie *state.IntegrityError
 		re *kernel.ReplayError
@@ -104,8 +92,6 @@ func errorKind(err error) (int, string) {
 		return exitNoInput, "no_run"
 	case errors.Is(err, runstore.ErrNoWorld):
 		return exitNoInput, "no_world"
-	case errors.As(err, &ne):
-		return exitNoEffect, "no_effect"
 	case errors.As(err, &ae):
 		return exitData, "bad_archive"
 	case errors.Is(err, runstore.ErrNotAtRest):

@@ -32,7 +32,6 @@ func TestExitCodes(t *testing.T) {
 		{"no run", wrap(storage.ErrNoRun), exitNoInput},
 		{"validation", &runstore.ValidationError{File: "goal.json", Field: "schema", Err: errors.New("x")}, exitData},
 		{"data", dataf("expired"), exitData},
-		{"no effect", fmt.Errorf("wake: %w", noEffectf("the run is stopped")), exitNoEffect},
 		{"integrity", wrap(&state.IntegrityError{File: "manifest.json", Msg: "x"}), exitData},
 		{"ledger damage", wrap(&ledger.DamageError{Line: 3, Msg: "x"}), exitData},
 		{"ledger behind", wrap(ledger.ErrBehind), exitData},

@@ -68,7 +68,7 @@ underscores); acr config show prints what is in effect and why.
 
 	for _, c := range []*cobra.Command{
 		newInitCommand(a), newStatusCommand(a), newStepCommand(a), newRunCommand(a), newWakeCommand(a),
-		newApproveCommand(a, "approve"), newApproveCommand(a, "deny"), newStopCommand(a), newAmendCommand(a), newRecoverCommand(a),
+		newApproveCommand(a, "approve"), newApproveCommand(a, "deny"), newResolveCommand(a), newStopCommand(a), newAmendCommand(a), newRecoverCommand(a),
 		newLedgerCommand(a), newAuditCommand(a), newLogCommand(a), newReplayCommand(a), newScenarioCommand(a), newValidateCommand(a),
 		newReportCommand(a), newRunsCommand(a), newWorkerCommand(a), newLeaseCommand(a), newExportCommand(a), newImportCommand(a),
 		newVersionCommand(a),

@@ -60,11 +60,17 @@ type Report struct {
 	Intent         *world.Intent        `json:"intent,omitempty"`
 	Outcome        *world.Outcome       `json:"world_outcome,omitempty"`
 	Evaluation     *event.Evaluation    `json:"evaluation,omitempty"`
-	Commitments    []CommitmentChange   `json:"commitments"`
-	Strategy       Strategy             `json:"strategy"`
-	Compaction     *Compaction          `json:"compacted_by,omitempty"`
-	Recovery       []Step               `json:"recovery"`
-	Controller     Controller           `json:"controller"`
+	// Incident is the uncertain effect the cycle asked a person about,
+	// with what each path held in the intent and then; Resolution a
+	// person's word on one (acr resolve).
+	Incident    *event.Incident    `json:"incident,omitempty"`
+	IncidentRef codec.Ref          `json:"incident_ref,omitempty"`
+	Resolution  *event.Resolution  `json:"resolution,omitempty"`
+	Commitments []CommitmentChange `json:"commitments"`
+	Strategy    Strategy           `json:"strategy"`
+	Compaction  *Compaction        `json:"compacted_by,omitempty"`
+	Recovery    []Step             `json:"recovery"`
+	Controller  Controller         `json:"controller"`
 }
 
 // Controller is the cycle as the cycle controller saw it: the declared
@@ -328,6 +334,11 @@ func (r *Report) absorb(rec event.Record) error {
 		}
 	case ev.Type == event.EvaluationRecorded:
 		r.Evaluation, err = decode[event.Evaluation](ev.Object)
+	case ev.Type == event.ApprovalRequested && ev.Object != nil && ev.Object.Ref.Kind() == "unc":
+		r.Incident, err = decode[event.Incident](ev.Object)
+		r.IncidentRef = ev.Object.Ref
+	case ev.Type == event.EffectResolved:
+		r.Resolution, err = decode[event.Resolution](ev.Object)
 	case isCommitmentChange(ev.Type) && ev.Object != nil:
 		var c *commitment.Commitment
 		if c, err = decode[commitment.Commitment](ev.Object); err == nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
+	"github.com/acr-project/acr/internal/state"
 )
 
 // WriteText writes the report for a person: every line is a fact from the
@@ -122,6 +123,17 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if e := r.Evaluation; e != nil {
 		p("evaluation  %s by %s: expected %s; observed %s", e.Result, e.Actor, e.Expected, e.Observed)
+	}
+	if inc := r.Incident; inc != nil {
+		p("uncertain   %s: key %s; acr resolve %s --ran or --not-ran answers it", r.IncidentRef, inc.Key, r.IncidentRef)
+		for _, e := range inc.Evidence {
+			p("  evidence  %s", e)
+		}
+		p("  why       %s", inc.Reason)
+	}
+	if res := r.Resolution; res != nil {
+		what := map[string]string{state.VerdictRan: "ran: recorded as done, nothing run", state.VerdictNotRan: "did not run: the item goes back to the agenda"}[res.Verdict]
+		p("resolved    %s by %s: the effect %s (key %s)%s", res.Incident, res.By, what, res.Key, reasonSuffix(res.Reason))
 	}
 	for _, cc := range r.Commitments {
 		c := cc.Commitment

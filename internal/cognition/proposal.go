@@ -109,6 +109,10 @@ type Tried struct {
 	Count    int    `json:"count"`
 	Failures int    `json:"failures"`
 	Result   string `json:"result,omitempty"`
+	// DeniedBy and Reason say that a person denied the action, and why
+	// (their acr deny --reason): something else is wanted.
+	DeniedBy string `json:"denied_by,omitempty"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // Proposal is a proposer's answer. An empty Actions list with a rationale

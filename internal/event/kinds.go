@@ -143,6 +143,9 @@ const (
 	ActionNotApplied   Kind = "sandbox.action.not_applied"
 	ReadbackRecorded   Kind = "effect.readback.recorded"
 	EvaluationRecorded Kind = "evaluation.recorded"
+	// EffectResolved records a person's word on an uncertain effect
+	// (acr resolve): it ran, or it did not. Nothing runs on it.
+	EffectResolved Kind = "sandbox.effect.resolved"
 )
 
 // The cycle controller's transitions and artifacts.
@@ -188,11 +191,16 @@ const (
 	// names the holder and who broke it, and its place in the ledger
 	// fences the holder, whose next append expects the record before it.
 	LeaseBroken Kind = "persistent.lease.broken"
+	// NotificationSent records that the notify program was run for a
+	// condition of the run that needs a person or ends it, and how it
+	// ended: a condition is notified once, and a crash neither loses nor
+	// repeats it (kernel.Driver.Notified).
+	NotificationSent Kind = "persistent.notification.sent"
 )
 
 // Kinds lists every kind acr writes, in catalog order.
 func Kinds() []Kind {
-	return []Kind{GoalPinned, ContractPinned, SpecPinned, RunStarted, RunStopped, RunFaulted, RunResumed, CycleStarted, CycleCompleted, CheckpointRecorded, CheckpointCreated, Observed, InboxConsumed, KnowledgeObserved, LoopWoke, LoopIdled, LoopSlept, LoopDeferred, LoopWaitingApproval, WakeAccepted, WakeRejected, WakeCoalesced, StopRequested, ApprovalRequested, ApprovalResolved, ApprovalIgnored, AmendmentProposed, AmendmentAccepted, AmendmentRefused, BudgetSoftLimitReached, BudgetReplenished, BudgetReplenishIgnored, SemanticEncoded, SelfObserved, ConditionsEvaluated, CommitmentCreated, CommitmentModified, CommitmentSuspended, CommitmentResumed, CommitmentCompleted, CommitmentExpired, CommitmentAbandoned, CommitmentResumeAnnounced, DeferralLifted, SuppressionLifted, CandidatesProposed, AgendaSelected, AgendaEmpty, PromotionRecorded, WorkDeferred, GuardTripped, StrategicTension, ReviewEvaluated, ReviewRequested, ReviewCapped, LensRetrieved, RoutingOverlaid, KnowledgeCandidate, ProgramCompiled, ProposalRequested, ProposalReceived, DialogueCompleted, ActionProposed, DecisionRecorded, ReceiptRecorded, ActionRequested, ActionIntent, ActionBlocked, ActionCommitted, ActionNotApplied, ReadbackRecorded, EvaluationRecorded, Transition, Transitions, CycleDeclared, CycleBlocked, TensionAssessed, FitnessFixed, FitnessCarried, ViolationRefused, LearningMetabolized, CandidateForged, CascadeRecorded, RollbackRequested, ProposalReviewed, ContextRecorded, CompactionCompleted, CompactionFailed, RecoveryStarted, RecoveryCompleted, CycleAbandoned, ProviderFailed, TailRepaired, InboxQuarantined, LeaseBroken}
+	return []Kind{GoalPinned, ContractPinned, SpecPinned, RunStarted, RunStopped, RunFaulted, RunResumed, CycleStarted, CycleCompleted, CheckpointRecorded, CheckpointCreated, Observed, InboxConsumed, KnowledgeObserved, LoopWoke, LoopIdled, LoopSlept, LoopDeferred, LoopWaitingApproval, WakeAccepted, WakeRejected, WakeCoalesced, StopRequested, ApprovalRequested, ApprovalResolved, ApprovalIgnored, AmendmentProposed, AmendmentAccepted, AmendmentRefused, BudgetSoftLimitReached, BudgetReplenished, BudgetReplenishIgnored, SemanticEncoded, SelfObserved, ConditionsEvaluated, CommitmentCreated, CommitmentModified, CommitmentSuspended, CommitmentResumed, CommitmentCompleted, CommitmentExpired, CommitmentAbandoned, CommitmentResumeAnnounced, DeferralLifted, SuppressionLifted, CandidatesProposed, AgendaSelected, AgendaEmpty, PromotionRecorded, WorkDeferred, GuardTripped, StrategicTension, ReviewEvaluated, ReviewRequested, ReviewCapped, LensRetrieved, RoutingOverlaid, KnowledgeCandidate, ProgramCompiled, ProposalRequested, ProposalReceived, DialogueCompleted, ActionProposed, DecisionRecorded, ReceiptRecorded, ActionRequested, ActionIntent, ActionBlocked, ActionCommitted, ActionNotApplied, ReadbackRecorded, EvaluationRecorded, EffectResolved, Transition, Transitions, CycleDeclared, CycleBlocked, TensionAssessed, FitnessFixed, FitnessCarried, ViolationRefused, LearningMetabolized, CandidateForged, CascadeRecorded, RollbackRequested, ProposalReviewed, ContextRecorded, CompactionCompleted, CompactionFailed, RecoveryStarted, RecoveryCompleted, CycleAbandoned, ProviderFailed, TailRepaired, InboxQuarantined, LeaseBroken, NotificationSent}
 }
 
 // Valid reports whether k is a kind acr writes.
@@ -212,7 +220,7 @@ func (k Kind) Valid() bool {
 // derives cycles again.
 func (k Kind) OutOfBand() bool {
 	s := string(k)
-	return strings.HasPrefix(s, "persistent.recovery.") || strings.HasPrefix(s, "persistent.provider.") ||
+	return strings.HasPrefix(s, "persistent.recovery.") || strings.HasPrefix(s, "persistent.provider.") || strings.HasPrefix(s, "persistent.notification.") ||
 		strings.HasPrefix(s, "ledger.") || k == InboxQuarantined || k == ActionIntent || k == ActionBlocked || k == LeaseBroken
 }
 

@@ -59,3 +59,56 @@ type Evaluation struct {
 	Result string `json:"result"`
 	Actor  string `json:"actor"`
 }
+
+// IncidentSchema names an uncertain effect's incident.
+const IncidentSchema = "acr.uncertain-effect/v0.1"
+
+// Incident is an effect recovery could not classify: the action, the
+// idempotency key it was to run under, the cycle, the world's reason, and
+// what the world shows about each path the action may touch. Its ref
+// names the approval request a person answers (acr approve runs it again,
+// acr resolve --ran or --not-ran says whether it happened): each incident
+// has a ref of its own, even for the same action.
+type Incident struct {
+	Schema    string               `json:"schema"`
+	Key       string               `json:"idempotency_key"`
+	ActionRef codec.Ref            `json:"action_ref"`
+	CycleSeq  int64                `json:"cycle_seq"`
+	Reason    string               `json:"reason"`
+	Evidence  []world.PathEvidence `json:"evidence"`
+}
+
+// ResolutionSchema names a person's word on an uncertain effect.
+const ResolutionSchema = "acr.effect-resolution/v0.1"
+
+// Resolution is a person's word on an uncertain effect (acr resolve):
+// Verdict "ran" (the effect happened; it is recorded as done by By, and
+// nothing runs) or "not_ran" (it did not; the item goes back to the
+// agenda and doing it again goes through governance as usual).
+type Resolution struct {
+	Schema    string    `json:"schema"`
+	Incident  codec.Ref `json:"incident"`
+	Key       string    `json:"idempotency_key"`
+	ActionRef codec.Ref `json:"action_ref"`
+	Verdict   string    `json:"verdict"`
+	By        string    `json:"by"`
+	Reason    string    `json:"reason,omitempty"`
+	CycleSeq  int64     `json:"cycle_seq"`
+}
+
+// NotificationSchema names the record of a notification.
+const NotificationSchema = "acr.notification-record/v0.1"
+
+// Notification records one run of the notify program for a condition of
+// the run (kernel.Alert): the condition's key and kind, the program, and
+// how it ended. It is out of band: it records what the driver did.
+type Notification struct {
+	Schema    string    `json:"schema"`
+	Key       codec.Ref `json:"key"`
+	Kind      string    `json:"kind"`
+	CycleSeq  int64     `json:"cycle_seq"`
+	Program   string    `json:"program"`
+	Delivered bool      `json:"delivered"`
+	// Detail says how the program failed, when it did.
+	Detail string `json:"detail,omitempty"`
+}

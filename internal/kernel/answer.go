@@ -44,6 +44,10 @@ func (b *builder) answer(it inbox.Item, refs map[string]codec.Ref, replaced map[
 		rs.AnswersConsumed = slices.Delete(rs.AnswersConsumed, 0, n)
 	}
 	if i := slices.IndexFunc(rs.PendingAmendments, func(p state.PendingAmendment) bool { return p.Ref == a.ActionRef }); i >= 0 {
+		if state.Resolves(a.Verdict) {
+			b.emit(event.ApprovalIgnored, nil, refs, "not_an_uncertain_effect")
+			return
+		}
 		b.answerAmendment(i, a, refs, replaced[it.ID])
 		return
 	}
@@ -63,6 +67,11 @@ func (b *builder) answer(it inbox.Item, refs map[string]codec.Ref, replaced map[
 		return
 	case i < 0:
 		b.emit(event.ApprovalIgnored, nil, refs, "no_pending_approval_for_ref")
+		return
+	case state.Resolves(a.Verdict) && !rs.PendingApprovals[i].Incident():
+		// ran and not_ran say whether an uncertain effect happened; no
+		// other request takes them.
+		b.emit(event.ApprovalIgnored, nil, refs, "not_an_uncertain_effect")
 		return
 	}
 	if role, ok := loopRole(a.By); ok {

@@ -81,6 +81,9 @@ func TestAnswers(t *testing.T) {
 				return []inbox.Item{answerItem(t, codec.MustRefOf("areq", "other"), asked, "approve", "alice", "")}
 			},
 			nil, []string{"no_pending_approval_for_ref"}, "", 0},
+		{"ran, to a request that is not an uncertain effect", nil,
+			func() []inbox.Item { return []inbox.Item{answerItem(t, ref, asked, state.VerdictRan, "alice", "")} },
+			nil, []string{"not_an_uncertain_effect"}, "", 0},
 		{"a consumed answer put back", []string{approve.ID}, func() []inbox.Item { return []inbox.Item{approve} },
 			nil, []string{"answer_already_consumed"}, "", 0},
 		{"a denial that replaces an approval", nil,

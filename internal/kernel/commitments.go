@@ -129,6 +129,9 @@ func (b *builder) liftSuppressions() {
 		case sp.EvidenceRef != "" && string(r.TargetSHA256) != sp.EvidenceRef:
 			b.emit(event.SuppressionLifted, nil, nil, "new_evidence", sp.ItemID)
 			return true
+		case b.wokenAfterDenial(sp):
+			b.emit(event.SuppressionLifted, nil, nil, "wake_after_denial", sp.ItemID)
+			return true
 		}
 		return false
 	})

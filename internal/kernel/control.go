@@ -223,6 +223,11 @@ type Settlement struct {
 	// Uncertain: recovery could not tell whether an interrupted effect
 	// happened.
 	Uncertain bool
+	// Uncertainty is what the world showed about an uncertain effect: its
+	// reason and each path's hash in the intent and now. Nil for an
+	// uncertain effect recorded before incidents (replay of an older
+	// ledger), which is then asked about by the action's ref.
+	Uncertainty *Uncertainty
 	// Blocked names a control that was missing, so the effect was not
 	// carried out ("" when all were in place).
 	Blocked string

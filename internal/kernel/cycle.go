@@ -223,7 +223,7 @@ var ErrNotEligible = errors.New("no cycle is eligible")
 // of the state and the inputs: the same arguments always give the same
 // events, byte for byte.
 func Begin(s EngineState, in Inputs) (*Pending, error) {
-	ok, why := Eligible(s, in)
+	ok, why := wakeReasons(s, in)
 	if !ok {
 		return nil, ErrNotEligible
 	}

@@ -243,6 +243,16 @@ func (d *Driver) complete() error {
 	return nil
 }
 
+// lastObservation makes sure the state holds the last observation when
+// obs differs from it, for Eligible to compare their verdicts. Open left
+// it undecoded; an observation equal to it needs no decoding at all.
+func (d *Driver) lastObservation(obs world.Observation) error {
+	if d.files == nil || obs.Ref() == d.state.Run.EnvironmentRef || d.state.Environment.Schema != "" {
+		return nil
+	}
+	return d.state.decodeEnvironment(d.files)
+}
+
 // Manifest returns the manifest of the last checkpoint loaded or written.
 func (d *Driver) Manifest() storage.Manifest { return d.manifest }
 
@@ -367,6 +377,9 @@ func (d *Driver) rollForward(recs []event.Record, rec *Recovery) error {
 			if r.Event.Type == event.ProviderFailed {
 				d.failures++
 			}
+			if r.Event.Type == event.NotificationSent {
+				d.applyNotified(r)
+			}
 			if len(group) > 0 {
 				// Inside a cycle (an intent, a recovery note): replay skips
 				// it when matching, but recovery reads the intent.
@@ -465,6 +478,9 @@ func (d *Driver) replayCycle(recs []event.Record, last bool, rec *Recovery) erro
 			case err != nil && d.UncertainErr != nil && errors.Is(err, d.UncertainErr):
 				st.Uncertain, rec.UncertainEffect = true, true
 				rec.Classification = "interrupted_effect_uncertain"
+				if st.Uncertainty == nil {
+					st.Uncertainty = d.uncertainty(err, in)
+				}
 			case err != nil:
 				return fmt.Errorf("recover cycle %d: effect %s: %w", p.b.cycle, p.Effect.Key, err)
 			case reused:
@@ -617,6 +633,7 @@ func recordedSettlement(all, rest []event.Record, p *Pending) Settlement {
 	if o, at, ok := recordedOutcome(rest); ok {
 		st.Outcome, st.At = &o, at
 	}
+	st.Uncertainty = recordedIncident(rest)
 	for _, r := range rest {
 		if r.Event.Type == event.ReadbackRecorded && r.Event.Object != nil {
 			var rb world.Readback
@@ -835,6 +852,9 @@ func (d *Driver) Step() (sum Summary, err error) {
 			d.broken = err
 		}
 	}()
+	if sum, err := d.faulted(); err != nil {
+		return sum, err
+	}
 	in, err := d.gather()
 	if errors.Is(err, ErrProvider) {
 		return Summary{}, d.providerFailed(err)
@@ -842,6 +862,9 @@ func (d *Driver) Step() (sum Summary, err error) {
 	if err != nil {
 		// The store (its inbox) failed, not an input provider: no
 		// provider failure is counted, and nothing is written.
+		return Summary{}, err
+	}
+	if err := d.lastObservation(in.Observation); err != nil {
 		return Summary{}, err
 	}
 	if ok, why := Eligible(d.state, in); !ok {
@@ -917,7 +940,7 @@ func (d *Driver) Step() (sum Summary, err error) {
 		}
 		switch {
 		case commitErr != nil && d.UncertainErr != nil && errors.Is(commitErr, d.UncertainErr):
-			st.Uncertain = true
+			st.Uncertain, st.Uncertainty = true, d.uncertainty(commitErr, intent)
 		case commitErr != nil:
 			return Summary{}, fmt.Errorf("cycle %d: commit %s: %w", p.b.cycle, p.Effect.Key, commitErr)
 		default:

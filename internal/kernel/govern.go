@@ -36,6 +36,18 @@ func (b *builder) resumeApproval(i int) {
 	b.selectRecorded(p.ItemID, action.CheckID, "approval", "approval_resolved_first", map[string]codec.Ref{"approved_action": p.Ref})
 	r, _ := b.s.Environment.Check(action.CheckID)
 	b.fp, b.evidence = cognition.Fingerprint(action), string(r.TargetSHA256)
+	approval := p.Resolution
+	if p.Incident() {
+		if state.Resolves(approval.Verdict) {
+			b.resolveIncident(p, action)
+			return
+		}
+		// Approving an uncertain effect runs the action again: the answer
+		// names the incident, governance binds it to the action.
+		a := *approval
+		a.ActionRef = action.Ref()
+		approval = &a
+	}
 	if p.ProposalOnly {
 		// A1: the person reviewed a proposal. The loop acts on nothing;
 		// the item waits for its target to change.
@@ -48,7 +60,7 @@ func (b *builder) resumeApproval(i int) {
 	}
 	b.carried = p.Fitness
 	b.move(controller.Plan, "approved_plan", b.resRef)
-	b.govern(action, p.Resolution, "")
+	b.govern(action, approval, "")
 }
 
 // selectRecorded makes work decided in an earlier cycle (an approved
@@ -168,6 +180,7 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 			sp.EvidenceRef = b.evidence
 		}
 		b.suppress(sp)
+		b.noteDenial(action, approval, d)
 		b.conclude(b.orResting(more), append([]string{"governance_refused"}, d.ReasonCodes...))
 	case governance.IdleVerdict:
 		b.move(controller.NoCycle, "nothing_to_do", decRef, rcptRef)

@@ -1,7 +1,9 @@
 package kernel
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -270,6 +272,63 @@ func TestEligibility(t *testing.T) {
 				_, err := Begin(c.s, c.in)
 				assert.ErrorIs(t, err, ErrNotEligible)
 			}
+		})
+	}
+}
+
+// TestEligibilityOnVerdicts: what a command check prints is evidence, not
+// a change of the world: an observation that differs only in its output
+// makes no cycle eligible (Begin, which replays what was recorded under
+// the older rule, still derives one), unlike a different exit code or, for
+// a check that compares its output, different normalized output.
+func TestEligibilityOnVerdicts(t *testing.T) {
+	spec := testSpec(patchCheck("a", "a.txt"))
+	base := newState(t, spec, testContract(), observe(spec, map[string]bool{}, false))
+	test := world.Check{ID: "test", Kind: world.CheckCommand, Argv: []string{"go", "test"}}
+	compared := test
+	compared.CompareOutput, compared.Normalize = true, []string{`\(\d+ms\)`}
+	look := func(c world.Check, exit int, out string) world.Observation {
+		o := base.Environment
+		o.Checks = slices.Clone(o.Checks)
+		cr := world.CommandResult{Argv: c.Argv, ExitCode: exit, Stdout: out, StdoutSHA256: codec.FingerprintOf([]byte(out))}
+		r := world.CheckResult{ID: c.ID, Status: world.CheckFail, Detail: "exit 1 (warning): " + out, Command: &cr, TargetSHA256: world.CommandVerdict(c, cr)}
+		if exit == 0 {
+			r.Status, r.Detail = world.CheckPass, ""
+		}
+		return world.Observation{Schema: o.Schema, Files: o.Files, Evidence: o.Evidence, Checks: append(o.Checks, r)}
+	}
+	resting := func(obs world.Observation) EngineState {
+		s := base.clone()
+		s.Run.LoopDisposition = state.WaitApproval
+		s.Environment, s.Run.EnvironmentRef = obs, obs.Ref()
+		return s
+	}
+	for _, c := range []struct {
+		name       string
+		check      world.Check
+		last, now  world.Observation
+		eligible   bool
+		recordsWhy bool // Begin still derives a cycle (the older rule)
+	}{
+		{"same output", test, look(test, 1, "FAIL (3ms)"), look(test, 1, "FAIL (3ms)"), false, false},
+		{"only the timing differs", test, look(test, 1, "FAIL (3ms)"), look(test, 1, "FAIL (4ms)"), false, true},
+		{"other output, same exit", test, look(test, 1, "FAIL TestA"), look(test, 1, "FAIL TestB"), false, true},
+		{"exit code differs", test, look(test, 1, "FAIL"), look(test, 2, "FAIL"), true, true},
+		{"passes now", test, look(test, 1, "FAIL"), look(test, 0, "ok"), true, true},
+		{"compared, timing normalized away", compared, look(compared, 1, "FAIL (3ms)"), look(compared, 1, "FAIL (4ms)"), false, true},
+		{"compared, output differs", compared, look(compared, 1, "FAIL TestA"), look(compared, 1, "FAIL TestB"), true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := resting(c.last)
+			ok, why := Eligible(s, Inputs{Now: t0, Observation: c.now})
+			assert.Equal(t, c.eligible, ok, "%v", why)
+			if ok {
+				assert.Contains(t, why, "environment_changed")
+			} else {
+				assert.Equal(t, []string{"nothing_eligible", "WAIT_APPROVAL"}, why)
+			}
+			_, err := Begin(s, Inputs{Now: t0, Observation: c.now})
+			assert.Equal(t, c.recordsWhy, !errors.Is(err, ErrNotEligible), "%v", err)
 		})
 	}
 }

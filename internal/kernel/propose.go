@@ -130,10 +130,10 @@ func (b *builder) proposalRequest(result world.CheckResult) cognition.ProposalRe
 			described[a.Fingerprint] = fmt.Sprintf("declared fix %d: %s", a.FixIndex, draftDescribe(b.check, a.FixIndex))
 		}
 	}
-	results := map[string]string{}
+	proposed := map[string]state.ProposedAttempt{}
 	for _, pa := range b.s.Run.Proposed {
 		if pa.ItemID == b.item {
-			described[pa.Fingerprint], results[pa.Fingerprint] = "proposed: "+pa.Action, pa.Result
+			described[pa.Fingerprint], proposed[pa.Fingerprint] = "proposed: "+pa.Action, pa
 		}
 	}
 	for _, a := range b.s.Run.Attempts {
@@ -144,13 +144,15 @@ func (b *builder) proposalRequest(result world.CheckResult) cognition.ProposalRe
 		if !ok {
 			what = "action " + a.Fingerprint
 		}
-		req.Attempts = append(req.Attempts, cognition.Tried{Action: what, Count: a.Count, Failures: a.Failures, Result: results[a.Fingerprint]})
+		pa := proposed[a.Fingerprint]
+		req.Attempts = append(req.Attempts, cognition.Tried{Action: what, Count: a.Count, Failures: a.Failures, Result: pa.Result,
+			DeniedBy: pa.DeniedBy, Reason: pa.Reason})
 	}
 	for _, pa := range b.s.Run.Proposed {
-		// Proposals never tried (rejected before governance) are attempts
-		// too, as far as the proposer is concerned.
+		// Proposals never tried (rejected before governance, or denied by
+		// a person) are attempts too, as far as the proposer is concerned.
 		if pa.ItemID == b.item && !slices.ContainsFunc(b.s.Run.Attempts, func(a state.Attempt) bool { return a.ItemID == b.item && a.Fingerprint == pa.Fingerprint }) {
-			req.Attempts = append(req.Attempts, cognition.Tried{Action: "proposed: " + pa.Action, Result: pa.Result})
+			req.Attempts = append(req.Attempts, cognition.Tried{Action: "proposed: " + pa.Action, Result: pa.Result, DeniedBy: pa.DeniedBy, Reason: pa.Reason})
 		}
 	}
 	return req

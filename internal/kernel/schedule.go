@@ -19,12 +19,32 @@ import (
 // Eligible decides, before anything is recorded, whether a cycle should
 // run at all (DESIGN §4): CONTINUE, a new inbox item (wake signal,
 // approval, stop), a fresh knowledge update, a due wake time, or a changed
-// environment observation. With none of these, the invocation reports the
-// current disposition and writes nothing: no agenda is not a busy loop. A
-// run resting on a used-up soft budget is eligible only for a
+// world. With none of these, the invocation reports the current
+// disposition and writes nothing: no agenda is not a busy loop. A run
+// resting on a used-up soft budget is eligible only for a
 // budget_replenished signal, a stop or the kill switch. The reasons say why
 // (or, when not eligible, what the run is doing).
+//
+// The world has changed when its verdict has (world.Observation.Verdict):
+// a file's hash, a check's verdict, evidence. An observation that differs
+// from the last one only in what a command check printed (a timing, an
+// address) wakes nothing, so a failing test that prints its duration does
+// not make every invocation a cycle while an approval waits. Deciding it
+// needs s.Environment, the last observation (Driver.Step decodes it).
 func Eligible(s EngineState, in Inputs) (bool, []string) {
+	ok, why := wakeReasons(s, in)
+	if ok && slices.Equal(why, []string{"environment_changed"}) && in.Observation.Verdict() == s.Environment.Verdict() {
+		return false, []string{"nothing_eligible", s.Run.LoopDisposition.String()}
+	}
+	return ok, why
+}
+
+// wakeReasons is Eligible without its last rule: any difference in the
+// observation is environment_changed. It is what a cycle records as its
+// reasons for waking (persistent.loop.woke), as it always has, so that
+// the cycles of a ledger written before the rule replay byte for byte;
+// and what Begin checks, so that such a cycle is still derived.
+func wakeReasons(s EngineState, in Inputs) (bool, []string) {
 	rs := &s.Run
 	if rs.Status == state.RunStopped {
 		if amendable(rs) && slices.ContainsFunc(in.Inbox, func(it inbox.Item) bool { return amendsRun(rs, it) }) {

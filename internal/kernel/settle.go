@@ -31,11 +31,13 @@ func (b *builder) settle(st Settlement) {
 	}
 	b.move(controller.Act, "controls_in_place", e.ActionRef)
 	if st.Uncertain || st.Outcome == nil {
-		rs.PendingApprovals = append(rs.PendingApprovals, state.PendingApproval{
+		p := state.PendingApproval{
 			Ref: e.ActionRef, DecisionRef: e.DecisionRef, Operation: string(e.Action.Operation), Target: e.Action.Target, CheckID: e.Action.CheckID,
 			ItemID: b.item, Reason: "uncertain_effect", RequestedAt: b.at, CycleSeq: b.cycle, Action: mustValue(e.Action),
-		})
-		b.emit(event.ApprovalRequested, nil, map[string]codec.Ref{"action": e.ActionRef}, "recovery_uncertain_effect")
+		}
+		obj := b.incident(e, st.Uncertainty, &p)
+		rs.PendingApprovals = append(rs.PendingApprovals, p)
+		b.emit(event.ApprovalRequested, obj, map[string]codec.Ref{"action": e.ActionRef}, "recovery_uncertain_effect")
 		b.moveAs(controller.Executor, controller.ObserveEffect, "effect_uncertain", budget.Usage{ToolActions: 1})
 		b.move(controller.Evaluate, "no_readback")
 		ev := event.Evaluation{Schema: event.EvaluationSchema, ActionRef: e.ActionRef, FitnessRef: b.fitnessRef, Expected: b.expected(e.Action),

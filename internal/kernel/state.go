@@ -28,6 +28,10 @@ const (
 	FileCommitments = "commitments"
 	FileContext     = "context_binding"
 	FileStrategy    = "strategy"
+	// FileNotified is the last condition notified (state.Notified): a
+	// checkpoint file only once a notification was sent, and outside the
+	// run state, which only cycles change.
+	FileNotified = "notified"
 )
 
 // Ref kinds of the hot-state objects.
@@ -57,6 +61,9 @@ type EngineState struct {
 	Commitments commitment.Store
 	Context     memory.Binding
 	Strategy    strategy.Memory
+	// Notified is the last condition the run's notify program was run
+	// for (nil: none yet). No cycle reads or changes it.
+	Notified *state.Notified
 
 	// contextMemo is what hashing Context left for hashing it next time
 	// (memory.RefMemo): a memo of a pure function, shared by copies, never
@@ -69,14 +76,21 @@ func (s *EngineState) parts() map[string]any {
 	return map[string]any{
 		FileRunState: &s.Run, FileCheckpoint: &s.Checkpoint, FileGoal: &s.Goal, FileContract: &s.Contract,
 		FileSpec: &s.Spec, FileEnvironment: &s.Environment, FileCommitments: &s.Commitments,
-		FileContext: &s.Context, FileStrategy: &s.Strategy,
+		FileContext: &s.Context, FileStrategy: &s.Strategy, FileNotified: &s.Notified,
 	}
 }
+
+// optionalFile reports whether a checkpoint may lack the file name: one
+// that exists only once something happened.
+func optionalFile(name string) bool { return name == FileNotified }
 
 // Encode returns the canonical bytes of every checkpoint file.
 func (s *EngineState) Encode() (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for name, v := range s.parts() {
+		if name == FileNotified && s.Notified == nil {
+			continue
+		}
 		b, err := codec.Marshal(v)
 		if err != nil {
 			return nil, fmt.Errorf("encode %s: %w", name, err)
@@ -108,7 +122,7 @@ func DecodeLight(files map[string][]byte) (EngineState, error) {
 func DecodeRest(s *EngineState, files map[string][]byte) error {
 	parts := s.parts()
 	for _, name := range slices.Sorted(maps.Keys(parts)) {
-		if slices.Contains(lightFiles(), name) {
+		if _, ok := files[name]; slices.Contains(lightFiles(), name) || (!ok && optionalFile(name)) {
 			continue
 		}
 		if err := codec.UnmarshalExact(files[name], parts[name]); err != nil {
@@ -118,7 +132,9 @@ func DecodeRest(s *EngineState, files map[string][]byte) error {
 	return nil
 }
 
-func lightFiles() []string { return []string{FileRunState, FileCheckpoint, FileSpec, FileStrategy} }
+func lightFiles() []string {
+	return []string{FileRunState, FileCheckpoint, FileSpec, FileStrategy, FileNotified}
+}
 
 // decodeFiles decodes the named files (all when only is nil) and checks
 // every file's ref against the run state from its bytes: the bytes of a
@@ -130,6 +146,9 @@ func decodeFiles(files map[string][]byte, only []string) (EngineState, error) {
 	known := map[string]codec.Ref{}
 	for _, name := range slices.Sorted(maps.Keys(parts)) {
 		b, ok := files[name]
+		if !ok && optionalFile(name) {
+			continue
+		}
 		if !ok {
 			return EngineState{}, &state.IntegrityError{File: name, Msg: "checkpoint file missing from the manifest"}
 		}
@@ -355,4 +374,14 @@ func typePointerFree(t reflect.Type) bool {
 		}
 	}
 	return true
+}
+
+// decodeEnvironment decodes the last observation into s, when Open left
+// it undecoded (DecodeLight): eligibility compares the new observation's
+// verdict with it.
+func (s *EngineState) decodeEnvironment(files map[string][]byte) error {
+	if err := codec.UnmarshalExact(files[FileEnvironment], &s.Environment); err != nil {
+		return &state.IntegrityError{File: FileEnvironment, Msg: err.Error()}
+	}
+	return nil
 }

@@ -94,6 +94,12 @@ func (b *builder) decide() {
 	} else {
 		dlg, action = cognition.Run(t.prog, progRef, sit)
 	}
+	if noted := b.reportNote(action, b.proposalWhy(t), result); noted != action {
+		// The report says why and quotes the output (format 3): the
+		// dialogue names the action governance weighs.
+		action = noted
+		dlg.ActionRef = action.Ref()
+	}
 	b.rec.DialogueRef = b.record(event.DialogueCompleted, "dlg", dlg, map[string]codec.Ref{"program": progRef}, dlg.Result)
 	rs.Budget.CognitiveOperations += int64(dlg.Operations)
 	depth := int64(1)

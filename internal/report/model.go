@@ -127,6 +127,10 @@ type PendingApproval struct {
 	Reason      string
 	RequestedAt string
 	Cycle       int64
+	// Evidence, for an uncertain effect, says what each path it may touch
+	// held in the intent and holds now ("counter.txt changed (...)"); a
+	// person answers it with acr resolve.
+	Evidence []string
 }
 
 // HeadOf takes the report's header from a checkpoint.
@@ -147,7 +151,11 @@ func HeadOf(st kernel.EngineState) Head {
 			if codec.DecodeValue(p.Action, &a) == nil {
 				action = a.Describe()
 			}
-			h.Pending = append(h.Pending, PendingApproval{Ref: p.Ref, Action: action, Reason: p.Reason, RequestedAt: p.RequestedAt, Cycle: p.CycleSeq})
+			pa := PendingApproval{Ref: p.Ref, Action: action, Reason: p.Reason, RequestedAt: p.RequestedAt, Cycle: p.CycleSeq}
+			for _, e := range p.Evidence {
+				pa.Evidence = append(pa.Evidence, e.String())
+			}
+			h.Pending = append(h.Pending, pa)
 		}
 	}
 	return h

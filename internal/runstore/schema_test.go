@@ -29,6 +29,8 @@ import (
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/intent"
+	"github.com/acr-project/acr/internal/kernel"
+	"github.com/acr-project/acr/internal/notify"
 	"github.com/acr-project/acr/internal/proposer"
 	"github.com/acr-project/acr/internal/scenario"
 	"github.com/acr-project/acr/internal/state"
@@ -53,6 +55,7 @@ var schemaTypes = []struct {
 	{"wake-signal.schema.json", reflect.TypeFor[state.WakeSignal]()},
 	{"proposal.schema.json", reflect.TypeFor[cognition.Proposal]()},
 	{"proposal-request.schema.json", reflect.TypeFor[cognition.ProposalRequest]()},
+	{"notification.schema.json", reflect.TypeFor[notify.Document]()},
 }
 
 // TestSchemasMatchGoTypes walks every schema alongside its Go type: each
@@ -75,7 +78,7 @@ func TestSchemasMatchGoTypes(t *testing.T) {
 // scenarios/ and documents acr itself writes against the schemas.
 func TestShippedDocumentsMatchSchemas(t *testing.T) {
 	schemas := map[string]*schemaDoc{}
-	for _, k := range []string{"goal", "contract", "environment", "scenario", "wake-signal"} {
+	for _, k := range []string{"goal", "contract", "environment", "scenario", "wake-signal", "notification"} {
 		schemas[k] = loadSchema(t, k+".schema.json")
 	}
 	checked := map[string]int{}
@@ -142,7 +145,27 @@ func TestShippedDocumentsMatchSchemas(t *testing.T) {
 	}
 	validate("goal", "quickstart goal with strategy.DefaultLenses()", b)
 
-	for _, k := range []string{"goal", "contract", "environment", "scenario", "wake-signal"} {
+	// A notification as a notify program reads it: an uncertain effect
+	// with its evidence, and a fault.
+	incident := state.PendingApproval{Ref: codec.MustRefOf("unc", "x"), CycleSeq: 3, Operation: "run_command", Reason: "uncertain_effect",
+		Key: "idem:sha256:" + strings.Repeat("0", 64), Evidence: []world.PathEvidence{
+			world.NewPathEvidence("counter.txt", codec.FingerprintOf([]byte("0")), "", codec.FingerprintOf([]byte("1"))),
+			world.NewPathEvidence("gone.txt", codec.FingerprintOf([]byte("0")), "", "")}}
+	for _, al := range []*kernel.Alert{
+		{Key: codec.MustRefOf("ntf", "a"), Kind: kernel.AlertUncertain, RunID: "run:x", Cycle: 3, Disposition: state.WaitApproval,
+			Reasons: []string{"recovery_uncertain_effect"}, Pending: []state.PendingApproval{incident}},
+		{Key: codec.MustRefOf("ntf", "b"), Kind: kernel.AlertFaulted, RunID: "run:x", Cycle: 3, Disposition: state.Faulted, Cause: "proposer down"},
+	} {
+		doc := notify.Build(al, "dir:engine_state", "2026-01-01T00:00:00Z", func(p state.PendingApproval) string { return p.Operation },
+			func(state.PendingApproval) string { return "runs  x\n" })
+		b, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		validate("notification", "notification of "+al.Kind+" (notify.Build)", b)
+	}
+
+	for _, k := range []string{"goal", "contract", "environment", "scenario", "wake-signal", "notification"} {
 		if checked[k] == 0 {
 			t.Errorf("%s: no %s document was checked", schemas[k], k)
 		}

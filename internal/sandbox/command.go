@@ -116,7 +116,7 @@ func (w *World) checkCommandOutcome(key string, a world.Action, in *world.Intent
 	if len(why) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: the outcome record of run_command %s (%s) in %s does not agree with the run: %s; a person decides (approve runs it again, deny sets the item aside)",
+	return fmt.Errorf("%w: the outcome record of run_command %s (%s) in %s does not agree with the run: %s; a person decides (acr resolve --ran records it as done, --not-ran as not done; approve runs it again, deny sets the item aside)",
 		ErrUncertain, a.FixID, key, TableName, strings.Join(why, "; "))
 }
 
@@ -168,7 +168,7 @@ func (w *World) evaluateCommand(c world.Check) (world.CheckResult, int64, error)
 	}
 	cr := res.CommandResult
 	cr.DurationMS = 0 // a check's duration is not part of what it observed
-	r := world.CheckResult{ID: c.ID, Command: &cr, TargetSHA256: outputEvidence(cr)}
+	r := world.CheckResult{ID: c.ID, Command: &cr, TargetSHA256: world.CommandVerdict(c, cr)}
 	fault := func(reason string) (world.CheckResult, int64, error) {
 		return world.CheckResult{}, 0, &world.ProviderFault{Source: src, Reason: reason, Command: &cr}
 	}
@@ -190,13 +190,6 @@ func (w *World) evaluateCommand(c world.Check) (world.CheckResult, int64, error)
 		return fault(fmt.Sprintf("exit %d is neither a pass (0) nor a fail (1 warning, 2 critical): %s", cr.ExitCode, firstLine(cr.Stderr, cr.Stdout)))
 	}
 	return r, res.Duration.Milliseconds(), nil
-}
-
-// outputEvidence is what a command check's verdict rests on: its exit code
-// and both output hashes. A change in it is new evidence about the item.
-func outputEvidence(r world.CommandResult) codec.Fingerprint {
-	return codec.MustFingerprintOf(map[string]any{
-		"exit_code": r.ExitCode, "stdout_sha256": r.StdoutSHA256, "stderr_sha256": r.StderrSHA256})
 }
 
 // firstLine returns the first non-empty line of the first non-empty text,
@@ -438,7 +431,7 @@ func (w *World) recoverCommand(key, h string, a world.Action, in world.Intent) (
 	if a.CheckID != "" {
 		why = "check " + a.CheckID + " still fails"
 	}
-	return world.Outcome{}, false, fmt.Errorf("%w: run_command %s was interrupted after it started and %s; it is not declared idempotent, so running it again could repeat its effect: a person decides (approve runs it again, deny sets the item aside)",
+	return world.Outcome{}, false, fmt.Errorf("%w: run_command %s was interrupted after it started and %s; it is not declared idempotent, so running it again could repeat its effect: a person decides (acr resolve --ran records it as done, --not-ran as not done; approve runs it again, deny sets the item aside)",
 		ErrUncertain, a.FixID, why)
 }
 

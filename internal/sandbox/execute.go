@@ -322,6 +322,10 @@ func (w *World) planOn(key, h string, a world.Action, target string, cur []byte,
 			next = append(next, '\n')
 		}
 		next = fmt.Appendf(next, "- %s %s: %s\n", issueLineTag(h), a.CheckID, oneLine(a.Note))
+		for _, l := range a.Quote {
+			// Each quoted line stays one line below the entry.
+			next = fmt.Appendf(next, "  > %s\n", strings.TrimRight(strings.Map(noControl, l), " "))
+		}
 		p.change(next)
 	case world.OpRecordArtifact:
 		switch {
@@ -417,4 +421,13 @@ func (p *plan) change(content []byte) {
 // tests count lines to detect duplicated effects.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// noControl turns a control character (a newline, a tab, an escape) into a
+// space, so that a quoted line of output stays one line of text.
+func noControl(r rune) rune {
+	if r < 0x20 || r == 0x7f {
+		return ' '
+	}
+	return r
 }

@@ -71,7 +71,8 @@ func (w *World) Observe() (world.Observation, error) {
 	for _, c := range w.spec.Checks {
 		r, dur, err := w.evaluateSeen(c, seen)
 		if err != nil {
-			return world.Observation{}, fmt.Errorf("observe: %w", err)
+			// The error names the check; the caller names the step.
+			return world.Observation{}, err
 		}
 		obs.Checks = append(obs.Checks, r)
 		if c.Kind == world.CheckCommand {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/world"
 )
 
 // Schema names of the seed's persistent-loop objects.
@@ -118,7 +119,11 @@ const (
 	// by the input it followed, records the seed's §10.3 disposition
 	// beside the loop's, carries the adapter id on persistent.run.started,
 	// resolves the answers to one request consumed together to one, and
-	// checks an amendment's references against the rest of the run.
+	// checks an amendment's references against the rest of the run; and
+	// what a person is told carries more: an issue a run reports
+	// (mark_issue) says why and quotes the check's failing output, and a
+	// person's denial of an action, with its reason, is kept for the
+	// proposer, which a wake signal asks again.
 	LedgerFormat3 LedgerFormat = 3
 	// CurrentLedgerFormat is the format new runs start in.
 	CurrentLedgerFormat = LedgerFormat3
@@ -208,8 +213,9 @@ type RunState struct {
 	// one that fails again is state drift, not new work.
 	Fixed []FixedItem `json:"fixed,omitempty"`
 	// Proposed remembers what an external proposer proposed for an item
-	// and how it was judged, so that the next request can tell it (the
-	// most recent AttemptsKeptPerItem per item).
+	// and how it was judged, and what a person denied for it, so that the
+	// next request can tell it (the most recent AttemptsKeptPerItem per
+	// item).
 	Proposed []ProposedAttempt `json:"proposed,omitempty"`
 	// PendingAmendments are proposed amendments of the pinned goal,
 	// contract or environment waiting for a person's answer.
@@ -237,6 +243,11 @@ type ProposedAttempt struct {
 	// Result is the evaluation's result once the action ran, or why it
 	// was not taken (the critic's or governance's reason).
 	Result string `json:"result"`
+	// DeniedBy and Reason are set when a person denied the action (ledger
+	// format 3 on; the action may then be a declared fix): the proposer is
+	// told who and why the next time it is asked about the item.
+	DeniedBy string `json:"denied_by,omitempty"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // RollbackRequest is an undo the evaluator required: the restore action
@@ -326,7 +337,22 @@ type PendingApproval struct {
 	// contract, not one derived again.
 	FitnessRef codec.Ref    `json:"fitness_ref,omitempty"`
 	Fitness    *codec.Value `json:"fitness,omitempty"`
+	// Key, Cause and Evidence describe an uncertain effect (Reason
+	// uncertain_effect) recorded as an incident: Ref is then the
+	// incident's ref, so that each incident has a ref of its own; Key is
+	// the idempotency key the effect was to run under, Cause the world's
+	// reason, Evidence each path's hash in the intent and now. Besides
+	// approve (run it again) and deny, it takes the verdicts ran and
+	// not_ran (acr resolve). An uncertain effect recorded before incidents
+	// has none of them, and its Ref is the action's.
+	Key      string               `json:"idempotency_key,omitempty"`
+	Cause    string               `json:"cause,omitempty"`
+	Evidence []world.PathEvidence `json:"evidence,omitempty"`
 }
+
+// Incident reports whether p is an uncertain effect recorded as an
+// incident, which acr resolve answers.
+func (p PendingApproval) Incident() bool { return p.Key != "" }
 
 // DeferredItem is known work waiting for evidence.
 type DeferredItem struct {
@@ -471,15 +497,32 @@ type Approval struct {
 	ID        string    `json:"id"`
 	ActionRef codec.Ref `json:"action_ref"`
 	// RequestCycle is the cycle_seq of the pending approval answered.
-	RequestCycle int64  `json:"request_cycle,omitempty"`
-	Verdict      string `json:"verdict"` // approve | deny
-	By           string `json:"by"`
-	Reason       string `json:"reason,omitempty"`
+	RequestCycle int64 `json:"request_cycle,omitempty"`
+	// Verdict is approve or deny; or, for an uncertain effect, ran or
+	// not_ran (acr resolve).
+	Verdict string `json:"verdict"`
+	By      string `json:"by"`
+	Reason  string `json:"reason,omitempty"`
 	// Replaces is the id of a queued, not yet consumed answer to the same
 	// request that this one replaces: of the two, this one counts.
 	Replaces  string `json:"replaces,omitempty"`
 	CreatedAt string `json:"created_at"`
 }
+
+// The verdicts of an answer.
+const (
+	VerdictApprove = "approve"
+	VerdictDeny    = "deny"
+	// VerdictRan says an uncertain effect happened: it is recorded as
+	// done by the person, and nothing runs.
+	VerdictRan = "ran"
+	// VerdictNotRan says it did not: the item goes back to the agenda.
+	VerdictNotRan = "not_ran"
+)
+
+// Resolves reports whether a verdict is a person's word on an uncertain
+// effect (ran or not_ran) rather than an answer to a request.
+func Resolves(verdict string) bool { return verdict == VerdictRan || verdict == VerdictNotRan }
 
 // The documents an amendment can replace.
 const (
@@ -532,4 +575,24 @@ type StopRequest struct {
 	Reason    string `json:"reason,omitempty"`
 	Kill      bool   `json:"kill,omitempty"`
 	CreatedAt string `json:"created_at"`
+}
+
+// NotifiedSchema names the record of the last condition notified.
+const NotifiedSchema = "acr.notified/v0.1"
+
+// Notified is the last condition of a run that its notify program was run
+// for (kernel.Alert): a condition is notified once, however many
+// invocations find it. It is kept in a checkpoint file of its own
+// ("notified", absent until the first notification), apart from the run
+// state, because it records what the driver did, not what a cycle
+// decided; the ledger records each notification (persistent.notification.sent).
+type Notified struct {
+	Schema string    `json:"schema"`
+	Key    codec.Ref `json:"key"`
+	Kind   string    `json:"kind"`
+	Cycle  int64     `json:"cycle_seq"`
+	At     string    `json:"at"`
+	// Delivered says whether the program ran to exit 0; either way the
+	// condition is not notified again.
+	Delivered bool `json:"delivered"`
 }

@@ -3,6 +3,7 @@ package world
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -268,6 +269,10 @@ func CheckKindOf(k CheckKind) (CheckKindInfo, bool) {
 			return fieldErr("timeout_seconds", "only a command check has a timeout")
 		case len(c.Files) > 0:
 			return fieldErr("files", "only a command check names files (a %s check is about its path)", c.Kind)
+		case c.CompareOutput:
+			return fieldErr("compare_output", "only a command check has output (a %s check's verdict rests on its file)", c.Kind)
+		case len(c.Normalize) > 0:
+			return fieldErr("normalize", "only a command check has output to normalize")
 		}
 		return nil
 	}
@@ -321,6 +326,17 @@ func validateCommandCheck(c Check) error {
 	for i, f := range c.Files {
 		if _, err := CleanPath(f); err != nil {
 			return fieldErr(fmt.Sprintf("files[%d]", i), "%v", err)
+		}
+	}
+	if len(c.Normalize) > 0 && !c.CompareOutput {
+		return fieldErr("normalize", "normalize applies to output that is compared: set compare_output to true, or drop normalize")
+	}
+	for i, p := range c.Normalize {
+		if p == "" {
+			return fieldErr(fmt.Sprintf("normalize[%d]", i), "empty pattern")
+		}
+		if _, err := regexp.Compile(p); err != nil {
+			return fieldErr(fmt.Sprintf("normalize[%d]", i), "not a regular expression (Go syntax): %v", err)
 		}
 	}
 	return nil

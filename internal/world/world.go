@@ -136,6 +136,15 @@ type Check struct {
 	// Files name world files a command check is about, so that a proposer
 	// is shown them (files its output names are shown too).
 	Files []string `json:"files,omitempty"`
+	// CompareOutput makes a command check's output part of its verdict:
+	// output that differs from the last observation's is a changed world,
+	// as a different exit code is. Without it only the exit code counts;
+	// the output is kept as evidence (real tools print timings and
+	// addresses that differ on every run). Normalize lists regular
+	// expressions (Go syntax) whose matches are removed from the output
+	// before it is compared.
+	CompareOutput bool     `json:"compare_output,omitempty"`
+	Normalize     []string `json:"normalize,omitempty"`
 }
 
 // Fix is one remedy for a failing check, expressed as a sandbox operation.
@@ -376,6 +385,54 @@ type EvidenceFact struct {
 // Ref returns the observation's content ref.
 func (o Observation) Ref() codec.Ref { return codec.MustRefOf("obs", o) }
 
+// Verdict returns the ref of what the observation found that can change
+// the world's state: every file's hash, every check's verdict (its status
+// and the hash its verdict rests on: a file check's file, a command
+// check's exit code, and its normalized output when it compares output),
+// the evidence present and the paths refused. A check's detail and a
+// command's output are left out: they are evidence of a verdict, and a
+// tool that prints a timing would otherwise make every look a change. Two
+// observations with the same verdict describe the same world.
+func (o Observation) Verdict() codec.Ref {
+	type verdict struct {
+		ID     string            `json:"id"`
+		Status CheckStatus       `json:"status"`
+		SHA256 codec.Fingerprint `json:"target_sha256,omitempty"`
+	}
+	checks := make([]verdict, len(o.Checks))
+	for i, c := range o.Checks {
+		checks[i] = verdict{c.ID, c.Status, c.TargetSHA256}
+	}
+	return codec.MustRefOf("verdict", map[string]any{"files": o.Files, "checks": checks, "evidence": o.Evidence,
+		"excluded": o.Excluded, "refused": o.Refused})
+}
+
+// CommandVerdict is the hash a command check's verdict rests on (its
+// result's TargetSHA256): the exit code, and, when the check compares its
+// output, the hashes of its stdout and stderr as kept (up to
+// MaxOutputBytes each) with every match of the check's normalize patterns
+// removed. The patterns are compiled by the spec's validation, so one
+// that does not compile here is left out.
+func CommandVerdict(c Check, r CommandResult) codec.Fingerprint {
+	v := map[string]any{"exit_code": r.ExitCode}
+	if c.CompareOutput {
+		v["stdout_sha256"] = codec.FingerprintOf([]byte(NormalizeOutput(c.Normalize, r.Stdout)))
+		v["stderr_sha256"] = codec.FingerprintOf([]byte(NormalizeOutput(c.Normalize, r.Stderr)))
+	}
+	return codec.MustFingerprintOf(v)
+}
+
+// NormalizeOutput removes every match of the patterns from text, in
+// order.
+func NormalizeOutput(patterns []string, text string) string {
+	for _, p := range patterns {
+		if re, err := regexp.Compile(p); err == nil {
+			text = re.ReplaceAllString(text, "")
+		}
+	}
+	return text
+}
+
 // Check returns the result for a check id.
 func (o Observation) Check(id string) (CheckResult, bool) {
 	for _, c := range o.Checks {
@@ -413,6 +470,9 @@ type Action struct {
 	Occurrences  int               `json:"occurrences,omitempty"`
 	Content      string            `json:"content,omitempty"`
 	Note         string            `json:"note,omitempty"`
+	// Quote, for mark_issue, are lines quoted below the issue's entry:
+	// the start of the check's failing output (ledger format 3 on).
+	Quote []string `json:"quote,omitempty"`
 	// Checks lists check ids for run_validation.
 	Checks []string `json:"checks,omitempty"`
 	// Absent, for restore_snapshot, says the snapshot is the target's
@@ -611,6 +671,64 @@ func IdempotencyKey(runID string, cycleSeq int64, actionRef, decisionRef codec.R
 		"run_id": runID, "cycle_seq": cycleSeq, "action_request_ref": actionRef, "boundary_decision_ref": decisionRef,
 	})
 	return "idem:sha256:" + codec.Digest(b)
+}
+
+// The statuses of a path in an uncertain effect's evidence.
+const (
+	PathChanged   = "changed"   // its hash now differs from the intent's (or it is new)
+	PathUnchanged = "unchanged" // its hash now is the intent's
+	PathMissing   = "missing"   // it was there when the intent was recorded and is gone
+)
+
+// PathEvidence is what the world shows about one path an interrupted
+// effect may have touched, when recovery cannot tell whether the effect
+// happened: its hash in the intent (from before the effect; "" when it did
+// not exist), the hash the effect was to leave (a file effect's, when
+// known), and its hash now. A person reads it before saying whether the
+// effect ran (acr resolve).
+type PathEvidence struct {
+	Path    string            `json:"path"`
+	Intent  codec.Fingerprint `json:"intent_sha256,omitempty"`
+	Planned codec.Fingerprint `json:"planned_sha256,omitempty"`
+	Now     codec.Fingerprint `json:"now_sha256,omitempty"`
+	Status  string            `json:"status"`
+}
+
+// NewPathEvidence compares a path's hash in the intent with its hash now.
+func NewPathEvidence(path string, intent, planned, now codec.Fingerprint) PathEvidence {
+	e := PathEvidence{Path: path, Intent: intent, Planned: planned, Now: now, Status: PathChanged}
+	switch {
+	case now == intent:
+		e.Status = PathUnchanged
+	case now == "":
+		e.Status = PathMissing
+	}
+	return e
+}
+
+// String says what happened to the path in a few words, for a person:
+// "counter.txt changed (intent 1a2b3c4d5e6f, now 5e6f7a8b9c0d)", the
+// hashes cut to 12 hex digits.
+func (e PathEvidence) String() string {
+	short := func(f codec.Fingerprint) string {
+		if f == "" {
+			return "absent"
+		}
+		h := string(f)
+		if i := strings.LastIndexByte(h, ':'); i >= 0 {
+			h = h[i+1:]
+		}
+		return h[:min(12, len(h))]
+	}
+	s := fmt.Sprintf("%s %s (intent %s, now %s", e.Path, e.Status, short(e.Intent), short(e.Now))
+	switch {
+	case e.Planned == "":
+	case e.Now == e.Planned:
+		s += ", as the effect was to leave it"
+	default:
+		s += ", the effect was to leave " + short(e.Planned)
+	}
+	return s + ")"
 }
 
 // ProviderFault is a provider that gave no answer about the world: a

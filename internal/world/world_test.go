@@ -105,6 +105,17 @@ func TestSpecValidateNamesTheField(t *testing.T) {
 			s.Checks = append(s.Checks, world.Check{ID: "vet", Kind: world.CheckCommand, Argv: []string{"go", "vet"}, TimeoutSeconds: 3601})
 		}, "checks[5].timeout_seconds", "between 0"},
 		{"text check with argv", func(s *world.Spec) { s.Checks[0].Argv = []string{"true"} }, "checks[0].argv", "only a command check"},
+		{"text check comparing output", func(s *world.Spec) { s.Checks[0].CompareOutput = true }, "checks[0].compare_output", "only a command check"},
+		{"normalize without compare_output", func(s *world.Spec) {
+			s.Checks = append(s.Checks, world.Check{ID: "test", Kind: world.CheckCommand, Argv: []string{"go", "test"}, Normalize: []string{`\d+`}})
+		}, "checks[5].normalize", "set compare_output"},
+		{"normalize pattern that does not compile", func(s *world.Spec) {
+			s.Checks = append(s.Checks, world.Check{ID: "test", Kind: world.CheckCommand, Argv: []string{"go", "test"}, CompareOutput: true,
+				Normalize: []string{`\(\d+ms\)`, `(unclosed`}})
+		}, "checks[5].normalize[1]", "not a regular expression"},
+		{"empty normalize pattern", func(s *world.Spec) {
+			s.Checks = append(s.Checks, world.Check{ID: "test", Kind: world.CheckCommand, Argv: []string{"go", "test"}, CompareOutput: true, Normalize: []string{""}})
+		}, "checks[5].normalize[0]", "empty pattern"},
 		{"run_command without id", func(s *world.Spec) {
 			s.Checks[0].Fixes = []world.Fix{{Operation: world.OpRunCommand, Argv: []string{"gofmt", "-w", "."}}}
 		}, "checks[0].fixes[0].id", "needs an id"},
@@ -457,4 +468,32 @@ func TestExcludedDirectoryNames(t *testing.T) {
 	var fe *codec.FieldError
 	require.ErrorAs(t, s.Validate(), &fe)
 	assert.Equal(t, "files.secrets/config.txt", fe.Path)
+}
+
+// TestCommandVerdict: a command check's verdict rests on its exit code;
+// its output counts only when the check compares it, after normalizing.
+func TestCommandVerdict(t *testing.T) {
+	plain := world.Check{ID: "test", Kind: world.CheckCommand}
+	compared := world.Check{ID: "test", Kind: world.CheckCommand, CompareOutput: true, Normalize: []string{`\(\d+\.\d+s\)`, `0x[0-9a-f]+`}}
+	run := func(exit int, out string) world.CommandResult {
+		return world.CommandResult{ExitCode: exit, Stdout: out, StdoutSHA256: codec.FingerprintOf([]byte(out))}
+	}
+	a, b := run(1, "--- FAIL: TestX (0.01s) at 0xc000010"), run(1, "--- FAIL: TestX (0.02s) at 0xc000aa0")
+	assert.Equal(t, world.CommandVerdict(plain, a), world.CommandVerdict(plain, b), "output alone is evidence")
+	assert.Equal(t, world.CommandVerdict(plain, a), world.CommandVerdict(plain, run(1, "something else")))
+	assert.NotEqual(t, world.CommandVerdict(plain, a), world.CommandVerdict(plain, run(2, a.Stdout)), "the exit code is the verdict")
+	assert.Equal(t, world.CommandVerdict(compared, a), world.CommandVerdict(compared, b), "timings and addresses normalized away")
+	assert.NotEqual(t, world.CommandVerdict(compared, a), world.CommandVerdict(compared, run(1, "--- FAIL: TestY (0.01s)")))
+	assert.NotEqual(t, world.CommandVerdict(plain, a), world.CommandVerdict(compared, a))
+	assert.Equal(t, "--- FAIL: TestX  at ", world.NormalizeOutput(compared.Normalize, a.Stdout))
+
+	// The observation's verdict leaves details and output out.
+	o1 := world.Observation{Schema: world.ObservationSchema, Files: []world.FileFact{}, Evidence: []world.EvidenceFact{},
+		Checks: []world.CheckResult{{ID: "test", Status: world.CheckFail, Detail: "exit 1: (0.01s)", Command: &a, TargetSHA256: world.CommandVerdict(plain, a)}}}
+	o2 := o1
+	o2.Checks = []world.CheckResult{{ID: "test", Status: world.CheckFail, Detail: "exit 1: (0.02s)", Command: &b, TargetSHA256: world.CommandVerdict(plain, b)}}
+	assert.NotEqual(t, o1.Ref(), o2.Ref())
+	assert.Equal(t, o1.Verdict(), o2.Verdict())
+	o2.Files = []world.FileFact{{Path: "a.go", SHA256: codec.FingerprintOf([]byte("x")), Size: 1}}
+	assert.NotEqual(t, o1.Verdict(), o2.Verdict(), "a file's hash is part of the verdict")
 }
