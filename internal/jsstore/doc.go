@@ -90,7 +90,7 @@
 // # Positions and bytes
 //
 // A ledger message's body is exactly the line the file ledger writes
-// (internal/ledger/doc.go), so hashes, chains and `acr ledger verify` mean
+// (internal/chain), so hashes, chains and `acr ledger verify` mean
 // the same on both backends. A state.Frontier's Offset, and an
 // event.Record's, is the record's stream sequence in P-runs (0 for
 // genesis); Record.Length is the line's length. The checkpoint's manifest
@@ -100,13 +100,13 @@
 //
 // storage.ErrConflict: another writer got there first, nothing stored.
 // storage.ErrNoRun: the run has no checkpoint. storage.ErrBusy: the lease
-// is held. ledger.ErrBehind, ledger.ErrCorrupt: as for the file ledger.
+// is held. storage.ErrBehind, storage.ErrCorrupt: as for the file ledger.
 // ErrUnavailable (exit 74): the server was away or did not answer for
 // longer than Options.Patience (every request is tried again until then,
 // and a write whose answer was lost is recognised, not stored twice; see
 // internal/jetstream); the outcome of a write that failed with it is
 // unknown, and the ledger handle refuses further appends
-// (ledger.ErrPoisoned) until the run is reopened. A *HeldError
+// (storage.ErrPoisoned) until the run is reopened. A *HeldError
 // (storage.ErrBusy): another holder has the run's lease, named in it.
 //
 // # Safety

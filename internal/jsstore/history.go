@@ -4,16 +4,16 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/acr-project/acr/internal/chain"
 	"github.com/acr-project/acr/internal/jetstream"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/storage"
 )
 
 // History is a run's ledger as its readers see it (audit, report, acr
 // log, acr replay --verify, acr ledger verify): the same methods as the
-// file ledger's ledger.Reader, so that they produce the same output on
-// both backends.
+// file ledger's reader, over the same line format (chain.Memory), so
+// that they produce the same output on both backends.
 //
 // A History is a copy of the ledger as it was when it was read: its
 // messages, which are the file ledger's lines byte for byte, read by
@@ -26,7 +26,7 @@ import (
 // Offset) are offsets in that copy, except Verify's frontier, whose
 // Offset is the stream sequence as everywhere else in this package.
 type History struct {
-	*ledger.Reader
+	*chain.Memory
 	run *Run
 	// endOf maps a record's stream sequence to the byte offset just after
 	// its line in the copy, and seqAt back.
@@ -42,7 +42,7 @@ func (r *Run) History() (*History, error) {
 	h := &History{run: r, endOf: map[int64]int64{0: 0}, seqAt: map[int64]int64{0: 0}}
 	err := r.s.blocks.Ledger.Read(r.ctx, r.ID, 0, func(rec jetstream.Record) error {
 		if err := oneLine(rec.Data); err != nil {
-			return fmt.Errorf("%w: stream sequence %d: %v", ledger.ErrCorrupt, rec.Seq, err)
+			return fmt.Errorf("%w: stream sequence %d: %v", storage.ErrCorrupt, rec.Seq, err)
 		}
 		buf = append(buf, rec.Data...)
 		h.endOf[int64(rec.Seq)] = int64(len(buf))
@@ -52,11 +52,7 @@ func (r *Run) History() (*History, error) {
 	if err != nil && !errors.Is(err, jetstream.ErrNotFound) {
 		return nil, fmt.Errorf("read ledger of %s: %w", r.ID, err)
 	}
-	mem, err := memFile(buf)
-	if err != nil {
-		return nil, err
-	}
-	h.Reader, h.size = ledger.NewReader(mem), int64(len(buf))
+	h.Memory, h.size = chain.NewMemory(buf), int64(len(buf))
 	return h, nil
 }
 
@@ -80,10 +76,10 @@ func (h *History) Expect() (*state.Frontier, error) {
 	return &f, nil
 }
 
-// Verify walks the whole chain of the copy (see ledger.Verify); the
+// Verify walks the whole chain of the copy (see chain.Verify); the
 // report's frontier Offset is the last record's stream sequence.
-func (h *History) Verify(expect *state.Frontier) (ledger.Report, error) {
-	rep, err := h.Reader.Verify(expect)
+func (h *History) Verify(expect *state.Frontier) (chain.Report, error) {
+	rep, err := h.Memory.Verify(expect)
 	if seq, ok := h.seqAt[rep.Frontier.Offset]; ok {
 		rep.Frontier.Offset = seq
 	}

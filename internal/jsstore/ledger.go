@@ -7,7 +7,6 @@ import (
 
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/jetstream"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/storage"
 )
@@ -36,7 +35,7 @@ type Ledger struct {
 	Failpoint func(stage string)
 }
 
-// CreateLedger opens a new run's ledger; it fails with ledger.ErrExists
+// CreateLedger opens a new run's ledger; it fails with storage.ErrExists
 // if the run has records already. (JetStream has no empty ledger file: a
 // ledger exists once it has a record.)
 func (r *Run) CreateLedger() (*Ledger, error) {
@@ -45,7 +44,7 @@ func (r *Run) CreateLedger() (*Ledger, error) {
 		return nil, err
 	}
 	if l.front.Seq != 0 {
-		return nil, fmt.Errorf("create ledger of %s: %w", r.ID, ledger.ErrExists)
+		return nil, fmt.Errorf("create ledger of %s: %w", r.ID, storage.ErrExists)
 	}
 	return l, nil
 }
@@ -77,12 +76,12 @@ func (l *Ledger) Frontier() state.Frontier { return l.front }
 // atomic batch after the frontier, all or none. storage.ErrConflict
 // means another writer appended first and nothing was stored;
 // ErrUnavailable means the outcome is unknown, and the handle refuses
-// further appends (ledger.ErrPoisoned): reopen the run, which reads what
+// further appends (storage.ErrPoisoned): reopen the run, which reads what
 // was stored. A batch holds at most 1000 records of at most the server's
 // max_payload each (ErrTooLarge).
 func (l *Ledger) Append(events []event.Event) ([]event.Record, error) {
 	if l.poisoned {
-		return nil, ledger.ErrPoisoned
+		return nil, storage.ErrPoisoned
 	}
 	if len(events) == 0 {
 		return nil, nil
@@ -112,11 +111,11 @@ func (l *Ledger) Append(events []event.Event) ([]event.Record, error) {
 
 // CheckFrontier implements storage.Ledger: the record at stream sequence
 // f.Offset must be this run's, with f's seq and hash. A frontier past the
-// end is ledger.ErrBehind; a different record there ledger.ErrCorrupt.
+// end is storage.ErrBehind; a different record there storage.ErrCorrupt.
 func (l *Ledger) CheckFrontier(f state.Frontier) error {
 	if f.Seq == 0 {
 		if f.Offset != 0 || f.Hash != state.GenesisHash {
-			return fmt.Errorf("%w: checkpoint frontier is malformed", ledger.ErrCorrupt)
+			return fmt.Errorf("%w: checkpoint frontier is malformed", storage.ErrCorrupt)
 		}
 		return nil
 	}
@@ -127,7 +126,7 @@ func (l *Ledger) CheckFrontier(f state.Frontier) error {
 	for wait := 10 * time.Millisecond; f.Seq > l.front.Seq || f.Offset > l.front.Offset; wait *= 2 {
 		if wait > 2*time.Second {
 			return fmt.Errorf("%w: checkpoint expects seq %d at stream sequence %d, ledger of %s ends at seq %d, stream sequence %d",
-				ledger.ErrBehind, f.Seq, f.Offset, l.run.ID, l.front.Seq, l.front.Offset)
+				storage.ErrBehind, f.Seq, f.Offset, l.run.ID, l.front.Seq, l.front.Offset)
 		}
 		time.Sleep(wait)
 		again, err := l.run.OpenLedger()
@@ -137,11 +136,11 @@ func (l *Ledger) CheckFrontier(f state.Frontier) error {
 		l.front = again.front
 	}
 	if f.Offset <= 0 {
-		return fmt.Errorf("%w: checkpoint frontier seq %d has no stream sequence", ledger.ErrCorrupt, f.Seq)
+		return fmt.Errorf("%w: checkpoint frontier seq %d has no stream sequence", storage.ErrCorrupt, f.Seq)
 	}
 	m, err := l.run.s.blocks.Ledger.Get(l.run.ctx, l.run.ID, uint64(f.Offset))
 	if errors.Is(err, jetstream.ErrNotFound) {
-		return fmt.Errorf("%w: checkpoint frontier seq %d: no record of %s at stream sequence %d", ledger.ErrCorrupt, f.Seq, l.run.ID, f.Offset)
+		return fmt.Errorf("%w: checkpoint frontier seq %d: no record of %s at stream sequence %d", storage.ErrCorrupt, f.Seq, l.run.ID, f.Offset)
 	}
 	if err != nil {
 		return fmt.Errorf("check frontier of %s: %w", l.run.ID, err)
@@ -152,7 +151,7 @@ func (l *Ledger) CheckFrontier(f state.Frontier) error {
 	}
 	if rec.Seq != f.Seq || rec.Hash != f.Hash {
 		return fmt.Errorf("%w: checkpoint frontier is seq %d hash %s, ledger of %s has seq %d hash %s at stream sequence %d",
-			ledger.ErrCorrupt, f.Seq, f.Hash, l.run.ID, rec.Seq, rec.Hash, f.Offset)
+			storage.ErrCorrupt, f.Seq, f.Hash, l.run.ID, rec.Seq, rec.Hash, f.Offset)
 	}
 	return nil
 }
@@ -167,14 +166,14 @@ func (l *Ledger) Repair() (*storage.Repair, error) { return nil, nil }
 // chain checked from from's seq and hash.
 func (l *Ledger) After(from state.Frontier) ([]event.Record, error) {
 	if from.Seq > l.front.Seq || from.Offset > l.front.Offset {
-		return nil, fmt.Errorf("read ledger of %s: %w: from seq %d, the ledger ends at seq %d", l.run.ID, ledger.ErrBehind, from.Seq, l.front.Seq)
+		return nil, fmt.Errorf("read ledger of %s: %w: from seq %d, the ledger ends at seq %d", l.run.ID, storage.ErrBehind, from.Seq, l.front.Seq)
 	}
 	if from.Offset < 0 {
-		return nil, fmt.Errorf("read ledger of %s: %w: negative stream sequence", l.run.ID, ledger.ErrCorrupt)
+		return nil, fmt.Errorf("read ledger of %s: %w: negative stream sequence", l.run.ID, storage.ErrCorrupt)
 	}
 	if from.Seq == l.front.Seq {
 		if from.Hash != l.front.Hash {
-			return nil, fmt.Errorf("read ledger of %s: %w: seq %d has hash %s, not %s", l.run.ID, ledger.ErrCorrupt, from.Seq, l.front.Hash, from.Hash)
+			return nil, fmt.Errorf("read ledger of %s: %w: seq %d has hash %s, not %s", l.run.ID, storage.ErrCorrupt, from.Seq, l.front.Hash, from.Hash)
 		}
 		return nil, nil
 	}
@@ -200,7 +199,7 @@ func (l *Ledger) After(from state.Frontier) ([]event.Record, error) {
 		return nil, fmt.Errorf("read ledger of %s: %w", l.run.ID, err)
 	}
 	if len(recs) == 0 || recs[len(recs)-1].Seq != l.front.Seq || recs[len(recs)-1].Hash != l.front.Hash {
-		return nil, fmt.Errorf("read ledger of %s: %w: the records after seq %d do not reach the frontier seq %d", l.run.ID, ledger.ErrCorrupt, from.Seq, l.front.Seq)
+		return nil, fmt.Errorf("read ledger of %s: %w: the records after seq %d do not reach the frontier seq %d", l.run.ID, storage.ErrCorrupt, from.Seq, l.front.Seq)
 	}
 	for i := range recs {
 		recs[i].Offset = seqs[i]

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/acr-project/acr/internal/chain"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/state"
@@ -147,8 +148,9 @@ func (ix *Index) Rebuild() error {
 	return nil
 }
 
-// ErrNoCycle means the ledger has no completed cycle with that number.
-var ErrNoCycle = errors.New("no such cycle in the ledger")
+// ErrNoCycle means the ledger has no completed cycle with that number
+// (chain.ErrNoCycle: every store's history reader returns it).
+var ErrNoCycle = chain.ErrNoCycle
 
 // Reader reads cycles out of a ledger and never writes: it uses the
 // on-disk cycle index where that is right, and where it is missing, short

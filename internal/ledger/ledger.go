@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/acr-project/acr/internal/chain"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/event"
@@ -16,45 +17,30 @@ import (
 )
 
 // FileName is the ledger's path inside the state directory.
-const FileName = "ledger/events.jsonl"
+const FileName = chain.FileName
 
-// Errors callers branch on.
+// Errors callers branch on. Those every store's history shares are
+// storage's; they are named here too for the file's callers.
 var (
 	// ErrExists: Create found a ledger already there.
-	ErrExists = errors.New("ledger already exists")
+	ErrExists = storage.ErrExists
 	// ErrTornTail: the last line has no newline; RepairTail before appending.
 	ErrTornTail = errors.New("ledger has a torn last line")
 	// ErrCorrupt: the ledger is damaged somewhere other than a torn tail.
-	ErrCorrupt = errors.New("ledger is corrupt")
+	ErrCorrupt = storage.ErrCorrupt
 	// ErrBehind: the ledger ends before a checkpoint's frontier: history
 	// the checkpoint relies on is missing.
-	ErrBehind = errors.New("ledger is behind the checkpoint")
+	ErrBehind = storage.ErrBehind
 	// ErrPoisoned: an earlier append failed part-way; the handle must not be
 	// used again (reopen to re-read the true end of file).
-	ErrPoisoned = errors.New("ledger handle unusable after a failed append")
+	ErrPoisoned = storage.ErrPoisoned
 )
 
-// DamageError locates damage in the ledger.
-type DamageError struct {
-	Line   int64 // 1-based line number, 0 if unknown
-	Offset int64 // byte offset of the damaged line
-	Msg    string
-}
-
-func (e *DamageError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s line %d (byte %d): %s", FileName, e.Line, e.Offset, e.Msg)
-	}
-	return fmt.Sprintf("%s at byte %d: %s", FileName, e.Offset, e.Msg)
-}
-
-func (e *DamageError) Unwrap() error { return ErrCorrupt }
+// DamageError locates damage in the ledger (chain.DamageError).
+type DamageError = chain.DamageError
 
 // Torn describes an uncommitted partial line at the end of the file.
-type Torn struct {
-	Offset int64 // where the partial line starts (the new end after repair)
-	Length int64 // how many bytes it has
-}
+type Torn = chain.Torn
 
 // Ledger is an open ledger file. It is not safe for concurrent appends; the
 // run lock guarantees one writer.
@@ -198,15 +184,15 @@ func (l *Ledger) recordEndingAt(end int64) (event.Record, error) {
 	if _, err := l.f.ReadAt(buf, start); err != nil && !(errors.Is(err, io.EOF) && int64(len(buf)) == end-start) {
 		return event.Record{}, fmt.Errorf("read ledger at %d: %w", start, err)
 	}
-	ln, err := parseLine(buf)
+	ln, err := chain.ParseLine(buf)
 	if err == nil {
-		var c eventChecker
-		err = c.check(ln.event)
+		var c chain.Checker
+		err = c.Check(ln.Event)
 	}
 	if err != nil {
 		return event.Record{}, &DamageError{Offset: start, Msg: err.Error()}
 	}
-	return event.Record{Seq: ln.seq, Chain: ln.chain, Hash: ln.hash, Offset: start, Length: int64(len(buf)), Ref: codec.NewRef("evt", ln.event)}, nil
+	return event.Record{Seq: ln.Seq, Chain: ln.Chain, Hash: ln.Hash, Offset: start, Length: int64(len(buf)), Ref: codec.NewRef("evt", ln.Event)}, nil
 }
 
 func readRecord(r io.ReaderAt, start, end int64) (event.Record, error) {
@@ -214,22 +200,7 @@ func readRecord(r io.ReaderAt, start, end int64) (event.Record, error) {
 	if _, err := r.ReadAt(buf, start); err != nil && !(errors.Is(err, io.EOF) && int64(len(buf)) == end-start) {
 		return event.Record{}, fmt.Errorf("read ledger at %d: %w", start, err)
 	}
-	return decodeRecord(buf, start)
-}
-
-func decodeRecord(buf []byte, start int64) (event.Record, error) {
-	ln, err := parseLine(buf)
-	if err != nil {
-		return event.Record{}, &DamageError{Offset: start, Msg: err.Error()}
-	}
-	ev, err := decodeEvent(ln.event)
-	if err != nil {
-		return event.Record{}, &DamageError{Offset: start, Msg: "event: " + err.Error()}
-	}
-	return event.Record{
-		Seq: ln.seq, Chain: ln.chain, Hash: ln.hash, Offset: start, Length: int64(len(buf)),
-		Ref: codec.NewRef("evt", ln.event), Event: ev,
-	}, nil
+	return chain.DecodeRecord(buf, start)
 }
 
 // Frontier returns the end of the committed ledger.
@@ -285,7 +256,7 @@ func (l *Ledger) Write(events []event.Event) ([]event.Record, error) {
 			return nil, err
 		}
 		encoded[i], refs[i] = eb, ref
-		size += len(eb) + maxFraming
+		size += len(eb) + chain.MaxFraming
 	}
 	buf := make([]byte, 0, size)
 	recs := make([]event.Record, 0, len(events))
@@ -295,7 +266,7 @@ func (l *Ledger) Write(events []event.Event) ([]event.Record, error) {
 		eb, ref := encoded[i], refs[i]
 		start := len(buf)
 		var own string
-		buf, own = appendLine(buf, h, front.Seq+1, front.Hash, eb)
+		buf, own = chain.AppendLine(buf, h, front.Seq+1, front.Hash, eb)
 		n := int64(len(buf) - start)
 		recs = append(recs, event.Record{
 			Seq: front.Seq + 1, Chain: front.Hash, Hash: own, Offset: front.Offset,
@@ -313,11 +284,6 @@ func (l *Ledger) Write(events []event.Event) ([]event.Record, error) {
 	l.indexCycles(recs)
 	return recs, nil
 }
-
-// maxFraming is the most bytes a line adds around its event: the chain,
-// hash and seq members (a seq of at most 19 digits), the braces and the
-// newline.
-const maxFraming = eventStart + hashLen + len(seqMember) + 19 + len("}\n")
 
 // Sync makes every batch written so far durable. It is free when there is
 // nothing pending.
@@ -439,32 +405,7 @@ func (l *Ledger) ReadRange(from state.Frontier, to int64) ([]event.Record, error
 }
 
 func readRange(r io.ReaderAt, from state.Frontier, to int64) ([]event.Record, error) {
-	if to <= from.Offset {
-		return nil, nil
-	}
-	buf := make([]byte, to-from.Offset)
-	if _, err := r.ReadAt(buf, from.Offset); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read ledger: %w", err)
-	}
-	var recs []event.Record
-	prev, seq, off := from.Hash, from.Seq, from.Offset
-	for len(buf) > 0 {
-		i := bytes.IndexByte(buf, '\n')
-		if i < 0 {
-			return nil, &DamageError{Offset: off, Msg: "range ends inside a line"}
-		}
-		rec, err := decodeRecord(buf[:i+1], off)
-		if err != nil {
-			return nil, err
-		}
-		if rec.Seq != seq+1 || rec.Chain != prev {
-			return nil, &DamageError{Offset: off, Msg: fmt.Sprintf("chain broken: want seq %d after %s", seq+1, prev)}
-		}
-		recs = append(recs, rec)
-		prev, seq, off = rec.Hash, rec.Seq, off+rec.Length
-		buf = buf[i+1:]
-	}
-	return recs, nil
+	return chain.ReadRange(r, from, to)
 }
 
 // ReadAt reads the one record that starts at offset.
@@ -488,7 +429,7 @@ func ReadAt(fsys disk.FS, offset int64) (event.Record, error) {
 			return event.Record{}, fmt.Errorf("read ledger at %d: %w", offset, err)
 		}
 		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
-			return decodeRecord(buf[:i+1], offset)
+			return chain.DecodeRecord(buf[:i+1], offset)
 		}
 		if offset+n >= size {
 			break

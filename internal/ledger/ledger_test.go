@@ -2,17 +2,15 @@ package ledger
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/chain"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/event"
@@ -261,30 +259,6 @@ func TestVerifyLongLine(t *testing.T) {
 	assert.Equal(t, info.Size(), rep.Frontier.Offset)
 }
 
-// FuzzParseLine: a line the parser accepts is exactly what encodeLine
-// would write for its seq, chain and event: there is one byte form per
-// ledger entry.
-func FuzzParseLine(f *testing.F) {
-	evs := testEvents(2, 1)
-	prev := state.GenesisHash
-	for i, ev := range evs {
-		b, _, _ := ev.Encode()
-		line, own := encodeLine(int64(i+1), prev, b)
-		f.Add(line)
-		prev = own
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		ln, err := parseLine(data)
-		if err != nil {
-			return
-		}
-		again, own := encodeLine(ln.seq, ln.chain, ln.event)
-		if !bytes.Equal(again, data) || own != ln.hash {
-			t.Fatalf("accepted %q, but it re-encodes to %q", data, again)
-		}
-	})
-}
-
 // FuzzVerify: Verify never panics, and whatever it accepts as a complete
 // ledger can be opened with the same frontier.
 func FuzzVerify(f *testing.F) {
@@ -295,7 +269,7 @@ func FuzzVerify(f *testing.F) {
 	f.Add(data)
 	f.Add(data[:len(data)-7])
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rep, err := verifyChunks(bytes.NewReader(data), int64(len(data)), nil, 2, 64)
+		rep, err := chain.Verify(bytes.NewReader(data), int64(len(data)), nil, nil)
 		if err != nil || !rep.OK {
 			return
 		}
@@ -352,33 +326,4 @@ func TestReadAfter(t *testing.T) {
 		var de *DamageError
 		assert.ErrorAs(t, err, &de, "a frontier whose hash is not the ledger's does not chain")
 	})
-}
-
-// TestAppendLine: lines framed into one buffer with one hasher, as Write
-// frames a batch, are the lines the format defines (built here the long
-// way), each after whatever the buffer held, each hashed on its own.
-func TestAppendLine(t *testing.T) {
-	want := func(seq int64, prev string, ev []byte) (string, string) {
-		seqPart := fmt.Sprintf(`,"seq":%d}`, seq)
-		sum := sha256.Sum256([]byte(`{"chain":"` + prev + `","event":` + string(ev) + seqPart))
-		own := "sha256:" + hex.EncodeToString(sum[:])
-		return `{"chain":"` + prev + `","event":` + string(ev) + `,"hash":"` + own + `"` + seqPart + "\n", own
-	}
-	h := sha256.New()
-	buf := []byte("kept")
-	prev := state.GenesisHash
-	var lines []string
-	for i, ev := range [][]byte{[]byte(`{"a":1}`), []byte(`{"b":"é"}`), []byte(`{}`)} {
-		seq := int64(9_999_999_999 + i) // more digits than a short buffer holds
-		line, own := want(seq, prev, ev)
-		var got string
-		buf, got = appendLine(buf, h, seq, prev, ev)
-		assert.Equal(t, own, got)
-		lines = append(lines, line)
-		alone, ownAlone := encodeLine(seq, prev, ev)
-		assert.Equal(t, line, string(alone))
-		assert.Equal(t, own, ownAlone)
-		prev = own
-	}
-	assert.Equal(t, "kept"+strings.Join(lines, ""), string(buf))
 }

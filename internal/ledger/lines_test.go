@@ -2,19 +2,17 @@ package ledger
 
 import (
 	"bytes"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/event"
 )
 
 // mixedEvents has several types, objects that themselves contain a "type"
-// member, and a type with characters the shortcut must not interpret.
+// member, and a type with characters the line scanner must not interpret.
 func mixedEvents() []event.Event {
 	decoy, _ := event.NewObject("note", map[string]any{"type": "wanted.event", "zz": `"type":"wanted.event"`})
 	return []event.Event{
@@ -94,52 +92,4 @@ func TestScanLinesIgnoresTornTail(t *testing.T) {
 	n := 0
 	require.NoError(t, ScanLines(fsys, func(Line) error { n++; return nil }))
 	assert.Equal(t, 6, n)
-}
-
-// TestEventType: the shortcut reads the type of canonical events, and
-// declines (so the caller decodes) whenever it cannot be sure.
-func TestEventType(t *testing.T) {
-	for _, typ := range []event.Kind{"a", event.CycleCompleted, "ü.é", "with space"} {
-		ev := event.Event{Type: typ, RunID: "r", Reasons: []string{`"type":"x"`}}
-		b, _, err := ev.Encode()
-		require.NoError(t, err)
-		got, ok := eventType(b)
-		require.True(t, ok, "%s", b)
-		assert.Equal(t, typ, got)
-	}
-	for _, b := range []string{
-		``, `{}`, `{"type":""}`, `{"type":"a\"b"}`, `{"type":"a\\b"}`, `{"xtype":"abc"}`, `{"type":"abc"} `, `"type":"abc"}`,
-	} {
-		_, ok := eventType([]byte(b))
-		assert.False(t, ok, "%q", b)
-	}
-	got, ok := eventType([]byte(`{"run_id":"r","type":"abc"}`))
-	assert.True(t, ok)
-	assert.Equal(t, event.Kind("abc"), got)
-}
-
-// FuzzEventType: whenever the shortcut answers for bytes that decode as an
-// event, it answers the decoded type.
-func FuzzEventType(f *testing.F) {
-	for _, ev := range mixedEvents() {
-		b, _, _ := ev.Encode()
-		f.Add(b)
-	}
-	f.Add([]byte(`{"run_id":"r","type":"abc"}`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		typ, ok := eventType(b)
-		if !ok {
-			return
-		}
-		if strings.ContainsAny(string(typ), `"\`) {
-			t.Fatalf("shortcut accepted an escaped type %q", typ)
-		}
-		var ev event.Event
-		if err := codec.UnmarshalCanonical(b, &ev); err != nil {
-			return
-		}
-		if ev.Type != typ {
-			t.Fatalf("shortcut read %q, event type is %q", typ, ev.Type)
-		}
-	})
 }

@@ -29,6 +29,19 @@ var (
 	ErrNoRun = errors.New("no run in the state directory")
 	// ErrBusy: another invocation holds the run lock.
 	ErrBusy = errors.New("another acr invocation holds the run")
+	// ErrCorrupt: a run's history is damaged somewhere other than a torn
+	// tail. Every store's history shares the one line format (package
+	// chain), and so this error.
+	ErrCorrupt = errors.New("ledger is corrupt")
+	// ErrBehind: a history ends before a checkpoint's frontier: history
+	// the checkpoint relies on is missing.
+	ErrBehind = errors.New("ledger is behind the checkpoint")
+	// ErrPoisoned: an earlier append's outcome is unknown (it failed part
+	// way, or a server did not answer); the handle must not be used again:
+	// reopen the run to read what the history really holds.
+	ErrPoisoned = errors.New("ledger handle unusable after a failed append")
+	// ErrExists: a history was to be created where one is already.
+	ErrExists = errors.New("ledger already exists")
 )
 
 // Manifest is the commit point of a checkpoint: it is written last, and a

@@ -59,7 +59,7 @@ func frozenTypes() map[string]reflect.Type {
 
 // frozenSources are the files that define the bytes on disk.
 func frozenSources() []string {
-	return []string{"internal/codec/canonical.go", "internal/codec/ref.go", "internal/ledger/line.go", "internal/ledger/doc.go",
+	return []string{"internal/codec/canonical.go", "internal/codec/ref.go", "internal/chain/line.go", "internal/chain/doc.go", "internal/ledger/doc.go",
 		"internal/sandbox/doc.go", "internal/dirstore/store.go"}
 }
 

@@ -1,13 +1,13 @@
-package ledger
+package chain
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/state"
 )
@@ -108,15 +108,11 @@ func structureEvents(recs []rec) []event.Event {
 // damage. The structure is checked across the chunks Verify cuts the file
 // into.
 func TestVerifyChecksStructure(t *testing.T) {
-	write := func(t *testing.T, recs []rec) (*disk.Mem, []event.Record) {
-		mem := disk.NewMem()
-		l, err := Create(mem)
-		require.NoError(t, err)
-		_, err = l.Append(structureEvents(recs))
-		require.NoError(t, err)
-		all, err := ReadAll(mem)
-		require.NoError(t, err)
-		return mem, all
+	write := func(t *testing.T, recs []rec) ([]byte, []event.Record) {
+		return history(t, structureEvents(recs))
+	}
+	verify := func(b []byte, expect *state.Frontier) (Report, error) {
+		return Verify(bytes.NewReader(b), int64(len(b)), expect, nil)
 	}
 	var whole []rec
 	whole = append(whole, prologue...)
@@ -124,13 +120,9 @@ func TestVerifyChecksStructure(t *testing.T) {
 		whole = append(whole, acting(n)...)
 	}
 	mem, all := write(t, whole)
+	require.Len(t, all, len(whole))
 	for _, chunk := range []int{256, 4096, verifyChunkSize} {
-		f, err := openLog(mem, false)
-		require.NoError(t, err)
-		size, err := f.Size()
-		require.NoError(t, err)
-		rep, err := verifyChunks(f, size, nil, 3, chunk)
-		f.Close()
+		rep, err := verifyChunks(bytes.NewReader(mem), int64(len(mem)), nil, nil, 3, chunk)
 		require.NoError(t, err)
 		require.True(t, rep.OK, "chunks of %d: %v", chunk, rep.Damage)
 		require.Equal(t, int64(len(whole)), rep.Events)
@@ -141,11 +133,11 @@ func TestVerifyChecksStructure(t *testing.T) {
 	open := append(append([]rec{}, prologue...), acting(1)...)
 	open = append(open, rec{event.CycleStarted, 2}, rec{event.DecisionRecorded, 2}, rec{event.ActionIntent, 2})
 	mem, all = write(t, open)
-	rep, err := Verify(mem, nil)
+	rep, err := verify(mem, nil)
 	require.NoError(t, err)
 	require.True(t, rep.OK, "an interrupted last cycle is what a crash leaves: %v", rep.Damage)
 	last := all[len(all)-1]
-	rep, err = Verify(mem, &state.Frontier{Seq: last.Seq, Hash: last.Hash, Offset: last.Offset + last.Length})
+	rep, err = verify(mem, &state.Frontier{Seq: last.Seq, Hash: last.Hash, Offset: last.Offset + last.Length})
 	require.NoError(t, err)
 	require.False(t, rep.OK)
 	assert.Contains(t, rep.Damage.Error(), "the checkpoint's frontier is inside cycle 2")
@@ -153,7 +145,7 @@ func TestVerifyChecksStructure(t *testing.T) {
 
 	again := append(append([]rec{}, open...), acting(2)...)
 	mem, _ = write(t, again)
-	rep, err = Verify(mem, nil)
+	rep, err = verify(mem, nil)
 	require.NoError(t, err)
 	require.False(t, rep.OK)
 	assert.Equal(t, int64(len(open)+1), rep.Damage.Line)

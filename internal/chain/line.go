@@ -1,4 +1,4 @@
-package ledger
+package chain
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/acr-project/acr/internal/event"
 )
 
+// The framing of a line around its event (see the package comment).
 const (
 	hashPrefix   = "sha256:"
 	linePrefix   = `{"chain":"` + hashPrefix                                                 // then 64 hex of the previous hash
@@ -23,26 +24,32 @@ const (
 	minLineBytes = eventStart + len("{}") + hashLen + len(seqMember) + len("1}") + len("\n") // shortest possible line
 )
 
-// line is a parsed ledger line. Its slices alias the line bytes.
-type line struct {
-	seq   int64
-	chain string // "sha256:<hex>" of the previous line
-	hash  string // "sha256:<hex>" of this line
-	event []byte // canonical event bytes
+// MaxFraming is the most bytes a line adds around its event: the chain,
+// the event member's name, the hash, a 19-digit seq, the closing brace and
+// the newline.
+const MaxFraming = eventStart + hashLen + len(seqMember) + 19 + len("}\n")
+
+// Parsed is a line whose framing and own hash are checked. Event aliases
+// the line's bytes.
+type Parsed struct {
+	Seq   int64
+	Chain string // "sha256:<hex>" of the previous line
+	Hash  string // "sha256:<hex>" of this line
+	Event []byte // canonical event bytes
 }
 
-// encodeLine frames event bytes into a complete line (with newline) that
+// EncodeLine frames event bytes into a complete line (with newline) that
 // follows the line with hash prev, and returns the line and its hash.
-func encodeLine(seq int64, prev string, event []byte) ([]byte, string) {
-	return appendLine(make([]byte, 0, len(event)+maxFraming), sha256.New(), seq, prev, event)
+func EncodeLine(seq int64, prev string, event []byte) ([]byte, string) {
+	return AppendLine(make([]byte, 0, len(event)+MaxFraming), sha256.New(), seq, prev, event)
 }
 
-// appendLine is encodeLine appending to buf and hashing with h (which it
-// resets): Write frames a whole batch into one buffer with one hasher,
+// AppendLine is EncodeLine appending to buf and hashing with h (which it
+// resets): a writer frames a whole batch into one buffer with one hasher,
 // rather than allocating, hashing and copying each line on its own. The
 // line's hash covers it as it reads with its hash member left out:
 // chain, event, seq.
-func appendLine(buf []byte, h hash.Hash, seq int64, prev string, event []byte) ([]byte, string) {
+func AppendLine(buf []byte, h hash.Hash, seq int64, prev string, event []byte) ([]byte, string) {
 	start := len(buf)
 	buf = append(buf, `{"chain":"`...)
 	buf = append(buf, prev...)
@@ -64,14 +71,14 @@ func appendLine(buf []byte, h hash.Hash, seq int64, prev string, event []byte) (
 	return append(buf, '\n'), own
 }
 
-// parseLine checks a line's framing and its own hash without decoding the
+// ParseLine checks a line's framing and its own hash without decoding the
 // event. b must include the trailing newline.
-func parseLine(b []byte) (line, error) {
+func ParseLine(b []byte) (Parsed, error) {
 	r, err := parseRawLine(b, sha256.New())
 	if err != nil {
-		return line{}, err
+		return Parsed{}, err
 	}
-	return line{seq: r.seq, chain: string(r.chain), hash: string(r.hash), event: r.event}, nil
+	return Parsed{Seq: r.seq, Chain: string(r.chain), Hash: string(r.hash), Event: r.event}, nil
 }
 
 // rawLine is a parsed line whose fields all alias the line's bytes, so
@@ -82,7 +89,7 @@ type rawLine struct {
 	event       []byte
 }
 
-// parseRawLine is parseLine without copies; h is a SHA-256 hasher the
+// parseRawLine is ParseLine without copies; h is a SHA-256 hasher the
 // caller reuses across lines.
 func parseRawLine(b []byte, h hash.Hash) (rawLine, error) {
 	var l rawLine
@@ -138,12 +145,12 @@ func parseRawLine(b []byte, h hash.Hash) (rawLine, error) {
 	return l, nil
 }
 
-// decodeEvent strictly decodes canonical event bytes. The checker runs
+// DecodeEvent strictly decodes canonical event bytes. The checker runs
 // first, so nothing Verify would reject decodes, and any object an event
 // carries has been checked against its ref.
-func decodeEvent(b []byte) (event.Event, error) {
-	var c eventChecker
-	if err := c.check(b); err != nil {
+func DecodeEvent(b []byte) (event.Event, error) {
+	var c Checker
+	if err := c.Check(b); err != nil {
 		return event.Event{}, err
 	}
 	var e event.Event

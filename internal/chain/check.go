@@ -1,4 +1,4 @@
-package ledger
+package chain
 
 import (
 	"bytes"
@@ -29,15 +29,15 @@ var knownKinds = func() map[string]event.Kind {
 	return m
 }()
 
-// eventChecker checks the bytes of one event without decoding them into an
+// Checker checks the bytes of one event without decoding them into an
 // Event: canonical syntax (codec.WalkCanonical), the envelope's member
 // names and JSON types, and that a carried object's ref is the hash of its
-// body. It accepts nothing that decodeEvent would reject (decodeEvent runs
+// body. It accepts nothing that DecodeEvent would reject (DecodeEvent runs
 // it first, and a fuzz test holds the two together), and it allocates
 // almost nothing, so verifying a long ledger costs about as much as hashing
 // it. One checker is reused for many events; it is not safe for concurrent
 // use.
-type eventChecker struct {
+type Checker struct {
 	kids []member // depth-2 values seen since the last depth-1 member
 	err  error
 	// kind and cycle are the last event's type and cycle_seq, for the
@@ -48,8 +48,8 @@ type eventChecker struct {
 
 type member struct{ key, val []byte }
 
-// check returns nil when b is a well-formed event.
-func (c *eventChecker) check(b []byte) error {
+// Check returns nil when b is a well-formed event.
+func (c *Checker) Check(b []byte) error {
 	if len(b) == 0 || b[0] != '{' {
 		return fmt.Errorf("event is not a JSON object")
 	}
@@ -63,15 +63,21 @@ func (c *eventChecker) check(b []byte) error {
 	return nil
 }
 
-// errStop ends a walk early; the reason is kept in eventChecker.err.
+// Kind is the type of the event Check last accepted.
+func (c *Checker) Kind() event.Kind { return c.kind }
+
+// Cycle is the cycle_seq of the event Check last accepted.
+func (c *Checker) Cycle() int64 { return c.cycle }
+
+// errStop ends a walk early; the reason is kept in Checker.err.
 var errStop = fmt.Errorf("stop")
 
-func (c *eventChecker) fail(format string, args ...any) error {
+func (c *Checker) fail(format string, args ...any) error {
 	c.err = fmt.Errorf(format, args...)
 	return errStop
 }
 
-func (c *eventChecker) visit(depth int, key, val []byte) error {
+func (c *Checker) visit(depth int, key, val []byte) error {
 	if depth == 2 {
 		c.kids = append(c.kids, member{key, val})
 		return nil
@@ -128,7 +134,7 @@ func (c *eventChecker) visit(depth int, key, val []byte) error {
 
 // object checks {"body":<canonical value>,"ref":"<kind>:sha256:<hex>"}
 // and that the ref is the hash of the body bytes exactly as they stand.
-func (c *eventChecker) object(kids []member) error {
+func (c *Checker) object(kids []member) error {
 	var body, ref []byte
 	for _, k := range kids {
 		switch string(k.key) {
