@@ -19,11 +19,11 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/acr-project/acr/internal/event"
-	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/storage"
+	"github.com/acr-project/acr/internal/world"
 )
 
 // app carries what every command shares: the writers, the configuration
@@ -57,9 +57,9 @@ type app struct {
 	// storeWait is --store-wait: how long a request to a nats:// store
 	// keeps trying while the server does not answer.
 	storeWait time.Duration
-	// remote is the connection to a JetStream store (--store nats://…),
-	// made by the first command that needs it; nil for a state directory.
-	remote *runstore.Remote
+	// stores is the store --store names, opened by the first command
+	// that needs it (for a JetStream store, the connection); nil before.
+	stores runstore.Store
 	// timings adds up the driver's steps when ACR_TIMINGS names a file
 	// and the command opened a run; execute writes it there when the
 	// command is done. The first run opened makes it (a worker may open
@@ -336,8 +336,8 @@ func failpoint(spec string) func(string) {
 	}
 }
 
-// openRun opens the configured state directory, or with --no-load-state a
-// clean slate in memory.
+// openRun opens the configured run (its lock or lease taken, recovered
+// if needed), or with --no-load-state a clean slate in memory.
 func (a *app) openRun(ctx context.Context, slate slateOptions) (*runstore.Run, error) {
 	if a.cfg.NoLoadState {
 		return a.cleanSlate(slate)
@@ -346,24 +346,12 @@ func (a *app) openRun(ctx context.Context, slate slateOptions) (*runstore.Run, e
 	if err != nil {
 		return nil, err
 	}
-	var r *runstore.Run
-	if a.nats() {
-		m, err := a.dialRemote(ctx)
-		if err != nil {
-			return nil, err
-		}
-		r, err = m.Open(ctx, holder(a.command, ""), opt)
-		if err != nil {
-			return nil, err
-		}
-	} else {
-		r, err = runstore.Open(a.cfg.StateDir, opt)
-		if err != nil {
-			return nil, err
-		}
+	rs, err := a.run(ctx)
+	if err != nil {
+		return nil, err
 	}
-	if err := a.checkRunID(r.Driver.State().Run.RunID); err != nil {
-		r.Close()
+	r, err := rs.Open(ctx, holder(a.command, ""), opt)
+	if err != nil {
 		return nil, err
 	}
 	if r.Driver != nil {
@@ -392,73 +380,67 @@ func (a *app) readState() (runState, error) {
 	if a.cfg.NoLoadState {
 		return runState{}, noLoadState(a)
 	}
-	var (
-		st  kernel.EngineState
-		m   storage.Manifest
-		err error
-	)
-	if a.nats() {
-		rm, derr := a.dialRemote(context.Background())
-		if derr != nil {
-			return runState{}, derr
-		}
-		st, m, err = rm.ReadState()
-	} else {
-		st, m, err = runstore.ReadState(a.cfg.StateDir)
+	rs, err := a.run(context.Background())
+	if err != nil {
+		return runState{}, err
 	}
-	if err == nil {
-		err = a.checkRunID(st.Run.RunID)
-	}
+	st, m, err := rs.ReadState(context.Background())
 	return runState{State: st, Manifest: m}, err
 }
 
 // readSince reads, without the lock, the ledger records appended after
 // the checkpoint whose manifest is m.
 func (a *app) readSince(m storage.Manifest) ([]event.Record, error) {
-	if a.nats() {
-		rm, err := a.dialRemote(context.Background())
-		if err != nil {
-			return nil, err
-		}
-		return rm.ReadSince(m)
+	rs, err := a.run(context.Background())
+	if err != nil {
+		return nil, err
 	}
-	return runstore.ReadSince(a.cfg.StateDir, m)
+	return rs.ReadSince(context.Background(), m)
 }
 
 // queue opens the run's inbox for the commands that queue into it (and
 // status), without the lock or the lease.
 func (a *app) queue() (runstore.Queue, error) {
-	if a.nats() {
-		m, err := a.dialRemote(context.Background())
-		if err != nil {
-			return nil, err
-		}
-		return m.Queue(), nil
+	rs, err := a.run(context.Background())
+	if err != nil {
+		return nil, err
 	}
-	return runstore.OpenQueue(a.cfg.StateDir)
+	return rs.Queue(context.Background())
 }
 
-// nats reports whether the store is a JetStream store.
-func (a *app) nats() bool {
-	return strings.HasPrefix(a.cfg.Store, "nats://") || strings.HasPrefix(a.cfg.Store, "tls://")
-}
-
-// dialRemote connects to the JetStream store once per invocation; execute
-// closes the connection when the command is done.
-func (a *app) dialRemote(ctx context.Context) (*runstore.Remote, error) {
-	if a.remote != nil {
-		return a.remote, nil
+// store opens the store --store names, once per invocation; execute
+// closes it when the command is done.
+func (a *app) store(ctx context.Context) (runstore.Store, error) {
+	if a.stores != nil {
+		return a.stores, nil
 	}
-	if a.cfg.RunID == "" {
-		return nil, usagef("--store %s holds many runs: give --run-id ID (or ACR_RUN_ID) to pick one (acr runs lists them)", a.cfg.Store)
-	}
-	m, err := runstore.Dial(ctx, a.cfg.Store, a.connection(), a.cfg.RunID, a.cfg.StateDir)
+	s, err := runstore.OpenStore(ctx, a.cfg.Store, a.connection(), a.cfg.StateDir)
 	if err != nil {
 		return nil, fmt.Errorf("--store %s: %w", a.cfg.Store, err)
 	}
-	a.remote = m
-	a.discard = append(a.discard, m.Close)
-	return m, nil
+	a.stores = s
+	a.discard = append(a.discard, func() { _ = s.Close() })
+	return s, nil
+}
+
+// run is the handle of the run --run-id names (a state directory's own
+// run without it).
+func (a *app) run(ctx context.Context) (runstore.RunStore, error) {
+	s, err := a.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.Run(ctx, a.cfg.RunID)
+}
+
+// worldLine says in words which world the run looks after.
+func (a *app) worldLine(ctx context.Context, spec world.Spec) string {
+	rs, err := a.run(ctx)
+	if err != nil {
+		return "(unknown: " + err.Error() + ")"
+	}
+	_, what := rs.WorldPlace(spec)
+	return what
 }
 
 // connection is how this invocation connects to a JetStream store.
@@ -466,20 +448,11 @@ func (a *app) connection() runstore.Connection {
 	return runstore.Connection{Creds: a.cfg.NatsCreds, Replicas: a.cfg.NatsReplicas, Patience: a.storeWait}
 }
 
-// checkRunID refuses a run that is not the one --run-id names (with a
-// state directory, --run-id is optional and must match its run).
-func (a *app) checkRunID(id string) error {
-	if a.cfg.RunID != "" && id != a.cfg.RunID {
-		return usagef("--run-id %s: the run in %s is %s", a.cfg.RunID, a.cfg.StateDir, id)
-	}
-	return nil
-}
-
 // holder names this process in a run's lease, for operators (acr runs,
 // the busy message): host:pid, the command, a worker's labels.
-func holder(command, label string) jsstore.Holder {
+func holder(command, label string) storage.Holder {
 	host, _ := os.Hostname()
-	return jsstore.Holder{Name: fmt.Sprintf("%s:%d", host, os.Getpid()), Host: host, PID: os.Getpid(), Command: command, Label: label}
+	return storage.Holder{Name: fmt.Sprintf("%s:%d", host, os.Getpid()), Host: host, PID: os.Getpid(), Command: command, Label: label}
 }
 
 // history opens the run's ledger for reading, which is read whether or not
@@ -488,19 +461,11 @@ func (a *app) history() (runstore.History, error) {
 	if a.cfg.NoLoadState {
 		return nil, noLoadState(a)
 	}
-	if a.nats() {
-		m, err := a.dialRemote(context.Background())
-		if err != nil {
-			return nil, err
-		}
-		return m.History()
+	rs, err := a.run(context.Background())
+	if err != nil {
+		return nil, err
 	}
-	if a.cfg.RunID != "" {
-		if _, err := a.readState(); err != nil {
-			return nil, err
-		}
-	}
-	return runstore.OpenHistory(a.cfg.StateDir)
+	return rs.History(context.Background())
 }
 
 // nothingQueued reports a request that would change nothing (the same

@@ -27,7 +27,7 @@ func newTestApp(t *testing.T, stateDir string, json bool) (a *app, stdout, stder
 	a = newApp(stdout, stderr)
 	a.term = func(io.Writer) (bool, int) { return false, 0 }
 	a.getenv = func(string) string { return "" }
-	a.cfg = config{StateDir: stateDir, JSON: json, LogLevel: "warn", CheckpointEvery: 16, Clock: testClock}
+	a.cfg = config{StateDir: stateDir, Store: "dir:" + stateDir, JSON: json, LogLevel: "warn", CheckpointEvery: 16, Clock: testClock}
 	return a, stdout, stderr
 }
 

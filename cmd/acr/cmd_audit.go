@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acr-project/acr/internal/audit"
-	"github.com/acr-project/acr/internal/ledger"
+	"github.com/acr-project/acr/internal/chain"
 )
 
 // auditOptions are acr audit's flags and argument.
@@ -66,7 +66,7 @@ func runAudit(ctx context.Context, opts auditOptions, a *app) error {
 		return err
 	}
 	rep, err := audit.Explain(h, cycle)
-	if errors.Is(err, ledger.ErrNoCycle) {
+	if errors.Is(err, chain.ErrNoCycle) {
 		return dataf("cycle %d: the ledger has no completed cycle with that number (see acr log)", cycle)
 	}
 	if err != nil {

@@ -141,8 +141,9 @@ func (a *app) completePendingRefs(cmd *cobra.Command, args []string, toComplete 
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	if dir := a.v.GetString("state-dir"); dir != "" {
-		a.cfg.StateDir = dir
+	a.cfg.Store, a.cfg.StateDir = a.v.GetString("store"), a.v.GetString("state-dir")
+	if err := a.resolveStore(); err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	rs, err := a.readState()
 	if err != nil {

@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/acr-project/acr/internal/archive"
 	"github.com/acr-project/acr/internal/codec"
-	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/runstore"
 )
 
@@ -74,27 +72,16 @@ func runExport(ctx context.Context, opts exportOptions, a *app) error {
 	if isTerm, _ := a.term(a.stdout); toStdout && isTerm {
 		return usagef("refusing to write an archive to a terminal: use --output FILE, or redirect stdout")
 	}
-	if !toStdout && !a.nats() {
+	if !toStdout {
 		if err := outsideStateDir("--output", out, a.cfg.StateDir, "acr export"); err != nil {
 			return err
 		}
 	}
-	var (
-		ex  runstore.Exported
-		err error
-	)
-	if a.nats() {
-		m, derr := a.dialRemote(ctx)
-		if derr != nil {
-			return derr
-		}
-		ex, err = m.Export(ctx, holder("export", ""))
-	} else {
-		ex, err = runstore.ExportDir(a.cfg.StateDir)
-		if err == nil {
-			err = a.checkRunID(ex.Run.RunID)
-		}
+	rs, err := a.run(ctx)
+	if err != nil {
+		return err
 	}
+	ex, err := rs.Export(ctx, holder("export", ""))
 	if err != nil {
 		return err
 	}
@@ -116,12 +103,8 @@ func runExport(ctx context.Context, opts exportOptions, a *app) error {
 		a.log.Info().Str("run_id", sum.RunID).Int("bytes", sum.Bytes).Str("sha256", string(sum.SHA256)).Msg("exported")
 		return nil
 	}
-	dir, err := disk.OpenOSDir(filepath.Dir(out))
-	if err != nil {
-		return fmt.Errorf("open output directory of %s: %w", out, err)
-	}
-	if err := disk.ReplaceFile(dir, filepath.Base(out), b); err != nil {
-		return fmt.Errorf("write archive %s: %w", out, err)
+	if err := runstore.WriteOutput(out, b); err != nil {
+		return fmt.Errorf("write archive: %w", err)
 	}
 	sum.Out = out
 	if a.cfg.JSON {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -89,24 +90,17 @@ func runImport(ctx context.Context, opts importOptions, a *app) error {
 	if err != nil {
 		return err
 	}
-	var im runstore.Imported
-	where := a.cfg.StateDir
-	if a.nats() {
-		if st.Spec.Root != "" {
-			return usagef("%s: %v", name, runstore.ErrRootWorld)
-		}
-		a.cfg.RunID = r.RunID
-		m, err := a.dialRemote(ctx)
-		if err != nil {
-			return err
-		}
-		if im, err = m.Import(ctx, r, st, holder("import", "")); err != nil {
-			return err
-		}
-		where = a.cfg.Store
-	} else if im, err = runstore.ImportDir(a.cfg.StateDir, r, st, opt); err != nil {
+	// A run keeps its id: the archive's names the run in a store of many.
+	a.cfg.RunID = r.RunID
+	rs, err := a.run(ctx)
+	if err != nil {
 		return err
 	}
+	im, err := rs.Import(ctx, r, st, holder("import", ""), opt)
+	if err != nil {
+		return err
+	}
+	where := rs.Where()
 	sum := summariseArchive(r, b)
 	a.log.Info().Str("run_id", r.RunID).Str("store", a.cfg.Store).Int64("resumed_records", im.Resumed).Msg("run imported")
 	if a.cfg.JSON {
@@ -123,11 +117,11 @@ func runImport(ctx context.Context, opts importOptions, a *app) error {
 	if im.Resumed > 0 {
 		a.printf("  %d ledger records were stored by an earlier import that was cut off; taken up from there\n", im.Resumed)
 	}
-	if a.nats() {
-		a.next(fmt.Sprintf("acr --store %s --run-id %s status", a.cfg.Store, r.RunID))
-	} else {
-		a.next(fmt.Sprintf("acr --state-dir %s status", a.cfg.StateDir))
+	s, err := a.store(ctx)
+	if err != nil {
+		return err
 	}
+	a.next(strings.Join(strings.Fields("acr "+s.Flags(r.RunID)+" status"), " "))
 	return nil
 }
 

@@ -2,15 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/acr-project/acr/internal/runstore"
-	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -98,10 +96,15 @@ func runInit(ctx context.Context, opts initOptions, a *app) error {
 	if err != nil {
 		return err
 	}
-	if a.nats() {
-		return runInitRemote(ctx, opts, a, in, opt)
+	s, err := a.store(ctx)
+	if err != nil {
+		return err
 	}
-	c, err := runstore.Init(a.cfg.StateDir, in, opts.RunID, opts.Force, opt)
+	rs, err := s.Run(ctx, opts.RunID)
+	if err != nil {
+		return err
+	}
+	c, err := rs.Init(ctx, in, opts.Force, opt)
 	if err != nil {
 		return err
 	}
@@ -111,11 +114,11 @@ func runInit(ctx context.Context, opts initOptions, a *app) error {
 		archive = filepath.Join(a.cfg.StateDir, filepath.FromSlash(c.Archive))
 		a.log.Info().Str("archive", archive).Msg("previous run archived")
 	}
-	a.log.Info().Str("run_id", st.Run.RunID).Str("state_dir", a.cfg.StateDir).Msg("run initialised")
+	a.log.Info().Str("run_id", st.Run.RunID).Str("store", a.cfg.Store).Msg("run initialised")
 	if a.cfg.JSON {
-		out := map[string]any{"run_id": st.Run.RunID, "state_dir": a.cfg.StateDir, "world": worldDir(a.cfg.StateDir, in.Spec), "goal_ref": st.Run.GoalRefs[0],
+		out := map[string]any{"run_id": st.Run.RunID, "store": a.cfg.Store, "state_dir": a.cfg.StateDir, "world": c.World, "goal_ref": st.Run.GoalRefs[0],
 			"contract_ref": st.Run.ContractRef, "authority_ref": st.Run.AuthorityRef, "environment_ref": st.Run.EnvironmentRef,
-			"loop_disposition": st.Run.LoopDisposition}
+			"loop_disposition": st.Run.LoopDisposition, "label": in.Spec.Label}
 		if archive != "" {
 			out["archived_previous_run"] = archive
 		}
@@ -127,76 +130,15 @@ func runInit(ctx context.Context, opts initOptions, a *app) error {
 	}
 	if archive != "" {
 		what := "ledger, checkpoint, world"
-		if _, err := os.Stat(filepath.Join(archive, filepath.FromSlash(sandbox.WorldDir))); err != nil {
+		if in.Spec.Root != "" {
 			what = "ledger, checkpoint; the directory it looked after stays where it is"
 		}
 		a.printf("archived the previous run (%s) in %s\n  read it with: acr --state-dir %s log\n", what, archive, archive)
 	}
-	a.printf("initialised run %s in %s\n  goal      %s (%s)\n  contract  %s (%s)\n  world     %s\n  checks    %d, failing now: %d\nnext: acr run --max-cycles 20\n",
-		st.Run.RunID, a.cfg.StateDir, in.Goal.ID, st.Run.GoalRefs[0].Short(), in.Contract.ID, st.Run.ContractRef.Short(),
-		a.worldLine(in.Spec), len(in.Spec.Checks), failing(st.Environment.Checks))
-	return nil
-}
-
-// worldDir is the directory a run looks after: its root, or the sandbox
-// copy inside the state directory.
-func worldDir(stateDir string, spec world.Spec) string {
-	if spec.Root != "" {
-		return spec.Root
-	}
-	return filepath.Join(stateDir, filepath.FromSlash(sandbox.WorldDir))
-}
-
-// worldLine says in words which world a run looks after.
-func worldLine(spec world.Spec) string {
-	if spec.Root != "" {
-		return "the directory " + spec.Root + " (in place)"
-	}
-	return "a sandbox copy of the environment's files"
-}
-
-// worldLine is worldLine for this store: a run kept in a JetStream store
-// has its files in the store, with a copy on each host that runs it.
-func (a *app) worldLine(spec world.Spec) string {
-	if a.nats() && spec.Root == "" {
-		return "the environment's files, kept in the store " + a.cfg.Store + " (each host that runs it keeps a copy)"
-	}
-	return worldLine(spec)
-}
-
-// runInitRemote creates the run --run-id names in a JetStream store. There
-// is nothing to archive there, so --force is refused.
-func runInitRemote(ctx context.Context, opts initOptions, a *app, in runstore.Inputs, opt runstore.Options) error {
-	if opts.Force {
-		return usagef("--force replaces the run of a state directory; a run in a nats:// store is created once (pick another --run-id)")
-	}
-	if in.Spec.Root != "" {
-		return usagef("--env %s: %v", opts.Env, runstore.ErrRootWorld)
-	}
-	if err := in.InForce(opt.Clock.Now()); err != nil {
-		return err
-	}
-	m, err := a.dialRemote(ctx)
-	if err != nil {
-		return err
-	}
-	c, err := m.Init(in, opt)
-	if errors.Is(err, runstore.ErrCommandWorld) {
-		return usagef("--env %s: %v", opts.Env, err)
-	}
-	if err != nil {
-		return err
-	}
-	st := c.State
-	a.log.Info().Str("run_id", st.Run.RunID).Str("store", a.cfg.Store).Msg("run initialised")
-	if a.cfg.JSON {
-		a.printJSON(map[string]any{"run_id": st.Run.RunID, "store": a.cfg.Store, "world": filepath.Join(m.WorldDir, filepath.FromSlash(sandbox.WorldDir)),
-			"goal_ref": st.Run.GoalRefs[0], "contract_ref": st.Run.ContractRef, "authority_ref": st.Run.AuthorityRef,
-			"environment_ref": st.Run.EnvironmentRef, "loop_disposition": st.Run.LoopDisposition, "label": in.Spec.Label})
-		return nil
-	}
-	a.printf("initialised run %s in %s\n  goal      %s (%s)\n  contract  %s (%s)\n  world     %s\n  checks    %d, failing now: %d\nnext: acr --store %s --run-id %s run --max-cycles 20\n",
-		st.Run.RunID, a.cfg.Store, in.Goal.ID, st.Run.GoalRefs[0].Short(), in.Contract.ID, st.Run.ContractRef.Short(),
-		"the environment's files, kept in the store (this host's copy: "+m.WorldDir+")", len(in.Spec.Checks), failing(st.Environment.Checks), a.cfg.Store, st.Run.RunID)
+	_, worldWhat := rs.WorldPlace(in.Spec)
+	next := strings.Join(strings.Fields("acr "+s.Flags(st.Run.RunID)+" run --max-cycles 20"), " ")
+	a.printf("initialised run %s in %s\n  goal      %s (%s)\n  contract  %s (%s)\n  world     %s\n  checks    %d, failing now: %d\nnext: %s\n",
+		st.Run.RunID, rs.Where(), in.Goal.ID, st.Run.GoalRefs[0].Short(), in.Contract.ID, st.Run.ContractRef.Short(),
+		worldWhat, len(in.Spec.Checks), failing(st.Environment.Checks), next)
 	return nil
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/acr-project/acr/internal/runstore"
 )
 
 // leaseBreakOptions are acr lease break's flags.
@@ -66,21 +64,14 @@ released or lost it in between, nothing is broken (exit 75: look again).`,
 // runLeaseBreak shows the run's lease, asks at a terminal, breaks it and
 // fences its holder.
 func runLeaseBreak(ctx context.Context, opts leaseBreakOptions, a *app) error {
-	if !a.nats() {
-		return usagef("acr lease break is for a run of a nats:// store; a state directory's lock is the operating system's, released when its holder exits (acr status says whether another invocation is running)")
-	}
-	if a.cfg.RunID == "" {
-		return usagef("--store %s holds many runs: give --run-id ID (acr runs lists them with their leases)", a.cfg.Store)
+	rs, err := a.run(ctx)
+	if err != nil {
+		return err
 	}
 	if !opts.Yes && (a.cfg.JSON || !a.stdinTerminal()) {
 		return usagef("acr lease break asks before it breaks a lease, and stdin is not a terminal: give --yes to break it without asking")
 	}
-	s, err := runstore.DialStore(ctx, a.cfg.Store, a.connection())
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	l, ok, err := s.LeaseOf(ctx, a.cfg.RunID)
+	l, ok, err := rs.Lease(ctx)
 	if err != nil {
 		return err
 	}
@@ -102,7 +93,7 @@ func runLeaseBreak(ctx context.Context, opts leaseBreakOptions, a *app) error {
 	if by == "" {
 		by = osUser()
 	}
-	b, err := s.BreakLease(ctx, l, by, opts.Reason)
+	b, err := rs.BreakLease(ctx, l, by, opts.Reason)
 	if err != nil {
 		return fmt.Errorf("break the lease of %s: %w", a.cfg.RunID, err)
 	}

@@ -11,10 +11,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acr-project/acr/internal/agenda"
+	"github.com/acr-project/acr/internal/chain"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/kernel"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
 )
 
@@ -86,11 +86,11 @@ type failureLine struct {
 // failures reads the failures recorded outside cycles, with one pass over
 // the ledger's lines that decodes only those records.
 func failures(h interface {
-	ScanLines(func(ledger.Line) error) error
+	ScanLines(func(chain.Line) error) error
 }) ([]failureLine, error) {
 	var out []failureLine
 	inCycle := false
-	err := h.ScanLines(func(l ledger.Line) error {
+	err := h.ScanLines(func(l chain.Line) error {
 		switch l.Type {
 		case event.CycleStarted:
 			inCycle = true
@@ -166,7 +166,7 @@ func runLog(ctx context.Context, opts logOptions, a *app) error {
 	var seqs []int64
 	for c := since; until == 0 || c <= until; c++ {
 		recs, err := h.Cycle(c)
-		if errors.Is(err, ledger.ErrNoCycle) {
+		if errors.Is(err, chain.ErrNoCycle) {
 			break
 		}
 		if err != nil {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/report"
+	"github.com/acr-project/acr/internal/runstore"
 )
 
 // reportOptions are acr report's flags.
@@ -109,12 +109,8 @@ func runReport(ctx context.Context, opts reportOptions, a *app) error {
 		}
 		return nil
 	}
-	dir, err := disk.OpenOSDir(filepath.Dir(out))
-	if err != nil {
-		return fmt.Errorf("open output directory of %s: %w", out, err)
-	}
-	if err := disk.ReplaceFile(dir, filepath.Base(out), page.Bytes()); err != nil {
-		return fmt.Errorf("write report %s: %w", out, err)
+	if err := runstore.WriteOutput(out, page.Bytes()); err != nil {
+		return fmt.Errorf("write report: %w", err)
 	}
 	if a.cfg.JSON {
 		a.printJSON(map[string]any{"out": out, "bytes": page.Len(), "run_id": v.Head.RunID, "cycles": v.Cycles,

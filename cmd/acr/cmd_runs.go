@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/runstore"
+	"github.com/acr-project/acr/internal/storage"
 )
 
 // runsOptions are acr runs' flags: it has none of its own.
@@ -45,7 +45,7 @@ type leaseView struct {
 	Revision uint64 `json:"revision"`
 }
 
-func newLeaseView(l jsstore.LeaseStatus) *leaseView {
+func newLeaseView(l storage.LeaseStatus) *leaseView {
 	h := l.Holder
 	return &leaseView{Holder: h.Name, Host: h.Host, PID: h.PID, Command: h.Command, Label: h.Label, Since: h.Since,
 		Renewed: l.Renewed.UTC().Format(time.RFC3339), Until: l.Until.UTC().Format(time.RFC3339), Revision: l.Revision}
@@ -70,56 +70,30 @@ It never takes a lock or a lease.`,
 
 // runRuns lists the runs, without a lock or a lease.
 func runRuns(ctx context.Context, opts runsOptions, a *app) error {
+	st, err := a.store(ctx)
+	if err != nil {
+		return err
+	}
+	all, err := st.Runs(ctx)
+	if err != nil {
+		return err
+	}
 	var rows []runRow
-	if a.nats() {
-		s, err := runstore.DialStore(ctx, a.cfg.Store, a.connection())
-		if err != nil {
-			return err
+	leased := false
+	for _, r := range all {
+		if a.cfg.RunID != "" && r.RunID != a.cfg.RunID {
+			continue
 		}
-		defer s.Close()
-		all, err := s.Runs(ctx)
-		if err != nil {
-			return err
-		}
-		leases, err := s.Leases(ctx)
-		if err != nil {
-			return err
-		}
-		for _, st := range all {
-			if a.cfg.RunID != "" && st.RunID != a.cfg.RunID {
-				continue
-			}
-			row := runRow{RunID: st.RunID, Status: st.RunStatus, Disposition: st.Disposition, Cycle: st.CycleSeq, NextWake: st.NextWake, Inbox: st.Inbox, Label: st.Label}
-			if l, ok := leases[st.RunID]; ok {
-				row.Lease = newLeaseView(l)
-			}
-			rows = append(rows, row)
-		}
-	} else {
-		rs, err := a.readState()
-		if err != nil {
-			return err
-		}
-		q, err := a.queue()
-		if err != nil {
-			return err
-		}
-		items, _, err := q.List()
-		if err != nil {
-			return err
-		}
-		r := rs.State.Run
-		n := uint64(0)
-		for _, it := range items {
-			if !slices.Contains(r.InboxSeen, it.ID) && !slices.Contains(r.AnswersConsumed, it.ID) {
-				n++
-			}
-		}
-		row := runRow{RunID: r.RunID, Status: string(r.Status), Disposition: r.LoopDisposition.String(), Cycle: r.CycleSeq, Inbox: n, Label: rs.State.Spec.Label}
-		if r.NextWake != nil {
-			row.NextWake = r.NextWake.At
+		row := runRow{RunID: r.RunID, Status: r.RunStatus, Disposition: r.Disposition, Cycle: r.CycleSeq, NextWake: r.NextWake, Inbox: r.Inbox, Label: r.Label}
+		if r.Lease != nil {
+			row.Lease = newLeaseView(*r.Lease)
 		}
 		rows = append(rows, row)
+	}
+	if _, ok := st.(runstore.Pool); ok {
+		// A store of many runs shares them among holders: say who holds
+		// each, even when nobody does.
+		leased = true
 	}
 	if a.cfg.JSON {
 		if rows == nil {
@@ -135,7 +109,6 @@ func runRuns(ctx context.Context, opts runsOptions, a *app) error {
 		}
 		return "\t" + s
 	}
-	leased := a.nats()
 	lease := func(r runRow) string {
 		switch {
 		case !leased:

@@ -168,7 +168,7 @@ func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 	}
 	a.printInbox(queued, bad, inboxErr)
 	a.printf("budget       %s\n", budgetLine(r.Budget, rs.State.Contract.Budgets))
-	a.printf("world        %d of %d checks failing, in %s\n", failing(rs.State.Environment.Checks), len(rs.State.Environment.Checks), a.worldLine(rs.State.Spec))
+	a.printf("world        %d of %d checks failing, in %s\n", failing(rs.State.Environment.Checks), len(rs.State.Environment.Checks), a.worldLine(ctx, rs.State.Spec))
 	for _, f := range rs.State.Environment.Refused {
 		a.printf("  refused    %s: %s\n", f.Path, f.Reason)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/storage"
@@ -90,9 +89,6 @@ health check on /healthz, which answers 503 while the store does not.`,
 // runWorker runs due runs until ctx ends (or one pass with --once), up to
 // --concurrency of them at once.
 func runWorker(ctx context.Context, opts workerOptions, a *app) error {
-	if !a.nats() {
-		return usagef("acr worker runs the runs of a nats:// store: give --store nats://HOST:PORT (a state directory has one run: use acr run)")
-	}
 	poll, err := time.ParseDuration(opts.Poll)
 	if err != nil || poll <= 0 {
 		return usagef("--poll %q: want a positive duration such as 3s", opts.Poll)
@@ -146,11 +142,15 @@ func runWorker(ctx context.Context, opts workerOptions, a *app) error {
 	// pauses where it is and goes on when the server answers.
 	conn := a.connection()
 	conn.Patience, conn.Observe = limit, m.observe
-	s, err := runstore.DialStore(ctx, a.cfg.Store, conn)
+	st, err := runstore.OpenStore(ctx, a.cfg.Store, conn, a.cfg.StateDir)
 	if err != nil {
 		return outage(a.cfg.Store, limit, err)
 	}
-	defer s.Close()
+	defer st.Close()
+	s, ok := st.(runstore.Pool)
+	if !ok {
+		return usagef("acr worker runs the runs of a store of many runs, such as --store nats://HOST:PORT (%s holds one run: use acr run)", a.cfg.Store)
+	}
 	woken := make(chan struct{}, 1)
 	wake := func() {
 		select {
@@ -215,10 +215,10 @@ func outage(store string, limit time.Duration, err error) error {
 // worker is one acr worker's loop state.
 type worker struct {
 	a      *app
-	s      *jsstore.Store
+	s      runstore.Pool
 	opt    runstore.Options
 	max    int
-	holder jsstore.Holder
+	holder storage.Holder
 	// labels are --label's: the labelled runs this worker may run.
 	labels []string
 
@@ -305,7 +305,7 @@ func (w *worker) running() int {
 func (w *worker) report(ctx context.Context, id string, err error) {
 	switch {
 	case err == nil:
-	case errors.Is(err, jsstore.ErrLeaseLost):
+	case errors.Is(err, storage.ErrLeaseLost):
 		w.metrics.leaseLost.Inc()
 		w.a.log.Warn().Str("run_id", id).Err(err).Msg("lease lost: the run goes to whoever takes it next")
 	case ctx.Err() != nil:
@@ -329,11 +329,11 @@ func (w *worker) printf(format string, args ...any) {
 // turn takes a run's lease, runs it until it rests or max cycles, and
 // gives the lease back. It returns how many cycles it ran.
 func (w *worker) turn(ctx context.Context, id string) (int, error) {
-	m, err := runstore.OpenRemote(ctx, w.s, w.a.cfg.Store, id, w.a.cfg.StateDir)
+	rs, err := w.s.Run(ctx, id)
 	if err != nil {
 		return 0, err
 	}
-	r, err := m.Open(ctx, w.holder, w.opt)
+	r, err := rs.Open(ctx, w.holder, w.opt)
 	if err != nil {
 		return 0, err
 	}
@@ -342,7 +342,7 @@ func (w *worker) turn(ctx context.Context, id string) (int, error) {
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil && errors.Is(lost, jsstore.ErrLeaseLost) {
+	if err == nil && errors.Is(lost, storage.ErrLeaseLost) {
 		// The run stopped because its lease was lost, not because it
 		// rested or the worker is stopping.
 		err = lost

@@ -8,11 +8,8 @@ import (
 
 	"github.com/acr-project/acr/internal/archive"
 	"github.com/acr-project/acr/internal/codec"
-	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/kernel"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/runstore"
-	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/storage"
 )
@@ -73,12 +70,16 @@ func errorKind(err error) (int, string) {
 		dm *runstore.DamagedError
 		ii *runstore.InterruptedInitError
 		ae *archive.Error
-		he *jsstore.HeldError
+		he *storage.HeldError
+		sg *runstore.SettingError
+		ri *runstore.RunIDError
 	)
 	switch {
 	case err == nil:
 		return exitOK, ""
-	case errors.As(err, &ue), errors.As(err, &nd), errors.Is(err, jsstore.ErrReplicas):
+	case errors.As(err, &ue), errors.As(err, &nd), errors.As(err, &sg), errors.As(err, &ri),
+		errors.Is(err, runstore.ErrRootWorld), errors.Is(err, runstore.ErrCommandWorld), errors.Is(err, runstore.ErrCreateOnce),
+		errors.Is(err, runstore.ErrNoLeases), errors.Is(err, runstore.ErrRunID), errors.Is(err, runstore.ErrOneRun):
 		return exitUsage, "usage"
 	case runstore.Unavailable(err):
 		return exitIO, "unavailable"
@@ -100,8 +101,8 @@ func errorKind(err error) (int, string) {
 		return exitData, "bad_input"
 	case errors.As(err, &dm), errors.As(err, &ii):
 		return exitData, "integrity"
-	case errors.As(err, &ie), errors.Is(err, ledger.ErrCorrupt), errors.Is(err, ledger.ErrBehind), errors.As(err, &re),
-		errors.Is(err, sandbox.ErrKeyConflict):
+	case errors.As(err, &ie), errors.Is(err, storage.ErrCorrupt), errors.Is(err, storage.ErrBehind), errors.As(err, &re),
+		errors.Is(err, runstore.ErrKeyConflict):
 		return exitData, "integrity"
 	case errors.Is(err, runstore.ErrRunExists):
 		return exitData, "run_exists"

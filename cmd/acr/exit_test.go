@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/acr-project/acr/internal/archive"
-	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/runstore"
@@ -51,7 +50,7 @@ func TestExitCodes(t *testing.T) {
 		{"bad archive", fmt.Errorf("run.acr: %w", &archive.Error{Offset: 9, Msg: "x"}), exitData},
 		{"not at rest", wrap(&runstore.NotAtRestError{Where: "d", Beyond: "x"}), exitData},
 		{"import onto a run", &runstore.ImportExistsError{Where: "d"}, exitData},
-		{"replicas the servers cannot hold", fmt.Errorf("--store x: %w", jsstore.ErrReplicas), exitUsage},
+		{"replicas the servers cannot hold", fmt.Errorf("--store x: %w", &runstore.SettingError{Setting: "--nats-replicas", Err: errors.New("the servers cannot hold that many replicas")}), exitUsage},
 		{"anything else", errors.New("boom"), exitInternal},
 	}
 	for _, c := range cases {

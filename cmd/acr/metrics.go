@@ -13,9 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/acr-project/acr/internal/jetstream"
-	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/kernel"
+	"github.com/acr-project/acr/internal/storage"
 )
 
 // workerMetrics is what acr worker --metrics serves: Prometheus metrics
@@ -68,13 +67,13 @@ func newWorkerMetrics(wall func() time.Time) *workerMetrics {
 }
 
 // observe hears one request to the store.
-func (m *workerMetrics) observe(c jetstream.Call) {
+func (m *workerMetrics) observe(c storage.Call) {
 	result := "ok"
 	switch {
 	case c.Err == nil:
-	case errors.Is(c.Err, jetstream.ErrUnavailable):
+	case errors.Is(c.Err, storage.ErrUnavailable):
 		result = "unavailable"
-	case errors.Is(c.Err, jetstream.ErrConflict), errors.Is(c.Err, jetstream.ErrLeaseHeld), errors.Is(c.Err, jetstream.ErrLeaseLost):
+	case errors.Is(c.Err, storage.ErrConflict), errors.Is(c.Err, storage.ErrBusy), errors.Is(c.Err, storage.ErrLeaseLost):
 		result = "conflict"
 	default:
 		result = "error"
@@ -107,7 +106,7 @@ func (m *workerMetrics) observe(c jetstream.Call) {
 }
 
 // runs hears the store's runs, listed for a pass over what is due.
-func (m *workerMetrics) runs(all []jsstore.Status) {
+func (m *workerMetrics) runs(all []storage.RunStatus) {
 	n := map[string]float64{}
 	for _, st := range all {
 		d := st.Disposition

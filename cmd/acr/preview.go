@@ -9,7 +9,6 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/kernel"
-	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -20,32 +19,19 @@ const statusDiffLines = 24
 
 // preview says what the pending action p would change if approved now: a
 // unified diff of its target from the world as it is (or its command
-// line), computed without writing anything. The world is opened read-only
-// in the state directory; for a JetStream store it is read from the store
-// into a temporary copy (this host's own copy may be behind, or absent).
+// line), computed by the store without writing anything (a JetStream
+// store's world is read from the store: this host's own copy may be
+// behind, or absent).
 func (a *app) preview(ctx context.Context, st kernel.EngineState, p state.PendingApproval) (string, error) {
 	var act world.Action
 	if err := codec.DecodeValue(p.Action, &act); err != nil {
 		return "", fmt.Errorf("pending action %s: %w", p.Ref, err)
 	}
-	if a.nats() {
-		m, err := a.dialRemote(ctx)
-		if err != nil {
-			return "", err
-		}
-		w, done, err := m.PreviewWorld(st.Spec)
-		if err != nil {
-			return "", err
-		}
-		defer done()
-		return w.Preview(act)
-	}
-	w, err := sandbox.OpenReadOnly(a.cfg.StateDir, st.Spec)
+	rs, err := a.run(ctx)
 	if err != nil {
 		return "", err
 	}
-	defer w.Close()
-	return w.Preview(act)
+	return rs.Preview(ctx, st.Spec, act)
 }
 
 // indentLines indents every line of text by prefix, keeping at most max

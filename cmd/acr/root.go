@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
-	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/runstore"
 )
 
@@ -198,7 +197,7 @@ func (a *app) resolveStore() error {
 	switch {
 	case store == "":
 		if dir == "" {
-			dir = "engine_state"
+			dir = runstore.DefaultDir
 		}
 		store = "dir:" + dir
 	case strings.HasPrefix(store, "dir:"):
@@ -211,11 +210,11 @@ func (a *app) resolveStore() error {
 		}
 		dir = p
 	case strings.HasPrefix(store, "nats://"), strings.HasPrefix(store, "tls://"):
-		if _, _, err := jsstore.ParseURL(store); err != nil {
+		if err := runstore.CheckStoreURL(store); err != nil {
 			return usagef("--store: %v", err)
 		}
 		if dir == "" {
-			dir = "engine_state"
+			dir = runstore.DefaultDir
 		}
 	default:
 		return usagef("--store %q: want dir:PATH, nats://HOST:PORT[/PREFIX] or tls://HOST:PORT[/PREFIX]", store)

@@ -1,11 +1,10 @@
 package main
 
 import (
-	"os"
+	"errors"
 
 	"github.com/spf13/cobra"
 
-	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/runstore"
 )
 
@@ -41,29 +40,22 @@ func slateInputs(o slateOptions) (runstore.Inputs, error) {
 	return runstore.ReadInputs(o.Goal, o.Contract, o.Env)
 }
 
-// newSlate initialises a run from in on a clean slate and returns the
-// in-memory file system and the world directory it lives in.
-func (a *app) newSlate(in runstore.Inputs, runID string) (disk.FS, string, runstore.Options, error) {
-	if in.Spec.Root != "" {
-		// A clean slate writes nothing, and a run changes its world: a
-		// real directory cannot be its world.
-		return nil, "", runstore.Options{}, usagef("--no-load-state writes nothing, but this environment makes %s the world a run changes; use an environment that lists its files, or one whose root is a copy", in.Spec.Root)
-	}
+// newSlate initialises a run from in on a clean slate, discarded when
+// the command is done.
+func (a *app) newSlate(in runstore.Inputs, runID string) (*runstore.Slate, error) {
 	opt, err := a.clock()
 	if err != nil {
-		return nil, "", opt, err
+		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "acr-clean-slate-")
+	s, err := runstore.NewSlate(in, runID, opt)
+	if errors.Is(err, runstore.ErrSlateRoot) {
+		return nil, usagef("--no-load-state: %v", err)
+	}
 	if err != nil {
-		return nil, "", opt, err
+		return nil, err
 	}
-	a.discard = append(a.discard, func() { _ = os.RemoveAll(dir) })
-	world := dir
-	fsys := disk.NewMem()
-	if _, err := runstore.InitOn(fsys, world, in, runID, opt); err != nil {
-		return nil, "", opt, err
-	}
-	return fsys, world, opt, nil
+	a.discard = append(a.discard, s.Discard)
+	return s, nil
 }
 
 // cleanSlate opens a fresh run on a clean slate, for step and run.
@@ -72,12 +64,12 @@ func (a *app) cleanSlate(slate slateOptions) (*runstore.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	fsys, world, opt, err := a.newSlate(in, "")
+	s, err := a.newSlate(in, "")
 	if err != nil {
 		return nil, err
 	}
 	a.log.Info().Msg("clean slate: the state directory is neither read nor written; the run is discarded at exit")
-	return runstore.OpenOn(fsys, world, opt, nil)
+	return s.Open()
 }
 
 // runInitSlate is acr init --no-load-state: the inputs are validated and a
@@ -87,7 +79,7 @@ func runInitSlate(opts initOptions, a *app) error {
 	if err != nil {
 		return err
 	}
-	_, _, _, err = a.newSlate(in, opts.RunID)
+	_, err = a.newSlate(in, opts.RunID)
 	if err != nil {
 		return err
 	}

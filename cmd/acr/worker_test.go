@@ -14,8 +14,8 @@ import (
 
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/jetstream/natstest"
-	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/runstore"
+	"github.com/acr-project/acr/internal/storage"
 )
 
 // TestWorkers: two workers on one store with several runs, one of them
@@ -247,7 +247,7 @@ func TestConsumedInboxDropped(t *testing.T) {
 	type killed struct{}
 	m, err := runstore.OpenRemote(t.Context(), s, store, id, filepath.Join(dir, "state"))
 	require.NoError(t, err)
-	r, err := m.Open(t.Context(), jsstore.Holder{Name: "test"}, runstore.Options{Failpoint: func(stage string) {
+	r, err := m.Open(t.Context(), storage.Holder{Name: "test"}, runstore.Options{Failpoint: func(stage string) {
 		if stage == "after-checkpoint" {
 			panic(killed{})
 		}
@@ -262,7 +262,7 @@ func TestConsumedInboxDropped(t *testing.T) {
 
 	m, err = runstore.OpenRemote(t.Context(), s, store, id, filepath.Join(dir, "state"))
 	require.NoError(t, err)
-	r, err = m.Open(t.Context(), jsstore.Holder{Name: "test"}, runstore.Options{})
+	r, err = m.Open(t.Context(), storage.Holder{Name: "test"}, runstore.Options{})
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
 	require.Zero(t, inbox(), "reopening the run deletes what its checkpoint consumed")

@@ -24,10 +24,10 @@ import (
 
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/jetstream/natstest"
-	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/perf"
 	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/scenario"
+	"github.com/acr-project/acr/internal/storage"
 )
 
 // TestWorkerProcesses runs a pool of real acr worker processes on one
@@ -161,7 +161,7 @@ func TestWorkerProcesses(t *testing.T) {
 		}
 		for key := range keys.Keys() {
 			e, err := leases.Get(t.Context(), key)
-			var h jsstore.Holder
+			var h storage.Holder
 			if err == nil && json.Unmarshal(e.Value(), &h) == nil && h.Name == fmt.Sprintf("%s:%d", host, pid) {
 				assert.NoError(t, leases.Purge(t.Context(), key))
 			}

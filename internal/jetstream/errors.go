@@ -8,14 +8,16 @@ import (
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/acr-project/acr/internal/storage"
 )
 
 // Errors callers branch on.
 var (
 	// ErrConflict means a write stated a sequence or revision that is no
 	// longer the last one: another writer got there first. Nothing of the
-	// write was stored.
-	ErrConflict = errors.New("stale sequence or revision")
+	// write was stored. It matches storage.ErrConflict.
+	ErrConflict error = alsoIs{"stale sequence or revision", storage.ErrConflict}
 
 	// ErrExists means a create-if-absent found the key present.
 	ErrExists = errors.New("already exists")
@@ -23,8 +25,9 @@ var (
 	// ErrNotFound means there is no such key or record.
 	ErrNotFound = errors.New("not found")
 
-	// ErrLeaseLost means a lease expired or was taken over before renewal.
-	ErrLeaseLost = errors.New("lease lost")
+	// ErrLeaseLost means a lease expired or was taken over before renewal
+	// (storage.ErrLeaseLost).
+	ErrLeaseLost = storage.ErrLeaseLost
 
 	// ErrTooLarge means a message is larger than the server or the stream
 	// accepts.
@@ -34,14 +37,26 @@ var (
 	// not be reached or did not answer in time. A write that fails with it
 	// may or may not have been stored: retry it unchanged (the same records
 	// against the same frontier), which either stores it or reports that it
-	// already was. acr maps it to exit 74.
-	ErrUnavailable = errors.New("nats server unavailable")
+	// already was. acr maps it to exit 74. It matches storage.ErrUnavailable.
+	ErrUnavailable error = alsoIs{"nats server unavailable", storage.ErrUnavailable}
 
 	// ErrReplicas means the servers cannot place a stream or bucket with
 	// the replica count asked for: more than one on a server that is not
 	// in a cluster, more than the cluster's servers. Nothing was changed.
 	ErrReplicas = errors.New("the servers cannot hold that many replicas")
 )
+
+// alsoIs is a sentinel error that also matches a more general one (its
+// kind of failure as every store names it).
+type alsoIs struct {
+	msg string
+	is  error
+}
+
+func (e alsoIs) Error() string { return e.msg }
+
+// Is lets errors.Is match the general error too.
+func (e alsoIs) Is(target error) bool { return target == e.is }
 
 // JetStream API error codes this package interprets (nats-server
 // server/errors.json).

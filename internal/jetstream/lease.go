@@ -10,10 +10,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/acr-project/acr/internal/storage"
 )
 
-// ErrLeaseHeld means another holder has the run's lease.
-var ErrLeaseHeld = errors.New("lease held by another worker")
+// ErrLeaseHeld means another holder has the run's lease. It matches
+// storage.ErrBusy.
+var ErrLeaseHeld error = alsoIs{"lease held by another worker", storage.ErrBusy}
 
 // Leases are run leases in the lease bucket, one key per run. The bucket's
 // TTL (the stream's MaxAge) is the lease duration: every revision expires

@@ -5,24 +5,13 @@ import (
 	"errors"
 	"math/rand/v2"
 	"time"
+
+	"github.com/acr-project/acr/internal/storage"
 )
 
-// Call is one request to the server as Options.Observe hears it: what was
-// asked, how long the answer took, and whether the call will try again.
-type Call struct {
-	// Op names what was asked: "commit", "read", "world.write",
-	// "lease.renew", and so on.
-	Op string
-	// Took is how long the request took until its answer, its error or
-	// its timeout.
-	Took time.Duration
-	// Err is the request's error (nil when it was answered as asked); an
-	// unreachable server is ErrUnavailable.
-	Err error
-	// Waited is the pause before the call's next attempt, when the server
-	// did not answer and the call tries again; 0 otherwise.
-	Waited time.Duration
-}
+// Call is one request to the server as Options.Observe hears it
+// (storage.Call: every store on a server reports its requests alike).
+type Call = storage.Call
 
 // Backoff of a call that retries while the server does not answer: the
 // first pause, the longest one.

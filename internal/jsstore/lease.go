@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,90 +14,6 @@ import (
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/storage"
 )
-
-// Holder is who holds a run's lease, as the lease's value keeps it: for
-// operators (acr runs, the busy message) and for the holder itself, which
-// recognises its own lease by the token.
-type Holder struct {
-	// Name is the holder's name, "host:pid" for an acr process.
-	Name string `json:"name"`
-	// Host and PID are where the holder runs.
-	Host string `json:"host,omitempty"`
-	PID  int    `json:"pid,omitempty"`
-	// Command is the acr command that holds it (worker, run, export, ...).
-	Command string `json:"command,omitempty"`
-	// Label is a worker's --label, if any.
-	Label string `json:"label,omitempty"`
-	// Since is when the holder took the lease (RFC 3339).
-	Since string `json:"since,omitempty"`
-	// Token is random, one per acquisition: the lease's bytes are this
-	// acquisition's own.
-	Token string `json:"token,omitempty"`
-}
-
-// String names the holder for people: "host-a:4242 (worker, label eu)".
-func (h Holder) String() string {
-	var what []string
-	if h.Command != "" {
-		what = append(what, h.Command)
-	}
-	if h.Label != "" {
-		what = append(what, "label "+h.Label)
-	}
-	if len(what) == 0 {
-		return h.Name
-	}
-	return h.Name + " (" + strings.Join(what, ", ") + ")"
-}
-
-// sameProcess reports whether two holders are one process: the same name
-// on the same host with the same pid.
-func (h Holder) sameProcess(o Holder) bool {
-	return h.Name == o.Name && h.Host == o.Host && h.PID == o.PID && h.PID != 0
-}
-
-// decodeHolder reads a lease's value; a value an earlier release wrote
-// (the holder's name alone) is a Holder with that name.
-func decodeHolder(b []byte) Holder {
-	var h Holder
-	if json.Unmarshal(b, &h) != nil || h.Name == "" {
-		return Holder{Name: string(b)}
-	}
-	return h
-}
-
-// LeaseStatus is a run's lease as the store holds it.
-type LeaseStatus struct {
-	Run    string
-	Holder Holder
-	// Renewed is when its last revision (its acquisition or last
-	// renewal) was stored; Until when it lapses unless renewed again.
-	Renewed, Until time.Time
-	// Revision is the lease's KV revision, what BreakLease expects.
-	Revision uint64
-}
-
-// HeldError says that another holder has a run's lease. It matches
-// storage.ErrBusy.
-type HeldError struct {
-	Run   string
-	Lease LeaseStatus
-}
-
-func (e *HeldError) Error() string {
-	h := e.Lease.Holder
-	msg := fmt.Sprintf("run %s is held by %s", e.Run, h)
-	if h.Since != "" {
-		msg += " since " + h.Since
-	}
-	if !e.Lease.Until.IsZero() {
-		msg += ", until " + e.Lease.Until.UTC().Format(time.RFC3339) + " unless renewed"
-	}
-	return msg
-}
-
-// Unwrap lets errors.Is(err, storage.ErrBusy) match.
-func (e *HeldError) Unwrap() error { return storage.ErrBusy }
 
 // Lease is a holder's hold on one run: a key in the store's lease bucket
 // (<prefix>-lease) whose bucket TTL is the lease duration. Acquire
@@ -122,7 +37,7 @@ type Lease struct {
 // very process held before (the same host, name and pid: a worker that
 // lost touch with the server and comes back to the runs it held) is taken
 // over rather than waited out.
-func (s *Store) Acquire(ctx context.Context, run string, h Holder) (*Lease, error) {
+func (s *Store) Acquire(ctx context.Context, run string, h storage.Holder) (*Lease, error) {
 	h.Since = s.opts.Now().UTC().Format(time.RFC3339)
 	h.Token = rand.Text()
 	value, err := json.Marshal(h)
@@ -138,10 +53,10 @@ func (s *Store) Acquire(ctx context.Context, run string, h Holder) (*Lease, erro
 			l, err = s.blocks.Leases.Acquire(ctx, run, value)
 		case gerr != nil:
 			return nil, gerr
-		case decodeHolder(info.Value).sameProcess(h):
+		case storage.DecodeHolder(info.Value).SameProcess(h):
 			l, err = s.blocks.Leases.TakeOver(ctx, run, value, info.Rev)
 		default:
-			return nil, &HeldError{Run: run, Lease: s.leaseStatus(info)}
+			return nil, &storage.HeldError{Run: run, Lease: s.leaseStatus(info)}
 		}
 	}
 	if errors.Is(err, jetstream.ErrLeaseHeld) {
@@ -153,14 +68,14 @@ func (s *Store) Acquire(ctx context.Context, run string, h Holder) (*Lease, erro
 	return &Lease{s: s, l: l}, nil
 }
 
-func (s *Store) leaseStatus(info jetstream.LeaseInfo) LeaseStatus {
-	return LeaseStatus{Run: info.Run, Holder: decodeHolder(info.Value), Renewed: info.Written,
+func (s *Store) leaseStatus(info jetstream.LeaseInfo) storage.LeaseStatus {
+	return storage.LeaseStatus{Run: info.Run, Holder: storage.DecodeHolder(info.Value), Renewed: info.Written,
 		Until: info.Written.Add(s.TTL()), Revision: info.Rev}
 }
 
 // Leases lists every lease the store holds, by run id.
-func (s *Store) Leases(ctx context.Context) (map[string]LeaseStatus, error) {
-	out := map[string]LeaseStatus{}
+func (s *Store) Leases(ctx context.Context) (map[string]storage.LeaseStatus, error) {
+	out := map[string]storage.LeaseStatus{}
 	err := s.blocks.Leases.List(ctx, func(info jetstream.LeaseInfo) error {
 		out[info.Run] = s.leaseStatus(info)
 		return nil
@@ -169,38 +84,15 @@ func (s *Store) Leases(ctx context.Context) (map[string]LeaseStatus, error) {
 }
 
 // LeaseOf returns run's lease; ok is false when nobody holds it.
-func (s *Store) LeaseOf(ctx context.Context, run string) (st LeaseStatus, ok bool, err error) {
+func (s *Store) LeaseOf(ctx context.Context, run string) (st storage.LeaseStatus, ok bool, err error) {
 	info, err := s.blocks.Leases.Get(ctx, run)
 	if errors.Is(err, jetstream.ErrNotFound) {
-		return LeaseStatus{}, false, nil
+		return storage.LeaseStatus{}, false, nil
 	}
 	if err != nil {
-		return LeaseStatus{}, false, err
+		return storage.LeaseStatus{}, false, err
 	}
 	return s.leaseStatus(info), true, nil
-}
-
-// LeaseBreak is what a person says when breaking a lease, recorded in the
-// run's ledger (event.LeaseBroken).
-type LeaseBreak struct {
-	// Name is the holder's name, Holder the holder as its lease named it.
-	Name   string `json:"name"`
-	Holder Holder `json:"holder"`
-	// LeaseRevision is the revision of the lease that was broken.
-	LeaseRevision uint64 `json:"lease_revision"`
-	// By is who broke it, Reason why.
-	By     string `json:"by"`
-	Reason string `json:"reason,omitempty"`
-}
-
-// Broken is what BreakLease did.
-type Broken struct {
-	// Fence is the ledger record that fences the holder's appends (seq 0
-	// when the run has no ledger yet); WorldTaken whether the world's
-	// head was moved to fence its world writes (false when the run has no
-	// world in the store).
-	Fence      state.Frontier
-	WorldTaken bool
 }
 
 // BreakLease ends a lease whose holder a person knows to be gone, so that
@@ -213,8 +105,8 @@ type Broken struct {
 // the run's world is taken (its next world write expects the old head,
 // and is refused); its checkpoint commits are guarded by the ledger's end
 // already. The next holder recovers the run as after a crash.
-func (s *Store) BreakLease(ctx context.Context, st LeaseStatus, by, reason string) (Broken, error) {
-	var b Broken
+func (s *Store) BreakLease(ctx context.Context, st storage.LeaseStatus, by, reason string) (storage.Broken, error) {
+	var b storage.Broken
 	err := s.blocks.Leases.Break(ctx, st.Run, st.Revision)
 	if errors.Is(err, jetstream.ErrConflict) {
 		return b, fmt.Errorf("%w: %w", storage.ErrConflict, err)
@@ -226,7 +118,7 @@ func (s *Store) BreakLease(ctx context.Context, st LeaseStatus, by, reason strin
 	if err != nil {
 		return b, err
 	}
-	obj, err := event.NewObject("lease", LeaseBreak{Name: st.Holder.Name, Holder: st.Holder, LeaseRevision: st.Revision, By: by, Reason: reason})
+	obj, err := event.NewObject("lease", storage.LeaseBreak{Name: st.Holder.Name, Holder: st.Holder, LeaseRevision: st.Revision, By: by, Reason: reason})
 	if err != nil {
 		return b, err
 	}
@@ -257,7 +149,7 @@ func (s *Store) BreakLease(ctx context.Context, st LeaseStatus, by, reason strin
 		if err != nil {
 			return b, fmt.Errorf("fence the ledger of %s: %w", st.Run, err)
 		}
-		b.Fence = l.Frontier()
+		b.Fence = storage.Fence{Seq: l.Frontier().Seq, Offset: l.Frontier().Offset}
 		break
 	}
 	w := r.World()

@@ -32,7 +32,7 @@ func TestLeasesAreSeenAndBroken(t *testing.T) {
 	w := r.World()
 	require.NoError(t, w.Seal(map[string][]byte{"a": []byte("a")}, l.Frontier().Offset))
 
-	a := Holder{Name: "host-a:10", Host: "host-a", PID: 10, Command: "worker", Label: "eu"}
+	a := storage.Holder{Name: "host-a:10", Host: "host-a", PID: 10, Command: "worker", Label: "eu"}
 	la, err := s.Acquire(ctx(t), r.ID, a)
 	require.NoError(t, err)
 	all, err := s.Leases(ctx(t))
@@ -47,8 +47,8 @@ func TestLeasesAreSeenAndBroken(t *testing.T) {
 	assert.WithinDuration(t, time.Now(), got.Renewed, 10*time.Second)
 	assert.Equal(t, s.TTL(), got.Until.Sub(got.Renewed))
 
-	_, err = s.Acquire(ctx(t), r.ID, Holder{Name: "host-b:20", Host: "host-b", PID: 20, Command: "run"})
-	var held *HeldError
+	_, err = s.Acquire(ctx(t), r.ID, storage.Holder{Name: "host-b:20", Host: "host-b", PID: 20, Command: "run"})
+	var held *storage.HeldError
 	require.ErrorAs(t, err, &held)
 	require.ErrorIs(t, err, storage.ErrBusy)
 	assert.Contains(t, err.Error(), "held by host-a:10 (worker, label eu) since ")
@@ -88,15 +88,15 @@ func TestLeasesAreSeenAndBroken(t *testing.T) {
 	require.NoError(t, err)
 	last := recs[len(recs)-1].Event
 	require.Equal(t, event.LeaseBroken, last.Type)
-	var brk LeaseBreak
+	var brk storage.LeaseBreak
 	require.NoError(t, last.Object.Decode(&brk))
-	assert.Equal(t, LeaseBreak{Name: "host-a:10", Holder: st.Holder, LeaseRevision: st.Revision, By: "alice", Reason: "host-a is gone"}, brk)
+	assert.Equal(t, storage.LeaseBreak{Name: "host-a:10", Holder: st.Holder, LeaseRevision: st.Revision, By: "alice", Reason: "host-a is gone"}, brk)
 	rep, err := h.Verify(nil)
 	require.NoError(t, err)
 	assert.True(t, rep.OK, "%v", rep.Damage)
 
 	// A new holder takes the run at once.
-	_, err = s.Acquire(ctx(t), r.ID, Holder{Name: "host-b:20", Host: "host-b", PID: 20, Command: "worker"})
+	_, err = s.Acquire(ctx(t), r.ID, storage.Holder{Name: "host-b:20", Host: "host-b", PID: 20, Command: "worker"})
 	require.NoError(t, err)
 	if errors.Is(err, storage.ErrBusy) {
 		t.Fatal("still busy after the break")

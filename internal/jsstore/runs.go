@@ -14,30 +14,11 @@ import (
 	"github.com/acr-project/acr/internal/storage"
 )
 
-// Status is what the store knows of a run without opening it: a summary
-// written on <prefix>.status.<run> in the same atomic batch as each
-// checkpoint (so it is never ahead of or behind the checkpoint), and the
-// number of items waiting in its inbox.
-type Status struct {
-	RunID      string `json:"run_id"`
-	Generation int64  `json:"generation"`
-	CycleSeq   int64  `json:"cycle_seq"`
-	// RunStatus is the run state's status (RUNNING, STOPPED, FAULTED).
-	RunStatus string `json:"status,omitempty"`
-	// Disposition is the scheduler state the last cycle ended in
-	// (CONTINUE, IDLE, SLEEP, WAIT_APPROVAL, DEFERRED, STOPPED, FAULTED).
-	Disposition string `json:"disposition,omitempty"`
-	// NextWake is when a sleeping run is due again (RFC 3339), if ever.
-	NextWake string `json:"next_wake,omitempty"`
-	// UpdatedAt is the run state's clock reading of its last change.
-	UpdatedAt string `json:"updated_at,omitempty"`
-	// Label is the environment's label: only a worker with that label
-	// runs the run (empty: any worker).
-	Label string `json:"label,omitempty"`
-	// Inbox is how many items wait in the run's inbox (not stored in the
-	// status message: counted when listing).
-	Inbox uint64 `json:"-"`
-}
+// Status is what the store knows of a run without opening it
+// (storage.RunStatus): a summary written on <prefix>.status.<run> in the
+// same atomic batch as each checkpoint (so it is never ahead of or behind
+// the checkpoint), and the number of items waiting in its inbox.
+type Status = storage.RunStatus
 
 // statusOf summarises a commit. It reads the few fields it needs from
 // the run_state file (and the label from environment_spec), leniently (a file without them gives an empty
@@ -66,28 +47,6 @@ func statusOf(cm storage.Commit, m storage.Manifest) Status {
 		st.Label = spec.Label
 	}
 	return st
-}
-
-// Takes reports whether a worker with labels runs the run: a run without
-// a label goes to any worker, a run with one only to a worker that has it.
-func (s Status) Takes(labels []string) bool {
-	return s.Label == "" || slices.Contains(labels, s.Label)
-}
-
-// Due reports whether a worker should run the run now: it is not stopped
-// or faulted, and its last cycle asked to continue, its wake time has
-// come, or its inbox holds items.
-func (s Status) Due(now time.Time) bool {
-	switch {
-	case s.RunStatus == "STOPPED" || s.RunStatus == "FAULTED" || s.Disposition == "STOPPED" || s.Disposition == "FAULTED":
-		return false
-	case s.Disposition == "CONTINUE" || s.Inbox > 0:
-		return true
-	case s.NextWake != "":
-		at, err := time.Parse(time.RFC3339, s.NextWake)
-		return err != nil || !now.Before(at) // an unreadable time: let a worker look
-	}
-	return false
 }
 
 // Runs lists every run that has a checkpoint, by run id: two requests

@@ -79,7 +79,7 @@ func TestUnavailable(t *testing.T) {
 		"keys get":      func() error { _, _, err := r.Keys().Get("k"); return err },
 		"keys create":   func() error { return r.Keys().Create("k", []byte("v")) },
 		"keys put":      func() error { return r.Keys().Put("k", []byte("v")) },
-		"acquire":       func() error { _, err := s.Acquire(ctx(t), r.ID, Holder{Name: "w"}); return err },
+		"acquire":       func() error { _, err := s.Acquire(ctx(t), r.ID, storage.Holder{Name: "w"}); return err },
 		"runs":          func() error { _, err := s.Runs(ctx(t)); return err },
 		"open store":    func() error { _, err := Open(ctx(t), nc, testOptions); return err },
 		"dial":          func() error { _, err := Dial(ctx(t), srv.ClientURL()+"/t", testOptions); return err },
@@ -119,9 +119,9 @@ func TestStaleWriterAfterLeaseLoss(t *testing.T) {
 	require.NoError(t, err)
 	const id = "run:lease"
 
-	la, err := s.Acquire(ctx(t), id, Holder{Name: "worker-a"})
+	la, err := s.Acquire(ctx(t), id, storage.Holder{Name: "worker-a"})
 	require.NoError(t, err)
-	_, err = s.Acquire(ctx(t), id, Holder{Name: "worker-b"})
+	_, err = s.Acquire(ctx(t), id, storage.Holder{Name: "worker-b"})
 	require.ErrorIs(t, err, storage.ErrBusy)
 	ra, l, ca, m1 := initRun(t, s, id, "CONTINUE", "")
 	require.NoError(t, la.Renew(ctx(t)))
@@ -129,7 +129,7 @@ func TestStaleWriterAfterLeaseLoss(t *testing.T) {
 	// Worker a pauses past its TTL; b takes the lease and the run.
 	var lb *Lease
 	require.Eventually(t, func() bool {
-		lb, err = s.Acquire(ctx(t), id, Holder{Name: "worker-b"})
+		lb, err = s.Acquire(ctx(t), id, storage.Holder{Name: "worker-b"})
 		return err == nil
 	}, 5*time.Second, 50*time.Millisecond)
 	require.Greater(t, lb.Token(), la.Token(), "the token grows")
@@ -172,11 +172,11 @@ func TestLeaseKeep(t *testing.T) {
 	require.NoError(t, err)
 	const id = "run:keep"
 
-	l, err := s.Acquire(ctx(t), id, Holder{Name: "w"})
+	l, err := s.Acquire(ctx(t), id, storage.Holder{Name: "w"})
 	require.NoError(t, err)
 	held, stop := l.Keep(ctx(t))
 	time.Sleep(1500 * time.Millisecond) // past the TTL: only renewals keep it
-	_, err = s.Acquire(ctx(t), id, Holder{Name: "other"})
+	_, err = s.Acquire(ctx(t), id, storage.Holder{Name: "other"})
 	require.ErrorIs(t, err, storage.ErrBusy, "a kept lease is held past its TTL")
 	require.NoError(t, held.Err())
 

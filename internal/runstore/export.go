@@ -10,7 +10,6 @@ import (
 	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/inbox"
-	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
@@ -116,7 +115,7 @@ func ExportDir(dir string) (Exported, error) {
 // Export reads the run for an archive, holding its lease for holder
 // (storage.ErrBusy while a worker or another command has it). Its world
 // is read from the store (see readRemoteWorld).
-func (m *Remote) Export(ctx context.Context, holder jsstore.Holder) (Exported, error) {
+func (m *Remote) Export(ctx context.Context, holder storage.Holder) (Exported, error) {
 	l, err := m.Store.Acquire(ctx, m.Run.ID, holder)
 	if err != nil {
 		return Exported{}, fmt.Errorf("run %s: %w", m.Run.ID, err)

@@ -16,7 +16,6 @@ import (
 	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/jetstream/natstest"
-	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/storage"
@@ -205,10 +204,10 @@ func TestImportRemoteResumes(t *testing.T) {
 	_, _, err = m.ReadState()
 	assert.ErrorIs(t, err, storage.ErrNoRun, "records without a checkpoint are no run")
 
-	im, err := m.Import(t.Context(), r, st, jsstore.Holder{Name: "test"})
+	im, err := m.Import(t.Context(), r, st, storage.Holder{Name: "test"})
 	require.NoError(t, err)
 	assert.Equal(t, int64(5), im.Resumed)
-	ex, err := m.Export(t.Context(), jsstore.Holder{Name: "test"})
+	ex, err := m.Export(t.Context(), storage.Holder{Name: "test"})
 	require.NoError(t, err)
 	b, err := archive.Encode(ex.Run)
 	require.NoError(t, err)
@@ -216,7 +215,7 @@ func TestImportRemoteResumes(t *testing.T) {
 	require.NoError(t, err)
 	sameBytes(t, want, b, "the run in the store is the archive's")
 
-	_, err = m.Import(t.Context(), r, st, jsstore.Holder{Name: "test"})
+	_, err = m.Import(t.Context(), r, st, storage.Holder{Name: "test"})
 	assert.ErrorIs(t, err, ErrRunExists)
 
 	// Records beyond the checkpoint (a cycle a worker's death cut off):
@@ -225,7 +224,7 @@ func TestImportRemoteResumes(t *testing.T) {
 	require.NoError(t, err)
 	_, err = led.Append([]event.Event{{Type: event.RecoveryStarted, RunID: "run:test", At: "2026-01-01T00:00:00Z"}})
 	require.NoError(t, err)
-	_, err = m.Export(t.Context(), jsstore.Holder{Name: "test"})
+	_, err = m.Export(t.Context(), storage.Holder{Name: "test"})
 	assert.ErrorIs(t, err, ErrNotAtRest)
 	assert.ErrorContains(t, err, "the ledger goes on past the checkpoint's seq")
 
@@ -237,7 +236,7 @@ func TestImportRemoteResumes(t *testing.T) {
 	_, err = led.Append([]event.Event{{Type: event.RecoveryStarted, RunID: "run:other", At: "2026-01-01T00:00:00Z"}})
 	require.NoError(t, err)
 	r.RunID = "run:other"
-	_, err = other.Import(t.Context(), r, st, jsstore.Holder{Name: "test"})
+	_, err = other.Import(t.Context(), r, st, storage.Holder{Name: "test"})
 	var ie *ImportExistsError
 	require.True(t, errors.As(err, &ie), "%v", err)
 	assert.Contains(t, ie.Damaged, "not this archive's")

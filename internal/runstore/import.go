@@ -15,7 +15,6 @@ import (
 	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/inbox"
-	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
@@ -228,7 +227,7 @@ const (
 // its checkpoint leaves no run, and the same import run again resumes
 // from the records it finds (they must be the archive's own, or the run
 // is refused as damaged).
-func (m *Remote) Import(ctx context.Context, r archive.Run, st kernel.EngineState, holder jsstore.Holder) (Imported, error) {
+func (m *Remote) Import(ctx context.Context, r archive.Run, st kernel.EngineState, holder storage.Holder) (Imported, error) {
 	if st.Spec.Root != "" {
 		return Imported{}, ErrRootWorld
 	}

@@ -72,6 +72,9 @@ type Created struct {
 	// Archive is the directory, relative to the state directory, that the
 	// replaced run was moved to; empty when there was nothing to replace.
 	Archive string
+	// World is where this host sees the run's world (RunStore.Init sets
+	// it).
+	World string
 }
 
 // ErrRunExists: init found a run and was not told to replace it.

@@ -47,7 +47,7 @@ type Remote struct {
 // Unavailable reports whether err means the store could not be reached or
 // did not answer (exit 74): the outcome of a write that failed with it is
 // unknown, and a reopened run reads what was stored.
-func Unavailable(err error) bool { return errors.Is(err, jsstore.ErrUnavailable) }
+func Unavailable(err error) bool { return errors.Is(err, storage.ErrUnavailable) }
 
 // NoRemoteRunError means a JetStream store has no run of that id (no
 // committed checkpoint). It matches storage.ErrNoRun.
@@ -199,10 +199,13 @@ func (m *Remote) History() (History, error) { return m.Run.History() }
 // (a *ValidationError naming it).
 func (m *Remote) Init(in Inputs, opt Options) (Created, error) {
 	if in.Spec.Root != "" {
-		return Created{}, ErrRootWorld
+		return Created{}, fmt.Errorf("--env %s: %w", in.EnvFile, ErrRootWorld)
 	}
 	if commandFix(in.Spec) {
-		return Created{}, ErrCommandWorld
+		return Created{}, fmt.Errorf("--env %s: %w", in.EnvFile, ErrCommandWorld)
+	}
+	if err := in.InForce(opt.Clock.Now()); err != nil {
+		return Created{}, err
 	}
 	sw := m.Run.World()
 	if err := checkRoom(in, sw); err != nil {
@@ -289,7 +292,7 @@ func checkRoom(in Inputs, sw *jsstore.World) error {
 // run's Held context is cancelled if the lease is lost: run the driver
 // under it. Close writes what is owed and releases the lease. ctx bounds
 // the lease: when it ends, the lease is no longer renewed.
-func (m *Remote) Open(ctx context.Context, holder jsstore.Holder, opt Options) (*Run, error) {
+func (m *Remote) Open(ctx context.Context, holder storage.Holder, opt Options) (*Run, error) {
 	l, err := m.Store.Acquire(ctx, m.Run.ID, holder)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", m.Run.ID, err)

@@ -181,7 +181,7 @@ func committed(t *testing.T, h History) map[string]int {
 // cycles opens the run on m's host, runs at most n cycles and closes it.
 func cycles(t *testing.T, m *Remote, holder string, n int) (kernel.RunReport, error) {
 	t.Helper()
-	r, err := m.Open(t.Context(), jsstore.Holder{Name: holder}, testOptions())
+	r, err := m.Open(t.Context(), storage.Holder{Name: holder}, testOptions())
 	if err != nil {
 		return kernel.RunReport{}, err
 	}
@@ -262,18 +262,18 @@ func TestRemoteForcedSecondWriter(t *testing.T) {
 	require.NoError(t, err)
 	initial := rs.world(t, id)
 
-	a, err := onA.Open(t.Context(), jsstore.Holder{Name: "a"}, testOptions())
+	a, err := onA.Open(t.Context(), storage.Holder{Name: "a"}, testOptions())
 	require.NoError(t, err)
 	rs.freeLease(t, id)
 	// On the same host the copy of the world is locked.
-	_, err = onA.Open(t.Context(), jsstore.Holder{Name: "a-again"}, testOptions())
+	_, err = onA.Open(t.Context(), storage.Holder{Name: "a-again"}, testOptions())
 	require.ErrorIs(t, err, storage.ErrBusy)
 	rs.freeLease(t, id)
 	// B reads another time than A: the same time would make its first
 	// batch A's byte for byte, which the store takes for a retry of A's.
 	optB := testOptions()
 	optB.Clock = &stepClock{t: time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)}
-	b, err := onB.Open(t.Context(), jsstore.Holder{Name: "b"}, optB)
+	b, err := onB.Open(t.Context(), storage.Holder{Name: "b"}, optB)
 	require.NoError(t, err)
 	_, err = a.Driver.Step()
 	require.ErrorIs(t, err, storage.ErrConflict, "A's effect is refused by the store: B took the world")
@@ -442,7 +442,7 @@ func TestRemoteWorldRefusesCommands(t *testing.T) {
 	m := rs.on(t, host, id)
 	_, err := m.Init(in, testOptions())
 	require.NoError(t, err)
-	r, err := m.Open(t.Context(), jsstore.Holder{Name: "a"}, testOptions())
+	r, err := m.Open(t.Context(), storage.Holder{Name: "a"}, testOptions())
 	require.NoError(t, err)
 	defer r.Close()
 	for i, a := range []world.Action{
@@ -470,12 +470,12 @@ func TestRemoteImportExportOnAnyHost(t *testing.T) {
 	r, st, err := CheckArchive(want)
 	require.NoError(t, err)
 	hostA, hostB, hostC := t.TempDir(), t.TempDir(), t.TempDir()
-	_, err = rs.on(t, hostA, r.RunID).Import(t.Context(), r, st, jsstore.Holder{Name: "a"})
+	_, err = rs.on(t, hostA, r.RunID).Import(t.Context(), r, st, storage.Holder{Name: "a"})
 	require.NoError(t, err)
 	srcWorld := filesUnder(t, filepath.Join(src, "sandbox", "world"))
 	assert.Equal(t, srcWorld, rs.world(t, r.RunID), "the world is in the store")
 
-	ex, err := rs.on(t, hostB, r.RunID).Export(t.Context(), jsstore.Holder{Name: "b"})
+	ex, err := rs.on(t, hostB, r.RunID).Export(t.Context(), storage.Holder{Name: "b"})
 	require.NoError(t, err)
 	got, err := archive.Encode(ex.Run)
 	require.NoError(t, err)
@@ -491,7 +491,7 @@ func TestRemoteImportExportOnAnyHost(t *testing.T) {
 	bad.RunID = "run:with-a-link"
 	bad.World = append(slices.Clone(r.World), archive.Entry{Path: "link", Type: archive.TypeSymlink, Data: []byte("README.md")})
 	m := rs.on(t, hostA, bad.RunID)
-	_, err = m.Import(t.Context(), bad, st, jsstore.Holder{Name: "a"})
+	_, err = m.Import(t.Context(), bad, st, storage.Holder{Name: "a"})
 	require.ErrorContains(t, err, "symlink")
 	_, err = m.Run.World().Load()
 	require.ErrorIs(t, err, jsstore.ErrNoWorld)
