@@ -156,3 +156,37 @@ func jsonNames(t reflect.Type) []string {
 	}
 	return out
 }
+
+// TestLevels: does the next step fit in a run budget? A hard level may be
+// reached, never passed; a zero level is no level; the soft level counts
+// from the last replenishment.
+func TestLevels(t *testing.T) {
+	cases := []struct {
+		name             string
+		l                Limit
+		used, cost, base int64
+		overrun, usedUp  bool
+		softReached      bool
+	}{
+		{"unbounded", Limit{}, 1 << 40, 1 << 40, 0, false, false, false},
+		{"well within", Limit{Soft: 5, Hard: 10}, 2, 1, 0, false, false, false},
+		{"the step reaches the hard level", Limit{Hard: 10}, 9, 1, 0, false, false, false},
+		{"the step would pass it", Limit{Hard: 10}, 9, 2, 0, true, false, false},
+		{"at the hard level, a free step fits", Limit{Hard: 10}, 10, 0, 0, false, true, false},
+		{"at the hard level, one more does not", Limit{Hard: 10}, 10, 1, 0, true, true, false},
+		{"past it (a run that resumed)", Limit{Hard: 10}, 12, 0, 0, true, true, false},
+		{"a program of several operations that does not fit", Limit{Hard: 10}, 4, 7, 0, true, false, false},
+		{"soft level reached", Limit{Soft: 5}, 5, 1, 0, false, false, true},
+		{"soft level not yet", Limit{Soft: 5}, 4, 1, 0, false, false, false},
+		{"soft level counted from the replenishment", Limit{Soft: 5, Hard: 100}, 9, 1, 5, false, false, false},
+		{"reached again after a replenishment", Limit{Soft: 5, Hard: 100}, 10, 1, 5, false, false, true},
+		{"no soft level", Limit{Hard: 100}, 99, 1, 0, false, false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.overrun, tc.l.Overrun(tc.used, tc.cost), "Overrun")
+			assert.Equal(t, tc.usedUp, tc.l.UsedUp(tc.used), "UsedUp")
+			assert.Equal(t, tc.softReached, tc.l.SoftReached(tc.used, tc.base), "SoftReached")
+		})
+	}
+}
