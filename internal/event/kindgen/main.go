@@ -51,13 +51,19 @@ func kindConstants(src []byte) ([]string, error) {
 		if !ok || g.Tok != token.CONST {
 			continue
 		}
+		// kinds says whether the last spec with a type or value of the
+		// group declared kinds: a spec without either repeats it.
+		kinds := false
 		for _, s := range g.Specs {
 			v := s.(*ast.ValueSpec)
-			typ, _ := v.Type.(*ast.Ident)
-			if typ == nil || typ.Name != "Kind" {
-				if v.Type == nil && len(v.Values) == 0 {
+			if v.Type == nil && len(v.Values) == 0 {
+				if kinds {
 					return nil, fmt.Errorf("constant %s repeats the declaration before it: give each kind its own type and value", v.Names[0].Name)
 				}
+				continue
+			}
+			typ, _ := v.Type.(*ast.Ident)
+			if kinds = typ != nil && typ.Name == "Kind"; !kinds {
 				continue
 			}
 			if len(v.Values) != len(v.Names) {

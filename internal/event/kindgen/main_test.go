@@ -42,6 +42,7 @@ func TestKindConstants(t *testing.T) {
 		{"groups and single constants in order", head + "const (\n\tB Kind = \"b.x\"\n\tA Kind = \"a.x\"\n)\n\nconst C Kind = \"c.x\"\n", []string{"B", "A", "C"}, ""},
 		{"several names in one spec", head + "const D, E Kind = \"d.x\", \"e.x\"\n", []string{"D", "E"}, ""},
 		{"other constants are not kinds", head + "const (\n\tA Kind = \"a.x\"\n\tSchema = \"s/v1\"\n\tN int = 3\n)\n", []string{"A"}, ""},
+		{"an iota group is not kinds", head + "const (\n\tX = iota\n\tY\n)\n\nconst A Kind = \"a.x\"\n", []string{"A"}, ""},
 		{"a kind without its own value", head + "const (\n\tA Kind = \"a.x\"\n\tB\n)\n", nil, "B"},
 		{"a kind that is not a string literal", head + "const A Kind = \"a\" + \".x\"\n", nil, "A"},
 		{"the same name twice", head + "const (\n\tA Kind = \"a.x\"\n\tB Kind = \"a.x\"\n)\n", nil, "a.x"},
