@@ -26,6 +26,7 @@ import (
 	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
+	"github.com/acr-project/acr/internal/intent"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/memory"
 	"github.com/acr-project/acr/internal/state"
@@ -101,7 +102,7 @@ func (c *Controller) add(ev event.Event) error {
 	switch ev.Type {
 	case event.Transition, event.Transitions:
 		var ts []controller.Transition
-		if ts, err = ev.ControllerTransitions(); err == nil {
+		if ts, err = controller.TransitionsOf(ev); err == nil {
 			c.Transitions = append(c.Transitions, ts...)
 		}
 	case event.CycleDeclared:
@@ -239,7 +240,7 @@ func Explain(h History, cycle int64) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, c, err := event.PinnedDocuments(pro)
+	g, c, err := pinnedDocuments(pro)
 	if err != nil {
 		return nil, err
 	}
@@ -265,6 +266,26 @@ func Explain(h History, cycle int64) (*Report, error) {
 	}
 	r.Compaction = comp
 	return r, nil
+}
+
+// pinnedDocuments returns the goal and contract a run started with, from
+// its first ledger events.
+func pinnedDocuments(recs []event.Record) (intent.Goal, governance.Contract, error) {
+	var g intent.Goal
+	var c governance.Contract
+	var ng, nc bool
+	for _, r := range recs {
+		switch r.Event.Type {
+		case event.GoalPinned:
+			ng = r.Event.Object.Decode(&g) == nil
+		case event.ContractPinned:
+			nc = r.Event.Object.Decode(&c) == nil
+		}
+	}
+	if !ng || !nc {
+		return g, c, fmt.Errorf("the ledger does not hold the pinned goal and contract")
+	}
+	return g, c, nil
 }
 
 func decode[T any](o *event.Object) (*T, error) {

@@ -29,6 +29,21 @@ type Limit struct {
 	Hard int64 `json:"hard,omitempty"`
 }
 
+// Overrun reports whether spending cost more, on top of used, would take
+// the budget past its hard level: the next step does not fit. The run
+// stops without spending it, so a hard level is never exceeded.
+func (l Limit) Overrun(used, cost int64) bool { return l.Hard > 0 && used+cost > l.Hard }
+
+// UsedUp reports whether the use has reached the hard level: nothing more
+// fits (a run past its deadline, or resumed after its last cycle).
+func (l Limit) UsedUp(used int64) bool { return l.Hard > 0 && used >= l.Hard }
+
+// SoftReached reports whether the use since the allowance began (base,
+// the use when the budget was last replenished) has reached the soft
+// level: the budget is temporarily exhausted until the next
+// replenishment.
+func (l Limit) SoftReached(used, base int64) bool { return l.Soft > 0 && used-base >= l.Soft }
+
 // Cycle is what one cycle may spend (the cycle controller's budget). A zero field takes its default;
 // a cycle that would go over a limit stops in the controller's blocked
 // state with the limit's name as the reason.

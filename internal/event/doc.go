@@ -5,6 +5,11 @@
 // the report, the log, validate, replay) reads them, so a kind is named in
 // one place and a reader never needs the kernel to decode one.
 //
+// It is vocabulary, below the subsystems: it imports codec, world and
+// state only. The records a subsystem produces (a decision, a controller
+// transition) are that subsystem's types, carried as an event's Object
+// and decoded by the subsystem or the reader that needs them.
+//
 // Kind names are part of the ledger format: a ledger written by one
 // version of acr is read by the next, so names are never changed or
 // reused.

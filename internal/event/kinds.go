@@ -4,7 +4,13 @@ import "strings"
 
 // Kind names what an event records. Kinds are dotted names, fixed: a
 // ledger written by one version of acr is read by the next.
+//
+// The constants below are the one list of kinds: Kinds and Valid
+// (kinds_gen.go) are generated from them, and a test fails when that file
+// is stale.
 type Kind string
+
+//go:generate go run ./kindgen
 
 // The run's beginning and its terminal and resumed states.
 const (
@@ -197,21 +203,6 @@ const (
 	// repeats it (kernel.Driver.Notified).
 	NotificationSent Kind = "persistent.notification.sent"
 )
-
-// Kinds lists every kind acr writes, in catalog order.
-func Kinds() []Kind {
-	return []Kind{GoalPinned, ContractPinned, SpecPinned, RunStarted, RunStopped, RunFaulted, RunResumed, CycleStarted, CycleCompleted, CheckpointRecorded, CheckpointCreated, Observed, InboxConsumed, KnowledgeObserved, LoopWoke, LoopIdled, LoopSlept, LoopDeferred, LoopWaitingApproval, WakeAccepted, WakeRejected, WakeCoalesced, StopRequested, ApprovalRequested, ApprovalResolved, ApprovalIgnored, AmendmentProposed, AmendmentAccepted, AmendmentRefused, BudgetSoftLimitReached, BudgetReplenished, BudgetReplenishIgnored, SemanticEncoded, SelfObserved, ConditionsEvaluated, CommitmentCreated, CommitmentModified, CommitmentSuspended, CommitmentResumed, CommitmentCompleted, CommitmentExpired, CommitmentAbandoned, CommitmentResumeAnnounced, DeferralLifted, SuppressionLifted, CandidatesProposed, AgendaSelected, AgendaEmpty, PromotionRecorded, WorkDeferred, GuardTripped, StrategicTension, ReviewEvaluated, ReviewRequested, ReviewCapped, LensRetrieved, RoutingOverlaid, KnowledgeCandidate, ProgramCompiled, ProposalRequested, ProposalReceived, DialogueCompleted, ActionProposed, DecisionRecorded, ReceiptRecorded, ActionRequested, ActionIntent, ActionBlocked, ActionCommitted, ActionNotApplied, ReadbackRecorded, EvaluationRecorded, EffectResolved, Transition, Transitions, CycleDeclared, CycleBlocked, TensionAssessed, FitnessFixed, FitnessCarried, ViolationRefused, LearningMetabolized, CandidateForged, CascadeRecorded, RollbackRequested, ProposalReviewed, ContextRecorded, CompactionCompleted, CompactionFailed, RecoveryStarted, RecoveryCompleted, CycleAbandoned, ProviderFailed, TailRepaired, InboxQuarantined, LeaseBroken, NotificationSent}
-}
-
-// Valid reports whether k is a kind acr writes.
-func (k Kind) Valid() bool {
-	for _, x := range Kinds() {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
 
 // OutOfBand reports whether events of this kind are not produced by a
 // cycle step: they record what the driver did or learned from a provider

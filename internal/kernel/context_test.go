@@ -83,7 +83,7 @@ func TestContextRecorded(t *testing.T) {
 		var ref = evs[slices.IndexFunc(evs, func(e event.Event) bool { return e.Type == event.ContextRecorded })].Object.Ref
 		var outputs bool
 		for _, ev := range evs {
-			ts, err := ev.ControllerTransitions()
+			ts, err := controller.TransitionsOf(ev)
 			require.NoError(t, err)
 			for _, tr := range ts {
 				outputs = outputs || (tr.PreviousState == controller.Observe && slices.Contains(tr.OutputHashes, ref))

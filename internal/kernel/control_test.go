@@ -24,7 +24,7 @@ func transitions(t *testing.T, evs ...[]event.Event) []string {
 	t.Helper()
 	var out []string
 	for _, ev := range slices.Concat(evs...) {
-		ts, err := ev.ControllerTransitions()
+		ts, err := controller.TransitionsOf(ev)
 		require.NoError(t, err)
 		for _, tr := range ts {
 			out = append(out, tr.PreviousState.String()+">"+tr.NextState.String()+":"+tr.Reason)

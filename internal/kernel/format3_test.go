@@ -34,7 +34,7 @@ func transitionTimes(t *testing.T, evs []event.Event) map[controller.Phase]strin
 	t.Helper()
 	out := map[controller.Phase]string{}
 	for _, ev := range evs {
-		ts, err := ev.ControllerTransitions()
+		ts, err := controller.TransitionsOf(ev)
 		require.NoError(t, err)
 		for _, tr := range ts {
 			out[tr.NextState] = tr.Timestamp

@@ -209,7 +209,7 @@ func checkPath(evs []event.Event, ct governance.Contract, seen map[controller.Ph
 				return err
 			}
 		}
-		ts, err := ev.ControllerTransitions()
+		ts, err := controller.TransitionsOf(ev)
 		if err != nil {
 			return err
 		}

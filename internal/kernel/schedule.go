@@ -249,7 +249,7 @@ func (b *builder) setWaiting(d state.Disposition) {
 // past its hard level.
 func (b *builder) exhausts(name string, cost int64) bool {
 	l, used := budget.Of(b.s.Contract.Budgets, &b.s.Run, name, b.now)
-	return l.Hard > 0 && used+cost > l.Hard
+	return l.Overrun(used, cost)
 }
 
 // hardBudgetAtStart checks, before a cycle does anything, the budgets the
@@ -259,7 +259,7 @@ func (b *builder) exhausts(name string, cost int64) bool {
 func (b *builder) hardBudgetAtStart() (string, bool) {
 	b.s.Run.Budget.WallClockSeconds = budget.WallClock(&b.s.Run, b.now)
 	for _, n := range []string{"wall_clock_seconds", "cycles"} {
-		if l, used := budget.Of(b.s.Contract.Budgets, &b.s.Run, n, b.now); l.Hard > 0 && used >= l.Hard {
+		if l, used := budget.Of(b.s.Contract.Budgets, &b.s.Run, n, b.now); l.UsedUp(used) {
 			return n, true
 		}
 	}
@@ -271,7 +271,7 @@ func (b *builder) hardBudgetAtStart() (string, bool) {
 func softExhausted(s *EngineState, now time.Time) []string {
 	var out []string
 	for _, n := range budget.Names() {
-		if l, used := budget.Of(s.Contract.Budgets, &s.Run, n, now); l.Soft > 0 && used-s.Run.Budget.SoftBase[n] >= l.Soft {
+		if l, used := budget.Of(s.Contract.Budgets, &s.Run, n, now); l.SoftReached(used, s.Run.Budget.SoftBase[n]) {
 			out = append(out, n)
 		}
 	}

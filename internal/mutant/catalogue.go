@@ -37,9 +37,9 @@ func Catalogue() []Mutant {
 			Quick:  true,
 			Edits: []Edit{
 				{File: "internal/kernel/schedule.go",
-					Find:     "\treturn l.Hard > 0 && used+cost > l.Hard\n",
-					Replace:  "\treturn name == \"cycles\" && l.Hard > 0 && used+cost > l.Hard\n",
-					Switched: "\treturn (!MUTANT_ON || name == \"cycles\") && l.Hard > 0 && used+cost > l.Hard\n"},
+					Find:     "\treturn l.Overrun(used, cost)\n",
+					Replace:  "\treturn name == \"cycles\" && l.Overrun(used, cost)\n",
+					Switched: "\treturn (!MUTANT_ON || name == \"cycles\") && l.Overrun(used, cost)\n"},
 				{File: "internal/kernel/schedule.go",
 					Find:     "\tfor _, n := range []string{\"wall_clock_seconds\", \"cycles\"} {\n",
 					Replace:  "\tfor _, n := range []string{\"cycles\"} {\n",

@@ -13,7 +13,7 @@ import (
 // MaxPageBytes bounds the page Render writes for a View from Aggregate
 // with the default Options, whatever the length or content of the run:
 // every list in the View is capped and every string clipped (see
-// aggregate.go), and TestWorstCaseSize fills every cap with the
+// clip.go), and TestWorstCaseSize fills every cap with the
 // longest values to check the sum.
 const MaxPageBytes = 4 << 20
 

@@ -705,7 +705,7 @@ func Analyse(dir string) (*History, error) {
 		case ev.Type == event.GuardTripped:
 			c["loop_guard"]++
 		case ev.Type == event.Transition || ev.Type == event.Transitions:
-			ts, _ := ev.ControllerTransitions()
+			ts, _ := controller.TransitionsOf(ev)
 			for _, t := range ts {
 				c["controller_"+t.NextState.String()]++
 				c["role_"+t.ActorRole.String()+"_leaves_"+t.PreviousState.String()]++
