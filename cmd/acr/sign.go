@@ -136,7 +136,7 @@ func (a *app) sign(opts signOptions, runID string, c *governance.Contract, v any
 		}
 		if signer == nil {
 			if c.Signed() {
-				return false, usagef("the run's contract lists approvers: sign the answer (--sign-key PATH, ACR_SIGNING_KEY, a key of %q in the ssh agent, or --to-sign and --signed with ssh-keygen)", by)
+				return false, dataf("the run's contract lists approvers: sign the answer (--sign-key PATH, ACR_SIGNING_KEY, a key of %q in the ssh agent, or --to-sign and --signed with ssh-keygen)", by)
 			}
 			return false, nil
 		}
