@@ -35,15 +35,15 @@ import (
 
 // Report explains one cycle.
 type Report struct {
-	RunID       string               `json:"run_id"`
-	Cycle       int64                `json:"cycle"`
-	CycleRef    codec.Ref            `json:"cycle_ref"`
-	Record      state.CycleRecord    `json:"cycle_record"`
-	Inputs      event.Inputs         `json:"inputs"`
-	InboxItems  []InboxItem          `json:"inbox_items"`
+	RunID      string            `json:"run_id"`
+	Cycle      int64             `json:"cycle"`
+	CycleRef   codec.Ref         `json:"cycle_ref"`
+	Record     state.CycleRecord `json:"cycle_record"`
+	Inputs     event.Inputs      `json:"inputs"`
+	InboxItems []InboxItem       `json:"inbox_items"`
 	// Answers are what the cycle made of the answers and amendments it
 	// consumed, with who signed each when the contract lists approvers.
-	Answers []Answer `json:"answers,omitempty"`
+	Answers     []Answer             `json:"answers,omitempty"`
 	Chain       []Step               `json:"causal_chain"`
 	Agenda      *agenda.Resolution   `json:"agenda,omitempty"`
 	Program     *cognition.Program   `json:"cognitive_program,omitempty"`
