@@ -115,9 +115,9 @@ type Fields struct {
 	ID          string `json:"id"`
 	Fingerprint string `json:"fingerprint"`
 	KeyType     string `json:"key_type"`
-	Version int64  `json:"version"`
-	Status  string `json:"status"`
-	Summary string `json:"summary"`
+	Version     int64  `json:"version"`
+	Status      string `json:"status"`
+	Summary     string `json:"summary"`
 	// inbox items: wake signal, approval, stop request
 	Source    string    `json:"source"`
 	Ref       string    `json:"ref"`
