@@ -130,7 +130,7 @@ func (a *app) sign(opts signOptions, runID string, c *governance.Contract, v any
 		a.next(fmt.Sprintf("ssh-keygen -Y sign -n %s -f KEY %s, then the same command with --signed %s", inbox.Namespace, opts.ToSign, opts.ToSign))
 		return true, nil
 	default:
-		signer, err := a.signer(opts.SignKey, c, by)
+		signer, err := findSigner(opts.SignKey, c, by)
 		if err != nil {
 			return false, err
 		}
@@ -201,11 +201,11 @@ func approverList(c *governance.Contract) string {
 	return strings.Join(out, ", ")
 }
 
-// signer finds the key to sign with: the file at path (a private key; or
+// findSigner finds the key to sign with: the file at path (a private key; or
 // a public key, or a private key behind a passphrase, whose private half
 // the ssh agent holds), else the agent's key that c lists for by. nil
 // when there is none.
-func (a *app) signer(path string, c *governance.Contract, by string) (ssh.Signer, error) {
+func findSigner(path string, c *governance.Contract, by string) (ssh.Signer, error) {
 	if path == "" {
 		if os.Getenv("SSH_AUTH_SOCK") == "" || !c.Signed() {
 			return nil, nil
