@@ -26,6 +26,7 @@ import (
 	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
+	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/memory"
 	"github.com/acr-project/acr/internal/state"
@@ -281,10 +282,9 @@ func decode[T any](o *event.Object) (*T, error) {
 	return &v, nil
 }
 
-// Answer is one answer or amendment a cycle consumed: the event it led
-// to, its reasons, and the signer its signature shows (absent when the
-// contract lists no approvers, or the answer carried no readable
-// signature).
+// Answer is one answer or amendment a cycle consumed under a contract
+// that lists approvers: the event it led to, its reasons, and the signer
+// its signature shows (absent when it carried no readable signature).
 type Answer struct {
 	Event   event.Kind    `json:"event"`
 	Item    codec.Ref     `json:"item,omitempty"`
@@ -371,7 +371,10 @@ func (r *Report) absorb(rec event.Record) error {
 				a.Signer = p.Signer
 			}
 		}
-		r.Answers = append(r.Answers, a)
+		if a.Signer != nil || slices.Contains(a.Reasons, inbox.SigMissing) || slices.Contains(a.Reasons, inbox.SigMalformed) {
+			// Only a run whose contract lists approvers records this.
+			r.Answers = append(r.Answers, a)
+		}
 	case isCommitmentChange(ev.Type) && ev.Object != nil:
 		var c *commitment.Commitment
 		if c, err = decode[commitment.Commitment](ev.Object); err == nil {
