@@ -25,6 +25,7 @@ type amendOptions struct {
 	Goal     string `flag:"goal"`
 	By       string `flag:"by"`
 	Reason   string `flag:"reason"`
+	signOptions
 }
 
 func newAmendCommand(a *app) *cobra.Command {
@@ -51,7 +52,13 @@ wake signal. A run stopped on a hard budget, or because its contract lapsed
 run stopped by a person, or because its goal was met or failed for good,
 does not: nothing is queued (exit 0, "effect": "none" with --json), and so
 is an amendment identical to the pinned document. An environment amendment keeps the world the run looks
-after (its root or files) and may change the rest (checks, evidence).`,
+after (its root or files) and may change the rest (checks, evidence).
+
+When the contract lists approvers, the amendment and the answer that
+accepts it are both signed by approvers listed in the pinned contract:
+changing the approvers themselves is an amendment like any other, so a key
+counts only once an approver already listed has accepted the contract
+that adds it.` + signHelp,
 		Example: `  acr amend --contract contract-more-cycles.json
   acr run            # the cycle records the proposal
   acr status         # shows it, with the diff and the ref
@@ -72,6 +79,7 @@ after (its root or files) and may change the rest (checks, evidence).`,
 	f.String("goal", "", "the new goal (JSON)")
 	f.String("by", "", "who proposes it (default: the OS user)")
 	f.String("reason", "", "why")
+	addSignFlags(cmd)
 	return cmd
 }
 
@@ -93,6 +101,9 @@ func runAmend(_ context.Context, opts amendOptions, a *app) error {
 		return err
 	}
 	run := rs.State.Run
+	if err := opts.fill(&opts.By, &opts.Reason); err != nil {
+		return err
+	}
 	doc, newRef, err := runstore.ReadAmendment(target, path, rs.State)
 	if err != nil {
 		return err
@@ -118,6 +129,9 @@ func runAmend(_ context.Context, opts amendOptions, a *app) error {
 	}
 	am := &state.Amendment{Schema: state.AmendmentSchema, Target: target, Amends: old, Document: doc, Diff: change, By: by,
 		Reason: opts.Reason, CreatedAt: state.FormatTime(a.now().UTC().Truncate(time.Second))}
+	if done, err := a.sign(opts.signOptions, run.RunID, &rs.State.Contract, am, by); err != nil || done {
+		return err
+	}
 	q, err := a.queue()
 	if err != nil {
 		return err
@@ -168,7 +182,8 @@ func amendDiff(target string, pinned any, doc codec.Value, oldRef, newRef codec.
 
 // runAnswerAmendment queues an answer to a pending amendment (acr approve
 // or acr deny of its ref), showing its diff first.
-func runAnswerAmendment(opts approveOptions, a *app, run state.RunState, p state.PendingAmendment) error {
+func runAnswerAmendment(opts approveOptions, a *app, s kernel.EngineState, p state.PendingAmendment) error {
+	run := s.Run
 	if !kernel.Amendable(&run) {
 		return a.nothingQueued("the run is %s: no cycle will consume an answer to %s", run.Status, p.Ref)
 	}
@@ -177,6 +192,9 @@ func runAnswerAmendment(opts approveOptions, a *app, run state.RunState, p state
 		if err == nil {
 			err = a.nothingQueued("%s", dup)
 		}
+		return err
+	}
+	if done, err := a.sign(opts.signOptions, run.RunID, &s.Contract, ap, ap.By); err != nil || done {
 		return err
 	}
 	if !a.cfg.JSON {

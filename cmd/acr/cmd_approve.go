@@ -28,6 +28,7 @@ type approveOptions struct {
 	// Yes approves without asking at a terminal (for scripts that run
 	// with one).
 	Yes bool `flag:"yes"`
+	signOptions
 }
 
 func newApproveCommand(a *app, verb string) *cobra.Command {
@@ -72,7 +73,7 @@ the old one; the cycle records both and acts on the last. Once consumed,
 an answer is final, and it is consumed once for the life of the run. An
 answer that would change nothing (the same answer already queued, a
 stopped run) is not queued: acr says "nothing queued" and exits 0
-("effect": "none" with --json).`
+("effect": "none" with --json).` + signHelp
 	cmd := &cobra.Command{
 		Use:     verb + " REF",
 		Short:   short,
@@ -90,6 +91,7 @@ stopped run) is not queued: acr says "nothing queued" and exits 0
 	cmd.Flags().String("by", "", "who decides (default: the OS user)")
 	cmd.Flags().String("reason", "", "why")
 	cmd.Flags().Bool("yes", false, "do not ask for confirmation at a terminal")
+	addSignFlags(cmd)
 	return cmd
 }
 
@@ -101,6 +103,9 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 		return err
 	}
 	run := rs.State.Run
+	if err := opts.fill(&opts.By, &opts.Reason); err != nil {
+		return err
+	}
 	if run.Status == state.RunStopped && !kernel.Amendable(&run) {
 		return a.nothingQueued("the run is stopped: no cycle will consume an answer to %s", opts.Ref)
 	}
@@ -109,7 +114,7 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 		return answeredAlready(run, opts.Ref, err)
 	}
 	if i := slices.IndexFunc(run.PendingAmendments, func(p state.PendingAmendment) bool { return p.Ref == req.Ref }); i >= 0 {
-		return runAnswerAmendment(opts, a, run, run.PendingAmendments[i])
+		return runAnswerAmendment(opts, a, rs.State, run.PendingAmendments[i])
 	}
 	if run.Status == state.RunStopped {
 		return a.nothingQueued("the run is stopped: no cycle will consume an answer to %s", req.Ref)
@@ -121,6 +126,9 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 		if err == nil {
 			err = a.nothingQueued("%s", dup)
 		}
+		return err
+	}
+	if done, err := a.sign(opts.signOptions, run.RunID, &rs.State.Contract, ap, ap.By); err != nil || done {
 		return err
 	}
 	// Show the change before anything is recorded; a person at a terminal

@@ -19,6 +19,7 @@ type resolveOptions struct {
 	NotRan bool   `flag:"not-ran"`
 	By     string `flag:"by"`
 	Reason string `flag:"reason"`
+	signOptions
 }
 
 func newResolveCommand(a *app) *cobra.Command {
@@ -40,7 +41,7 @@ deny REF sets the item aside.)
 Like acr approve, it queues the answer in the run's inbox without the run
 lock; the next cycle records it (sandbox.effect.resolved). A ref that names
 no pending uncertain effect exits 65 and lists the ones pending; the same
-answer already queued changes nothing (exit 0, nothing queued).`,
+answer already queued changes nothing (exit 0, nothing queued).` + signHelp,
 		Example: `  acr status                       # shows the evidence and the ref
   acr resolve unc:sha256:3f1c... --ran --reason "counter.txt was bumped"
   acr resolve 3f1c9a --not-ran`,
@@ -62,6 +63,7 @@ answer already queued changes nothing (exit 0, nothing queued).`,
 	cmd.Flags().Bool("not-ran", false, "the effect did not happen: the item goes back to the agenda (command line only)")
 	cmd.Flags().String("by", "", "who says so (default: the OS user)")
 	cmd.Flags().String("reason", "", "why")
+	addSignFlags(cmd)
 	return cmd
 }
 
@@ -82,6 +84,9 @@ func runResolve(_ context.Context, opts resolveOptions, a *app) error {
 	if run.Status == state.RunStopped {
 		return a.nothingQueued("the run is stopped: no cycle will consume an answer to %s", opts.Ref)
 	}
+	if err := opts.fill(&opts.By, &opts.Reason); err != nil {
+		return err
+	}
 	var open []openRequest
 	for _, p := range run.PendingApprovals {
 		if p.Resolution == nil && p.Incident() {
@@ -101,6 +106,9 @@ func runResolve(_ context.Context, opts resolveOptions, a *app) error {
 		if err == nil {
 			err = a.nothingQueued("%s", dup)
 		}
+		return err
+	}
+	if done, err := a.sign(opts.signOptions, run.RunID, &rs.State.Contract, ap, ap.By); err != nil || done {
 		return err
 	}
 	if !a.cfg.JSON {

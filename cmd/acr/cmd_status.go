@@ -92,6 +92,9 @@ func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 			pending = append(pending, p)
 		}
 	}
+	if c := &rs.State.Contract; c.Signed() {
+		a.printf("approvers    %s (answers must be signed: acr approve REF --by ID --sign-key KEY)\n", approverList(c))
+	}
 	if len(pending) > 0 {
 		a.printf("approvals    %d pending\n", len(pending))
 	}
@@ -103,6 +106,9 @@ func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 		a.printf("  %s%s, requested in cycle %d, %s: %s\n", pendingAction(p), check, p.CycleSeq, when(p.RequestedAt, now), p.Reason)
 		if p.Incident() {
 			a.printf("    evidence (idempotency key %s):\n%s", p.Key, indentLines(evidenceText(p), "      ", 0))
+		}
+		for _, s := range p.Approvals {
+			a.printf("    approved by %s (%s %s); more approvers needed\n", s.ID, s.KeyType, s.Fingerprint)
 		}
 		if change, err := a.preview(ctx, rs.State, p); err != nil {
 			a.printf("    change: cannot be shown: %v\n", err)
@@ -131,6 +137,9 @@ func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 	}
 	for _, p := range r.PendingAmendments {
 		a.printf("  %s %s -> %s, proposed in cycle %d by %s, %s\n", p.Target, p.Amends.Short(), p.NewRef.Short(), p.CycleSeq, p.By, when(p.CreatedAt, now))
+		if s := p.Signer; s != nil {
+			a.printf("    signed by %s (%s %s)\n", s.ID, s.KeyType, s.Fingerprint)
+		}
 		a.printf("    change:\n%s", indentLines(p.Diff, "      ", statusDiffLines))
 		if v := queuedAnswer(queued, p.Ref, p.CycleSeq); v != "" {
 			a.printf("    answered: %s is queued; the next acr run applies it\n", v)

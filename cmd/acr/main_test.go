@@ -66,12 +66,15 @@ func TestScripts(t *testing.T) {
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"example":  cmdExample,
-			"exit":     cmdExit,
-			"treehash": cmdTreehash,
-			"flipbyte": cmdFlipByte,
-			"waitfile": cmdWaitFile,
-			"pending":  cmdPending,
+			"example":   cmdExample,
+			"exit":      cmdExit,
+			"treehash":  cmdTreehash,
+			"flipbyte":  cmdFlipByte,
+			"waitfile":  cmdWaitFile,
+			"pending":   cmdPending,
+			"keygen":    cmdKeygen,
+			"approvers": cmdApprovers,
+			"forge":     cmdForge,
 		},
 	})
 }

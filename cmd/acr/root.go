@@ -122,8 +122,10 @@ func (a *app) configure(cmd *cobra.Command) error {
 	v.SetEnvPrefix("ACR")
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
 	v.AutomaticEnv()
-	if err := v.BindEnv(append([]string{"state-dir"}, envNames("state-dir")...)...); err != nil {
-		return err
+	for _, key := range []string{"state-dir", "sign-key"} {
+		if err := v.BindEnv(append([]string{key}, envNames(key)...)...); err != nil {
+			return err
+		}
 	}
 	if err := v.BindPFlags(cmd.Root().PersistentFlags()); err != nil {
 		return err

@@ -64,6 +64,10 @@ func envNames(key string) []string {
 		// CORE_ENGINE_STATE_DIR is the name ADR-0146 gives the variable.
 		return []string{"ACR_STATE_DIR", "ACR_ENGINE_STATE_DIR", "CORE_ENGINE_STATE_DIR"}
 	}
+	if key == "sign-key" {
+		// The variable names the key, as git's user.signingKey does.
+		return []string{"ACR_SIGNING_KEY"}
+	}
 	return []string{"ACR_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))}
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
+	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/intent"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/memory"
@@ -36,12 +37,15 @@ import (
 
 // Report explains one cycle.
 type Report struct {
-	RunID       string               `json:"run_id"`
-	Cycle       int64                `json:"cycle"`
-	CycleRef    codec.Ref            `json:"cycle_ref"`
-	Record      state.CycleRecord    `json:"cycle_record"`
-	Inputs      event.Inputs         `json:"inputs"`
-	InboxItems  []InboxItem          `json:"inbox_items"`
+	RunID      string            `json:"run_id"`
+	Cycle      int64             `json:"cycle"`
+	CycleRef   codec.Ref         `json:"cycle_ref"`
+	Record     state.CycleRecord `json:"cycle_record"`
+	Inputs     event.Inputs      `json:"inputs"`
+	InboxItems []InboxItem       `json:"inbox_items"`
+	// Answers are what the cycle made of the answers and amendments it
+	// consumed, with who signed each when the contract lists approvers.
+	Answers     []Answer             `json:"answers,omitempty"`
 	Chain       []Step               `json:"causal_chain"`
 	Agenda      *agenda.Resolution   `json:"agenda,omitempty"`
 	Program     *cognition.Program   `json:"cognitive_program,omitempty"`
@@ -299,6 +303,23 @@ func decode[T any](o *event.Object) (*T, error) {
 	return &v, nil
 }
 
+// Answer is one answer or amendment a cycle consumed under a contract
+// that lists approvers: the event it led to, its reasons, and the signer
+// its signature shows (absent when it carried no readable signature).
+type Answer struct {
+	Event   event.Kind    `json:"event"`
+	Item    codec.Ref     `json:"item,omitempty"`
+	Reasons []string      `json:"reason_codes,omitempty"`
+	Signer  *state.Signer `json:"signer,omitempty"`
+}
+
+// isAnswer reports whether an event records what became of an answer or
+// amendment.
+func isAnswer(k event.Kind) bool {
+	return slices.Contains([]event.Kind{event.ApprovalResolved, event.ApprovalIgnored, event.ApprovalRecorded,
+		event.AmendmentProposed, event.AmendmentAccepted, event.AmendmentRefused}, k)
+}
+
 // absorb files one event of the cycle into the report.
 func (r *Report) absorb(rec event.Record) error {
 	ev := rec.Event
@@ -360,6 +381,21 @@ func (r *Report) absorb(rec event.Record) error {
 		r.IncidentRef = ev.Object.Ref
 	case ev.Type == event.EffectResolved:
 		r.Resolution, err = decode[event.Resolution](ev.Object)
+	case isAnswer(ev.Type):
+		a := Answer{Event: ev.Type, Item: ev.Refs["item"], Reasons: ev.Reasons}
+		switch {
+		case ev.Object != nil && ev.Object.Ref.Kind() == "signer":
+			a.Signer, err = decode[state.Signer](ev.Object)
+		case ev.Type == event.AmendmentProposed:
+			var p *state.PendingAmendment
+			if p, err = decode[state.PendingAmendment](ev.Object); err == nil {
+				a.Signer = p.Signer
+			}
+		}
+		if a.Signer != nil || slices.Contains(a.Reasons, inbox.SigMissing) || slices.Contains(a.Reasons, inbox.SigMalformed) {
+			// Only a run whose contract lists approvers records this.
+			r.Answers = append(r.Answers, a)
+		}
 	case isCommitmentChange(ev.Type) && ev.Object != nil:
 		var c *commitment.Commitment
 		if c, err = decode[commitment.Commitment](ev.Object); err == nil {

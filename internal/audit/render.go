@@ -26,6 +26,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, it := range r.InboxItems {
 		p("  inbox     %s %s by %s%s", it.ID, it.What, it.By, reasonSuffix(it.Reason))
 	}
+	for _, a := range r.Answers {
+		p("  answer    %s (%s)%s", a.Event, strings.Join(a.Reasons, ", "), signerText(a.Signer))
+	}
 	if a := r.Agenda; a != nil {
 		if a.Selected != nil {
 			p("agenda      selected %s (%s) because %s; %d candidate(s)", a.Selected.ItemID, a.Selected.Source, strings.Join(a.ReasonCodes, ", "), len(a.Candidates))
@@ -312,4 +315,15 @@ func outputLines(stdout, stderr string, n int) []string {
 		}
 	}
 	return out
+}
+
+// signerText says who signed an answer, as its signature shows.
+func signerText(s *state.Signer) string {
+	switch {
+	case s == nil:
+		return ""
+	case s.ID == "":
+		return fmt.Sprintf(" signed with %s %s, a key the contract does not list", s.KeyType, s.Fingerprint)
+	}
+	return fmt.Sprintf(" signed by %s (%s %s)", s.ID, s.KeyType, s.Fingerprint)
 }

@@ -65,6 +65,10 @@ const (
 	ApprovalRequested Kind = "approval.requested"
 	ApprovalResolved  Kind = "approval.resolved"
 	ApprovalIgnored   Kind = "approval.ignored"
+	// ApprovalRecorded records a signed approval of a request that needs
+	// several different approvers, before the last one it needs: the
+	// request stays open.
+	ApprovalRecorded Kind = "approval.recorded"
 	// AmendmentProposed records an amendment of a pinned document (acr
 	// amend) taken up by a cycle, with its diff: it waits for a person.
 	AmendmentProposed Kind = "amendment.proposed"

@@ -9,12 +9,15 @@
 package governance
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/sshsig"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -54,6 +57,62 @@ type Contract struct {
 	// clears it resumes the run. A run cannot start under a revoked
 	// contract.
 	Revoked bool `json:"revoked,omitempty"`
+	// Approvers are the people who may answer the run's requests. When
+	// any are listed, an answer (approve, deny, ran, not_ran) and an
+	// amendment count only if signed by a listed key whose id is the
+	// answer's by (docs/operations.md, "Who may answer"); without them
+	// anyone who can write the inbox answers, as --by says.
+	Approvers []Approver `json:"approvers,omitempty"`
+}
+
+// Approver is one person's ssh public key, under the id their answers
+// give as by. One id may have several keys (a new one while the old is
+// retired); one key belongs to one id.
+type Approver struct {
+	ID string `json:"id"`
+	// PublicKey is the key as an authorized_keys line:
+	// "ssh-ed25519 AAAA... alice@laptop" (ed25519, ECDSA or RSA).
+	PublicKey string `json:"public_key"`
+}
+
+// Signed reports whether answers to the run must be signed.
+func (c *Contract) Signed() bool { return len(c.Approvers) > 0 }
+
+// KeyOwner returns the id a public key (its SSH wire form) is listed
+// under, or "" when the contract does not list it.
+func (c *Contract) KeyOwner(key []byte) string {
+	for _, a := range c.Approvers {
+		if pub, err := sshsig.ParsePublicKey(a.PublicKey); err == nil && bytes.Equal(pub.Marshal(), key) {
+			return a.ID
+		}
+	}
+	return ""
+}
+
+// Answerers says who may answer a request about action a, and how many
+// different approvers must approve it: the deciding rule's approvers (all
+// the listed ones when it names none) and its approvals (at least 1).
+func (c *Contract) Answerers(a world.Action) (ids []string, approvals int) {
+	approvals = 1
+	if rl := c.Rule(a); rl.Rule >= 0 {
+		r := c.Rules[rl.Rule]
+		ids, approvals = r.Approvers, max(1, r.Approvals)
+	}
+	if len(ids) == 0 {
+		ids = c.ApproverIDs()
+	}
+	return ids, approvals
+}
+
+// ApproverIDs lists the ids of the contract's approvers, once each.
+func (c *Contract) ApproverIDs() []string {
+	var ids []string
+	for _, ap := range c.Approvers {
+		if !slices.Contains(ids, ap.ID) {
+			ids = append(ids, ap.ID)
+		}
+	}
+	return ids
 }
 
 // Invalidated says why the contract does not hold at now: the reason code
@@ -170,6 +229,12 @@ type Rule struct {
 	Effect           Effect   `json:"effect"`
 	RequiresEvidence []string `json:"requires_evidence,omitempty"`
 	Reason           string   `json:"reason,omitempty"`
+	// Approvers names the contract's approvers who may answer the
+	// requests this rule decides (empty: any of them).
+	Approvers []string `json:"approvers,omitempty"`
+	// Approvals is how many different approvers must approve such a
+	// request before the loop acts (0 or 1: one). One denial refuses it.
+	Approvals int `json:"approvals,omitempty"`
 }
 
 // Policy tunes the loop within the contract. Zero values take defaults.
@@ -273,6 +338,9 @@ func (c *Contract) Validate() error {
 			return &codec.FieldError{Path: at + ".effect", Err: fmt.Errorf("unknown effect %q (want allow, approve or forbid)", r.Effect)}
 		}
 	}
+	if err := c.validateApprovers(); err != nil {
+		return err
+	}
 	for _, l := range []struct {
 		name string
 		l    budget.Limit
@@ -338,6 +406,51 @@ func (c *Contract) Validate() error {
 		{"signal_ttl_seconds", c.Policy.SignalTTLSeconds}} {
 		if v.n < 0 {
 			return &codec.FieldError{Path: "policy." + v.name, Err: fmt.Errorf("must be >= 0")}
+		}
+	}
+	return nil
+}
+
+// validateApprovers checks the approvers and what the rules say of them:
+// every key parses and is listed once, every id a rule names is listed,
+// and a rule asks for no more approvals than it has approvers.
+func (c *Contract) validateApprovers() error {
+	owner := map[string]string{}
+	for i, a := range c.Approvers {
+		at := fmt.Sprintf("approvers[%d]", i)
+		if !world.ValidID(a.ID) {
+			return &codec.FieldError{Path: at + ".id", Err: fmt.Errorf("%q is not a valid id", a.ID)}
+		}
+		pub, err := sshsig.ParsePublicKey(a.PublicKey)
+		if err != nil {
+			return &codec.FieldError{Path: at + ".public_key", Err: err}
+		}
+		fp := sshsig.Fingerprint(pub)
+		if other, dup := owner[fp]; dup {
+			return &codec.FieldError{Path: at + ".public_key", Err: fmt.Errorf("key %s is already listed for %q: a key belongs to one approver", fp, other)}
+		}
+		owner[fp] = a.ID
+	}
+	ids := map[string]bool{}
+	for _, id := range owner {
+		ids[id] = true
+	}
+	for i, r := range c.Rules {
+		at := fmt.Sprintf("rules[%d]", i)
+		if (len(r.Approvers) > 0 || r.Approvals != 0) && r.Effect == Forbid {
+			return &codec.FieldError{Path: at + ".approvers", Err: errors.New("a forbidding rule has no requests to answer")}
+		}
+		for j, id := range r.Approvers {
+			if !ids[id] {
+				return &codec.FieldError{Path: fmt.Sprintf("%s.approvers[%d]", at, j), Err: fmt.Errorf("%q is not one of the contract's approvers", id)}
+			}
+		}
+		n := len(ids)
+		if len(r.Approvers) > 0 {
+			n = len(slices.Compact(slices.Sorted(slices.Values(r.Approvers))))
+		}
+		if r.Approvals < 0 || r.Approvals > max(1, n) || (r.Approvals > 1 && len(ids) == 0) {
+			return &codec.FieldError{Path: at + ".approvals", Err: fmt.Errorf("%d: want 1 to %d (the approvers who may answer this rule's requests)", r.Approvals, max(1, n))}
 		}
 	}
 	return nil

@@ -3,7 +3,9 @@
 // `acr stop` leave for the next cycle (wake signals, answers, amendments,
 // stop requests), sealed with an
 // id derived from their content, decoded strictly, and checked (a wake
-// payload never carries authority). A cycle consumes the items and records
+// payload never carries authority; an answer or amendment to a run whose
+// contract lists approvers proves its author with an SSH signature over
+// its Statement, checked by CheckSignature). A cycle consumes the items and records
 // each one in the ledger; the run state remembers consumed ids so that an
 // item left behind by a crash is never consumed twice.
 //

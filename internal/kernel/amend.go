@@ -181,17 +181,27 @@ func (b *builder) proposeAmendment(it inbox.Item, refs map[string]codec.Ref) {
 		b.emit(event.AmendmentRefused, nil, refs, "no_change", "target_"+a.Target)
 		return
 	}
+	var signer *state.Signer
+	if c := &b.s.Contract; c.Signed() {
+		// Proposing is signed too: an amendment of a run whose contract
+		// lists approvers comes from one of them.
+		var why string
+		if signer, why = inbox.CheckSignature(rs.RunID, &a, c.KeyOwner); why != "" {
+			b.withSigner(event.AmendmentRefused, signer, refs, why, "target_"+a.Target)
+			return
+		}
+	}
 	ref := refs["item"]
 	refs["new"] = newRef
 	b.guard.AmendIntent(ref)
 	p := state.PendingAmendment{Ref: ref, Target: a.Target, Amends: a.Amends, NewRef: newRef, Document: a.Document, Diff: a.Diff,
-		By: a.By, CycleSeq: b.cycle, CreatedAt: a.CreatedAt}
+		By: a.By, CycleSeq: b.cycle, CreatedAt: a.CreatedAt, Signer: signer}
 	rs.PendingAmendments = append(rs.PendingAmendments, p)
 	b.record(event.AmendmentProposed, "amdp", p, refs, "target_"+a.Target)
 }
 
 // answerAmendment consumes a person's answer to the pending amendment i.
-func (b *builder) answerAmendment(i int, a state.Approval, refs map[string]codec.Ref, replacedBy codec.Ref) {
+func (b *builder) answerAmendment(i int, a state.Approval, refs map[string]codec.Ref, replacedBy codec.Ref, chk answerCheck) {
 	rs := &b.s.Run
 	p := rs.PendingAmendments[i]
 	refs["amendment"] = p.Ref
@@ -206,6 +216,12 @@ func (b *builder) answerAmendment(i int, a state.Approval, refs map[string]codec
 		b.emit(event.ApprovalIgnored, nil, refs, "amendment_acceptance_refused", "by_"+by.String())
 		return
 	}
+	if chk.why != "" {
+		// Checked against the pinned contract: a key an amendment would
+		// add counts only once that amendment is accepted.
+		b.withSigner(event.ApprovalIgnored, chk.signer, refs, chk.why)
+		return
+	}
 	if replacedBy != "" {
 		refs["replaced_by"] = replacedBy
 		b.emit(event.ApprovalIgnored, nil, refs, "replaced_by_later_answer")
@@ -214,7 +230,7 @@ func (b *builder) answerAmendment(i int, a state.Approval, refs map[string]codec
 	rs.PendingAmendments = slices.Delete(rs.PendingAmendments, i, i+1)
 	refs["old"], refs["new"] = p.Amends, p.NewRef
 	if a.Verdict != "approve" {
-		b.emit(event.AmendmentRefused, nil, refs, "denied", "target_"+p.Target)
+		b.withSigner(event.AmendmentRefused, chk.signer, refs, "denied", "target_"+p.Target)
 		return
 	}
 	n, err := checkAmendment(b.s, state.Amendment{Target: p.Target, Document: p.Document}, b.s.Run.Format() >= state.LedgerFormat3)
@@ -249,7 +265,7 @@ func (b *builder) answerAmendment(i int, a state.Approval, refs map[string]codec
 		rs.Status = state.RunRunning
 		reasons = append(reasons, "run_resumed")
 	}
-	b.emit(event.AmendmentAccepted, nil, refs, reasons...)
+	b.withSigner(event.AmendmentAccepted, chk.signer, refs, reasons...)
 }
 
 // pinnedRefs are the versions a cycle runs under, named on its

@@ -28,7 +28,8 @@ func (b *builder) consumeInbox(in Inputs) {
 	}
 	rs.InboxSeen = slices.DeleteFunc(rs.InboxSeen, func(id string) bool { return !present[id] })
 	rs.DedupKeys = slices.DeleteFunc(rs.DedupKeys, func(k state.DedupKey) bool { return expired(k.Expires, b.now) })
-	replaced := replacedAnswers(in.Inbox, rs.AnswersConsumed, rs.Format())
+	checks := b.checkAnswers(in.Inbox)
+	replaced := replacedAnswers(in.Inbox, rs.AnswersConsumed, rs.Format(), checks)
 	for _, it := range byPriority(in.Inbox, rs.Format()) {
 		ref := codec.NewRef(inboxKind(it.Kind), it.Body)
 		refs := map[string]codec.Ref{"item": ref}
@@ -67,7 +68,7 @@ func (b *builder) consumeInbox(in Inputs) {
 				}
 			}
 		case inbox.KindApproval:
-			b.answer(it, refs, replaced)
+			b.answer(it, refs, replaced, checks)
 		case inbox.KindAmendment:
 			b.proposeAmendment(it, refs)
 		case inbox.KindStop:

@@ -18,7 +18,7 @@ func needsObject(typ event.Kind) bool {
 	switch typ {
 	case event.InboxConsumed, event.AgendaSelected, event.AgendaEmpty, event.ActionProposed,
 		event.DecisionRecorded, event.CompactionCompleted, event.CheckpointCreated, event.CheckpointRecorded, event.CycleCompleted,
-		event.SemanticEncoded, event.ActionIntent:
+		event.SemanticEncoded, event.ActionIntent, event.ApprovalResolved, event.ApprovalIgnored, event.ApprovalRecorded:
 		return true
 	}
 	return lifecycle(typ) != "" || Incidental(typ)
@@ -111,11 +111,13 @@ type Fields struct {
 		FromCycle int64  `json:"from_cycle"`
 		ToCycle   int64  `json:"to_cycle"`
 	} `json:"block"`
-	// commitment
-	ID      string `json:"id"`
-	Version int64  `json:"version"`
-	Status  string `json:"status"`
-	Summary string `json:"summary"`
+	// commitment; a signer (id, fingerprint, key type) on an answer's event
+	ID          string `json:"id"`
+	Fingerprint string `json:"fingerprint"`
+	KeyType     string `json:"key_type"`
+	Version     int64  `json:"version"`
+	Status      string `json:"status"`
+	Summary     string `json:"summary"`
 	// inbox items: wake signal, approval, stop request
 	Source    string    `json:"source"`
 	Ref       string    `json:"ref"`
@@ -176,6 +178,24 @@ func body(ev *Event) (*Fields, error) {
 	return &ev.Object.Body, nil
 }
 
+// isAnswer reports whether events of type typ record an answer, which
+// carries its signer as its object when it was signed.
+func isAnswer(typ event.Kind) bool {
+	return typ == event.ApprovalResolved || typ == event.ApprovalIgnored || typ == event.ApprovalRecorded
+}
+
+// signedBy says who signed an answer, from the signer its event carries
+// (f nil: an unsigned answer to a run whose contract lists no approvers).
+func signedBy(f *Fields) string {
+	switch {
+	case f == nil || f.Fingerprint == "":
+		return ""
+	case f.ID == "":
+		return ", signed with " + f.KeyType + " " + f.Fingerprint + " (not a listed key)"
+	}
+	return ", signed by " + f.ID + " with " + f.KeyType + " " + f.Fingerprint
+}
+
 // Digest folds the events of one completed cycle, in ledger order from
 // persistent.cycle.started to persistent.cycle.completed, into a Cycle.
 // Events of types Shown rejects are ignored.
@@ -187,7 +207,7 @@ func Digest(events []Event) (Cycle, error) {
 		ev := &events[i]
 		var f *Fields
 		var err error
-		if needsObject(ev.Type) {
+		if needsObject(ev.Type) && (ev.Object != nil || !isAnswer(ev.Type)) {
 			if f, err = body(ev); err != nil {
 				return Cycle{}, fmt.Errorf("cycle %d: %w", ev.CycleSeq, err)
 			}
@@ -208,9 +228,12 @@ func Digest(events []Event) (Cycle, error) {
 			c.Approvals = append(c.Approvals, ApprovalChange{Kind: "requested", ActionRef: ev.Refs["action"], Action: c.Action, Reason: strings.Join(ev.Reasons, ", ")})
 		case event.ApprovalResolved:
 			c.Approvals = append(c.Approvals, ApprovalChange{Kind: "resolved", ActionRef: ev.Refs["action"],
-				Verdict: strings.TrimPrefix(first(ev.Reasons), "verdict_"), By: by[ev.Refs["item"]]})
+				Verdict: strings.TrimPrefix(first(ev.Reasons), "verdict_"), By: by[ev.Refs["item"]] + signedBy(f)})
+		case event.ApprovalRecorded:
+			c.Approvals = append(c.Approvals, ApprovalChange{Kind: "recorded", ActionRef: ev.Refs["action"],
+				Verdict: "approve", By: by[ev.Refs["item"]] + signedBy(f), Reason: strings.Join(ev.Reasons, ", ")})
 		case event.ApprovalIgnored:
-			c.Approvals = append(c.Approvals, ApprovalChange{Kind: "ignored", ActionRef: ev.Refs["item"], Reason: strings.Join(ev.Reasons, ", ")})
+			c.Approvals = append(c.Approvals, ApprovalChange{Kind: "ignored", ActionRef: ev.Refs["item"], Reason: strings.Join(ev.Reasons, ", ") + signedBy(f)})
 		case event.ReviewRequested:
 			c.Review = append([]string{}, ev.Reasons...)
 		case event.SemanticEncoded:

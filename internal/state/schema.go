@@ -348,6 +348,11 @@ type PendingApproval struct {
 	Key      string               `json:"idempotency_key,omitempty"`
 	Cause    string               `json:"cause,omitempty"`
 	Evidence []world.PathEvidence `json:"evidence,omitempty"`
+	// Approvals are the signed approvals recorded so far for a request
+	// whose rule needs several different approvers (the contract's
+	// rules[].approvals): the request is resolved by the last one it
+	// needs, and stays open until then.
+	Approvals []Signer `json:"approvals,omitempty"`
 }
 
 // Incident reports whether p is an uncertain effect recorded as an
@@ -507,6 +512,20 @@ type Approval struct {
 	// request that this one replaces: of the two, this one counts.
 	Replaces  string `json:"replaces,omitempty"`
 	CreatedAt string `json:"created_at"`
+	// Signature proves who gave the answer, when the contract lists
+	// approvers (absent otherwise).
+	Signature *Signature `json:"signature,omitempty"`
+}
+
+// Signature proves who gave an answer or proposed an amendment: an SSH
+// signature (ssh-keygen -Y sign, namespace "acr") over the item's
+// statement (inbox.Statement: the run, what is answered or proposed, by
+// whom, and Nonce), by a key the contract lists under the item's by.
+type Signature struct {
+	// Nonce makes each signed statement unique.
+	Nonce string `json:"nonce"`
+	// SSHSig is the armored signature, exactly as ssh-keygen writes it.
+	SSHSig string `json:"sshsig"`
 }
 
 // The verdicts of an answer.
@@ -549,6 +568,19 @@ type Amendment struct {
 	By        string      `json:"by"`
 	Reason    string      `json:"reason,omitempty"`
 	CreatedAt string      `json:"created_at"`
+	// Signature proves who proposed it, when the contract lists
+	// approvers (absent otherwise).
+	Signature *Signature `json:"signature,omitempty"`
+}
+
+// Signer is who signed an answer or amendment, as its signature shows:
+// the id the contract lists the key under ("" for a key it does not
+// list), the key's fingerprint (SHA256:..., as ssh-keygen -l prints it)
+// and its type.
+type Signer struct {
+	ID          string `json:"id,omitempty"`
+	Fingerprint string `json:"fingerprint"`
+	KeyType     string `json:"key_type"`
 }
 
 // PendingAmendment is a proposed amendment waiting for a person's answer
@@ -564,6 +596,9 @@ type PendingAmendment struct {
 	By        string      `json:"by"`
 	CycleSeq  int64       `json:"cycle_seq"`
 	CreatedAt string      `json:"created_at"`
+	// Signer is who proposed it, proven by signature, when the contract
+	// lists approvers.
+	Signer *Signer `json:"signer,omitempty"`
 }
 
 // StopRequest asks the run to stop at its next invocation. Kill marks the
