@@ -20,12 +20,9 @@ import (
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/diff"
-	"github.com/acr-project/acr/internal/dirstore"
-	"github.com/acr-project/acr/internal/disk"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/kernel"
-	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/memory"
 	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
@@ -245,7 +242,14 @@ func (rn *runner) noteRecovery(rec kernel.Recovery) {
 	}
 }
 
-func (rn *runner) fs() (*disk.OSDir, error) { return disk.OpenOSDir(rn.dir) }
+// put queues an inbox item the way acr wake, approve and stop do.
+func (rn *runner) put(v any) (string, error) {
+	q, err := runstore.OpenQueue(rn.dir)
+	if err != nil {
+		return "", err
+	}
+	return q.Put(v)
+}
 
 func (rn *runner) step(st Step) error {
 	now := rn.clock.t
@@ -275,10 +279,6 @@ func (rn *runner) step(st Step) error {
 		if key == "" {
 			key = fmt.Sprintf("%s:%s:%s", st.Wake.Source, st.Wake.Ref, state.FormatTime(now))
 		}
-		fsys, err := rn.fs()
-		if err != nil {
-			return err
-		}
 		parent := st.Wake.CausalParent
 		switch parent {
 		case "":
@@ -286,7 +286,7 @@ func (rn *runner) step(st Step) error {
 		case "-":
 			parent = ""
 		}
-		_, err = dirstore.Inbox{FS: fsys}.Write(&state.WakeSignal{Schema: state.WakeSignalSchema, Source: st.Wake.Source, Ref: st.Wake.Ref, DedupKey: key,
+		_, err := rn.put(&state.WakeSignal{Schema: state.WakeSignalSchema, Source: st.Wake.Source, Ref: st.Wake.Ref, DedupKey: key,
 			CreatedAt: state.FormatTime(now), ExpiresAt: state.FormatTime(now.Add(exp)), By: "scenario", Reason: st.Wake.Reason, Payload: st.Wake.Payload,
 			CausalParent: parent, Priority: st.Wake.Priority})
 		return err
@@ -295,11 +295,7 @@ func (rn *runner) step(st Step) error {
 	case st.Approve != "" || st.Deny != "":
 		return rn.resolve(st)
 	case st.Stop != nil:
-		fsys, err := rn.fs()
-		if err != nil {
-			return err
-		}
-		_, err = dirstore.Inbox{FS: fsys}.Write(&state.StopRequest{Schema: state.StopSchema, By: "scenario", Reason: st.Stop.Reason, Kill: st.Stop.Kill, CreatedAt: state.FormatTime(now)})
+		_, err := rn.put(&state.StopRequest{Schema: state.StopSchema, By: "scenario", Reason: st.Stop.Reason, Kill: st.Stop.Kill, CreatedAt: state.FormatTime(now)})
 		return err
 	case st.KillSwitch != nil:
 		p := filepath.Join(rn.dir, runstore.KillSwitchFile)
@@ -362,11 +358,7 @@ func (rn *runner) amend(a Amend) error {
 	if err != nil {
 		return err
 	}
-	fsys, err := rn.fs()
-	if err != nil {
-		return err
-	}
-	_, err = dirstore.Inbox{FS: fsys}.Write(&state.Amendment{Schema: state.AmendmentSchema, Target: target, Amends: old, Document: doc,
+	_, err = rn.put(&state.Amendment{Schema: state.AmendmentSchema, Target: target, Amends: old, Document: doc,
 		Diff: diff.Unified(target+"@"+old.Short(), target+"@"+newRef.Short(), from, to), By: "scenario", CreatedAt: state.FormatTime(rn.clock.t)})
 	return err
 }
@@ -409,15 +401,11 @@ func (rn *runner) resolve(st Step) error {
 
 // answer queues a person's answer to the request ref made in cycle seq.
 func (rn *runner) answer(st Step, ref codec.Ref, seq int64, verdict string) error {
-	fsys, err := rn.fs()
-	if err != nil {
-		return err
-	}
 	by := st.By
 	if by == "" {
 		by = "scenario"
 	}
-	_, err = dirstore.Inbox{FS: fsys}.Write(&state.Approval{Schema: state.ApprovalSchema, ActionRef: ref, RequestCycle: seq, Verdict: verdict, By: by,
+	_, err := rn.put(&state.Approval{Schema: state.ApprovalSchema, ActionRef: ref, RequestCycle: seq, Verdict: verdict, By: by,
 		CreatedAt: state.FormatTime(rn.clock.t)})
 	return err
 }
@@ -618,7 +606,7 @@ type History struct {
 
 // Analyse scans a state directory's ledger and world.
 func Analyse(dir string) (*History, error) {
-	fsys, err := disk.OpenOSDir(dir)
+	hist, err := runstore.OpenHistory(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -627,7 +615,7 @@ func Analyse(dir string) (*History, error) {
 	selected := map[int64]bool{}
 	fitness := map[codec.Ref]bool{}
 	committedKeys := map[string]int{}
-	err = ledger.Scan(fsys, func(r event.Record) error {
+	err = hist.Scan(func(r event.Record) error {
 		h.Events++
 		ev := r.Event
 		c := h.Classes
@@ -779,12 +767,12 @@ func Analyse(dir string) (*History, error) {
 
 // EventCounts counts ledger events by type.
 func EventCounts(dir string) (map[string]int, error) {
-	fsys, err := disk.OpenOSDir(dir)
+	hist, err := runstore.OpenHistory(dir)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]int{}
-	err = ledger.Scan(fsys, func(r event.Record) error { out[string(r.Event.Type)]++; return nil })
+	err = hist.Scan(func(r event.Record) error { out[string(r.Event.Type)]++; return nil })
 	return out, err
 }
 
