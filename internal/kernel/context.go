@@ -42,8 +42,8 @@ func (b *builder) observeContext() codec.Ref {
 	}
 	b.ctx = controller.Context{Schema: controller.ContextSchema, CycleID: b.cycleID,
 		Sources:      controller.Sources(goal, rs.ContractRef, rs.EnvironmentSpecRef, obs, rs.PendingAmendments, b.s.Contract.Proposer != nil),
-		Trust:        controller.AssessTrust(b.s.Environment, obs, rs.PendingApprovals),
-		Capabilities: controller.Capabilities(&b.s.Contract, &b.s.Spec)}
+		Trust:        controller.AssessTrust(b.s.Operations, b.s.Environment, obs, rs.PendingApprovals),
+		Capabilities: controller.Capabilities(b.s.Operations, &b.s.Contract, &b.s.Spec)}
 	b.hasCtx = true
 	return b.record(event.ContextRecorded, kindControllerContext, b.ctx, map[string]codec.Ref{"observation": obs},
 		"trust_"+b.ctx.Trust.Level, "readiness_"+b.coords.Readiness)
@@ -64,7 +64,7 @@ func trustRef(t controller.Trust) codec.Ref { return codec.MustRefOf("trust", t.
 // itself replaced, is refused by the world if they changed since, and is
 // the one action that removes doubt rather than adding to it.
 func (b *builder) preflight(action world.Action, req governance.Request, d governance.Decision, decRef, rcptRef codec.Ref) bool {
-	if !b.hasCtx || action.Operation == world.OpRestore || (d.Verdict != governance.Execute && d.Verdict != governance.Escalate) {
+	if !b.hasCtx || b.kind(action.Operation).Undoes || (d.Verdict != governance.Execute && d.Verdict != governance.Escalate) {
 		return false
 	}
 	if d.Verdict == governance.Execute {
@@ -78,7 +78,7 @@ func (b *builder) preflight(action world.Action, req governance.Request, d gover
 			return true
 		}
 	}
-	trust := b.ctx.Trust.For(action.Paths())
+	trust := b.ctx.Trust.For(b.s.Operations.Paths(action))
 	if controller.Ready(b.coords.Readiness, trust) {
 		return false
 	}

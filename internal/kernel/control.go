@@ -142,7 +142,7 @@ func (b *builder) authorityUsed(s controller.Phase) governance.AuthorityMode {
 	case controller.Propose:
 		return governance.AuthPropose
 	case controller.Act:
-		if b.effect != nil && b.effect.Action.Operation.Writes() {
+		if b.effect != nil && b.kind(b.effect.Action.Operation).Writes {
 			return governance.AuthProjectWrite
 		}
 		return governance.AuthRead
@@ -176,13 +176,13 @@ func (b *builder) overBudget(more budget.Usage) string {
 // be judged, fixed before the action.
 func (b *builder) fitnessFor(a world.Action, actionRef codec.Ref) controller.FitnessContract {
 	f := controller.FitnessContract{Schema: controller.FitnessSchema, CycleID: b.cycleID, ActionRef: actionRef, CheckID: a.CheckID,
-		Target: a.Target, Criteria: append([]string{"readback_agrees"}, a.Criteria()...), PassingBefore: []string{}, ProposedBy: controller.Distiller}
+		Target: a.Target, Criteria: append([]string{"readback_agrees"}, b.s.Operations.Criteria(a)...), PassingBefore: []string{}, ProposedBy: controller.Distiller}
 	for _, c := range b.s.Spec.Checks {
 		r, ok := b.s.Environment.Check(c.ID)
 		if !ok || r.Status != world.CheckPass || c.Path == "" {
 			continue
 		}
-		if (a.OnSet() && world.MatchAny(a.Paths(), c.Path)) || c.Path == a.Target {
+		if (b.s.Operations.OnSet(a) && world.MatchAny(b.s.Operations.Paths(a), c.Path)) || c.Path == a.Target {
 			f.PassingBefore = append(f.PassingBefore, c.ID)
 		}
 	}
@@ -265,8 +265,9 @@ func Controls(p *Pending, in *world.Intent, lockHeld bool, now time.Time) string
 
 // evaluateEffect is the evaluator's judgement of an effect against the
 // fixed FitnessContract, resting on the observer's readback, not on the
-// executor's word.
-func evaluateEffect(a world.Action, out world.Outcome, rb *world.Readback, f controller.FitnessContract) (string, string) {
+// executor's word. k is the action's operation's entry in the run's
+// catalog.
+func evaluateEffect(k world.OperationKind, a world.Action, out world.Outcome, rb *world.Readback, f controller.FitnessContract) (string, string) {
 	switch {
 	case rb == nil:
 		return "operator_review_required", "no independent readback"
@@ -297,12 +298,12 @@ func evaluateEffect(a world.Action, out world.Outcome, rb *world.Readback, f con
 	switch {
 	case out.Status == world.OutcomeCommitted && len(regressed) > 0:
 		return "rollback_required", "regressed " + strings.Join(regressed, ",")
-	case a.Operation == world.OpRestore:
+	case k.Undoes:
 		if out.Status == world.OutcomeCommitted || out.Status == world.OutcomeNoChange {
 			return "accepted", "snapshot restored"
 		}
 		return "rejected", "snapshot not restored"
-	case a.Operation == world.OpMarkIssue && out.Status == world.OutcomeCommitted:
+	case k.Reports && out.Status == world.OutcomeCommitted:
 		return "partially_accepted", "reported, not fixed"
 	case a.CheckID == "" || !slices.Contains(f.Criteria, "check_passes"):
 		if out.Status == world.OutcomeCommitted {

@@ -112,7 +112,8 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 	req := governance.Request{
 		Action: action, ActionRef: actionRef, ContractRef: rs.ContractRef, CycleSeq: b.cycle, Now: b.at,
 		EvidencePresent: present, RequiredEvidence: b.check.RequiresEvidence, ObservationRef: b.envRef,
-		StillNeeded: !known || result.Status == world.CheckFail || action.CheckID == "" || action.Operation == world.OpRestore, Approval: approval,
+		StillNeeded: !known || result.Status == world.CheckFail || action.CheckID == "" || b.kind(action.Operation).Undoes, Approval: approval,
+		Operations: b.s.Operations,
 	}
 	d := governance.Decide(&b.s.Contract, &b.s.Spec, req)
 	decRef := b.record(event.DecisionRecorded, "gdec", d, map[string]codec.Ref{"action": actionRef}, d.ReasonCodes...)
@@ -129,7 +130,7 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 	}
 	b.rec.GovernanceDecision = d.Verdict.String()
 	b.sum.GovernanceDecision = d.Verdict.String()
-	b.sum.Action = action.Describe()
+	b.sum.Action = b.s.Operations.Describe(action)
 	more := b.candidates > 1
 	b.judgeProposed(b.fp, "governance_"+strings.ToLower(d.Verdict.String())+"_"+d.ReasonCodes[0])
 	if b.preflight(action, req, d, decRef, rcptRef) {
@@ -154,7 +155,7 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 			return
 		}
 		files := int64(0)
-		if action.Operation.Writes() {
+		if b.kind(action.Operation).Writes {
 			files = 1
 		}
 		if over := b.overBudget(budget.Usage{ToolActions: 1, FilesTouched: files}); over != "" {

@@ -23,6 +23,9 @@ type Bootstrap struct {
 	Contract    governance.Contract
 	Spec        world.Spec
 	Observation world.Observation
+	// Operations is the catalog of the operations the run's world carries
+	// out (the zero value: the built-in ones).
+	Operations world.Catalog
 	// LedgerFormat is the format the run records in; zero means the
 	// current one. Older formats are for tests of the readers that keep
 	// older runs working.
@@ -46,7 +49,7 @@ func Init(bs Bootstrap) (EngineState, []event.Event, error) {
 	}
 	at := state.FormatTime(bs.Now)
 	s := EngineState{
-		Goal: bs.Goal, Contract: bs.Contract, Spec: bs.Spec, Environment: bs.Observation,
+		Goal: bs.Goal, Contract: bs.Contract, Spec: bs.Spec, Environment: bs.Observation, Operations: bs.Operations,
 		Commitments: commitment.NewStore(), Context: memory.NewBinding(), Strategy: strategy.NewState(bs.Goal.Registry()),
 		Run: state.RunState{
 			Schema: state.RunStateSchema, RunID: bs.RunID, Status: state.RunRunning, LoopDisposition: state.Continue,

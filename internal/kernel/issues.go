@@ -25,7 +25,7 @@ const (
 // when the run records in format 3 or later and the action is a report;
 // otherwise action as it is.
 func (b *builder) reportNote(action *world.Action, why string, r world.CheckResult) *world.Action {
-	if action == nil || action.Operation != world.OpMarkIssue || b.s.Run.Format() < state.LedgerFormat3 {
+	if action == nil || !b.kind(action.Operation).Reports || b.s.Run.Format() < state.LedgerFormat3 {
 		return action
 	}
 	a := *action
@@ -89,9 +89,9 @@ func (b *builder) proposalWhy(t *thinking) string {
 		if i < len(t.reply.Targets) {
 			fact = t.reply.Targets[i]
 		}
-		a, problem := cognition.DraftProposed(cognition.Situation{Check: b.check, Spec: &b.s.Spec}, pa, fact)
+		a, problem := cognition.DraftProposed(b.proposalSituation(), pa, fact)
 		if problem != "" {
-			return fmt.Sprintf("the proposer's %s was not taken: %s", a.Describe(), strings.ReplaceAll(problem, "_", " "))
+			return fmt.Sprintf("the proposer's %s was not taken: %s", b.s.Operations.Describe(a), strings.ReplaceAll(problem, "_", " "))
 		}
 	}
 	return "nothing the proposer proposed was taken"
@@ -111,7 +111,7 @@ func (b *builder) noteDenial(action world.Action, approval *state.Approval, d go
 		b.s.Run.Format() < state.LedgerFormat3 {
 		return
 	}
-	b.rememberProposed(state.ProposedAttempt{ItemID: b.item, Fingerprint: b.fp, Action: action.Describe(), Cycle: b.cycle,
+	b.rememberProposed(state.ProposedAttempt{ItemID: b.item, Fingerprint: b.fp, Action: b.s.Operations.Describe(action), Cycle: b.cycle,
 		Result: "denied", DeniedBy: approval.By, Reason: approval.Reason})
 }
 

@@ -94,7 +94,7 @@ func (b *builder) reportAction(t *thinking) *world.Action {
 	if len(b.check.Fixes) > 0 {
 		return nil
 	}
-	a := cognition.ReportAction(b.check, t.draft)
+	a := cognition.ReportAction(b.s.Operations, b.check, t.draft)
 	return &a
 }
 
@@ -108,7 +108,7 @@ func (b *builder) proposalRequest(result world.CheckResult) cognition.ProposalRe
 		Goal:  cognition.RequestGoal{Mission: g.Mission, Objectives: nonNil(g.Objectives), NonGoals: nonNil(g.NonGoals), Constraints: nonNil(g.Constraints)},
 		Item:  cognition.RequestItem{ID: b.item, Check: b.check, Result: result},
 		Files: cognition.FilesNamed(b.check, result, b.s.Environment),
-		Allowed: cognition.AllowedActs{Operations: cognition.ProposalOperations(), Authority: string(c.Authority.Mode),
+		Allowed: cognition.AllowedActs{Operations: cognition.ProposalOperations(b.s.Operations), Authority: string(c.Authority.Mode),
 			Autonomy: c.Coordinates.Autonomy, Rules: []cognition.AllowedRule{}},
 		Commands: []cognition.CommandFix{}, Attempts: []cognition.Tried{},
 	}
@@ -117,7 +117,7 @@ func (b *builder) proposalRequest(result world.CheckResult) cognition.ProposalRe
 	}
 	for _, ch := range b.s.Spec.Checks {
 		for _, f := range ch.Fixes {
-			if f.Operation == world.OpRunCommand {
+			if b.kind(f.Operation).Command {
 				req.Commands = append(req.Commands, cognition.CommandFix{ID: f.ID, Check: ch.ID, Argv: f.Argv, Touches: nonNil(f.Touches), Idempotent: f.Idempotent})
 			}
 		}
@@ -127,7 +127,7 @@ func (b *builder) proposalRequest(result world.CheckResult) cognition.ProposalRe
 	described := map[string]string{}
 	for _, a := range b.thought.affs {
 		if a.FixIndex >= 0 {
-			described[a.Fingerprint] = fmt.Sprintf("declared fix %d: %s", a.FixIndex, draftDescribe(b.check, a.FixIndex))
+			described[a.Fingerprint] = fmt.Sprintf("declared fix %d: %s", a.FixIndex, b.s.Operations.DescribeFix(b.check, b.check.Fixes[a.FixIndex]))
 		}
 	}
 	proposed := map[string]state.ProposedAttempt{}
@@ -158,12 +158,10 @@ func (b *builder) proposalRequest(result world.CheckResult) cognition.ProposalRe
 	return req
 }
 
-func draftDescribe(c world.Check, i int) string {
-	f := c.Fixes[i]
-	if f.Operation == world.OpApplyPatch {
-		return fmt.Sprintf("apply_local_patch %s (replace %q with %q)", c.Path, f.Find, f.Replace)
-	}
-	return world.DraftFix(c, world.CheckResult{}, f).Describe()
+// proposalSituation is what cognition drafts a proposed action from
+// outside the dialogue: the selected check, the spec and the catalog.
+func (b *builder) proposalSituation() cognition.Situation {
+	return cognition.Situation{Check: b.check, Spec: &b.s.Spec, Operations: b.s.Operations}
 }
 
 // noteProposals remembers what the proposer proposed and what became of
@@ -175,7 +173,7 @@ func (b *builder) noteProposals(dlg cognition.Dialogue, action *world.Action) {
 		if i < len(t.reply.Targets) {
 			fact = t.reply.Targets[i]
 		}
-		a, problem := cognition.DraftProposed(cognition.Situation{Check: b.check, Spec: &b.s.Spec}, pa, fact)
+		a, problem := cognition.DraftProposed(b.proposalSituation(), pa, fact)
 		result := "proposed"
 		switch {
 		case problem != "":
@@ -183,7 +181,7 @@ func (b *builder) noteProposals(dlg cognition.Dialogue, action *world.Action) {
 		case action == nil || a.Ref() != action.Ref():
 			continue // not weighed this cycle
 		}
-		b.rememberProposed(state.ProposedAttempt{ItemID: b.item, Fingerprint: cognition.Fingerprint(a), Action: a.Describe(), Cycle: b.cycle, Result: result})
+		b.rememberProposed(state.ProposedAttempt{ItemID: b.item, Fingerprint: cognition.Fingerprint(a), Action: b.s.Operations.Describe(a), Cycle: b.cycle, Result: result})
 		if action != nil && a.Ref() == action.Ref() {
 			break
 		}

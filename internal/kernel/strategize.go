@@ -27,7 +27,7 @@ func (b *builder) assessTension(sem semantic.Encoded) (controller.TensionReport,
 	in.Drifted = b.drifted(in.Failing)
 	if b.hasCtx {
 		in.Gaps = controller.Gaps(in.Failing, b.ctx.Capabilities)
-		in.Opportunities = controller.Opportunities(&b.s.Spec, b.ctx.Capabilities, in.Failing)
+		in.Opportunities = controller.Opportunities(b.s.Operations, &b.s.Spec, b.ctx.Capabilities, in.Failing)
 	}
 	for i, w := range b.signals {
 		if w.Source == "manual_resume" {

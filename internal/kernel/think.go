@@ -43,7 +43,7 @@ func (b *builder) think() {
 	}
 	t := &thinking{result: result, routing: routing, failed: failed, commitmentID: sel.CommitmentID}
 	t.draft = b.draftResult(result)
-	t.affs = cognition.Retrieve(b.check, t.draft)
+	t.affs = cognition.Retrieve(b.s.Operations, b.check, t.draft)
 	if b.needsProposal(t.affs, failed) {
 		t.prog = cognition.CompileProposal(b.cycle, b.item, b.check, t.affs, routing)
 	} else {
@@ -78,7 +78,7 @@ func (b *builder) decide() {
 	t := b.thought
 	progRef := t.progRef
 	result := t.result
-	sit := cognition.Situation{Check: b.check, Result: t.draft, FailedPrint: t.failed, Spec: &b.s.Spec, Routing: t.routing}
+	sit := cognition.Situation{Check: b.check, Result: t.draft, FailedPrint: t.failed, Spec: &b.s.Spec, Routing: t.routing, Operations: b.s.Operations}
 	var dlg cognition.Dialogue
 	var action *world.Action
 	if t.reply != nil {

@@ -9,8 +9,13 @@ import (
 	"github.com/acr-project/acr/internal/codec"
 )
 
-// Validate checks a Spec and returns a *codec.FieldError naming the field.
-func (s *Spec) Validate() error {
+// Validate checks a Spec against the built-in operations and returns a
+// *codec.FieldError naming the field.
+func (s *Spec) Validate() error { return s.ValidateFor(Catalog{}) }
+
+// ValidateFor is Validate for a world that carries out the operations of
+// ops: a fix may name any of them that can be a fix.
+func (s *Spec) ValidateFor(ops Catalog) error {
 	if s.Schema != SpecSchema {
 		return &codec.FieldError{Path: "schema", Err: fmt.Errorf("want %q, found %q", SpecSchema, s.Schema)}
 	}
@@ -68,7 +73,7 @@ func (s *Spec) Validate() error {
 				}
 				fixes[f.ID] = true
 			}
-			if err := f.validate(c); err != nil {
+			if err := f.validate(ops, c); err != nil {
 				return prefixField(fat, err)
 			}
 		}
