@@ -64,7 +64,7 @@ func trustRef(t controller.Trust) codec.Ref { return codec.MustRefOf("trust", t.
 // itself replaced, is refused by the world if they changed since, and is
 // the one action that removes doubt rather than adding to it.
 func (b *builder) preflight(action world.Action, req governance.Request, d governance.Decision, decRef, rcptRef codec.Ref) bool {
-	if !b.hasCtx || b.kind(action.Operation).Undoes || (d.Verdict != governance.Execute && d.Verdict != governance.Escalate) {
+	if !b.hasCtx || b.s.Operations.Of(action.Operation).Undoes || (d.Verdict != governance.Execute && d.Verdict != governance.Escalate) {
 		return false
 	}
 	if d.Verdict == governance.Execute {

@@ -142,7 +142,7 @@ func (b *builder) authorityUsed(s controller.Phase) governance.AuthorityMode {
 	case controller.Propose:
 		return governance.AuthPropose
 	case controller.Act:
-		if b.effect != nil && b.kind(b.effect.Action.Operation).Writes {
+		if b.effect != nil && b.s.Operations.Of(b.effect.Action.Operation).Writes {
 			return governance.AuthProjectWrite
 		}
 		return governance.AuthRead

@@ -158,9 +158,6 @@ type builder struct {
 	pausedAtStart  []string
 }
 
-// kind is what the run's catalog says about an operation.
-func (b *builder) kind(op world.Operation) world.OperationKind { return b.s.Operations.Of(op) }
-
 func (b *builder) fail(err error) {
 	if b.err == nil {
 		b.err = err

@@ -596,7 +596,7 @@ func (d *Driver) prepare(p *Pending) (world.Intent, *world.Outcome, string, erro
 		}
 		return world.Intent{}, nil, "", fmt.Errorf("cycle %d: prepare %s: %w", p.b.cycle, p.Effect.Key, err)
 	}
-	if p.b.kind(p.Effect.Action.Operation).Command {
+	if d.state.Operations.Of(p.Effect.Action.Operation).Command {
 		in.RunID, in.CycleSeq = d.state.Run.RunID, p.b.cycle
 	}
 	return in, prior, "", nil

@@ -112,7 +112,7 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 	req := governance.Request{
 		Action: action, ActionRef: actionRef, ContractRef: rs.ContractRef, CycleSeq: b.cycle, Now: b.at,
 		EvidencePresent: present, RequiredEvidence: b.check.RequiresEvidence, ObservationRef: b.envRef,
-		StillNeeded: !known || result.Status == world.CheckFail || action.CheckID == "" || b.kind(action.Operation).Undoes, Approval: approval,
+		StillNeeded: !known || result.Status == world.CheckFail || action.CheckID == "" || b.s.Operations.Of(action.Operation).Undoes, Approval: approval,
 		Operations: b.s.Operations,
 	}
 	d := governance.Decide(&b.s.Contract, &b.s.Spec, req)
@@ -155,7 +155,7 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 			return
 		}
 		files := int64(0)
-		if b.kind(action.Operation).Writes {
+		if b.s.Operations.Of(action.Operation).Writes {
 			files = 1
 		}
 		if over := b.overBudget(budget.Usage{ToolActions: 1, FilesTouched: files}); over != "" {

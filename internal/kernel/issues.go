@@ -25,7 +25,7 @@ const (
 // when the run records in format 3 or later and the action is a report;
 // otherwise action as it is.
 func (b *builder) reportNote(action *world.Action, why string, r world.CheckResult) *world.Action {
-	if action == nil || !b.kind(action.Operation).Reports || b.s.Run.Format() < state.LedgerFormat3 {
+	if action == nil || !b.s.Operations.Of(action.Operation).Reports || b.s.Run.Format() < state.LedgerFormat3 {
 		return action
 	}
 	a := *action

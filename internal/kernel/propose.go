@@ -117,7 +117,7 @@ func (b *builder) proposalRequest(result world.CheckResult) cognition.ProposalRe
 	}
 	for _, ch := range b.s.Spec.Checks {
 		for _, f := range ch.Fixes {
-			if b.kind(f.Operation).Command {
+			if b.s.Operations.Of(f.Operation).Command {
 				req.Commands = append(req.Commands, cognition.CommandFix{ID: f.ID, Check: ch.ID, Argv: f.Argv, Touches: nonNil(f.Touches), Idempotent: f.Idempotent})
 			}
 		}

@@ -75,7 +75,7 @@ func (b *builder) settle(st Settlement) {
 	}
 	b.move(controller.Evaluate, "effect_observed", rbRef)
 
-	result, why := evaluateEffect(b.kind(e.Action.Operation), e.Action, out, st.Readback, b.fitness)
+	result, why := evaluateEffect(b.s.Operations.Of(e.Action.Operation), e.Action, out, st.Readback, b.fitness)
 	ev := event.Evaluation{Schema: event.EvaluationSchema, ActionRef: e.ActionRef, OutcomeRef: outRef, ReadbackRef: rbRef, FitnessRef: b.fitnessRef,
 		Expected: b.expected(e.Action), Observed: why, Result: result, Actor: "evaluator"}
 	if result == "rollback_required" && st.Rollback == nil {
@@ -97,7 +97,7 @@ func (b *builder) settle(st Settlement) {
 	ai := slices.IndexFunc(rs.Attempts, func(a state.Attempt) bool {
 		return a.ItemID == b.item && a.Fingerprint == b.fp && a.EvidenceRef == b.evidence
 	})
-	if b.kind(e.Action.Operation).Reports && out.Status == world.OutcomeCommitted {
+	if b.s.Operations.Of(e.Action.Operation).Reports && out.Status == world.OutcomeCommitted {
 		// Reported for a person: do not report it again until the checked
 		// file changes.
 		r, _ := b.s.Environment.Check(e.Action.CheckID)
@@ -109,7 +109,7 @@ func (b *builder) settle(st Settlement) {
 	case "accepted":
 		rs.Attempts = slices.DeleteFunc(rs.Attempts, func(a state.Attempt) bool { return a.ItemID == b.item })
 		b.s.Strategy = strategy.Settle(b.s.Strategy, []string{b.item})
-		if !b.kind(e.Action.Operation).Undoes {
+		if !b.s.Operations.Of(e.Action.Operation).Undoes {
 			b.noteFixed()
 		} else {
 			// The fix was undone: set the item aside until the target
