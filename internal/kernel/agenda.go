@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/acr-project/acr/internal/agenda"
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/semantic"
@@ -14,8 +15,28 @@ import (
 // The agenda stage: candidates from reactivated commitments and observed
 // issues, what is blocked and why, and the deterministic resolution.
 
+// work is the agenda and commitment part of a cycle's builder: the agenda's
+// resolution and the item it selected, the check, remedy and evidence the
+// cycle works on, the effect governance authorized for it; and the run's
+// memory of its items: the commitments (commitments.go), what is set aside
+// and why, what was tried, proposed and fixed.
+type work struct {
+	s *EngineState
+	*recorder
+	*intake
+	res        agenda.Resolution
+	resRef     codec.Ref
+	candidates int
+	item       string
+	check      world.Check
+	fp         string // the remedy's fingerprint (cognition.Fingerprint)
+	evidence   string // the hash the remedy was derived from
+	effect     *Effect
+	woken      []string // commitments whose condition or deadline came
+}
+
 // blocked lists items that must not be proposed now, with the reason.
-func (b *builder) blocked() map[string]string {
+func (b *work) blocked() map[string]string {
 	rs := &b.s.Run
 	out := map[string]string{}
 	for _, sp := range rs.Suppressed {
@@ -35,7 +56,7 @@ func (b *builder) blocked() map[string]string {
 	return out
 }
 
-func (b *builder) resolveAgenda(sem semantic.Encoded) {
+func (b *work) resolveAgenda(sem semantic.Encoded) {
 	in := agenda.Inputs{CycleSeq: b.cycle, Blocked: b.blocked()}
 	for _, f := range sem.Failing() {
 		summary := f.Subject

@@ -20,7 +20,7 @@ import (
 // evaluateCommitments reconciles the goal's standing commitments with the
 // store, evaluates live commitments' conditions and applies the
 // transitions they call for through the store's explicit API.
-func (b *builder) evaluateCommitments() {
+func (b *work) evaluateCommitments() {
 	if len(b.s.Commitments.Commitments) == 0 && len(b.s.Goal.Commitments) == 0 {
 		return
 	}
@@ -46,7 +46,7 @@ func nonNil[T any](s []T) []T {
 
 // transition applies one commitment transition and records its lifecycle
 // event. A conflict is a fault of the cycle, never a silent overwrite.
-func (b *builder) transition(t commitment.Transition, refs map[string]codec.Ref) {
+func (b *work) transition(t commitment.Transition, refs map[string]codec.Ref) {
 	store, c, err := b.s.Commitments.Apply(t)
 	if err != nil {
 		b.fail(fmt.Errorf("commitment %s %s: %w", t.Kind, t.CommitmentID, err))
@@ -101,7 +101,7 @@ func lifecycleVerb(k commitment.Kind) string {
 }
 
 // liftDeferrals releases deferred items whose evidence has arrived.
-func (b *builder) liftDeferrals() {
+func (b *work) liftDeferrals() {
 	rs := &b.s.Run
 	rs.Deferred = slices.DeleteFunc(rs.Deferred, func(d state.DeferredItem) bool {
 		for _, e := range d.Evidence {
@@ -117,7 +117,7 @@ func (b *builder) liftDeferrals() {
 // liftSuppressions releases loop-guard suppressions when the evidence they
 // were made under has changed, and drops suppressions of items whose
 // check now passes.
-func (b *builder) liftSuppressions() {
+func (b *work) liftSuppressions() {
 	rs := &b.s.Run
 	rs.Suppressed = slices.DeleteFunc(rs.Suppressed, func(sp state.Suppression) bool {
 		checkID := strings.TrimPrefix(sp.ItemID, "check:")

@@ -22,6 +22,37 @@ import (
 // Event types of the controller.
 const ()
 
+// control is the controller's part of a cycle's builder
+// (docs/controller.md): its machine and the transitions not logged yet,
+// the guard, the declared coordinates and the cycle's deadline, the
+// context it observed (context.go), the fitness contract an action is
+// judged by, and what the cycle learns and cascades.
+type control struct {
+	s *EngineState
+	*recorder
+	*work
+	ctl      *controller.Machine
+	moves    []controller.Transition // not logged yet (ledger format 2)
+	guard    *controller.Guard
+	coords   controller.Coordinates
+	cycleID  string
+	maxDepth int64
+	deadline time.Time
+	// deadlineWhy is the limit the deadline comes from (schedule.go).
+	deadlineWhy string
+	handoff     []codec.Ref // outputs of the last transition
+	evMark      int64       // nEvents at the last transition
+	via         controller.Phase
+	fitness     controller.FitnessContract
+	fitnessRef  codec.Ref
+	areqRef     codec.Ref
+	carried     *codec.Value // the fitness contract an approved plan keeps
+	ctx         controller.Context
+	hasCtx      bool // ctx was made (ledger format 2, the cycle observed)
+	restOut     []codec.Ref
+	restUsed    budget.Usage
+}
+
 // roleOf is the role that works in a controller state, and so the actor of
 // the transition that leaves it.
 func roleOf(s controller.Phase) controller.Role {
@@ -42,7 +73,7 @@ func roleOf(s controller.Phase) controller.Role {
 
 // declare records the cycle's operating coordinates and budget, starts the
 // controller machine and wakes it.
-func (b *builder) declare(why []string) {
+func (b *control) declare(why []string) {
 	c := &b.s.Contract
 	b.coords = controller.Declare(c)
 	cb := c.Cycle()
@@ -74,13 +105,13 @@ func (b *builder) declare(why []string) {
 // move takes the controller to the next state and records the transition.
 // Its inputs are what the state being left was handed; its outputs (out)
 // are what that state produced, and become the next state's inputs.
-func (b *builder) move(to controller.Phase, reason string, out ...codec.Ref) {
+func (b *control) move(to controller.Phase, reason string, out ...codec.Ref) {
 	b.moveAs(roleOf(b.ctl.State()), to, reason, budget.Usage{}, out...)
 }
 
 // moveAs is move with an explicit actor (the operator, for a stop) and the
 // budget the left state consumed beyond its events.
-func (b *builder) moveAs(role controller.Role, to controller.Phase, reason string, used budget.Usage, out ...codec.Ref) {
+func (b *control) moveAs(role controller.Role, to controller.Phase, reason string, used budget.Usage, out ...codec.Ref) {
 	if b.err != nil || b.ctl == nil {
 		return
 	}
@@ -115,7 +146,7 @@ const movesCap = 10
 // logMoves records the transitions taken since the last log as one
 // record (ledger format 2), at the end of a durable batch: the cycle's
 // first batch (up to the governance boundary) and its last.
-func (b *builder) logMoves() {
+func (b *control) logMoves() {
 	if len(b.moves) == 0 || b.err != nil {
 		return
 	}
@@ -135,7 +166,7 @@ func (b *builder) logMoves() {
 
 // authorityUsed is the authority a state exercises: reading the world to
 // observe it, the action's own authority to act, proposing to propose.
-func (b *builder) authorityUsed(s controller.Phase) governance.AuthorityMode {
+func (b *control) authorityUsed(s controller.Phase) governance.AuthorityMode {
 	switch s {
 	case controller.Observe, controller.ObserveEffect:
 		return governance.AuthRead
@@ -151,12 +182,12 @@ func (b *builder) authorityUsed(s controller.Phase) governance.AuthorityMode {
 }
 
 // block ends the cycle's controller path in blocked, with reason.
-func (b *builder) block(role controller.Role, reason string, out ...codec.Ref) {
+func (b *control) block(role controller.Role, reason string, out ...codec.Ref) {
 	b.moveAs(role, controller.Blocked, reason, budget.Usage{}, out...)
 }
 
 // refused records a violation the guard refused. The act does not happen.
-func (b *builder) refused(err error) bool {
+func (b *control) refused(err error) bool {
 	var v *controller.Violation
 	if !errors.As(err, &v) {
 		b.fail(err)
@@ -167,14 +198,14 @@ func (b *builder) refused(err error) bool {
 }
 
 // overBudget checks a cost against the cycle budget before it is spent.
-func (b *builder) overBudget(more budget.Usage) string {
+func (b *control) overBudget(more budget.Usage) string {
 	more.Events = b.nEvents - b.evMark
 	return b.ctl.Exceeds(more)
 }
 
 // fitnessFor writes the FitnessContract of an action: how its result will
 // be judged, fixed before the action.
-func (b *builder) fitnessFor(a world.Action, actionRef codec.Ref) controller.FitnessContract {
+func (b *control) fitnessFor(a world.Action, actionRef codec.Ref) controller.FitnessContract {
 	f := controller.FitnessContract{Schema: controller.FitnessSchema, CycleID: b.cycleID, ActionRef: actionRef, CheckID: a.CheckID,
 		Target: a.Target, Criteria: append([]string{"readback_agrees"}, b.s.Operations.Criteria(a)...), PassingBefore: []string{}, ProposedBy: controller.Distiller}
 	for _, c := range b.s.Spec.Checks {
@@ -193,7 +224,7 @@ func (b *builder) fitnessFor(a world.Action, actionRef codec.Ref) controller.Fit
 
 // plan fixes the plan's FitnessContract and goes to preflight. A plan an
 // operator approved keeps the contract fixed when it was proposed.
-func (b *builder) plan(action world.Action, actionRef, requestRef codec.Ref) codec.Ref {
+func (b *control) plan(action world.Action, actionRef, requestRef codec.Ref) codec.Ref {
 	var ref codec.Ref
 	var f controller.FitnessContract
 	if b.carried != nil && codec.DecodeValue(*b.carried, &f) == nil {
@@ -321,7 +352,7 @@ func evaluateEffect(k world.OperationKind, a world.Action, out world.Outcome, rb
 }
 
 // learn writes the LearningDelta: only accepted durable changes.
-func (b *builder) learn(result string, evidence []codec.Ref) controller.LearningDelta {
+func (b *control) learn(result string, evidence []codec.Ref) controller.LearningDelta {
 	d := controller.LearningDelta{Schema: controller.LearningSchema, CycleID: b.cycleID, ResultantStatus: result,
 		SupportingEvidence: nonNil(evidence), Changes: []string{}, Superseded: []codec.Ref{}, RemainingUnknowns: []string{},
 		RevisitConditions: []string{}, MemoryClass: "residue"}
@@ -345,7 +376,7 @@ func (b *builder) learn(result string, evidence []codec.Ref) controller.Learning
 
 // gapDemonstrated reports a capability gap for the current item: it keeps
 // failing after fixes (drift), or no remedy exists for it.
-func (b *builder) gapDemonstrated() (string, bool) {
+func (b *work) gapDemonstrated() (string, bool) {
 	rs := &b.s.Run
 	for _, f := range rs.Fixed {
 		if f.ItemID == b.item && f.Times >= 2 {
@@ -362,7 +393,7 @@ func (b *builder) gapDemonstrated() (string, bool) {
 
 // forge produces a disabled guard/test candidate for a demonstrated gap.
 // Only at A4; the candidate can never load or promote itself.
-func (b *builder) forge(gap string, evidence codec.Ref) codec.Ref {
+func (b *control) forge(gap string, evidence codec.Ref) codec.Ref {
 	c := controller.Candidate{Schema: controller.CandidateSchema, ID: "guard-" + b.item, Gap: gap, Evidence: evidence, Kind: "guard",
 		Spec:    "keep check " + b.check.ID + " (" + b.check.Summary + ") passing on " + b.check.Path,
 		Tests:   []string{"check " + b.check.ID + " passes after every change to " + b.check.Path},
@@ -378,7 +409,7 @@ func (b *builder) forge(gap string, evidence codec.Ref) codec.Ref {
 
 // cascade records the impacted surfaces and who should hear of them,
 // capped at the cycle's fan-out budget.
-func (b *builder) cascade(target string) (codec.Ref, budget.Usage) {
+func (b *control) cascade(target string) (codec.Ref, budget.Usage) {
 	cr := controller.CascadeRecord{Schema: controller.CascadeSchema, CycleID: b.cycleID, Surfaces: []string{}, Recipients: []string{}, Impact: "none"}
 	if target != "" {
 		cr.Surfaces = append(cr.Surfaces, target)
@@ -402,7 +433,7 @@ func (b *builder) cascade(target string) (codec.Ref, budget.Usage) {
 }
 
 // noteFixed remembers that the current item was fixed, for drift.
-func (b *builder) noteFixed() {
+func (b *work) noteFixed() {
 	rs := &b.s.Run
 	i := slices.IndexFunc(rs.Fixed, func(f state.FixedItem) bool { return f.ItemID == b.item })
 	if i < 0 {
@@ -415,7 +446,7 @@ func (b *builder) noteFixed() {
 }
 
 // drifted lists failing checks whose items this run had fixed before.
-func (b *builder) drifted(failing []string) []string {
+func (b *work) drifted(failing []string) []string {
 	var out []string
 	for _, id := range failing {
 		if slices.ContainsFunc(b.s.Run.Fixed, func(f state.FixedItem) bool { return f.ItemID == "check:"+id }) {

@@ -21,7 +21,7 @@ import (
 
 // conclude sets the cycle's disposition and reasons. A later call (the
 // end-of-cycle budget stop) may override it.
-func (b *builder) conclude(d state.Disposition, reasons []string) {
+func (b *schedule) conclude(d state.Disposition, reasons []string) {
 	b.s.Run.LoopDisposition = d
 	b.reasons = slices.DeleteFunc(slices.Clone(reasons), func(s string) bool { return s == "" })
 }
@@ -131,7 +131,7 @@ func (b *builder) finish() {
 // that fails is set aside, and nothing the run waits for could bring new
 // work: no answer pending, no evidence awaited, no commitment suspended
 // on a condition, no undo queued, no amendment to decide on.
-func (b *builder) terminalFailure() bool {
+func (b *schedule) terminalFailure() bool {
 	rs := &b.s.Run
 	switch d := rs.LoopDisposition; {
 	case d == state.Continue || d.Terminal():
@@ -155,12 +155,12 @@ func (b *builder) terminalFailure() bool {
 }
 
 // goalNeeds reports whether the goal's success condition names a check.
-func (b *builder) goalNeeds(id string) bool {
+func (b *schedule) goalNeeds(id string) bool {
 	return b.s.Goal.Success.AllChecksPass || slices.Contains(b.s.Goal.Success.Checks, id)
 }
 
 // emitDisposition records the scheduler transition (seed §11 names).
-func (b *builder) emitDisposition(d state.Disposition) {
+func (b *schedule) emitDisposition(d state.Disposition) {
 	switch d {
 	case state.Idle:
 		b.emit(event.LoopIdled, nil, nil, b.reasons...)

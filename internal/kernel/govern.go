@@ -22,9 +22,21 @@ import (
 // fresh one, an approved one, or an undo the evaluator required), and the
 // decision mapped onto the scheduler without changing it.
 
+// governor is the governance part of a cycle's builder: it takes an
+// action request (a fresh one, an approved one, an undo) across the
+// boundary, with the controller's plan and preflight (context.go), and
+// maps the decision onto the scheduler without changing it.
+type governor struct {
+	s *EngineState
+	*recorder
+	*work
+	*schedule
+	*control
+}
+
 // resumeApproval acts on a resolved approval: governance rules again on
 // the recorded action, with the approval as evidence. Nothing is re-derived.
-func (b *builder) resumeApproval(i int) {
+func (b *governor) resumeApproval(i int) {
 	rs := &b.s.Run
 	p := rs.PendingApprovals[i]
 	rs.PendingApprovals = slices.Delete(slices.Clone(rs.PendingApprovals), i, i+1)
@@ -65,7 +77,7 @@ func (b *builder) resumeApproval(i int) {
 
 // selectRecorded makes work decided in an earlier cycle (an approved
 // action, a required undo) this cycle's agenda, ahead of anything new.
-func (b *builder) selectRecorded(itemID, checkID string, source agenda.Source, reason string, refs map[string]codec.Ref) {
+func (b *work) selectRecorded(itemID, checkID string, source agenda.Source, reason string, refs map[string]codec.Ref) {
 	b.item = itemID
 	if ci := slices.IndexFunc(b.s.Spec.Checks, func(c world.Check) bool { return c.ID == checkID }); ci >= 0 {
 		b.check = b.s.Spec.Checks[ci]
@@ -80,7 +92,7 @@ func (b *builder) selectRecorded(itemID, checkID string, source agenda.Source, r
 
 // rollback plans the undo an evaluation required: the restore action from
 // the effect's rollback bundle, governed like any action.
-func (b *builder) rollback() {
+func (b *governor) rollback() {
 	rs := &b.s.Run
 	r := rs.Rollbacks[0]
 	rs.Rollbacks = slices.Delete(slices.Clone(rs.Rollbacks), 0, 1)
@@ -98,7 +110,7 @@ func (b *builder) rollback() {
 // govern takes an action request across the governance boundary (the
 // controller's plan and preflight) and maps the decision onto the
 // scheduler without altering it.
-func (b *builder) govern(action world.Action, approval *state.Approval, commitmentID string) {
+func (b *governor) govern(action world.Action, approval *state.Approval, commitmentID string) {
 	rs := &b.s.Run
 	actionRef := action.Ref()
 	b.rec.ActionRequestRef = b.record(event.ActionProposed, "areq", action, nil)
@@ -213,7 +225,7 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 
 // seedDisposition records, from ledger format 3 on, the disposition seed
 // §10.3 gives the cycle's governance decision, beside the loop's own.
-func (b *builder) seedDisposition(d state.Disposition) {
+func (b *schedule) seedDisposition(d state.Disposition) {
 	if b.s.Run.Format() >= state.LedgerFormat3 {
 		b.rec.GovernanceDisposition = d
 	}
@@ -232,7 +244,7 @@ func mustValue(v any) codec.Value {
 // deferItem keeps deferred work: as a commitment suspended until the
 // evidence arrives (policy "sleep"), or as a deferred item ("defer").
 // Promotion to a commitment is explicit and recorded.
-func (b *builder) deferItem(d governance.Decision, decRef codec.Ref, commitmentID string) {
+func (b *work) deferItem(d governance.Decision, decRef codec.Ref, commitmentID string) {
 	rs := &b.s.Run
 	pol := b.s.Contract.Policy.Defaults()
 	wake := &commitment.Condition{Kind: commitment.WakeEvidence, EvidenceID: d.MissingEvidence[0]}
@@ -263,7 +275,7 @@ func (b *builder) deferItem(d governance.Decision, decRef codec.Ref, commitmentI
 // governance boundary (a deferral for evidence, an escalation to a person)
 // until wake holds, and reports whether there was one. A standing
 // commitment remembers the item it is held on.
-func (b *builder) interrupt(commitmentID, reason string, wake *commitment.Condition, decRef codec.Ref) bool {
+func (b *work) interrupt(commitmentID, reason string, wake *commitment.Condition, decRef codec.Ref) bool {
 	c, ok := b.s.Commitments.Get(commitmentID)
 	if commitmentID == "" || !ok || c.Status != commitment.Active {
 		return false
@@ -277,7 +289,7 @@ func (b *builder) interrupt(commitmentID, reason string, wake *commitment.Condit
 	return true
 }
 
-func (b *builder) suppress(sp state.Suppression) {
+func (b *work) suppress(sp state.Suppression) {
 	rs := &b.s.Run
 	rs.Suppressed = slices.DeleteFunc(rs.Suppressed, func(x state.Suppression) bool { return x.ItemID == sp.ItemID })
 	rs.Suppressed = append(rs.Suppressed, sp)
@@ -286,7 +298,7 @@ func (b *builder) suppress(sp state.Suppression) {
 
 // orResting is CONTINUE when other agenda candidates remain this cycle,
 // else the resting disposition.
-func (b *builder) orResting(more bool) state.Disposition {
+func (b *schedule) orResting(more bool) state.Disposition {
 	if more {
 		return state.Continue
 	}
@@ -294,4 +306,4 @@ func (b *builder) orResting(more bool) state.Disposition {
 }
 
 // afterSetback is the disposition after an item was set aside.
-func (b *builder) afterSetback() state.Disposition { return b.orResting(b.candidates > 1) }
+func (b *schedule) afterSetback() state.Disposition { return b.orResting(b.candidates > 1) }

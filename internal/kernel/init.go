@@ -72,7 +72,7 @@ func Init(bs Bootstrap) (EngineState, []event.Event, error) {
 		// The start says the format, so that replay starts the same way.
 		why = append(why, formatReason(f))
 	}
-	b := &builder{s: s, at: at}
+	b := newBuilder(s, &recorder{runID: s.Run.RunID, at: at})
 	goalRef := b.record(event.GoalPinned, kindGoal, s.Goal, nil)
 	contractRef := b.record(event.ContractPinned, kindContract, s.Contract, nil)
 	specRef := b.record(event.SpecPinned, kindSpec, s.Spec, nil)
@@ -109,7 +109,7 @@ func Init(bs Bootstrap) (EngineState, []event.Event, error) {
 // person has to fix, not only a reason code, and replay derives the same
 // state from the event.
 func Fault(s EngineState, now time.Time, reasons []string, cause string) (EngineState, []event.Event, error) {
-	b := &builder{s: s.clone(), cycle: s.Run.CycleSeq, now: now, at: state.FormatTime(now)}
+	b := newBuilder(s.clone(), &recorder{runID: s.Run.RunID, cycle: s.Run.CycleSeq, now: now, at: state.FormatTime(now)})
 	b.s.Run.Status = state.RunFaulted
 	b.s.Run.LoopDisposition = state.Faulted
 	b.s.Run.ReasonCodes = reasons

@@ -24,7 +24,7 @@ const (
 // (why) and quoting what the check's result r shows (its Quote lines),
 // when the run records in format 3 or later and the action is a report;
 // otherwise action as it is.
-func (b *builder) reportNote(action *world.Action, why string, r world.CheckResult) *world.Action {
+func (b *thinker) reportNote(action *world.Action, why string, r world.CheckResult) *world.Action {
 	if action == nil || !b.s.Operations.Of(action.Operation).Reports || b.s.Run.Format() < state.LedgerFormat3 {
 		return action
 	}
@@ -76,7 +76,7 @@ func excerpt(r world.CheckResult) []string {
 
 // proposalWhy says why a proposer's reply left the item to be reported:
 // it proposed nothing, or what it proposed could not be taken.
-func (b *builder) proposalWhy(t *thinking) string {
+func (b *thinker) proposalWhy(t *thinking) string {
 	if t.reply == nil {
 		return ""
 	}
@@ -106,7 +106,7 @@ func (b *builder) proposalWhy(t *thinking) string {
 
 // noteDenial remembers a person's denial of action (d refused it on the
 // approval's deny).
-func (b *builder) noteDenial(action world.Action, approval *state.Approval, d governance.Decision) {
+func (b *work) noteDenial(action world.Action, approval *state.Approval, d governance.Decision) {
 	if approval == nil || approval.Verdict != state.VerdictDeny || len(d.ReasonCodes) == 0 || d.ReasonCodes[0] != "operator_denied" ||
 		b.s.Run.Format() < state.LedgerFormat3 {
 		return
@@ -118,7 +118,7 @@ func (b *builder) noteDenial(action world.Action, approval *state.Approval, d go
 // wokenAfterDenial reports whether a wake signal this cycle brings back an
 // item set aside because a person denied its action, for the proposer to
 // be asked again.
-func (b *builder) wokenAfterDenial(sp state.Suppression) bool {
+func (b *work) wokenAfterDenial(sp state.Suppression) bool {
 	return sp.Reason == "refused_operator_denied" && len(b.signals) > 0 && b.s.Contract.Proposer != nil &&
 		b.s.Run.Format() >= state.LedgerFormat3
 }

@@ -61,7 +61,7 @@ func Answer(p *Pending, r cognition.Reply, at time.Time) (*Pending, error) {
 // result carries its file's hash already; a command check's carries the
 // hash of its output (its evidence), so a patch on the command check's
 // path takes the path's hash from the observation instead.
-func (b *builder) draftResult(r world.CheckResult) world.CheckResult {
+func (b *thinker) draftResult(r world.CheckResult) world.CheckResult {
 	if k, ok := world.CheckKindOf(b.check.Kind); !ok || k.OnFile {
 		return r
 	}
@@ -77,7 +77,7 @@ func (b *builder) draftResult(r world.CheckResult) world.CheckResult {
 // needsProposal says whether the external proposer is asked for the
 // selected item: always, when the contract says so; otherwise once every
 // declared fix of the item has failed on it (or it has none).
-func (b *builder) needsProposal(affs []cognition.Affordance, failed map[string]bool) bool {
+func (b *thinker) needsProposal(affs []cognition.Affordance, failed map[string]bool) bool {
 	pr := b.s.Contract.Proposer
 	if pr == nil {
 		return false
@@ -90,7 +90,7 @@ func (b *builder) needsProposal(affs []cognition.Affordance, failed map[string]b
 
 // reportAction is the fallback when a proposal yields nothing: reporting
 // the item, for an item without declared fixes.
-func (b *builder) reportAction(t *thinking) *world.Action {
+func (b *thinker) reportAction(t *thinking) *world.Action {
 	if len(b.check.Fixes) > 0 {
 		return nil
 	}
@@ -101,7 +101,7 @@ func (b *builder) reportAction(t *thinking) *world.Action {
 // proposalRequest builds what the proposer is asked, from state alone.
 // File contents are the driver's to add: they are what the observation
 // hashed, read again when the request is sent.
-func (b *builder) proposalRequest(result world.CheckResult) cognition.ProposalRequest {
+func (b *thinker) proposalRequest(result world.CheckResult) cognition.ProposalRequest {
 	c, g := &b.s.Contract, &b.s.Goal
 	req := cognition.ProposalRequest{
 		Schema: cognition.ProposalRequestSchema, RunID: b.s.Run.RunID, CycleSeq: b.cycle,
@@ -160,13 +160,13 @@ func (b *builder) proposalRequest(result world.CheckResult) cognition.ProposalRe
 
 // proposalSituation is what cognition drafts a proposed action from
 // outside the dialogue: the selected check, the spec and the catalog.
-func (b *builder) proposalSituation() cognition.Situation {
+func (b *thinker) proposalSituation() cognition.Situation {
 	return cognition.Situation{Check: b.check, Spec: &b.s.Spec, Operations: b.s.Operations}
 }
 
 // noteProposals remembers what the proposer proposed and what became of
 // it so far: the critic's rejections, and the accepted action as proposed.
-func (b *builder) noteProposals(dlg cognition.Dialogue, action *world.Action) {
+func (b *thinker) noteProposals(dlg cognition.Dialogue, action *world.Action) {
 	t := b.thought
 	for i, pa := range t.reply.Proposal.Actions {
 		var fact cognition.TargetFact
@@ -190,7 +190,7 @@ func (b *builder) noteProposals(dlg cognition.Dialogue, action *world.Action) {
 
 // rememberProposed records a proposed action, replacing an earlier record
 // of the same action, keeping the most recent per item.
-func (b *builder) rememberProposed(pa state.ProposedAttempt) {
+func (b *work) rememberProposed(pa state.ProposedAttempt) {
 	rs := &b.s.Run
 	rs.Proposed = slices.DeleteFunc(rs.Proposed, func(x state.ProposedAttempt) bool { return x.ItemID == pa.ItemID && x.Fingerprint == pa.Fingerprint })
 	rs.Proposed = append(rs.Proposed, pa)
@@ -218,7 +218,7 @@ func (b *builder) rememberProposed(pa state.ProposedAttempt) {
 // judgeProposed records what became of a proposed action: governance's
 // verdict, or the evaluation of its effect. Actions no proposer proposed
 // are not tracked.
-func (b *builder) judgeProposed(fp, result string) {
+func (b *work) judgeProposed(fp, result string) {
 	for i, pa := range b.s.Run.Proposed {
 		if pa.ItemID == b.item && pa.Fingerprint == fp {
 			b.s.Run.Proposed[i].Result = result

@@ -105,10 +105,23 @@ func wakeReasons(s EngineState, in Inputs) (bool, []string) {
 	return true, slices.Compact(why)
 }
 
+// schedule is the part of a cycle's builder that decides where the run
+// goes next: the budgets (spent, exhausted, replenished), the disposition
+// the cycle concludes with and the one it rests in, and the wake it
+// waits for.
+type schedule struct {
+	s *EngineState
+	*recorder
+	*work
+	// the stop or rest decided at the cycle's start
+	stoppedAtStart bool
+	pausedAtStart  []string
+}
+
 // resting is the disposition when there is no work to do now: waiting for
 // a person beats waiting for a known condition, which beats waiting for
 // evidence, which beats idling.
-func (b *builder) resting() state.Disposition {
+func (b *schedule) resting() state.Disposition {
 	rs := &b.s.Run
 	switch {
 	case slices.ContainsFunc(rs.PendingApprovals, func(p state.PendingApproval) bool { return p.Resolution == nil }):
@@ -123,7 +136,7 @@ func (b *builder) resting() state.Disposition {
 	return state.Idle
 }
 
-func (b *builder) restingReasons() []string {
+func (b *schedule) restingReasons() []string {
 	switch b.resting() {
 	case state.WaitApproval:
 		return []string{"no_positive_agenda", "awaiting_approval"}
@@ -141,7 +154,7 @@ func (b *builder) restingReasons() []string {
 	return []string{"no_positive_agenda", "nothing_due"}
 }
 
-func (b *builder) hasSleepingCommitment() bool {
+func (b *schedule) hasSleepingCommitment() bool {
 	return slices.ContainsFunc(b.s.Commitments.Commitments, func(c commitment.Commitment) bool {
 		return c.Status == commitment.Suspended && c.Wake != nil
 	})
@@ -149,7 +162,7 @@ func (b *builder) hasSleepingCommitment() bool {
 
 // idleSleep returns the scheduled look time when the policy asks an idle
 // run to look again after a while.
-func (b *builder) idleSleep() string {
+func (b *schedule) idleSleep() string {
 	if n := b.s.Contract.Policy.IdleSleepSeconds; n > 0 {
 		return state.FormatTime(b.now.Add(time.Duration(n) * time.Second))
 	}
@@ -157,7 +170,7 @@ func (b *builder) idleSleep() string {
 }
 
 // setWaiting computes next_wake and the waiting record for disposition d.
-func (b *builder) setWaiting(d state.Disposition) {
+func (b *schedule) setWaiting(d state.Disposition) {
 	rs := &b.s.Run
 	var wake state.Wake
 	// earliest keeps the earliest time still to come, and its source. A
@@ -192,7 +205,7 @@ func (b *builder) setWaiting(d state.Disposition) {
 			wake.Conditions = append(wake.Conditions, di.ItemID+": evidence "+e+" observed")
 		}
 	}
-	for _, n := range softExhausted(&b.s, b.now) {
+	for _, n := range softExhausted(b.s, b.now) {
 		wake.Conditions = append(wake.Conditions, "budget "+n+": budget_replenished signal")
 	}
 	if d == state.Idle || d == state.Sleep {
@@ -247,7 +260,7 @@ func (b *builder) setWaiting(d state.Disposition) {
 
 // exhausts reports whether spending cost more of a budget would take it
 // past its hard level.
-func (b *builder) exhausts(name string, cost int64) bool {
+func (b *schedule) exhausts(name string, cost int64) bool {
 	l, used := budget.Of(b.s.Contract.Budgets, &b.s.Run, name, b.now)
 	return l.Hard > 0 && used+cost > l.Hard
 }
@@ -256,7 +269,7 @@ func (b *builder) exhausts(name string, cost int64) bool {
 // cycle itself would spend: the wall clock (the run's deadline reached) and
 // the cycles (used up, which a run only finds when it resumes from FAULTED
 // after its last allowed cycle). A cycle stopped here spends nothing.
-func (b *builder) hardBudgetAtStart() (string, bool) {
+func (b *schedule) hardBudgetAtStart() (string, bool) {
 	b.s.Run.Budget.WallClockSeconds = budget.WallClock(&b.s.Run, b.now)
 	for _, n := range []string{"wall_clock_seconds", "cycles"} {
 		if l, used := budget.Of(b.s.Contract.Budgets, &b.s.Run, n, b.now); l.Hard > 0 && used >= l.Hard {
@@ -304,7 +317,7 @@ func resumesBudget(it inbox.Item) bool {
 // replenish starts a new soft allowance for the budgets an accepted
 // budget_replenished signal names: the one its ref names, or, without a
 // ref, every budget with a soft level.
-func (b *builder) replenish(w state.WakeSignal, refs map[string]codec.Ref) {
+func (b *schedule) replenish(w state.WakeSignal, refs map[string]codec.Ref) {
 	rs := &b.s.Run
 	var done []string
 	for _, n := range budget.Names() {
@@ -329,8 +342,8 @@ func (b *builder) replenish(w state.WakeSignal, refs map[string]codec.Ref) {
 
 // softPause rests a run that is not stopping DEFERRED at the end of a cycle
 // when a budget is temporarily exhausted.
-func (b *builder) softPause() {
-	names := softExhausted(&b.s, b.now)
+func (b *schedule) softPause() {
+	names := softExhausted(b.s, b.now)
 	if len(names) == 0 || b.s.Run.LoopDisposition.Terminal() {
 		return
 	}
@@ -346,7 +359,7 @@ func (b *builder) softPause() {
 
 // softReached records that the soft level of each named budget was
 // reached, except for those already known exhausted.
-func (b *builder) softReached(names, known []string) {
+func (b *schedule) softReached(names, known []string) {
 	rs := &b.s.Run
 	for _, n := range names {
 		if slices.Contains(known, n) {

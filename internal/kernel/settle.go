@@ -16,10 +16,23 @@ import (
 // observer, judged by the evaluator against the fixed FitnessContract,
 // then rolled back or metabolized.
 
+// settler is the effect and settlement part of a cycle's builder: the
+// outcome of the effect governance authorized, read back and judged
+// against the fixed fitness contract, and what the judgement leads to
+// (accepted, a rollback, a person's review, an uncertain effect as an
+// incident, incident.go).
+type settler struct {
+	s *EngineState
+	*recorder
+	*work
+	*schedule
+	*control
+}
+
 // settle records the world's answer to the effect: act, observe the
 // effect, evaluate it against the fixed FitnessContract, roll back or
 // metabolize, maybe forge a candidate, cascade.
-func (b *builder) settle(st Settlement) {
+func (b *settler) settle(st Settlement) {
 	rs := &b.s.Run
 	e := b.effect
 	if st.Blocked != "" {
@@ -147,7 +160,7 @@ func (b *builder) settle(st Settlement) {
 // metabolize writes the LearningDelta, forges a candidate at A4 after a
 // demonstrated gap, and records the cascade. The controller is left in
 // cascade; finish takes it back to sleep.
-func (b *builder) metabolize(result, target string, evidence ...codec.Ref) {
+func (b *control) metabolize(result, target string, evidence ...codec.Ref) {
 	delta := b.learn(result, evidence)
 	dRef := b.record(event.LearningMetabolized, "ldelta", delta, nil, result)
 	b.guard.Author(dRef, controller.Promoter)
@@ -161,7 +174,7 @@ func (b *builder) metabolize(result, target string, evidence ...codec.Ref) {
 	b.restOut, b.restUsed = []codec.Ref{ref}, used
 }
 
-func (b *builder) expected(a world.Action) string {
+func (b *settler) expected(a world.Action) string {
 	if a.CheckID != "" && slices.Contains(b.fitness.Criteria, "check_passes") {
 		return "check " + a.CheckID + " passes, no regression"
 	}

@@ -18,9 +18,25 @@ import (
 // program, the self-dialogue (with the external proposer's reply when it
 // was asked, propose.go), and the forever-loop guard.
 
+// thinker is the cognition part of a cycle's builder: the selected item's
+// affordances, program and self-dialogue, and the external proposer's
+// request and reply (propose.go), up to the action request it hands the
+// governor.
+type thinker struct {
+	s *EngineState
+	*recorder
+	*work
+	*schedule
+	*control
+	*governor
+	// thought is cognition's work on the item, kept across the
+	// proposer's answer.
+	thought *thinking
+}
+
 // think runs cognition on the selected item and takes its action request
 // to governance.
-func (b *builder) think() {
+func (b *thinker) think() {
 	rs := &b.s.Run
 	sel := *b.res.Selected
 	b.item = sel.ItemID
@@ -72,7 +88,7 @@ func (b *builder) think() {
 // decide runs the self-dialogue over the compiled program (and the
 // proposer's reply, when it was asked) and takes the action request, if
 // any, to governance.
-func (b *builder) decide() {
+func (b *thinker) decide() {
 	rs := &b.s.Run
 	pol := b.s.Contract.Policy.Defaults()
 	t := b.thought
