@@ -95,4 +95,3 @@ func (b *recorder) record(typ event.Kind, kind string, v any, refs map[string]co
 	b.emit(typ, obj, refs, reasons...)
 	return ref
 }
-
