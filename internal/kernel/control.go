@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"strings"
@@ -374,23 +375,6 @@ func (b *control) learn(result string, evidence []codec.Ref) controller.Learning
 	return d
 }
 
-// gapDemonstrated reports a capability gap for the current item: it keeps
-// failing after fixes (drift), or no remedy exists for it.
-func (b *work) gapDemonstrated() (string, bool) {
-	rs := &b.s.Run
-	for _, f := range rs.Fixed {
-		if f.ItemID == b.item && f.Times >= 2 {
-			return "recurring_drift", true
-		}
-	}
-	for _, sp := range rs.Suppressed {
-		if sp.ItemID == b.item && sp.Reason == "no_acceptable_remedy" {
-			return "no_acceptable_remedy", true
-		}
-	}
-	return "", false
-}
-
 // forge produces a disabled guard/test candidate for a demonstrated gap.
 // Only at A4; the candidate can never load or promote itself.
 func (b *control) forge(gap string, evidence codec.Ref) codec.Ref {
@@ -432,26 +416,35 @@ func (b *control) cascade(target string) (codec.Ref, budget.Usage) {
 	return ref, budget.Usage{CascadeFanout: int64(len(cr.Recipients))}
 }
 
-// noteFixed remembers that the current item was fixed, for drift.
-func (b *work) noteFixed() {
-	rs := &b.s.Run
-	i := slices.IndexFunc(rs.Fixed, func(f state.FixedItem) bool { return f.ItemID == b.item })
-	if i < 0 {
-		rs.Fixed = append(rs.Fixed, state.FixedItem{ItemID: b.item})
-		i = len(rs.Fixed) - 1
+// tick moves the clock of the cycle's events and transitions to the
+// reading of an input the cycle goes on from (ledger format 3; earlier
+// formats make every record of a cycle at its clock reading). A reading
+// before the cycle's own, or none, changes nothing.
+func (b *control) tick(t time.Time) {
+	if b.s.Run.Format() < state.LedgerFormat3 || t.IsZero() {
+		return
 	}
-	rs.Fixed[i].Cycle = b.cycle
-	rs.Fixed[i].Times++
-	slices.SortFunc(rs.Fixed, func(a, c state.FixedItem) int { return strings.Compare(a.ItemID, c.ItemID) })
+	at := state.FormatTime(t)
+	if at <= cmp.Or(b.clock, b.at) {
+		return
+	}
+	b.clock = at
+	b.ctl.Tick(at)
 }
 
-// drifted lists failing checks whose items this run had fixed before.
-func (b *work) drifted(failing []string) []string {
-	var out []string
-	for _, id := range failing {
-		if slices.ContainsFunc(b.s.Run.Fixed, func(f state.FixedItem) bool { return f.ItemID == "check:"+id }) {
-			out = append(out, id)
-		}
+// metabolize writes the LearningDelta, forges a candidate at A4 after a
+// demonstrated gap, and records the cascade. The controller is left in
+// cascade; finish takes it back to sleep.
+func (b *control) metabolize(result, target string, evidence ...codec.Ref) {
+	delta := b.learn(result, evidence)
+	dRef := b.record(event.LearningMetabolized, "ldelta", delta, nil, result)
+	b.guard.Author(dRef, controller.Promoter)
+	next := dRef
+	if gap, ok := b.gapDemonstrated(); ok && b.coords.AutonomyLevel() >= 4 {
+		b.move(controller.ForgeCandidate, gap, dRef)
+		next = b.forge(gap, dRef)
 	}
-	return out
+	b.move(controller.Cascade, "metabolized", next)
+	ref, used := b.cascade(target)
+	b.restOut, b.restUsed = []codec.Ref{ref}, used
 }

@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"cmp"
 	"errors"
 	"slices"
 	"strings"
@@ -230,22 +229,6 @@ func Finish(p *Pending, st Settlement) (*Result, error) {
 		return nil, b.err
 	}
 	return &Result{State: b.s, Events: b.events, Summary: b.sum}, nil
-}
-
-// tick moves the clock of the cycle's events and transitions to the
-// reading of an input the cycle goes on from (ledger format 3; earlier
-// formats make every record of a cycle at its clock reading). A reading
-// before the cycle's own, or none, changes nothing.
-func (b *control) tick(t time.Time) {
-	if b.s.Run.Format() < state.LedgerFormat3 || t.IsZero() {
-		return
-	}
-	at := state.FormatTime(t)
-	if at <= cmp.Or(b.clock, b.at) {
-		return
-	}
-	b.clock = at
-	b.ctl.Tick(at)
 }
 
 // run is the body of a cycle up to the governance boundary. Each step is

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/acr-project/acr/internal/agenda"
 	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
@@ -73,21 +71,6 @@ func (b *governor) resumeApproval(i int) {
 	b.carried = p.Fitness
 	b.move(controller.Plan, "approved_plan", b.resRef)
 	b.govern(action, approval, "")
-}
-
-// selectRecorded makes work decided in an earlier cycle (an approved
-// action, a required undo) this cycle's agenda, ahead of anything new.
-func (b *work) selectRecorded(itemID, checkID string, source agenda.Source, reason string, refs map[string]codec.Ref) {
-	b.item = itemID
-	if ci := slices.IndexFunc(b.s.Spec.Checks, func(c world.Check) bool { return c.ID == checkID }); ci >= 0 {
-		b.check = b.s.Spec.Checks[ci]
-	}
-	b.res = agenda.Resolution{Schema: agenda.Schema, CycleSeq: b.cycle, Candidates: []agenda.Candidate{}, Excluded: []agenda.Exclusion{},
-		Outcome: agenda.Selected, Selected: &agenda.Candidate{ItemID: itemID, CheckID: checkID, Source: source}, ReasonCodes: []string{reason}}
-	b.resRef = b.record(event.AgendaSelected, "ares", b.res, refs, b.res.ReasonCodes...)
-	b.rec.AgendaResolutionRef = b.resRef
-	b.s.Run.ActiveAgendaResolutionRef = b.resRef
-	b.sum.Agenda = itemID
 }
 
 // rollback plans the undo an evaluation required: the restore action from
@@ -223,14 +206,6 @@ func (b *governor) govern(action world.Action, approval *state.Approval, commitm
 	}
 }
 
-// seedDisposition records, from ledger format 3 on, the disposition seed
-// §10.3 gives the cycle's governance decision, beside the loop's own.
-func (b *schedule) seedDisposition(d state.Disposition) {
-	if b.s.Run.Format() >= state.LedgerFormat3 {
-		b.rec.GovernanceDisposition = d
-	}
-}
-
 func ptr[T any](v T) *T { return &v }
 
 func mustValue(v any) codec.Value {
@@ -240,70 +215,3 @@ func mustValue(v any) codec.Value {
 	}
 	return val
 }
-
-// deferItem keeps deferred work: as a commitment suspended until the
-// evidence arrives (policy "sleep"), or as a deferred item ("defer").
-// Promotion to a commitment is explicit and recorded.
-func (b *work) deferItem(d governance.Decision, decRef codec.Ref, commitmentID string) {
-	rs := &b.s.Run
-	pol := b.s.Contract.Policy.Defaults()
-	wake := &commitment.Condition{Kind: commitment.WakeEvidence, EvidenceID: d.MissingEvidence[0]}
-	if pol.DeferTo == "defer" {
-		rs.Deferred = append(rs.Deferred, state.DeferredItem{ItemID: b.item, Evidence: d.MissingEvidence, Reason: "evidence_missing", Since: b.at, DecisionRef: decRef})
-		slices.SortFunc(rs.Deferred, func(a, c state.DeferredItem) int { return strings.Compare(a.ItemID, c.ItemID) })
-		b.emit(event.WorkDeferred, nil, map[string]codec.Ref{"decision": decRef}, "evidence_missing")
-		return
-	}
-	if b.interrupt(commitmentID, "evidence_missing", wake, decRef) {
-		return
-	}
-	c := commitment.Commitment{
-		ID: commitment.NewID(b.item, b.cycle), Status: commitment.Suspended, ItemID: b.item, CheckID: b.check.ID, Target: b.check.Path,
-		Summary: b.check.Summary, Wake: wake, ExitOnCheckPass: true,
-		Origin: commitment.Origin{Kind: "PROMOTE_TO_COMMITMENT", CycleSeq: b.cycle, ResolutionRef: b.resRef, DecisionRef: decRef},
-	}
-	if pol.CommitmentDeadlineSeconds > 0 {
-		c.Deadline = state.FormatTime(b.now.Add(time.Duration(pol.CommitmentDeadlineSeconds) * time.Second))
-	}
-	promo := map[string]any{"kind": "PROMOTE_TO_COMMITMENT", "item_id": b.item, "commitment_id": c.ID, "agenda_resolution_ref": b.resRef, "decision_ref": decRef,
-		"policy": "defer_to_sleep", "cycle_seq": b.cycle}
-	pref := b.record(event.PromotionRecorded, "promo", promo, map[string]codec.Ref{"resolution": b.resRef}, "PROMOTE_TO_COMMITMENT")
-	b.transition(commitment.Transition{Kind: commitment.Create, New: &c, Reason: "promoted_deferred_work", At: b.at}, map[string]codec.Ref{"promotion": pref})
-}
-
-// interrupt suspends the live, active commitment whose work met a
-// governance boundary (a deferral for evidence, an escalation to a person)
-// until wake holds, and reports whether there was one. A standing
-// commitment remembers the item it is held on.
-func (b *work) interrupt(commitmentID, reason string, wake *commitment.Condition, decRef codec.Ref) bool {
-	c, ok := b.s.Commitments.Get(commitmentID)
-	if commitmentID == "" || !ok || c.Status != commitment.Active {
-		return false
-	}
-	t := commitment.Transition{Kind: commitment.Suspend, CommitmentID: c.ID, ExpectedVersion: c.Version, Reason: reason,
-		Class: commitment.GovernanceBoundary, At: b.at, Wake: wake}
-	if c.Standing != "" {
-		t.Item = b.item
-	}
-	b.transition(t, map[string]codec.Ref{"decision": decRef})
-	return true
-}
-
-func (b *work) suppress(sp state.Suppression) {
-	rs := &b.s.Run
-	rs.Suppressed = slices.DeleteFunc(rs.Suppressed, func(x state.Suppression) bool { return x.ItemID == sp.ItemID })
-	rs.Suppressed = append(rs.Suppressed, sp)
-	slices.SortFunc(rs.Suppressed, func(a, c state.Suppression) int { return strings.Compare(a.ItemID, c.ItemID) })
-}
-
-// orResting is CONTINUE when other agenda candidates remain this cycle,
-// else the resting disposition.
-func (b *schedule) orResting(more bool) state.Disposition {
-	if more {
-		return state.Continue
-	}
-	return b.resting()
-}
-
-// afterSetback is the disposition after an item was set aside.
-func (b *schedule) afterSetback() state.Disposition { return b.orResting(b.candidates > 1) }

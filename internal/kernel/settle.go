@@ -157,23 +157,6 @@ func (b *settler) settle(st Settlement) {
 	b.conclude(disp, reasons)
 }
 
-// metabolize writes the LearningDelta, forges a candidate at A4 after a
-// demonstrated gap, and records the cascade. The controller is left in
-// cascade; finish takes it back to sleep.
-func (b *control) metabolize(result, target string, evidence ...codec.Ref) {
-	delta := b.learn(result, evidence)
-	dRef := b.record(event.LearningMetabolized, "ldelta", delta, nil, result)
-	b.guard.Author(dRef, controller.Promoter)
-	next := dRef
-	if gap, ok := b.gapDemonstrated(); ok && b.coords.AutonomyLevel() >= 4 {
-		b.move(controller.ForgeCandidate, gap, dRef)
-		next = b.forge(gap, dRef)
-	}
-	b.move(controller.Cascade, "metabolized", next)
-	ref, used := b.cascade(target)
-	b.restOut, b.restUsed = []codec.Ref{ref}, used
-}
-
 func (b *settler) expected(a world.Action) string {
 	if a.CheckID != "" && slices.Contains(b.fitness.Criteria, "check_passes") {
 		return "check " + a.CheckID + " passes, no regression"
