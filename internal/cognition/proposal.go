@@ -1,7 +1,6 @@
 package cognition
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -195,7 +194,7 @@ func (p Proposal) ValidateFor(ops world.Catalog) error {
 			return &codec.FieldError{Path: at + ".operation", Err: fmt.Errorf("%q cannot be proposed (want %s)", a.Operation, world.OrList(ops.Proposable()))}
 		}
 		if err := k.Proposal.Validate(a.proposed(TargetFact{})); err != nil {
-			return fieldAt(at, err)
+			return codec.Under(at, err)
 		}
 		if a.Occurrences < 0 {
 			return &codec.FieldError{Path: at + ".occurrences", Err: fmt.Errorf("must be 0 (all) or more")}
@@ -336,15 +335,3 @@ func (pa ProposedAction) proposed(fact TargetFact) world.Proposed {
 		Content: pa.Content, ID: pa.Fix}, Target: pa.Target, Finds: fact.Finds}
 }
 
-// fieldAt puts an entry's error, whose field is relative to the action,
-// under the action's place in the proposal.
-func fieldAt(at string, err error) error {
-	var fe *codec.FieldError
-	if !errors.As(err, &fe) {
-		return &codec.FieldError{Path: at, Err: err}
-	}
-	if fe.Path == "" {
-		return &codec.FieldError{Path: at, Err: fe.Err}
-	}
-	return &codec.FieldError{Path: at + "." + fe.Path, Err: fe.Err}
-}

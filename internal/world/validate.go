@@ -60,7 +60,7 @@ func (s *Spec) ValidateFor(ops Catalog) error {
 		}
 		checks[c.ID] = true
 		if err := s.validateCheck(c); err != nil {
-			return prefixField(at, err)
+			return codec.Under(at, err)
 		}
 		for j, f := range c.Fixes {
 			fat := fmt.Sprintf("%s.fixes[%d]", at, j)
@@ -74,7 +74,7 @@ func (s *Spec) ValidateFor(ops Catalog) error {
 				fixes[f.ID] = true
 			}
 			if err := f.validate(ops, c); err != nil {
-				return prefixField(fat, err)
+				return codec.Under(fat, err)
 			}
 		}
 	}
@@ -100,19 +100,6 @@ func (s *Spec) ValidateFor(ops Catalog) error {
 		}
 	}
 	return nil
-}
-
-// prefixField puts a check's or fix's position in front of the field a
-// *codec.FieldError names ("" names the element itself).
-func prefixField(at string, err error) error {
-	fe, ok := err.(*codec.FieldError)
-	if !ok {
-		return &codec.FieldError{Path: at, Err: err}
-	}
-	if fe.Path == "" {
-		return &codec.FieldError{Path: at, Err: fe.Err}
-	}
-	return &codec.FieldError{Path: at + "." + fe.Path, Err: fe.Err}
 }
 
 func fieldErr(field string, format string, args ...any) error {
