@@ -334,4 +334,3 @@ func (pa ProposedAction) proposed(fact TargetFact) world.Proposed {
 	return world.Proposed{Fix: world.Fix{Operation: pa.Operation, Find: pa.Find, Replace: pa.Replace, Occurrences: pa.Occurrences,
 		Content: pa.Content, ID: pa.Fix}, Target: pa.Target, Finds: fact.Finds}
 }
-
