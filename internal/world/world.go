@@ -181,7 +181,7 @@ type EvidenceSpec struct {
 // Operation is a sandbox operation.
 type Operation string
 
-// The built-in operations (world.Kind describes each; a Catalog may add more).
+// The built-in operations (Kind describes each; a Catalog may add more).
 const (
 	OpInspect        Operation = "inspect"
 	OpMarkIssue      Operation = "mark_issue"
