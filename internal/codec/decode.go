@@ -33,6 +33,20 @@ func (e *FieldError) Error() string {
 
 func (e *FieldError) Unwrap() error { return e.Err }
 
+// Under puts an element's error under the element's place in the document
+// (at): the field a *FieldError names becomes at.field ("" names the
+// element itself); any other error is about the element as a whole.
+func Under(at string, err error) error {
+	var fe *FieldError
+	if !errors.As(err, &fe) {
+		return &FieldError{Path: at, Err: err}
+	}
+	if fe.Path == "" {
+		return &FieldError{Path: at, Err: fe.Err}
+	}
+	return &FieldError{Path: at + "." + fe.Path, Err: fe.Err}
+}
+
 // Unmarshal decodes a document people write into v with strict semantics:
 // unknown fields, keys in the wrong case, duplicate keys, non-integer
 // numbers, trailing bytes and null for a typed field are all rejected.

@@ -75,17 +75,17 @@ type Routing struct {
 }
 
 // Retrieve lists the affordances for a check: its remedies in order, or
-// reporting the issue when it has none.
-func Retrieve(c world.Check, res world.CheckResult) []Affordance {
+// reporting the issue (the catalog's Reports operation, ranked last) when
+// it has none. ops is the run's catalog of operations.
+func Retrieve(ops world.Catalog, c world.Check, res world.CheckResult) []Affordance {
 	var out []Affordance
 	for i, f := range c.Fixes {
-		a := world.DraftFix(c, res, f)
+		a := ops.DraftFix(c, res, f)
 		out = append(out, Affordance{ID: fmt.Sprintf("fix-%d", i), Operation: f.Operation, FixIndex: i, Fingerprint: Fingerprint(a)})
 	}
 	if len(out) == 0 {
-		f := world.Fix{Operation: world.OpMarkIssue, Note: c.Summary}
-		a := world.DraftFix(c, res, f)
-		out = append(out, Affordance{ID: "report", Operation: world.OpMarkIssue, FixIndex: -1, Fingerprint: Fingerprint(a)})
+		a := ReportAction(ops, c, res)
+		out = append(out, Affordance{ID: "report", Operation: a.Operation, FixIndex: -1, Fingerprint: Fingerprint(a)})
 	}
 	return out
 }
@@ -109,10 +109,10 @@ func CompileProposal(cycleSeq int64, itemID string, c world.Check, affs []Afford
 		Steps: []Op{OpObserveTarget, OpConsult, OpCritique, OpFinalize}, Routing: r.Ref, Proposer: true}
 }
 
-// ReportAction is the action that reports an item for a person (mark_issue),
-// the remedy of last resort.
-func ReportAction(c world.Check, res world.CheckResult) world.Action {
-	return world.DraftFix(c, res, world.Fix{Operation: world.OpMarkIssue, Note: c.Summary})
+// ReportAction is the action that reports an item for a person (the
+// catalog's Reports operation), the remedy of last resort.
+func ReportAction(ops world.Catalog, c world.Check, res world.CheckResult) world.Action {
+	return ops.DraftFix(c, res, world.Fix{Operation: ops.Report().Op, Note: c.Summary})
 }
 
 // Turn is one public step of the self-dialogue.
@@ -146,6 +146,9 @@ type Situation struct {
 	FailedPrint map[string]bool
 	Spec        *world.Spec
 	Routing     Routing
+	// Operations is the run's catalog of operations (the zero value
+	// holds the built-in ones).
+	Operations world.Catalog
 }
 
 // Run executes the program step by step and returns the dialogue and the
@@ -240,9 +243,9 @@ func orNone(s string) string {
 
 func draftFor(sit Situation, a Affordance) world.Action {
 	if a.FixIndex < 0 {
-		return world.DraftFix(sit.Check, sit.Result, world.Fix{Operation: world.OpMarkIssue, Note: sit.Check.Summary})
+		return ReportAction(sit.Operations, sit.Check, sit.Result)
 	}
-	return world.DraftFix(sit.Check, sit.Result, sit.Check.Fixes[a.FixIndex])
+	return sit.Operations.DraftFix(sit.Check, sit.Result, sit.Check.Fixes[a.FixIndex])
 }
 
 // critique checks a draft against what cognition itself can know: the
@@ -252,14 +255,14 @@ func critique(a *world.Action, sit Situation) string {
 	if a == nil {
 		return "nothing drafted"
 	}
-	if a.OnSet() {
+	if sit.Operations.OnSet(*a) {
 		// A declared command: governance rules on what it touches.
 		return ""
 	}
 	if sit.Spec.Excluded(a.Target) {
 		return "target is excluded from observation"
 	}
-	if a.Operation != world.OpMarkIssue && a.Target != sit.Check.Path {
+	if !sit.Operations.Of(a.Operation).Reports && a.Target != sit.Check.Path {
 		return "target is not the checked file"
 	}
 	if sit.Routing.SkipFailed && sit.FailedPrint[Fingerprint(*a)] {

@@ -32,7 +32,7 @@ func failing() world.CheckResult {
 
 func TestRetrieveListsFixesInOrder(t *testing.T) {
 	c := twoRemedyCheck()
-	affs := cognition.Retrieve(c, failing())
+	affs := cognition.Retrieve(world.Catalog{}, c, failing())
 	require.Len(t, affs, 3)
 
 	wantActions := []world.Action{
@@ -52,7 +52,7 @@ func TestRetrieveListsFixesInOrder(t *testing.T) {
 func TestRetrieveFallsBackToMarkIssue(t *testing.T) {
 	c := world.Check{ID: "no-debug", Summary: "debugging is off", Kind: world.CheckAbsentText, Path: "src/app.go", Text: "debug = true"}
 	res := world.CheckResult{ID: "no-debug", Status: world.CheckFail, TargetSHA256: targetHash}
-	affs := cognition.Retrieve(c, res)
+	affs := cognition.Retrieve(world.Catalog{}, c, res)
 	require.Len(t, affs, 1)
 	want := world.Action{Schema: world.ActionSchema, Operation: world.OpMarkIssue, Target: world.IssuesFile, CheckID: "no-debug", Note: "debugging is off"}
 	assert.Equal(t, cognition.Affordance{ID: "report", Operation: world.OpMarkIssue, FixIndex: -1, Fingerprint: cognition.Fingerprint(want)}, affs[0])
@@ -61,7 +61,7 @@ func TestRetrieveFallsBackToMarkIssue(t *testing.T) {
 func TestRetrieveMarkIssueWithoutNoteUsesSummary(t *testing.T) {
 	c := world.Check{ID: "x", Summary: "the summary", Kind: world.CheckFileExists, Path: "a",
 		Fixes: []world.Fix{{Operation: world.OpMarkIssue}}}
-	affs := cognition.Retrieve(c, world.CheckResult{ID: "x", Status: world.CheckFail})
+	affs := cognition.Retrieve(world.Catalog{}, c, world.CheckResult{ID: "x", Status: world.CheckFail})
 	require.Len(t, affs, 1)
 	want := world.Action{Schema: world.ActionSchema, Operation: world.OpMarkIssue, Target: world.IssuesFile, CheckID: "x", Note: "the summary"}
 	assert.Equal(t, cognition.Fingerprint(want), affs[0].Fingerprint)
@@ -70,7 +70,7 @@ func TestRetrieveMarkIssueWithoutNoteUsesSummary(t *testing.T) {
 
 func TestCompileStepOrder(t *testing.T) {
 	c := twoRemedyCheck()
-	affs := cognition.Retrieve(c, failing())
+	affs := cognition.Retrieve(world.Catalog{}, c, failing())
 	ref := codec.MustRefOf("route", "overlay")
 	cases := []struct {
 		name    string
@@ -147,7 +147,7 @@ func TestRun(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res := failing()
-			affs := cognition.Retrieve(tc.check, res)
+			affs := cognition.Retrieve(world.Catalog{}, tc.check, res)
 			failed := map[string]bool{}
 			for _, i := range tc.failed {
 				failed[affs[i].Fingerprint] = true
@@ -194,7 +194,7 @@ func TestRun(t *testing.T) {
 func TestRunReportsDroppedRemedies(t *testing.T) {
 	c := twoRemedyCheck()
 	res := failing()
-	affs := cognition.Retrieve(c, res)
+	affs := cognition.Retrieve(world.Catalog{}, c, res)
 	routing := cognition.Routing{CritiqueFirst: true, SkipFailed: true}
 	p := cognition.Compile(1, "check:license", c, affs, routing)
 	spec := world.Spec{}
@@ -213,7 +213,7 @@ func TestRunWithoutCritiqueProducesNoAction(t *testing.T) {
 	// A program that never critiques must not finalize an action.
 	c := twoRemedyCheck()
 	res := failing()
-	affs := cognition.Retrieve(c, res)
+	affs := cognition.Retrieve(world.Catalog{}, c, res)
 	p := cognition.Program{Schema: cognition.ProgramSchema, Affordances: affs,
 		Steps: []cognition.Op{cognition.OpObserveTarget, cognition.OpRetrieve, cognition.OpSelect, cognition.OpDraft, cognition.OpFinalize}}
 	spec := world.Spec{}
@@ -260,7 +260,7 @@ func TestRunCritiqueFirstStillRejectsExcludedTarget(t *testing.T) {
 	// moving the critique earlier must not lose that check.
 	c := world.Check{ID: "license", Summary: "MIT licensed", Kind: world.CheckFileExists, Path: "LICENSE"}
 	res := failing()
-	affs := cognition.Retrieve(c, res)
+	affs := cognition.Retrieve(world.Catalog{}, c, res)
 	routing := cognition.Routing{CritiqueFirst: true, SkipFailed: true}
 	p := cognition.Compile(1, "check:license", c, affs, routing)
 	spec := world.Spec{Exclude: []string{world.IssuesFile}}
@@ -282,7 +282,7 @@ func TestCostBoundsRun(t *testing.T) {
 	n := 0
 	for _, routing := range []cognition.Routing{{}, {CritiqueFirst: true}, {CritiqueFirst: true, SkipFailed: true}} {
 		for _, c := range []world.Check{twoRemedyCheck(), {ID: "bare", Kind: world.CheckPresentText, Path: "x", Text: "y"}} {
-			affs := cognition.Retrieve(c, failing())
+			affs := cognition.Retrieve(world.Catalog{}, c, failing())
 			p := cognition.Compile(1, "check:"+c.ID, c, affs, routing)
 			failed := map[string]bool{}
 			for _, a := range affs {
@@ -302,8 +302,8 @@ func TestCostBoundsRun(t *testing.T) {
 func TestReplyCostBoundsRunProposal(t *testing.T) {
 	spec := world.Spec{Schema: world.SpecSchema}
 	c := twoRemedyCheck()
-	p := cognition.CompileProposal(1, "check:"+c.ID, c, cognition.Retrieve(c, failing()), cognition.Routing{})
-	report := cognition.ReportAction(c, failing())
+	p := cognition.CompileProposal(1, "check:"+c.ID, c, cognition.Retrieve(world.Catalog{}, c, failing()), cognition.Routing{})
+	report := cognition.ReportAction(world.Catalog{}, c, failing())
 	n := 0
 	for _, k := range []int{0, 1, 3, 7} {
 		var acts []cognition.ProposedAction

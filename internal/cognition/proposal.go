@@ -165,15 +165,19 @@ type TargetFact struct {
 	Refused string `json:"refused,omitempty"`
 }
 
-// ProposalOperations are the operations a proposal may name.
-func ProposalOperations() []world.Operation {
-	return []world.Operation{world.OpApplyPatch, world.OpRecordArtifact, world.OpRunCommand}
-}
+// ProposalOperations are the operations a proposal may name: those of
+// the run's catalog ops that have a Proposal entry.
+func ProposalOperations(ops world.Catalog) []world.Operation { return ops.Proposable() }
 
-// Validate checks a Proposal's shape: the schema, known operations, the
-// fields each needs. A proposer that answers something else has failed as
-// a provider; what its actions mean is the critic's to judge.
-func (p Proposal) Validate() error {
+// Validate checks a Proposal's shape against the built-in operations (see
+// ValidateFor).
+func (p Proposal) Validate() error { return p.ValidateFor(world.Catalog{}) }
+
+// ValidateFor checks a Proposal's shape: the schema, operations of ops
+// that a proposer may name, the fields each needs. A proposer that
+// answers something else has failed as a provider; what its actions mean
+// is the critic's to judge.
+func (p Proposal) ValidateFor(ops world.Catalog) error {
 	if p.Schema != ProposalSchema {
 		return &codec.FieldError{Path: "schema", Err: fmt.Errorf("want %q, found %q", ProposalSchema, p.Schema)}
 	}
@@ -185,21 +189,12 @@ func (p Proposal) Validate() error {
 	}
 	for i, a := range p.Actions {
 		at := fmt.Sprintf("actions[%d]", i)
-		switch a.Operation {
-		case world.OpApplyPatch:
-			if a.Target == "" || a.Find == "" {
-				return &codec.FieldError{Path: at, Err: fmt.Errorf("apply_local_patch needs target and find")}
-			}
-		case world.OpRecordArtifact:
-			if a.Target == "" {
-				return &codec.FieldError{Path: at + ".target", Err: fmt.Errorf("record_artifact needs a target")}
-			}
-		case world.OpRunCommand:
-			if a.Fix == "" {
-				return &codec.FieldError{Path: at + ".fix", Err: fmt.Errorf("run_command names a declared command fix by id")}
-			}
-		default:
-			return &codec.FieldError{Path: at + ".operation", Err: fmt.Errorf("%q cannot be proposed (want apply_local_patch, record_artifact or run_command)", a.Operation)}
+		k, ok := ops.Kind(a.Operation)
+		if !ok || k.Proposal == nil {
+			return &codec.FieldError{Path: at + ".operation", Err: fmt.Errorf("%q cannot be proposed (want %s)", a.Operation, world.OrList(ops.Proposable()))}
+		}
+		if err := k.Proposal.Validate(a.proposed(TargetFact{})); err != nil {
+			return codec.Under(at, err)
 		}
 		if a.Occurrences < 0 {
 			return &codec.FieldError{Path: at + ".occurrences", Err: fmt.Errorf("must be 0 (all) or more")}
@@ -285,12 +280,13 @@ func RunProposal(p Program, programRef codec.Ref, sit Situation, reply Reply, re
 			d.Reason = "proposal_rejected_" + problem
 			continue
 		}
-		say("critic", OpCritique, "accept proposed action %d: %s", i, a.Describe())
+		what := sit.Operations.Describe(a)
+		say("critic", OpCritique, "accept proposed action %d: %s", i, what)
 		d.Result, d.ActionRef, d.Affordance, d.Reason = "action", a.Ref(), fmt.Sprintf("proposal-%d", i), ""
 		if rest := len(pr.Actions) - i - 1; rest > 0 {
-			say("resolver", OpFinalize, "request %s for governance; %d later action(s) wait for the next cycle's proposal (one action per cycle)", a.Describe(), rest)
+			say("resolver", OpFinalize, "request %s for governance; %d later action(s) wait for the next cycle's proposal (one action per cycle)", what, rest)
 		} else {
-			say("resolver", OpFinalize, "request %s for governance", a.Describe())
+			say("resolver", OpFinalize, "request %s for governance", what)
 		}
 		return d, &a
 	}
@@ -301,15 +297,14 @@ func RunProposal(p Program, programRef codec.Ref, sit Situation, reply Reply, re
 const OpConsult Op = "consult_proposer"
 
 // DraftProposed turns one proposed action into an action request, or says
-// what is wrong with it (a reason code).
+// what is wrong with it (a reason code): the checks every action on one
+// target needs here, what its operation needs in its catalog entry
+// (world.ProposalKind.Draft).
 func DraftProposed(sit Situation, pa ProposedAction, fact TargetFact) (world.Action, string) {
 	a := world.Action{Schema: world.ActionSchema, Operation: pa.Operation, CheckID: sit.Check.ID}
-	if pa.Operation == world.OpRunCommand {
-		f, _, ok := sit.Spec.FixByID(pa.Fix)
-		if !ok || f.Operation != world.OpRunCommand {
-			return a, "undeclared_command"
-		}
-		return world.CommandAction(sit.Check.ID, f), ""
+	k := sit.Operations.Of(pa.Operation)
+	if k.Command {
+		return draftProposedKind(k, sit, a, pa, fact)
 	}
 	if _, err := world.CleanPath(pa.Target); err != nil {
 		return a, "target_path_invalid"
@@ -321,17 +316,21 @@ func DraftProposed(sit Situation, pa ProposedAction, fact TargetFact) (world.Act
 		return a, "target_refused"
 	}
 	a.Target, a.ExpectSHA256 = pa.Target, fact.SHA256
-	switch pa.Operation {
-	case world.OpApplyPatch:
-		if fact.SHA256 == "" || fact.Finds == 0 {
-			return a, "patch_does_not_apply"
-		}
-		if pa.Find == pa.Replace {
-			return a, "patch_changes_nothing"
-		}
-		a.Find, a.Replace, a.Occurrences = pa.Find, pa.Replace, pa.Occurrences
-	case world.OpRecordArtifact:
-		a.Content = pa.Content
+	return draftProposedKind(k, sit, a, pa, fact)
+}
+
+// draftProposedKind completes a by its operation's proposal entry (an
+// operation without one keeps a as it is: the critic has nothing more to
+// add, and governance refuses what it does not know).
+func draftProposedKind(k world.OperationKind, sit Situation, a world.Action, pa ProposedAction, fact TargetFact) (world.Action, string) {
+	if k.Proposal == nil || k.Proposal.Draft == nil {
+		return a, ""
 	}
-	return a, ""
+	return k.Proposal.Draft(sit.Spec, a, pa.proposed(fact))
+}
+
+// proposed is the action in the catalog's terms.
+func (pa ProposedAction) proposed(fact TargetFact) world.Proposed {
+	return world.Proposed{Fix: world.Fix{Operation: pa.Operation, Find: pa.Find, Replace: pa.Replace, Occurrences: pa.Occurrences,
+		Content: pa.Content, ID: pa.Fix}, Target: pa.Target, Finds: fact.Finds}
 }

@@ -139,8 +139,9 @@ type Concern struct {
 // requests waiting for a person about effects in doubt. A torn ledger tail
 // or a provider failure is not a concern: a cycle runs only on a complete
 // observation and on state re-derived from the verified ledger, and an
-// effect that recovery could not settle is an uncertain effect here.
-func AssessTrust(obs world.Observation, obsRef codec.Ref, pending []state.PendingApproval) Trust {
+// effect that recovery could not settle is an uncertain effect here. ops
+// is the run's catalog: an effect's paths are its operation's.
+func AssessTrust(ops world.Catalog, obs world.Observation, obsRef codec.Ref, pending []state.PendingApproval) Trust {
 	t := Trust{Concerns: []Concern{}}
 	for _, p := range pending {
 		if p.Resolution != nil {
@@ -159,7 +160,7 @@ func AssessTrust(obs world.Observation, obsRef codec.Ref, pending []state.Pendin
 		if err := codec.DecodeValue(p.Action, &a); err != nil {
 			c.Paths = []string{"**"} // which paths it touched is unknown: all of them
 		} else {
-			c.Paths = a.Paths()
+			c.Paths = ops.Paths(a)
 		}
 		c.Detail, c.Ref = p.ItemID, p.Ref
 		t.Concerns = append(t.Concerns, c)
@@ -285,8 +286,9 @@ func FixName(f world.Fix, i int) string {
 // itself rules on each remedy, with the evidence the contract and checks
 // name taken as present: waiting for evidence is not a missing capability.
 // Nothing is available at A0, and a fix the contract forbids, or that
-// needs more authority than the contract's mode, is not available.
-func Capabilities(c *governance.Contract, spec *world.Spec) []Capability {
+// needs more authority than the contract's mode, is not available. ops is
+// the run's catalog of operations (the report is its Reports operation).
+func Capabilities(ops world.Catalog, c *governance.Contract, spec *world.Spec) []Capability {
 	evidence := map[string]bool{}
 	for _, e := range spec.Evidence {
 		evidence[e.ID] = true
@@ -303,7 +305,7 @@ func Capabilities(c *governance.Contract, spec *world.Spec) []Capability {
 	}
 	autonomy := governance.Level(c.Coordinates.Autonomy, 'A')
 	mode := func(a world.Action) string {
-		d := governance.Decide(c, spec, governance.Request{Action: a, StillNeeded: true, EvidencePresent: evidence})
+		d := governance.Decide(c, spec, governance.Request{Action: a, StillNeeded: true, EvidencePresent: evidence, Operations: ops})
 		switch {
 		case d.Verdict == governance.Execute:
 			return ModeAct
@@ -317,14 +319,15 @@ func Capabilities(c *governance.Contract, spec *world.Spec) []Capability {
 	out := []Capability{}
 	for _, ck := range spec.Checks {
 		for i, f := range ck.Fixes {
-			if m := mode(world.DraftFix(ck, world.CheckResult{}, f)); m != "" {
+			if m := mode(ops.DraftFix(ck, world.CheckResult{}, f)); m != "" {
 				out = append(out, Capability{Kind: CapabilityFix, CheckID: ck.ID, Fix: FixName(f, i), Operation: f.Operation, Mode: m})
 			}
 		}
 	}
-	report := world.DraftFix(world.Check{Summary: "report"}, world.CheckResult{}, world.Fix{Operation: world.OpMarkIssue})
+	rk := ops.Report()
+	report := ops.DraftFix(world.Check{Summary: "report"}, world.CheckResult{}, world.Fix{Operation: rk.Op})
 	if m := mode(report); m != "" {
-		out = append(out, Capability{Kind: CapabilityReport, Operation: world.OpMarkIssue, Mode: m})
+		out = append(out, Capability{Kind: CapabilityReport, Operation: rk.Op, Mode: m})
 	}
 	if c.Proposer != nil && autonomy >= 1 {
 		out = append(out, Capability{Kind: CapabilityProposer, Mode: ModeAdvisory})
@@ -357,7 +360,7 @@ func Gaps(failing []string, caps []Capability) []string {
 // command). Only remedies judged by their checks passing count (a report
 // fixes nothing). Each opportunity is named by its checks, joined by "+",
 // in the order the checks fail in.
-func Opportunities(spec *world.Spec, caps []Capability, failing []string) []string {
+func Opportunities(ops world.Catalog, spec *world.Spec, caps []Capability, failing []string) []string {
 	var keys []codec.Fingerprint
 	groups := map[codec.Fingerprint][]string{}
 	for _, id := range failing {
@@ -372,8 +375,8 @@ func Opportunities(spec *world.Spec, caps []Capability, failing []string) []stri
 			}) {
 				continue
 			}
-			a := world.DraftFix(ck, world.CheckResult{}, f)
-			if !slices.Contains(a.Criteria(), "check_passes") {
+			a := ops.DraftFix(ck, world.CheckResult{}, f)
+			if !slices.Contains(ops.Criteria(a), "check_passes") {
 				continue
 			}
 			a.CheckID, a.FixID = "", ""

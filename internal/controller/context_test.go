@@ -60,7 +60,7 @@ func TestAssessTrust(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tr := AssessTrust(c.obs, obsRef, c.pending)
+			tr := AssessTrust(world.Catalog{}, c.obs, obsRef, c.pending)
 			assert.Equal(t, c.level, tr.Level)
 			var reasons []string
 			for _, k := range tr.Concerns {
@@ -70,7 +70,7 @@ func TestAssessTrust(t *testing.T) {
 			assert.Equal(t, c.reasons, reasons)
 		})
 	}
-	tr := AssessTrust(many, obsRef, nil)
+	tr := AssessTrust(world.Catalog{}, many, obsRef, nil)
 	require.Len(t, tr.Concerns, world.MaxRefusedListed+1)
 	assert.Equal(t, ConcernRefusalsUnlisted, tr.Concerns[world.MaxRefusedListed].Reason, "more refusals than listed: the whole context is in doubt")
 	assert.Equal(t, "L2", tr.For([]string{"elsewhere.txt"}))
@@ -80,14 +80,14 @@ func TestAssessTrust(t *testing.T) {
 // directory covers everything below it); anywhere else the context is at
 // most L2; a literal path with glob characters is matched literally.
 func TestTrustFor(t *testing.T) {
-	tr := AssessTrust(world.Observation{Refused: []world.Refusal{{Path: "dir", Reason: "symlink"}, {Path: "we*rd", Reason: "fifo"}}}, ref("obs"),
+	tr := AssessTrust(world.Catalog{}, world.Observation{Refused: []world.Refusal{{Path: "dir", Reason: "symlink"}, {Path: "we*rd", Reason: "fifo"}}}, ref("obs"),
 		[]state.PendingApproval{{Ref: ref("a"), Reason: "evaluation_needs_operator_review", Action: value(t, patchOn("a.txt"))}})
 	for paths, want := range map[string]string{
 		"dir": "L0", "dir/sub/f.txt": "L0", "we*rd": "L0", "a.txt": "L1", "weird": "L2", "directory.txt": "L2", "b.txt": "L2", "**": "L0",
 	} {
 		assert.Equal(t, want, tr.For([]string{paths}), paths)
 	}
-	assert.Equal(t, "L3", AssessTrust(world.Observation{}, ref("obs"), nil).For([]string{"**"}))
+	assert.Equal(t, "L3", AssessTrust(world.Catalog{}, world.Observation{}, ref("obs"), nil).For([]string{"**"}))
 }
 
 // TestReady: one row per readiness level against each trust level: a
@@ -139,7 +139,7 @@ func TestCapabilities(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var got []string
-			for _, k := range Capabilities(&c.c, &spec) {
+			for _, k := range Capabilities(world.Catalog{}, &c.c, &spec) {
 				got = append(got, fmt.Sprintf("%s %s %s %s", k.Kind, k.CheckID, k.Fix, k.Mode))
 			}
 			assert.Equal(t, c.want, got)
@@ -147,10 +147,10 @@ func TestCapabilities(t *testing.T) {
 	}
 	withProposer := contract(governance.AuthProjectWrite, "A2", allow)
 	withProposer.Proposer = &governance.Proposer{Argv: []string{"p"}}
-	caps := Capabilities(&withProposer, &spec)
+	caps := Capabilities(world.Catalog{}, &withProposer, &spec)
 	assert.Equal(t, Capability{Kind: CapabilityProposer, Mode: ModeAdvisory}, caps[len(caps)-1])
 	withProposer.Coordinates.Autonomy = "A0"
-	assert.Empty(t, Capabilities(&withProposer, &spec), "at A0 not even a proposal can go anywhere")
+	assert.Empty(t, Capabilities(world.Catalog{}, &withProposer, &spec), "at A0 not even a proposal can go anywhere")
 }
 
 // TestGaps: a failing check is a gap when none of its fixes is available
@@ -179,13 +179,13 @@ func TestOpportunities(t *testing.T) {
 	c := governance.Contract{Schema: governance.ContractSchema, ID: "c", Authority: governance.Authority{ID: "op", Mode: governance.AuthProjectWrite},
 		Coordinates: governance.Coordinates{Readiness: "L2", Autonomy: "A2", CognitiveDepth: "D2"},
 		Rules:       []governance.Rule{{Operation: "*", Paths: []string{"**"}, Effect: governance.Allow}}}
-	caps := Capabilities(&c, &spec)
+	caps := Capabilities(world.Catalog{}, &c, &spec)
 	all := []string{"debug-off", "prod-mode", "other-file", "other-edit", "report-a", "report-b"}
-	assert.Equal(t, []string{"debug-off+prod-mode"}, Opportunities(&spec, caps, all))
-	assert.Empty(t, Opportunities(&spec, caps, []string{"debug-off", "other-file"}), "the same edit on another file is another action")
-	assert.Empty(t, Opportunities(&spec, caps, []string{"debug-off"}), "prod-mode passes")
+	assert.Equal(t, []string{"debug-off+prod-mode"}, Opportunities(world.Catalog{}, &spec, caps, all))
+	assert.Empty(t, Opportunities(world.Catalog{}, &spec, caps, []string{"debug-off", "other-file"}), "the same edit on another file is another action")
+	assert.Empty(t, Opportunities(world.Catalog{}, &spec, caps, []string{"debug-off"}), "prod-mode passes")
 	c.Rules = append([]governance.Rule{{Operation: "apply_local_patch", Paths: []string{"app.ini"}, Effect: governance.Forbid}}, c.Rules...)
-	assert.Empty(t, Opportunities(&spec, Capabilities(&c, &spec), all), "a forbidden fix is no opportunity")
+	assert.Empty(t, Opportunities(world.Catalog{}, &spec, Capabilities(world.Catalog{}, &c, &spec), all), "a forbidden fix is no opportunity")
 }
 
 // TestSources: the pinned sources with their authority, the amendments

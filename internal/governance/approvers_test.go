@@ -75,10 +75,10 @@ func TestAnswerers(t *testing.T) {
 	c.Approvers = []governance.Approver{{ID: "alice", PublicKey: keyLine(t, "alice")}, {ID: "bob", PublicKey: keyLine(t, "bob")}}
 	c.Rules = slices.Clone(c.Rules)
 	c.Rules[1].Approvers, c.Rules[1].Approvals = []string{"bob"}, 1
-	ids, n := c.Answerers(world.Action{Operation: world.OpApplyPatch, Target: "config/app.ini"})
+	ids, n := c.Answerers(world.Catalog{}, world.Action{Operation: world.OpApplyPatch, Target: "config/app.ini"})
 	assert.Equal(t, []string{"bob"}, ids)
 	assert.Equal(t, 1, n)
-	ids, n = c.Answerers(world.Action{Operation: world.OpApplyPatch, Target: "README.md"})
+	ids, n = c.Answerers(world.Catalog{}, world.Action{Operation: world.OpApplyPatch, Target: "README.md"})
 	assert.Equal(t, []string{"alice", "bob"}, ids)
 	assert.Equal(t, 1, n)
 	pub, err := sshsig.ParsePublicKey(keyLine(t, "bob"))

@@ -91,10 +91,11 @@ func (c *Contract) KeyOwner(key []byte) string {
 
 // Answerers says who may answer a request about action a, and how many
 // different approvers must approve it: the deciding rule's approvers (all
-// the listed ones when it names none) and its approvals (at least 1).
-func (c *Contract) Answerers(a world.Action) (ids []string, approvals int) {
+// the listed ones when it names none) and its approvals (at least 1). ops
+// is the run's operation catalog, which the deciding rule is found with.
+func (c *Contract) Answerers(ops world.Catalog, a world.Action) (ids []string, approvals int) {
 	approvals = 1
-	if rl := c.Rule(a); rl.Rule >= 0 {
+	if rl := c.Rule(ops, a); rl.Rule >= 0 {
 		r := c.Rules[rl.Rule]
 		ids, approvals = r.Approvers, max(1, r.Approvals)
 	}
@@ -296,8 +297,13 @@ func (p Policy) Defaults() Policy {
 	return p
 }
 
-// Validate checks the contract. Errors are *codec.FieldError.
-func (c *Contract) Validate() error {
+// Validate checks the contract against the built-in operations. Errors
+// are *codec.FieldError.
+func (c *Contract) Validate() error { return c.ValidateFor(world.Catalog{}) }
+
+// ValidateFor is Validate for a run whose world carries out the
+// operations of ops: a rule may name any of them.
+func (c *Contract) ValidateFor(ops world.Catalog) error {
 	if c.Schema != ContractSchema {
 		return &codec.FieldError{Path: "schema", Err: fmt.Errorf("want %q, found %q", ContractSchema, c.Schema)}
 	}
@@ -321,7 +327,7 @@ func (c *Contract) Validate() error {
 	}
 	for i, r := range c.Rules {
 		at := fmt.Sprintf("rules[%d]", i)
-		if r.Operation != "*" && !slices.Contains(world.Operations(), world.Operation(r.Operation)) {
+		if r.Operation != "*" && !slices.Contains(ops.Operations(), world.Operation(r.Operation)) {
 			return &codec.FieldError{Path: at + ".operation", Err: fmt.Errorf("unknown operation %q", r.Operation)}
 		}
 		if len(r.Paths) == 0 {
@@ -456,11 +462,12 @@ func (c *Contract) validateApprovers() error {
 	return nil
 }
 
-// Match returns the index of the first rule that governs op on target, or
-// -1 when none does.
+// Match returns the index of the first rule that governs op (a built-in
+// operation) on target, or -1 when none does.
 func (c *Contract) Match(op world.Operation, target string) int {
+	k := world.Catalog{}.Of(op)
 	for i, r := range c.Rules {
-		if r.governs(op, r.Effect) && world.MatchAny(r.Paths, target) {
+		if r.governs(k, r.Effect) && world.MatchAny(r.Paths, target) {
 			return i
 		}
 	}
@@ -473,11 +480,10 @@ func (c *Contract) Match(op world.Operation, target string) int {
 // run_command, so that a contract written before commands existed does
 // not start allowing them). A "*" rule that forbids or asks for approval
 // still applies.
-func (r Rule) governs(op world.Operation, effect Effect) bool {
-	if r.Operation == string(op) {
+func (r Rule) governs(k world.OperationKind, effect Effect) bool {
+	if r.Operation == string(k.Op) {
 		return true
 	}
-	k, _ := world.Kind(op)
 	return r.Operation == "*" && (!k.NamedRule || effect != Allow)
 }
 
@@ -497,14 +503,15 @@ type Ruling struct {
 	RequiresEvidence []string
 }
 
-// Rule decides an action over every path it may touch (world.Action.Paths).
+// Rule decides an action over every path it may touch (the Paths of its
+// operation's entry in ops, the run's catalog).
 // For each path pattern the rules are read in order: every rule that may
 // apply to some path the pattern matches contributes its effect, and the
 // first rule that covers the whole pattern ends the reading. A single file
 // is thus governed by its first matching rule, as always; a command that
 // touches **/*.go is forbidden by a forbid rule on vendor/** above a rule
 // that allows **, because it could change vendor/x.go.
-func (c *Contract) Rule(a world.Action) Ruling {
+func (c *Contract) Rule(ops world.Catalog, a world.Action) Ruling {
 	rl := Ruling{Rule: -1}
 	rank := map[Effect]int{Allow: 1, Approve: 2, Forbid: 3}
 	note := func(i int, e Effect) {
@@ -517,10 +524,11 @@ func (c *Contract) Rule(a world.Action) Ruling {
 			}
 		}
 	}
-	for _, p := range a.Paths() {
+	k := ops.Of(a.Operation)
+	for _, p := range k.Paths(a) {
 		covered := false
 		for i, r := range c.Rules {
-			if !r.governs(a.Operation, r.Effect) {
+			if !r.governs(k, r.Effect) {
 				continue
 			}
 			overlaps, covers := false, false

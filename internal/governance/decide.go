@@ -82,6 +82,9 @@ type Request struct {
 	StillNeeded bool
 	// Approval is a person's resolution bound to this exact action.
 	Approval *state.Approval
+	// Operations is the run's catalog: what governance knows of the
+	// action's operation (the zero value holds the built-in ones).
+	Operations world.Catalog
 }
 
 // Decision is governance's ruling on one action request.
@@ -120,8 +123,8 @@ type Receipt struct {
 }
 
 // requiredAuthority is the authority an operation needs.
-func requiredAuthority(op world.Operation) AuthorityMode {
-	if op.Writes() {
+func requiredAuthority(k world.OperationKind) AuthorityMode {
+	if k.Writes {
 		return AuthProjectWrite
 	}
 	return AuthRead
@@ -138,7 +141,8 @@ func Decide(c *Contract, spec *world.Spec, req Request) Decision {
 	}
 	refuse := func(code string) Decision { d.Verdict, d.ReasonCodes = Refuse, []string{code}; return d }
 	a := req.Action
-	k, ok := world.Kind(a.Operation)
+	ops := req.Operations
+	k, ok := ops.Kind(a.Operation)
 	if !ok {
 		return refuse("unknown_operation")
 	}
@@ -149,8 +153,8 @@ func Decide(c *Contract, spec *world.Spec, req Request) Decision {
 			return refuse(code)
 		}
 	}
-	if a.OnSet() {
-		for _, p := range a.Paths() {
+	if ops.OnSet(a) {
+		for _, p := range k.Paths(a) {
 			if world.ValidPattern(p) != nil {
 				return refuse("target_path_invalid")
 			}
@@ -167,18 +171,18 @@ func Decide(c *Contract, spec *world.Spec, req Request) Decision {
 		d.Verdict, d.ReasonCodes = IdleVerdict, []string{"nothing_to_do"}
 		return d
 	}
-	if c.Authority.Mode.Rank() < requiredAuthority(a.Operation).Rank() {
+	if c.Authority.Mode.Rank() < requiredAuthority(k).Rank() {
 		return refuse("authority_insufficient")
 	}
 	var r Rule
-	if a.Operation == world.OpRestore {
+	if k.Undoes {
 		// Undoing the run's own effect through its rollback bundle needs
 		// no rule beyond the one that allowed the effect; it still needs
 		// the authority and the autonomy to write.
 		d.Rule, d.Effect = "rollback_of_own_effect", Allow
 		r = Rule{Effect: Allow}
 	} else {
-		rl := c.Rule(a)
+		rl := c.Rule(ops, a)
 		if rl.Effect == "" {
 			d.Rule = "default"
 			return refuse("no_rule_allows")
@@ -222,7 +226,7 @@ func Decide(c *Contract, spec *world.Spec, req Request) Decision {
 	}
 	d.Verdict = Execute
 	d.ReasonCodes = []string{"contract_allows"}
-	if a.Operation == world.OpRestore {
+	if k.Undoes {
 		d.ReasonCodes = []string{"rollback_of_own_effect"}
 	}
 	if approved {

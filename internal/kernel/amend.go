@@ -99,7 +99,7 @@ func checkAmendment(s EngineState, a state.Amendment, references bool) (amended,
 	switch a.Target {
 	case state.AmendContract:
 		if err = codec.UnmarshalCanonical(doc, &n.contract); err == nil {
-			err = n.contract.Validate()
+			err = n.contract.ValidateFor(s.Operations)
 		}
 		if err == nil && references {
 			err = n.contract.CheckEnvironment(&s.Spec)
@@ -112,7 +112,7 @@ func checkAmendment(s EngineState, a state.Amendment, references bool) (amended,
 		n.ref = codec.MustRefOf(kindGoal, n.goal)
 	case state.AmendEnvironment:
 		if err = codec.UnmarshalCanonical(doc, &n.spec); err == nil {
-			err = n.spec.Validate()
+			err = n.spec.ValidateFor(s.Operations)
 		}
 		if err == nil {
 			err = s.Goal.CheckEnvironment(&n.spec)

@@ -184,7 +184,7 @@ func (b *builder) checkAnswer(a *state.Approval) answerCheck {
 	}); i >= 0 {
 		var action world.Action
 		if codec.DecodeValue(b.s.Run.PendingApprovals[i].Action, &action) == nil {
-			ids, need = c.Answerers(action)
+			ids, need = c.Answerers(b.s.Operations, action)
 		}
 	}
 	if why == "" && !slices.Contains(ids, signer.ID) {

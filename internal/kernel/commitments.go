@@ -4,23 +4,27 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/acr-project/acr/internal/agenda"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/event"
+	"github.com/acr-project/acr/internal/governance"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
 
 // The commitments stage: live commitments' conditions evaluated and their
 // transitions applied through the store's explicit API, before any new
-// agenda; deferrals and suppressions lifted when their evidence changed.
+// agenda; deferrals and suppressions lifted when their evidence changed;
+// and work a governance boundary deferred or interrupted kept as a
+// commitment. (Methods of work, agenda.go.)
 
 // evaluateCommitments reconciles the goal's standing commitments with the
 // store, evaluates live commitments' conditions and applies the
 // transitions they call for through the store's explicit API.
-func (b *builder) evaluateCommitments() {
+func (b *work) evaluateCommitments() {
 	if len(b.s.Commitments.Commitments) == 0 && len(b.s.Goal.Commitments) == 0 {
 		return
 	}
@@ -46,7 +50,7 @@ func nonNil[T any](s []T) []T {
 
 // transition applies one commitment transition and records its lifecycle
 // event. A conflict is a fault of the cycle, never a silent overwrite.
-func (b *builder) transition(t commitment.Transition, refs map[string]codec.Ref) {
+func (b *work) transition(t commitment.Transition, refs map[string]codec.Ref) {
 	store, c, err := b.s.Commitments.Apply(t)
 	if err != nil {
 		b.fail(fmt.Errorf("commitment %s %s: %w", t.Kind, t.CommitmentID, err))
@@ -101,7 +105,7 @@ func lifecycleVerb(k commitment.Kind) string {
 }
 
 // liftDeferrals releases deferred items whose evidence has arrived.
-func (b *builder) liftDeferrals() {
+func (b *work) liftDeferrals() {
 	rs := &b.s.Run
 	rs.Deferred = slices.DeleteFunc(rs.Deferred, func(d state.DeferredItem) bool {
 		for _, e := range d.Evidence {
@@ -117,7 +121,7 @@ func (b *builder) liftDeferrals() {
 // liftSuppressions releases loop-guard suppressions when the evidence they
 // were made under has changed, and drops suppressions of items whose
 // check now passes.
-func (b *builder) liftSuppressions() {
+func (b *work) liftSuppressions() {
 	rs := &b.s.Run
 	rs.Suppressed = slices.DeleteFunc(rs.Suppressed, func(sp state.Suppression) bool {
 		checkID := strings.TrimPrefix(sp.ItemID, "check:")
@@ -135,4 +139,52 @@ func (b *builder) liftSuppressions() {
 		}
 		return false
 	})
+}
+
+// deferItem keeps deferred work: as a commitment suspended until the
+// evidence arrives (policy "sleep"), or as a deferred item ("defer").
+// Promotion to a commitment is explicit and recorded.
+func (b *work) deferItem(d governance.Decision, decRef codec.Ref, commitmentID string) {
+	rs := &b.s.Run
+	pol := b.s.Contract.Policy.Defaults()
+	wake := &commitment.Condition{Kind: commitment.WakeEvidence, EvidenceID: d.MissingEvidence[0]}
+	if pol.DeferTo == "defer" {
+		rs.Deferred = append(rs.Deferred, state.DeferredItem{ItemID: b.item, Evidence: d.MissingEvidence, Reason: "evidence_missing", Since: b.at, DecisionRef: decRef})
+		slices.SortFunc(rs.Deferred, func(a, c state.DeferredItem) int { return strings.Compare(a.ItemID, c.ItemID) })
+		b.emit(event.WorkDeferred, nil, map[string]codec.Ref{"decision": decRef}, "evidence_missing")
+		return
+	}
+	if b.interrupt(commitmentID, "evidence_missing", wake, decRef) {
+		return
+	}
+	c := commitment.Commitment{
+		ID: commitment.NewID(b.item, b.cycle), Status: commitment.Suspended, ItemID: b.item, CheckID: b.check.ID, Target: b.check.Path,
+		Summary: b.check.Summary, Wake: wake, ExitOnCheckPass: true,
+		Origin: commitment.Origin{Kind: "PROMOTE_TO_COMMITMENT", CycleSeq: b.cycle, ResolutionRef: b.resRef, DecisionRef: decRef},
+	}
+	if pol.CommitmentDeadlineSeconds > 0 {
+		c.Deadline = state.FormatTime(b.now.Add(time.Duration(pol.CommitmentDeadlineSeconds) * time.Second))
+	}
+	promo := map[string]any{"kind": "PROMOTE_TO_COMMITMENT", "item_id": b.item, "commitment_id": c.ID, "agenda_resolution_ref": b.resRef, "decision_ref": decRef,
+		"policy": "defer_to_sleep", "cycle_seq": b.cycle}
+	pref := b.record(event.PromotionRecorded, "promo", promo, map[string]codec.Ref{"resolution": b.resRef}, "PROMOTE_TO_COMMITMENT")
+	b.transition(commitment.Transition{Kind: commitment.Create, New: &c, Reason: "promoted_deferred_work", At: b.at}, map[string]codec.Ref{"promotion": pref})
+}
+
+// interrupt suspends the live, active commitment whose work met a
+// governance boundary (a deferral for evidence, an escalation to a person)
+// until wake holds, and reports whether there was one. A standing
+// commitment remembers the item it is held on.
+func (b *work) interrupt(commitmentID, reason string, wake *commitment.Condition, decRef codec.Ref) bool {
+	c, ok := b.s.Commitments.Get(commitmentID)
+	if commitmentID == "" || !ok || c.Status != commitment.Active {
+		return false
+	}
+	t := commitment.Transition{Kind: commitment.Suspend, CommitmentID: c.ID, ExpectedVersion: c.Version, Reason: reason,
+		Class: commitment.GovernanceBoundary, At: b.at, Wake: wake}
+	if c.Standing != "" {
+		t.Item = b.item
+	}
+	b.transition(t, map[string]codec.Ref{"decision": decRef})
+	return true
 }

@@ -30,7 +30,7 @@ const (
 
 // observeContext records the cycle's context and returns its ref ("" in
 // ledger format 1, which has none).
-func (b *builder) observeContext() codec.Ref {
+func (b *control) observeContext() codec.Ref {
 	rs := &b.s.Run
 	if rs.Format() == state.LedgerFormat1 {
 		return ""
@@ -42,8 +42,8 @@ func (b *builder) observeContext() codec.Ref {
 	}
 	b.ctx = controller.Context{Schema: controller.ContextSchema, CycleID: b.cycleID,
 		Sources:      controller.Sources(goal, rs.ContractRef, rs.EnvironmentSpecRef, obs, rs.PendingAmendments, b.s.Contract.Proposer != nil),
-		Trust:        controller.AssessTrust(b.s.Environment, obs, rs.PendingApprovals),
-		Capabilities: controller.Capabilities(&b.s.Contract, &b.s.Spec)}
+		Trust:        controller.AssessTrust(b.s.Operations, b.s.Environment, obs, rs.PendingApprovals),
+		Capabilities: controller.Capabilities(b.s.Operations, &b.s.Contract, &b.s.Spec)}
 	b.hasCtx = true
 	return b.record(event.ContextRecorded, kindControllerContext, b.ctx, map[string]codec.Ref{"observation": obs},
 		"trust_"+b.ctx.Trust.Level, "readiness_"+b.coords.Readiness)
@@ -63,8 +63,8 @@ func trustRef(t controller.Trust) codec.Ref { return codec.MustRefOf("trust", t.
 // An undo of the run's own effect is exempt: it restores bytes the run
 // itself replaced, is refused by the world if they changed since, and is
 // the one action that removes doubt rather than adding to it.
-func (b *builder) preflight(action world.Action, req governance.Request, d governance.Decision, decRef, rcptRef codec.Ref) bool {
-	if !b.hasCtx || action.Operation == world.OpRestore || (d.Verdict != governance.Execute && d.Verdict != governance.Escalate) {
+func (b *governor) preflight(action world.Action, req governance.Request, d governance.Decision, decRef, rcptRef codec.Ref) bool {
+	if !b.hasCtx || b.s.Operations.Of(action.Operation).Undoes || (d.Verdict != governance.Execute && d.Verdict != governance.Escalate) {
 		return false
 	}
 	if d.Verdict == governance.Execute {
@@ -78,7 +78,7 @@ func (b *builder) preflight(action world.Action, req governance.Request, d gover
 			return true
 		}
 	}
-	trust := b.ctx.Trust.For(action.Paths())
+	trust := b.ctx.Trust.For(b.s.Operations.Paths(action))
 	if controller.Ready(b.coords.Readiness, trust) {
 		return false
 	}
@@ -109,12 +109,12 @@ func (b *builder) preflight(action world.Action, req governance.Request, d gover
 // amendment never does: the goal's mission, objectives and constraints
 // are prose the loop does not act on, its success conditions say when to
 // stop, not what may be done.
-func (b *builder) contested(action world.Action, req governance.Request) (state.PendingAmendment, bool) {
+func (b *governor) contested(action world.Action, req governance.Request) (state.PendingAmendment, bool) {
 	for _, p := range b.s.Run.PendingAmendments {
-		if p.Target == state.AmendGoal || p.Amends != PinnedRef(b.s, p.Target) {
+		if p.Target == state.AmendGoal || p.Amends != PinnedRef(*b.s, p.Target) {
 			continue
 		}
-		n, err := checkAmendment(b.s, state.Amendment{Target: p.Target, Document: p.Document}, b.s.Run.Format() >= state.LedgerFormat3)
+		n, err := checkAmendment(*b.s, state.Amendment{Target: p.Target, Document: p.Document}, b.s.Run.Format() >= state.LedgerFormat3)
 		if err != nil {
 			continue // it can never be accepted
 		}
@@ -143,7 +143,7 @@ func (b *builder) contested(action world.Action, req governance.Request) (state.
 // waited on changed: the amendment was answered (or can no longer be
 // accepted), or the trust concerns are not those the verdict was made
 // under. The item is then weighed again like any other.
-func (b *builder) liftPreflight() {
+func (b *control) liftPreflight() {
 	if !b.hasCtx {
 		return
 	}

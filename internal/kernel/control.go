@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"strings"
@@ -22,6 +23,37 @@ import (
 // Event types of the controller.
 const ()
 
+// control is the controller's part of a cycle's builder
+// (docs/controller.md): its machine and the transitions not logged yet,
+// the guard, the declared coordinates and the cycle's deadline, the
+// context it observed (context.go), the fitness contract an action is
+// judged by, and what the cycle learns and cascades.
+type control struct {
+	s *EngineState
+	*recorder
+	*work
+	ctl      *controller.Machine
+	moves    []controller.Transition // not logged yet (ledger format 2)
+	guard    *controller.Guard
+	coords   controller.Coordinates
+	cycleID  string
+	maxDepth int64
+	deadline time.Time
+	// deadlineWhy is the limit the deadline comes from (schedule.go).
+	deadlineWhy string
+	handoff     []codec.Ref // outputs of the last transition
+	evMark      int64       // nEvents at the last transition
+	via         controller.Phase
+	fitness     controller.FitnessContract
+	fitnessRef  codec.Ref
+	areqRef     codec.Ref
+	carried     *codec.Value // the fitness contract an approved plan keeps
+	ctx         controller.Context
+	hasCtx      bool // ctx was made (ledger format 2, the cycle observed)
+	restOut     []codec.Ref
+	restUsed    budget.Usage
+}
+
 // roleOf is the role that works in a controller state, and so the actor of
 // the transition that leaves it.
 func roleOf(s controller.Phase) controller.Role {
@@ -42,7 +74,7 @@ func roleOf(s controller.Phase) controller.Role {
 
 // declare records the cycle's operating coordinates and budget, starts the
 // controller machine and wakes it.
-func (b *builder) declare(why []string) {
+func (b *control) declare(why []string) {
 	c := &b.s.Contract
 	b.coords = controller.Declare(c)
 	cb := c.Cycle()
@@ -74,13 +106,13 @@ func (b *builder) declare(why []string) {
 // move takes the controller to the next state and records the transition.
 // Its inputs are what the state being left was handed; its outputs (out)
 // are what that state produced, and become the next state's inputs.
-func (b *builder) move(to controller.Phase, reason string, out ...codec.Ref) {
+func (b *control) move(to controller.Phase, reason string, out ...codec.Ref) {
 	b.moveAs(roleOf(b.ctl.State()), to, reason, budget.Usage{}, out...)
 }
 
 // moveAs is move with an explicit actor (the operator, for a stop) and the
 // budget the left state consumed beyond its events.
-func (b *builder) moveAs(role controller.Role, to controller.Phase, reason string, used budget.Usage, out ...codec.Ref) {
+func (b *control) moveAs(role controller.Role, to controller.Phase, reason string, used budget.Usage, out ...codec.Ref) {
 	if b.err != nil || b.ctl == nil {
 		return
 	}
@@ -115,7 +147,7 @@ const movesCap = 10
 // logMoves records the transitions taken since the last log as one
 // record (ledger format 2), at the end of a durable batch: the cycle's
 // first batch (up to the governance boundary) and its last.
-func (b *builder) logMoves() {
+func (b *control) logMoves() {
 	if len(b.moves) == 0 || b.err != nil {
 		return
 	}
@@ -135,14 +167,14 @@ func (b *builder) logMoves() {
 
 // authorityUsed is the authority a state exercises: reading the world to
 // observe it, the action's own authority to act, proposing to propose.
-func (b *builder) authorityUsed(s controller.Phase) governance.AuthorityMode {
+func (b *control) authorityUsed(s controller.Phase) governance.AuthorityMode {
 	switch s {
 	case controller.Observe, controller.ObserveEffect:
 		return governance.AuthRead
 	case controller.Propose:
 		return governance.AuthPropose
 	case controller.Act:
-		if b.effect != nil && b.effect.Action.Operation.Writes() {
+		if b.effect != nil && b.s.Operations.Of(b.effect.Action.Operation).Writes {
 			return governance.AuthProjectWrite
 		}
 		return governance.AuthRead
@@ -151,12 +183,12 @@ func (b *builder) authorityUsed(s controller.Phase) governance.AuthorityMode {
 }
 
 // block ends the cycle's controller path in blocked, with reason.
-func (b *builder) block(role controller.Role, reason string, out ...codec.Ref) {
+func (b *control) block(role controller.Role, reason string, out ...codec.Ref) {
 	b.moveAs(role, controller.Blocked, reason, budget.Usage{}, out...)
 }
 
 // refused records a violation the guard refused. The act does not happen.
-func (b *builder) refused(err error) bool {
+func (b *control) refused(err error) bool {
 	var v *controller.Violation
 	if !errors.As(err, &v) {
 		b.fail(err)
@@ -167,22 +199,22 @@ func (b *builder) refused(err error) bool {
 }
 
 // overBudget checks a cost against the cycle budget before it is spent.
-func (b *builder) overBudget(more budget.Usage) string {
+func (b *control) overBudget(more budget.Usage) string {
 	more.Events = b.nEvents - b.evMark
 	return b.ctl.Exceeds(more)
 }
 
 // fitnessFor writes the FitnessContract of an action: how its result will
 // be judged, fixed before the action.
-func (b *builder) fitnessFor(a world.Action, actionRef codec.Ref) controller.FitnessContract {
+func (b *control) fitnessFor(a world.Action, actionRef codec.Ref) controller.FitnessContract {
 	f := controller.FitnessContract{Schema: controller.FitnessSchema, CycleID: b.cycleID, ActionRef: actionRef, CheckID: a.CheckID,
-		Target: a.Target, Criteria: append([]string{"readback_agrees"}, a.Criteria()...), PassingBefore: []string{}, ProposedBy: controller.Distiller}
+		Target: a.Target, Criteria: append([]string{"readback_agrees"}, b.s.Operations.Criteria(a)...), PassingBefore: []string{}, ProposedBy: controller.Distiller}
 	for _, c := range b.s.Spec.Checks {
 		r, ok := b.s.Environment.Check(c.ID)
 		if !ok || r.Status != world.CheckPass || c.Path == "" {
 			continue
 		}
-		if (a.OnSet() && world.MatchAny(a.Paths(), c.Path)) || c.Path == a.Target {
+		if (b.s.Operations.OnSet(a) && world.MatchAny(b.s.Operations.Paths(a), c.Path)) || c.Path == a.Target {
 			f.PassingBefore = append(f.PassingBefore, c.ID)
 		}
 	}
@@ -193,7 +225,7 @@ func (b *builder) fitnessFor(a world.Action, actionRef codec.Ref) controller.Fit
 
 // plan fixes the plan's FitnessContract and goes to preflight. A plan an
 // operator approved keeps the contract fixed when it was proposed.
-func (b *builder) plan(action world.Action, actionRef, requestRef codec.Ref) codec.Ref {
+func (b *control) plan(action world.Action, actionRef, requestRef codec.Ref) codec.Ref {
 	var ref codec.Ref
 	var f controller.FitnessContract
 	if b.carried != nil && codec.DecodeValue(*b.carried, &f) == nil {
@@ -265,8 +297,9 @@ func Controls(p *Pending, in *world.Intent, lockHeld bool, now time.Time) string
 
 // evaluateEffect is the evaluator's judgement of an effect against the
 // fixed FitnessContract, resting on the observer's readback, not on the
-// executor's word.
-func evaluateEffect(a world.Action, out world.Outcome, rb *world.Readback, f controller.FitnessContract) (string, string) {
+// executor's word. k is the action's operation's entry in the run's
+// catalog.
+func evaluateEffect(k world.OperationKind, a world.Action, out world.Outcome, rb *world.Readback, f controller.FitnessContract) (string, string) {
 	switch {
 	case rb == nil:
 		return "operator_review_required", "no independent readback"
@@ -297,12 +330,12 @@ func evaluateEffect(a world.Action, out world.Outcome, rb *world.Readback, f con
 	switch {
 	case out.Status == world.OutcomeCommitted && len(regressed) > 0:
 		return "rollback_required", "regressed " + strings.Join(regressed, ",")
-	case a.Operation == world.OpRestore:
+	case k.Undoes:
 		if out.Status == world.OutcomeCommitted || out.Status == world.OutcomeNoChange {
 			return "accepted", "snapshot restored"
 		}
 		return "rejected", "snapshot not restored"
-	case a.Operation == world.OpMarkIssue && out.Status == world.OutcomeCommitted:
+	case k.Reports && out.Status == world.OutcomeCommitted:
 		return "partially_accepted", "reported, not fixed"
 	case a.CheckID == "" || !slices.Contains(f.Criteria, "check_passes"):
 		if out.Status == world.OutcomeCommitted {
@@ -320,7 +353,7 @@ func evaluateEffect(a world.Action, out world.Outcome, rb *world.Readback, f con
 }
 
 // learn writes the LearningDelta: only accepted durable changes.
-func (b *builder) learn(result string, evidence []codec.Ref) controller.LearningDelta {
+func (b *control) learn(result string, evidence []codec.Ref) controller.LearningDelta {
 	d := controller.LearningDelta{Schema: controller.LearningSchema, CycleID: b.cycleID, ResultantStatus: result,
 		SupportingEvidence: nonNil(evidence), Changes: []string{}, Superseded: []codec.Ref{}, RemainingUnknowns: []string{},
 		RevisitConditions: []string{}, MemoryClass: "residue"}
@@ -342,26 +375,9 @@ func (b *builder) learn(result string, evidence []codec.Ref) controller.Learning
 	return d
 }
 
-// gapDemonstrated reports a capability gap for the current item: it keeps
-// failing after fixes (drift), or no remedy exists for it.
-func (b *builder) gapDemonstrated() (string, bool) {
-	rs := &b.s.Run
-	for _, f := range rs.Fixed {
-		if f.ItemID == b.item && f.Times >= 2 {
-			return "recurring_drift", true
-		}
-	}
-	for _, sp := range rs.Suppressed {
-		if sp.ItemID == b.item && sp.Reason == "no_acceptable_remedy" {
-			return "no_acceptable_remedy", true
-		}
-	}
-	return "", false
-}
-
 // forge produces a disabled guard/test candidate for a demonstrated gap.
 // Only at A4; the candidate can never load or promote itself.
-func (b *builder) forge(gap string, evidence codec.Ref) codec.Ref {
+func (b *control) forge(gap string, evidence codec.Ref) codec.Ref {
 	c := controller.Candidate{Schema: controller.CandidateSchema, ID: "guard-" + b.item, Gap: gap, Evidence: evidence, Kind: "guard",
 		Spec:    "keep check " + b.check.ID + " (" + b.check.Summary + ") passing on " + b.check.Path,
 		Tests:   []string{"check " + b.check.ID + " passes after every change to " + b.check.Path},
@@ -377,7 +393,7 @@ func (b *builder) forge(gap string, evidence codec.Ref) codec.Ref {
 
 // cascade records the impacted surfaces and who should hear of them,
 // capped at the cycle's fan-out budget.
-func (b *builder) cascade(target string) (codec.Ref, budget.Usage) {
+func (b *control) cascade(target string) (codec.Ref, budget.Usage) {
 	cr := controller.CascadeRecord{Schema: controller.CascadeSchema, CycleID: b.cycleID, Surfaces: []string{}, Recipients: []string{}, Impact: "none"}
 	if target != "" {
 		cr.Surfaces = append(cr.Surfaces, target)
@@ -400,26 +416,35 @@ func (b *builder) cascade(target string) (codec.Ref, budget.Usage) {
 	return ref, budget.Usage{CascadeFanout: int64(len(cr.Recipients))}
 }
 
-// noteFixed remembers that the current item was fixed, for drift.
-func (b *builder) noteFixed() {
-	rs := &b.s.Run
-	i := slices.IndexFunc(rs.Fixed, func(f state.FixedItem) bool { return f.ItemID == b.item })
-	if i < 0 {
-		rs.Fixed = append(rs.Fixed, state.FixedItem{ItemID: b.item})
-		i = len(rs.Fixed) - 1
+// tick moves the clock of the cycle's events and transitions to the
+// reading of an input the cycle goes on from (ledger format 3; earlier
+// formats make every record of a cycle at its clock reading). A reading
+// before the cycle's own, or none, changes nothing.
+func (b *control) tick(t time.Time) {
+	if b.s.Run.Format() < state.LedgerFormat3 || t.IsZero() {
+		return
 	}
-	rs.Fixed[i].Cycle = b.cycle
-	rs.Fixed[i].Times++
-	slices.SortFunc(rs.Fixed, func(a, c state.FixedItem) int { return strings.Compare(a.ItemID, c.ItemID) })
+	at := state.FormatTime(t)
+	if at <= cmp.Or(b.clock, b.at) {
+		return
+	}
+	b.clock = at
+	b.ctl.Tick(at)
 }
 
-// drifted lists failing checks whose items this run had fixed before.
-func (b *builder) drifted(failing []string) []string {
-	var out []string
-	for _, id := range failing {
-		if slices.ContainsFunc(b.s.Run.Fixed, func(f state.FixedItem) bool { return f.ItemID == "check:"+id }) {
-			out = append(out, id)
-		}
+// metabolize writes the LearningDelta, forges a candidate at A4 after a
+// demonstrated gap, and records the cascade. The controller is left in
+// cascade; finish takes it back to sleep.
+func (b *control) metabolize(result, target string, evidence ...codec.Ref) {
+	delta := b.learn(result, evidence)
+	dRef := b.record(event.LearningMetabolized, "ldelta", delta, nil, result)
+	b.guard.Author(dRef, controller.Promoter)
+	next := dRef
+	if gap, ok := b.gapDemonstrated(); ok && b.coords.AutonomyLevel() >= 4 {
+		b.move(controller.ForgeCandidate, gap, dRef)
+		next = b.forge(gap, dRef)
 	}
-	return out
+	b.move(controller.Cascade, "metabolized", next)
+	ref, used := b.cascade(target)
+	b.restOut, b.restUsed = []codec.Ref{ref}, used
 }

@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"cmp"
 	"errors"
 	"slices"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"github.com/acr-project/acr/internal/intent"
 	"github.com/acr-project/acr/internal/semantic"
 	"github.com/acr-project/acr/internal/state"
-	"github.com/acr-project/acr/internal/strategy"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -81,135 +79,56 @@ type Summary struct {
 	Controller string `json:"controller_state"`
 }
 
-// builder accumulates one cycle's events, linking each to the previous one
-// as its causal parent.
+// builder is one cycle being built: the state it works on and its parts,
+// one type per concern, each declared in its own file:
+//
+//   - recorder (record.go): the cycle's number and clock reading, its
+//     events, its cycle record and summary;
+//   - intake (inbox.go): what the cycle took from its inbox;
+//   - work (agenda.go): the selected item and what is done about it, the
+//     agenda, the commitments, what is set aside and what was tried;
+//   - schedule (schedule.go): budgets, and the disposition the run rests in;
+//   - control (control.go): the controller's view: its machine and guard,
+//     the coordinates, the context, the fitness contract, learning and
+//     the cascade;
+//   - strategist (strategize.go): strategic tension and review;
+//   - thinker (think.go): cognition and the external proposer;
+//   - governor (govern.go): the action request across the governance
+//     boundary, mapped onto the scheduler;
+//   - settler (settle.go): the effect's outcome, judged.
+//
+// A part holds its own fields and a pointer to the state, and embeds the
+// parts it calls, so that its methods read as the builder's (every part
+// names its receiver b). The builder embeds them all: the stages it runs
+// itself (run, finish, the inbox, answers and amendments) see every part.
+// newBuilder makes them together, around one state and one recorder.
 type builder struct {
-	s     EngineState
-	cycle int64
-	now   time.Time
-	at    string
-	// clock is the reading events and controller transitions are made
-	// at: at, until the cycle goes on from a later input (a proposer's
-	// reply, an effect's outcome; tick, ledger format 3). State keeps
-	// the cycle's own reading, at.
-	clock string
-	// envRef is the ref of s.Environment, the cycle's observation, which
-	// does not change within the cycle; startCheckpointRef is the ref of
-	// the checkpoint the cycle starts from (ledger format 2 on). Each is
-	// computed once: several records of the cycle name them.
-	envRef             codec.Ref
-	startCheckpointRef codec.Ref
-	events             []event.Event
-	refs               []codec.Ref // refs of all events of the cycle, in order
-	// isTransition marks which of refs are controller transitions.
-	isTransition []bool
-	last         codec.Ref
-	rec          state.CycleRecord
-	reasons      []string
-	sum          Summary
-	err          error
-
-	// per-cycle working values
-	signals    []state.WakeSignal
-	approvals  []state.Approval
-	stop       *state.StopRequest
-	resumed    bool
-	amended    bool // an amendment was accepted (amend.go)
-	res        agenda.Resolution
-	resRef     codec.Ref
-	candidates int
-	effect     *Effect
-	check      world.Check
-	item       string
-	fp         string
-	evidence   string
-	compactReq bool
-	strategic  strategy.Tension
-
-	// cognition stopped for the external proposer (propose.go)
-	thought *thinking
-
-	// the controller's view of the cycle (control.go)
-	ctl        *controller.Machine
-	moves      []controller.Transition // not logged yet (ledger format 2)
-	guard      *controller.Guard
-	coords     controller.Coordinates
-	cycleID    string
-	maxDepth   int64
-	deadline   time.Time
-	handoff    []codec.Ref // outputs of the last transition
-	nEvents    int64       // events emitted by the cycle, both batches
-	evMark     int64       // nEvents at the last transition
-	via        controller.Phase
-	fitness    controller.FitnessContract
-	fitnessRef codec.Ref
-	areqRef    codec.Ref
-	carried    *codec.Value // the fitness contract an approved plan keeps
-	woken      []string     // commitments whose condition or deadline came
-	ctx        controller.Context
-	hasCtx     bool // ctx was made (ledger format 2, the cycle observed)
-	restOut    []codec.Ref
-	restUsed   budget.Usage
-
-	// budgets (schedule.go): the limit the deadline comes from, and the
-	// stop or rest decided at the cycle's start
-	deadlineWhy    string
-	stoppedAtStart bool
-	pausedAtStart  []string
+	s EngineState
+	*recorder
+	*intake
+	*work
+	*schedule
+	*control
+	*strategist
+	*thinker
+	*governor
+	*settler
 }
 
-func (b *builder) fail(err error) {
-	if b.err == nil {
-		b.err = err
-	}
-}
-
-// memoryRefs are the refs of the cycle's events working memory keeps.
-func (b *builder) memoryRefs() []codec.Ref {
-	out := make([]codec.Ref, 0, len(b.refs))
-	for i, r := range b.refs {
-		if !b.isTransition[i] {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// emit appends an event, sealed: its canonical bytes are computed once,
-// for its ref here and for its line in the ledger. obj may be nil.
-func (b *builder) emit(typ event.Kind, obj *event.Object, refs map[string]codec.Ref, reasons ...string) codec.Ref {
-	ev := event.Event{Type: typ, RunID: b.s.Run.RunID, CycleSeq: b.cycle, At: cmp.Or(b.clock, b.at), Refs: refs, Reasons: reasons, Object: obj}
-	if b.last != "" {
-		ev.Parents = []codec.Ref{b.last}
-	}
-	ref, err := ev.Seal()
-	if err != nil {
-		b.fail(err)
-		return ""
-	}
-	b.events = append(b.events, ev)
-	b.refs = append(b.refs, ref)
-	b.isTransition = append(b.isTransition, typ == event.Transition || typ == event.Transitions)
-	b.last = ref
-	b.nEvents++
-	return ref
-}
-
-// object wraps v as a content-addressed object.
-func (b *builder) object(kind string, v any) (*event.Object, codec.Ref) {
-	obj, err := event.NewObject(kind, v)
-	if err != nil {
-		b.fail(err)
-		return nil, ""
-	}
-	return obj, obj.Ref
-}
-
-// record emits an event that carries v and returns v's ref.
-func (b *builder) record(typ event.Kind, kind string, v any, refs map[string]codec.Ref, reasons ...string) codec.Ref {
-	obj, ref := b.object(kind, v)
-	b.emit(typ, obj, refs, reasons...)
-	return ref
+// newBuilder wires the parts of a cycle's builder around the state s and
+// its recorder r.
+func newBuilder(s EngineState, r *recorder) *builder {
+	b := &builder{s: s, recorder: r}
+	st := &b.s
+	b.intake = &intake{s: st, recorder: r}
+	b.work = &work{s: st, recorder: r, intake: b.intake}
+	b.schedule = &schedule{s: st, recorder: r, work: b.work}
+	b.control = &control{s: st, recorder: r, work: b.work}
+	b.strategist = &strategist{s: st, recorder: r, intake: b.intake, work: b.work, control: b.control}
+	b.governor = &governor{s: st, recorder: r, work: b.work, schedule: b.schedule, control: b.control}
+	b.thinker = &thinker{s: st, recorder: r, work: b.work, schedule: b.schedule, control: b.control, governor: b.governor}
+	b.settler = &settler{s: st, recorder: r, work: b.work, schedule: b.schedule, control: b.control}
+	return b
 }
 
 // batchCap is the room made for one batch of a cycle's events.
@@ -227,11 +146,11 @@ func Begin(s EngineState, in Inputs) (*Pending, error) {
 	if !ok {
 		return nil, ErrNotEligible
 	}
-	b := &builder{s: s.clone(), cycle: s.Run.CycleSeq + 1, now: in.Now.UTC().Truncate(time.Second), envRef: in.Observation.Ref(),
+	b := newBuilder(s.clone(), &recorder{runID: s.Run.RunID, cycle: s.Run.CycleSeq + 1, now: in.Now.UTC().Truncate(time.Second), envRef: in.Observation.Ref(),
 		// Sized for an acting cycle (about a dozen events before the
 		// boundary, 28 in all): growing them from nothing took a tenth of
 		// the bytes a cycle allocated.
-		events: make([]event.Event, 0, batchCap), refs: make([]codec.Ref, 0, 2*batchCap), isTransition: make([]bool, 0, 2*batchCap)}
+		events: make([]event.Event, 0, batchCap), refs: make([]codec.Ref, 0, 2*batchCap), isTransition: make([]bool, 0, 2*batchCap)})
 	b.at = state.FormatTime(b.now)
 	b.rec = state.CycleRecord{
 		Schema: state.CycleSchema, RunID: s.Run.RunID, CycleSeq: b.cycle, PriorCycleRef: s.Run.LastCycleRef, StartedAt: b.at,
@@ -310,22 +229,6 @@ func Finish(p *Pending, st Settlement) (*Result, error) {
 		return nil, b.err
 	}
 	return &Result{State: b.s, Events: b.events, Summary: b.sum}, nil
-}
-
-// tick moves the clock of the cycle's events and transitions to the
-// reading of an input the cycle goes on from (ledger format 3; earlier
-// formats make every record of a cycle at its clock reading). A reading
-// before the cycle's own, or none, changes nothing.
-func (b *builder) tick(t time.Time) {
-	if b.s.Run.Format() < state.LedgerFormat3 || t.IsZero() {
-		return
-	}
-	at := state.FormatTime(t)
-	if at <= cmp.Or(b.clock, b.at) {
-		return
-	}
-	b.clock = at
-	b.ctl.Tick(at)
 }
 
 // run is the body of a cycle up to the governance boundary. Each step is

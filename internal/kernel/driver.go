@@ -157,6 +157,10 @@ type Driver struct {
 	// again (the caller had to read it to open the sandbox).
 	Snapshot *storage.Snapshot
 
+	// Operations is the catalog of the operations World carries out (the
+	// zero value: the built-in ones); Open gives it to the run's state.
+	Operations world.Catalog
+
 	state       EngineState
 	files       map[string][]byte // checkpoint files not decoded yet (nil once complete)
 	manifest    storage.Manifest
@@ -285,6 +289,7 @@ func (d *Driver) Open() error {
 	if err != nil {
 		return err
 	}
+	st.Operations = d.Operations
 	d.state, d.manifest, d.files = st, snap.Manifest, snap.Files
 	rec := Recovery{Classification: "clean", CheckpointCycle: st.Run.CycleSeq}
 	d.recovery = rec
@@ -591,7 +596,7 @@ func (d *Driver) prepare(p *Pending) (world.Intent, *world.Outcome, string, erro
 		}
 		return world.Intent{}, nil, "", fmt.Errorf("cycle %d: prepare %s: %w", p.b.cycle, p.Effect.Key, err)
 	}
-	if p.Effect.Action.Operation == world.OpRunCommand {
+	if d.state.Operations.Of(p.Effect.Action.Operation).Command {
 		in.RunID, in.CycleSeq = d.state.Run.RunID, p.b.cycle
 	}
 	return in, prior, "", nil

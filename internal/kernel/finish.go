@@ -2,15 +2,12 @@ package kernel
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
-	"github.com/acr-project/acr/internal/agenda"
 	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/controller"
 	"github.com/acr-project/acr/internal/event"
-	"github.com/acr-project/acr/internal/intent"
 	"github.com/acr-project/acr/internal/memory"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
@@ -18,13 +15,6 @@ import (
 
 // The common tail of every cycle: working memory and compaction, budgets,
 // the cycle and checkpoint records, and the disposition.
-
-// conclude sets the cycle's disposition and reasons. A later call (the
-// end-of-cycle budget stop) may override it.
-func (b *builder) conclude(d state.Disposition, reasons []string) {
-	b.s.Run.LoopDisposition = d
-	b.reasons = slices.DeleteFunc(slices.Clone(reasons), func(s string) bool { return s == "" })
-}
 
 // finish is the common tail of every cycle: working memory and compaction,
 // budgets, the cycle record, the run state, the checkpoint record, and the
@@ -123,58 +113,6 @@ func (b *builder) finish() {
 	b.sum.CycleRef = cycRef
 	b.sum.LoopDisposition = d
 	b.sum.ReasonCodes = rs.ReasonCodes
-}
-
-// terminalFailure reports whether the goal has failed for good under the
-// contract (seed §15, "goal terminal failure under policy"): the cycle
-// comes to rest with the goal not holding, every check the goal needs
-// that fails is set aside, and nothing the run waits for could bring new
-// work: no answer pending, no evidence awaited, no commitment suspended
-// on a condition, no undo queued, no amendment to decide on.
-func (b *builder) terminalFailure() bool {
-	rs := &b.s.Run
-	switch d := rs.LoopDisposition; {
-	case d == state.Continue || d.Terminal():
-		return false
-	case intent.Satisfied(&b.s.Goal, b.s.Environment):
-		return false
-	case slices.ContainsFunc(rs.PendingApprovals, func(p state.PendingApproval) bool { return p.Resolution == nil }),
-		len(rs.Deferred) > 0, len(rs.Rollbacks) > 0, len(rs.PendingAmendments) > 0, b.hasSleepingCommitment():
-		return false
-	}
-	for _, r := range b.s.Environment.Checks {
-		if r.Status != world.CheckFail || !b.goalNeeds(r.ID) {
-			continue
-		}
-		item := agenda.ItemID(r.ID)
-		if !slices.ContainsFunc(rs.Suppressed, func(sp state.Suppression) bool { return sp.ItemID == item }) {
-			return false
-		}
-	}
-	return true
-}
-
-// goalNeeds reports whether the goal's success condition names a check.
-func (b *builder) goalNeeds(id string) bool {
-	return b.s.Goal.Success.AllChecksPass || slices.Contains(b.s.Goal.Success.Checks, id)
-}
-
-// emitDisposition records the scheduler transition (seed §11 names).
-func (b *builder) emitDisposition(d state.Disposition) {
-	switch d {
-	case state.Idle:
-		b.emit(event.LoopIdled, nil, nil, b.reasons...)
-	case state.Sleep:
-		b.emit(event.LoopSlept, nil, nil, b.reasons...)
-	case state.Deferred:
-		b.emit(event.LoopDeferred, nil, nil, b.reasons...)
-	case state.WaitApproval:
-		b.emit(event.LoopWaitingApproval, nil, nil, b.reasons...)
-	case state.Stopped:
-		b.emit(event.RunStopped, nil, nil, b.reasons...)
-	case state.Faulted:
-		b.emit(event.RunFaulted, nil, nil, b.reasons...)
-	}
 }
 
 // protected lists what compaction must never drop.

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/acr-project/acr/internal/agenda"
 	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/cognition"
@@ -22,9 +20,21 @@ import (
 // fresh one, an approved one, or an undo the evaluator required), and the
 // decision mapped onto the scheduler without changing it.
 
+// governor is the governance part of a cycle's builder: it takes an
+// action request (a fresh one, an approved one, an undo) across the
+// boundary, with the controller's plan and preflight (context.go), and
+// maps the decision onto the scheduler without changing it.
+type governor struct {
+	s *EngineState
+	*recorder
+	*work
+	*schedule
+	*control
+}
+
 // resumeApproval acts on a resolved approval: governance rules again on
 // the recorded action, with the approval as evidence. Nothing is re-derived.
-func (b *builder) resumeApproval(i int) {
+func (b *governor) resumeApproval(i int) {
 	rs := &b.s.Run
 	p := rs.PendingApprovals[i]
 	rs.PendingApprovals = slices.Delete(slices.Clone(rs.PendingApprovals), i, i+1)
@@ -63,24 +73,9 @@ func (b *builder) resumeApproval(i int) {
 	b.govern(action, approval, "")
 }
 
-// selectRecorded makes work decided in an earlier cycle (an approved
-// action, a required undo) this cycle's agenda, ahead of anything new.
-func (b *builder) selectRecorded(itemID, checkID string, source agenda.Source, reason string, refs map[string]codec.Ref) {
-	b.item = itemID
-	if ci := slices.IndexFunc(b.s.Spec.Checks, func(c world.Check) bool { return c.ID == checkID }); ci >= 0 {
-		b.check = b.s.Spec.Checks[ci]
-	}
-	b.res = agenda.Resolution{Schema: agenda.Schema, CycleSeq: b.cycle, Candidates: []agenda.Candidate{}, Excluded: []agenda.Exclusion{},
-		Outcome: agenda.Selected, Selected: &agenda.Candidate{ItemID: itemID, CheckID: checkID, Source: source}, ReasonCodes: []string{reason}}
-	b.resRef = b.record(event.AgendaSelected, "ares", b.res, refs, b.res.ReasonCodes...)
-	b.rec.AgendaResolutionRef = b.resRef
-	b.s.Run.ActiveAgendaResolutionRef = b.resRef
-	b.sum.Agenda = itemID
-}
-
 // rollback plans the undo an evaluation required: the restore action from
 // the effect's rollback bundle, governed like any action.
-func (b *builder) rollback() {
+func (b *governor) rollback() {
 	rs := &b.s.Run
 	r := rs.Rollbacks[0]
 	rs.Rollbacks = slices.Delete(slices.Clone(rs.Rollbacks), 0, 1)
@@ -98,7 +93,7 @@ func (b *builder) rollback() {
 // govern takes an action request across the governance boundary (the
 // controller's plan and preflight) and maps the decision onto the
 // scheduler without altering it.
-func (b *builder) govern(action world.Action, approval *state.Approval, commitmentID string) {
+func (b *governor) govern(action world.Action, approval *state.Approval, commitmentID string) {
 	rs := &b.s.Run
 	actionRef := action.Ref()
 	b.rec.ActionRequestRef = b.record(event.ActionProposed, "areq", action, nil)
@@ -112,7 +107,8 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 	req := governance.Request{
 		Action: action, ActionRef: actionRef, ContractRef: rs.ContractRef, CycleSeq: b.cycle, Now: b.at,
 		EvidencePresent: present, RequiredEvidence: b.check.RequiresEvidence, ObservationRef: b.envRef,
-		StillNeeded: !known || result.Status == world.CheckFail || action.CheckID == "" || action.Operation == world.OpRestore, Approval: approval,
+		StillNeeded: !known || result.Status == world.CheckFail || action.CheckID == "" || b.s.Operations.Of(action.Operation).Undoes, Approval: approval,
+		Operations: b.s.Operations,
 	}
 	d := governance.Decide(&b.s.Contract, &b.s.Spec, req)
 	decRef := b.record(event.DecisionRecorded, "gdec", d, map[string]codec.Ref{"action": actionRef}, d.ReasonCodes...)
@@ -129,7 +125,7 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 	}
 	b.rec.GovernanceDecision = d.Verdict.String()
 	b.sum.GovernanceDecision = d.Verdict.String()
-	b.sum.Action = action.Describe()
+	b.sum.Action = b.s.Operations.Describe(action)
 	more := b.candidates > 1
 	b.judgeProposed(b.fp, "governance_"+strings.ToLower(d.Verdict.String())+"_"+d.ReasonCodes[0])
 	if b.preflight(action, req, d, decRef, rcptRef) {
@@ -154,7 +150,7 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 			return
 		}
 		files := int64(0)
-		if action.Operation.Writes() {
+		if b.s.Operations.Of(action.Operation).Writes {
 			files = 1
 		}
 		if over := b.overBudget(budget.Usage{ToolActions: 1, FilesTouched: files}); over != "" {
@@ -210,14 +206,6 @@ func (b *builder) govern(action world.Action, approval *state.Approval, commitme
 	}
 }
 
-// seedDisposition records, from ledger format 3 on, the disposition seed
-// §10.3 gives the cycle's governance decision, beside the loop's own.
-func (b *builder) seedDisposition(d state.Disposition) {
-	if b.s.Run.Format() >= state.LedgerFormat3 {
-		b.rec.GovernanceDisposition = d
-	}
-}
-
 func ptr[T any](v T) *T { return &v }
 
 func mustValue(v any) codec.Value {
@@ -227,70 +215,3 @@ func mustValue(v any) codec.Value {
 	}
 	return val
 }
-
-// deferItem keeps deferred work: as a commitment suspended until the
-// evidence arrives (policy "sleep"), or as a deferred item ("defer").
-// Promotion to a commitment is explicit and recorded.
-func (b *builder) deferItem(d governance.Decision, decRef codec.Ref, commitmentID string) {
-	rs := &b.s.Run
-	pol := b.s.Contract.Policy.Defaults()
-	wake := &commitment.Condition{Kind: commitment.WakeEvidence, EvidenceID: d.MissingEvidence[0]}
-	if pol.DeferTo == "defer" {
-		rs.Deferred = append(rs.Deferred, state.DeferredItem{ItemID: b.item, Evidence: d.MissingEvidence, Reason: "evidence_missing", Since: b.at, DecisionRef: decRef})
-		slices.SortFunc(rs.Deferred, func(a, c state.DeferredItem) int { return strings.Compare(a.ItemID, c.ItemID) })
-		b.emit(event.WorkDeferred, nil, map[string]codec.Ref{"decision": decRef}, "evidence_missing")
-		return
-	}
-	if b.interrupt(commitmentID, "evidence_missing", wake, decRef) {
-		return
-	}
-	c := commitment.Commitment{
-		ID: commitment.NewID(b.item, b.cycle), Status: commitment.Suspended, ItemID: b.item, CheckID: b.check.ID, Target: b.check.Path,
-		Summary: b.check.Summary, Wake: wake, ExitOnCheckPass: true,
-		Origin: commitment.Origin{Kind: "PROMOTE_TO_COMMITMENT", CycleSeq: b.cycle, ResolutionRef: b.resRef, DecisionRef: decRef},
-	}
-	if pol.CommitmentDeadlineSeconds > 0 {
-		c.Deadline = state.FormatTime(b.now.Add(time.Duration(pol.CommitmentDeadlineSeconds) * time.Second))
-	}
-	promo := map[string]any{"kind": "PROMOTE_TO_COMMITMENT", "item_id": b.item, "commitment_id": c.ID, "agenda_resolution_ref": b.resRef, "decision_ref": decRef,
-		"policy": "defer_to_sleep", "cycle_seq": b.cycle}
-	pref := b.record(event.PromotionRecorded, "promo", promo, map[string]codec.Ref{"resolution": b.resRef}, "PROMOTE_TO_COMMITMENT")
-	b.transition(commitment.Transition{Kind: commitment.Create, New: &c, Reason: "promoted_deferred_work", At: b.at}, map[string]codec.Ref{"promotion": pref})
-}
-
-// interrupt suspends the live, active commitment whose work met a
-// governance boundary (a deferral for evidence, an escalation to a person)
-// until wake holds, and reports whether there was one. A standing
-// commitment remembers the item it is held on.
-func (b *builder) interrupt(commitmentID, reason string, wake *commitment.Condition, decRef codec.Ref) bool {
-	c, ok := b.s.Commitments.Get(commitmentID)
-	if commitmentID == "" || !ok || c.Status != commitment.Active {
-		return false
-	}
-	t := commitment.Transition{Kind: commitment.Suspend, CommitmentID: c.ID, ExpectedVersion: c.Version, Reason: reason,
-		Class: commitment.GovernanceBoundary, At: b.at, Wake: wake}
-	if c.Standing != "" {
-		t.Item = b.item
-	}
-	b.transition(t, map[string]codec.Ref{"decision": decRef})
-	return true
-}
-
-func (b *builder) suppress(sp state.Suppression) {
-	rs := &b.s.Run
-	rs.Suppressed = slices.DeleteFunc(rs.Suppressed, func(x state.Suppression) bool { return x.ItemID == sp.ItemID })
-	rs.Suppressed = append(rs.Suppressed, sp)
-	slices.SortFunc(rs.Suppressed, func(a, c state.Suppression) int { return strings.Compare(a.ItemID, c.ItemID) })
-}
-
-// orResting is CONTINUE when other agenda candidates remain this cycle,
-// else the resting disposition.
-func (b *builder) orResting(more bool) state.Disposition {
-	if more {
-		return state.Continue
-	}
-	return b.resting()
-}
-
-// afterSetback is the disposition after an item was set aside.
-func (b *builder) afterSetback() state.Disposition { return b.orResting(b.candidates > 1) }

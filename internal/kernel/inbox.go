@@ -18,6 +18,22 @@ import (
 // The inbox stage: wake signals, answers and stop requests a cycle
 // consumes, and knowledge updates it receives, before anything else.
 
+// intake is the part of a cycle's builder that holds what the cycle took
+// from its inbox (consumeInbox, answer.go, amend.go): the wake signals it
+// accepted, the answers it consumed, a stop request, whether it resumed a
+// FAULTED run or accepted an amendment, and whether a signal asked for
+// compaction.
+type intake struct {
+	s *EngineState
+	*recorder
+	signals    []state.WakeSignal
+	approvals  []state.Approval
+	stop       *state.StopRequest
+	resumed    bool
+	amended    bool // an amendment was accepted (amend.go)
+	compactReq bool
+}
+
 // consumeInbox processes the new inbox items: wake signals (validated,
 // coalesced by dedup key), approval resolutions and stop requests.
 func (b *builder) consumeInbox(in Inputs) {
@@ -125,7 +141,7 @@ func expired(at string, now time.Time) bool {
 	return err == nil && !now.Before(t)
 }
 
-func (b *builder) receiveKnowledge(updates []strategy.KnowledgeUpdate) {
+func (b *intake) receiveKnowledge(updates []strategy.KnowledgeUpdate) {
 	var fresh []strategy.KnowledgeUpdate
 	b.s.Strategy, fresh = strategy.Receive(b.s.Strategy, updates, b.at)
 	for _, u := range fresh {

@@ -61,7 +61,7 @@ func (d *Driver) uncertainty(err error, in *world.Intent) *Uncertainty {
 // showed what it could (u is nil only when replaying a cycle recorded
 // before incidents): it fills in p's ref, key, cause and evidence and
 // returns the object the approval request carries.
-func (b *builder) incident(e *Effect, u *Uncertainty, p *state.PendingApproval) *event.Object {
+func (b *settler) incident(e *Effect, u *Uncertainty, p *state.PendingApproval) *event.Object {
 	if u == nil {
 		return nil
 	}
@@ -90,7 +90,7 @@ func recordedIncident(recs []event.Record) *Uncertainty {
 // request p, the action it was) and acts on it without touching the
 // world: ran sets the item aside as done, not_ran leaves it to the
 // agenda. Either way the next cycle weighs the agenda again.
-func (b *builder) resolveIncident(p state.PendingApproval, action world.Action) {
+func (b *governor) resolveIncident(p state.PendingApproval, action world.Action) {
 	a := p.Resolution
 	res := event.Resolution{Schema: event.ResolutionSchema, Incident: p.Ref, Key: p.Key, ActionRef: action.Ref(), Verdict: a.Verdict,
 		By: a.By, Reason: a.Reason, CycleSeq: b.cycle}

@@ -23,6 +23,9 @@ type Bootstrap struct {
 	Contract    governance.Contract
 	Spec        world.Spec
 	Observation world.Observation
+	// Operations is the catalog of the operations the run's world carries
+	// out (the zero value: the built-in ones).
+	Operations world.Catalog
 	// LedgerFormat is the format the run records in; zero means the
 	// current one. Older formats are for tests of the readers that keep
 	// older runs working.
@@ -46,7 +49,7 @@ func Init(bs Bootstrap) (EngineState, []event.Event, error) {
 	}
 	at := state.FormatTime(bs.Now)
 	s := EngineState{
-		Goal: bs.Goal, Contract: bs.Contract, Spec: bs.Spec, Environment: bs.Observation,
+		Goal: bs.Goal, Contract: bs.Contract, Spec: bs.Spec, Environment: bs.Observation, Operations: bs.Operations,
 		Commitments: commitment.NewStore(), Context: memory.NewBinding(), Strategy: strategy.NewState(bs.Goal.Registry()),
 		Run: state.RunState{
 			Schema: state.RunStateSchema, RunID: bs.RunID, Status: state.RunRunning, LoopDisposition: state.Continue,
@@ -69,7 +72,7 @@ func Init(bs Bootstrap) (EngineState, []event.Event, error) {
 		// The start says the format, so that replay starts the same way.
 		why = append(why, formatReason(f))
 	}
-	b := &builder{s: s, at: at}
+	b := newBuilder(s, &recorder{runID: s.Run.RunID, at: at})
 	goalRef := b.record(event.GoalPinned, kindGoal, s.Goal, nil)
 	contractRef := b.record(event.ContractPinned, kindContract, s.Contract, nil)
 	specRef := b.record(event.SpecPinned, kindSpec, s.Spec, nil)
@@ -106,7 +109,7 @@ func Init(bs Bootstrap) (EngineState, []event.Event, error) {
 // person has to fix, not only a reason code, and replay derives the same
 // state from the event.
 func Fault(s EngineState, now time.Time, reasons []string, cause string) (EngineState, []event.Event, error) {
-	b := &builder{s: s.clone(), cycle: s.Run.CycleSeq, now: now, at: state.FormatTime(now)}
+	b := newBuilder(s.clone(), &recorder{runID: s.Run.RunID, cycle: s.Run.CycleSeq, now: now, at: state.FormatTime(now)})
 	b.s.Run.Status = state.RunFaulted
 	b.s.Run.LoopDisposition = state.Faulted
 	b.s.Run.ReasonCodes = reasons

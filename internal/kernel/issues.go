@@ -24,8 +24,8 @@ const (
 // (why) and quoting what the check's result r shows (its Quote lines),
 // when the run records in format 3 or later and the action is a report;
 // otherwise action as it is.
-func (b *builder) reportNote(action *world.Action, why string, r world.CheckResult) *world.Action {
-	if action == nil || action.Operation != world.OpMarkIssue || b.s.Run.Format() < state.LedgerFormat3 {
+func (b *thinker) reportNote(action *world.Action, why string, r world.CheckResult) *world.Action {
+	if action == nil || !b.s.Operations.Of(action.Operation).Reports || b.s.Run.Format() < state.LedgerFormat3 {
 		return action
 	}
 	a := *action
@@ -76,7 +76,7 @@ func excerpt(r world.CheckResult) []string {
 
 // proposalWhy says why a proposer's reply left the item to be reported:
 // it proposed nothing, or what it proposed could not be taken.
-func (b *builder) proposalWhy(t *thinking) string {
+func (b *thinker) proposalWhy(t *thinking) string {
 	if t.reply == nil {
 		return ""
 	}
@@ -89,9 +89,9 @@ func (b *builder) proposalWhy(t *thinking) string {
 		if i < len(t.reply.Targets) {
 			fact = t.reply.Targets[i]
 		}
-		a, problem := cognition.DraftProposed(cognition.Situation{Check: b.check, Spec: &b.s.Spec}, pa, fact)
+		a, problem := cognition.DraftProposed(b.proposalSituation(), pa, fact)
 		if problem != "" {
-			return fmt.Sprintf("the proposer's %s was not taken: %s", a.Describe(), strings.ReplaceAll(problem, "_", " "))
+			return fmt.Sprintf("the proposer's %s was not taken: %s", b.s.Operations.Describe(a), strings.ReplaceAll(problem, "_", " "))
 		}
 	}
 	return "nothing the proposer proposed was taken"
@@ -106,19 +106,19 @@ func (b *builder) proposalWhy(t *thinking) string {
 
 // noteDenial remembers a person's denial of action (d refused it on the
 // approval's deny).
-func (b *builder) noteDenial(action world.Action, approval *state.Approval, d governance.Decision) {
+func (b *work) noteDenial(action world.Action, approval *state.Approval, d governance.Decision) {
 	if approval == nil || approval.Verdict != state.VerdictDeny || len(d.ReasonCodes) == 0 || d.ReasonCodes[0] != "operator_denied" ||
 		b.s.Run.Format() < state.LedgerFormat3 {
 		return
 	}
-	b.rememberProposed(state.ProposedAttempt{ItemID: b.item, Fingerprint: b.fp, Action: action.Describe(), Cycle: b.cycle,
+	b.rememberProposed(state.ProposedAttempt{ItemID: b.item, Fingerprint: b.fp, Action: b.s.Operations.Describe(action), Cycle: b.cycle,
 		Result: "denied", DeniedBy: approval.By, Reason: approval.Reason})
 }
 
 // wokenAfterDenial reports whether a wake signal this cycle brings back an
 // item set aside because a person denied its action, for the proposer to
 // be asked again.
-func (b *builder) wokenAfterDenial(sp state.Suppression) bool {
+func (b *work) wokenAfterDenial(sp state.Suppression) bool {
 	return sp.Reason == "refused_operator_denied" && len(b.signals) > 0 && b.s.Contract.Proposer != nil &&
 		b.s.Run.Format() >= state.LedgerFormat3
 }

@@ -393,7 +393,7 @@ func TestEvaluation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, why := evaluateEffect(c.a, c.out, c.rb, fit)
+			got, why := evaluateEffect(world.Catalog{}.Of(c.a.Operation), c.a, c.out, c.rb, fit)
 			assert.Equal(t, c.want, got, why)
 		})
 	}

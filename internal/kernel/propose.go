@@ -61,7 +61,7 @@ func Answer(p *Pending, r cognition.Reply, at time.Time) (*Pending, error) {
 // result carries its file's hash already; a command check's carries the
 // hash of its output (its evidence), so a patch on the command check's
 // path takes the path's hash from the observation instead.
-func (b *builder) draftResult(r world.CheckResult) world.CheckResult {
+func (b *thinker) draftResult(r world.CheckResult) world.CheckResult {
 	if k, ok := world.CheckKindOf(b.check.Kind); !ok || k.OnFile {
 		return r
 	}
@@ -77,7 +77,7 @@ func (b *builder) draftResult(r world.CheckResult) world.CheckResult {
 // needsProposal says whether the external proposer is asked for the
 // selected item: always, when the contract says so; otherwise once every
 // declared fix of the item has failed on it (or it has none).
-func (b *builder) needsProposal(affs []cognition.Affordance, failed map[string]bool) bool {
+func (b *thinker) needsProposal(affs []cognition.Affordance, failed map[string]bool) bool {
 	pr := b.s.Contract.Proposer
 	if pr == nil {
 		return false
@@ -90,25 +90,25 @@ func (b *builder) needsProposal(affs []cognition.Affordance, failed map[string]b
 
 // reportAction is the fallback when a proposal yields nothing: reporting
 // the item, for an item without declared fixes.
-func (b *builder) reportAction(t *thinking) *world.Action {
+func (b *thinker) reportAction(t *thinking) *world.Action {
 	if len(b.check.Fixes) > 0 {
 		return nil
 	}
-	a := cognition.ReportAction(b.check, t.draft)
+	a := cognition.ReportAction(b.s.Operations, b.check, t.draft)
 	return &a
 }
 
 // proposalRequest builds what the proposer is asked, from state alone.
 // File contents are the driver's to add: they are what the observation
 // hashed, read again when the request is sent.
-func (b *builder) proposalRequest(result world.CheckResult) cognition.ProposalRequest {
+func (b *thinker) proposalRequest(result world.CheckResult) cognition.ProposalRequest {
 	c, g := &b.s.Contract, &b.s.Goal
 	req := cognition.ProposalRequest{
 		Schema: cognition.ProposalRequestSchema, RunID: b.s.Run.RunID, CycleSeq: b.cycle,
 		Goal:  cognition.RequestGoal{Mission: g.Mission, Objectives: nonNil(g.Objectives), NonGoals: nonNil(g.NonGoals), Constraints: nonNil(g.Constraints)},
 		Item:  cognition.RequestItem{ID: b.item, Check: b.check, Result: result},
 		Files: cognition.FilesNamed(b.check, result, b.s.Environment),
-		Allowed: cognition.AllowedActs{Operations: cognition.ProposalOperations(), Authority: string(c.Authority.Mode),
+		Allowed: cognition.AllowedActs{Operations: cognition.ProposalOperations(b.s.Operations), Authority: string(c.Authority.Mode),
 			Autonomy: c.Coordinates.Autonomy, Rules: []cognition.AllowedRule{}},
 		Commands: []cognition.CommandFix{}, Attempts: []cognition.Tried{},
 	}
@@ -117,7 +117,7 @@ func (b *builder) proposalRequest(result world.CheckResult) cognition.ProposalRe
 	}
 	for _, ch := range b.s.Spec.Checks {
 		for _, f := range ch.Fixes {
-			if f.Operation == world.OpRunCommand {
+			if b.s.Operations.Of(f.Operation).Command {
 				req.Commands = append(req.Commands, cognition.CommandFix{ID: f.ID, Check: ch.ID, Argv: f.Argv, Touches: nonNil(f.Touches), Idempotent: f.Idempotent})
 			}
 		}
@@ -127,7 +127,7 @@ func (b *builder) proposalRequest(result world.CheckResult) cognition.ProposalRe
 	described := map[string]string{}
 	for _, a := range b.thought.affs {
 		if a.FixIndex >= 0 {
-			described[a.Fingerprint] = fmt.Sprintf("declared fix %d: %s", a.FixIndex, draftDescribe(b.check, a.FixIndex))
+			described[a.Fingerprint] = fmt.Sprintf("declared fix %d: %s", a.FixIndex, b.s.Operations.DescribeFix(b.check, b.check.Fixes[a.FixIndex]))
 		}
 	}
 	proposed := map[string]state.ProposedAttempt{}
@@ -158,24 +158,22 @@ func (b *builder) proposalRequest(result world.CheckResult) cognition.ProposalRe
 	return req
 }
 
-func draftDescribe(c world.Check, i int) string {
-	f := c.Fixes[i]
-	if f.Operation == world.OpApplyPatch {
-		return fmt.Sprintf("apply_local_patch %s (replace %q with %q)", c.Path, f.Find, f.Replace)
-	}
-	return world.DraftFix(c, world.CheckResult{}, f).Describe()
+// proposalSituation is what cognition drafts a proposed action from
+// outside the dialogue: the selected check, the spec and the catalog.
+func (b *thinker) proposalSituation() cognition.Situation {
+	return cognition.Situation{Check: b.check, Spec: &b.s.Spec, Operations: b.s.Operations}
 }
 
 // noteProposals remembers what the proposer proposed and what became of
 // it so far: the critic's rejections, and the accepted action as proposed.
-func (b *builder) noteProposals(dlg cognition.Dialogue, action *world.Action) {
+func (b *thinker) noteProposals(dlg cognition.Dialogue, action *world.Action) {
 	t := b.thought
 	for i, pa := range t.reply.Proposal.Actions {
 		var fact cognition.TargetFact
 		if i < len(t.reply.Targets) {
 			fact = t.reply.Targets[i]
 		}
-		a, problem := cognition.DraftProposed(cognition.Situation{Check: b.check, Spec: &b.s.Spec}, pa, fact)
+		a, problem := cognition.DraftProposed(b.proposalSituation(), pa, fact)
 		result := "proposed"
 		switch {
 		case problem != "":
@@ -183,7 +181,7 @@ func (b *builder) noteProposals(dlg cognition.Dialogue, action *world.Action) {
 		case action == nil || a.Ref() != action.Ref():
 			continue // not weighed this cycle
 		}
-		b.rememberProposed(state.ProposedAttempt{ItemID: b.item, Fingerprint: cognition.Fingerprint(a), Action: a.Describe(), Cycle: b.cycle, Result: result})
+		b.rememberProposed(state.ProposedAttempt{ItemID: b.item, Fingerprint: cognition.Fingerprint(a), Action: b.s.Operations.Describe(a), Cycle: b.cycle, Result: result})
 		if action != nil && a.Ref() == action.Ref() {
 			break
 		}
@@ -192,7 +190,7 @@ func (b *builder) noteProposals(dlg cognition.Dialogue, action *world.Action) {
 
 // rememberProposed records a proposed action, replacing an earlier record
 // of the same action, keeping the most recent per item.
-func (b *builder) rememberProposed(pa state.ProposedAttempt) {
+func (b *work) rememberProposed(pa state.ProposedAttempt) {
 	rs := &b.s.Run
 	rs.Proposed = slices.DeleteFunc(rs.Proposed, func(x state.ProposedAttempt) bool { return x.ItemID == pa.ItemID && x.Fingerprint == pa.Fingerprint })
 	rs.Proposed = append(rs.Proposed, pa)
@@ -220,7 +218,7 @@ func (b *builder) rememberProposed(pa state.ProposedAttempt) {
 // judgeProposed records what became of a proposed action: governance's
 // verdict, or the evaluation of its effect. Actions no proposer proposed
 // are not tracked.
-func (b *builder) judgeProposed(fp, result string) {
+func (b *work) judgeProposed(fp, result string) {
 	for i, pa := range b.s.Run.Proposed {
 		if pa.ItemID == b.item && pa.Fingerprint == fp {
 			b.s.Run.Proposed[i].Result = result

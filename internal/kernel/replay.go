@@ -43,7 +43,9 @@ type ReplayReport struct {
 // readings, inbox items, knowledge updates, world outcomes) only from the
 // ledger and never touches the world or the checkpoint: Replay is not
 // re-execution. Cycles before from are replayed to rebuild the state but
-// not reported.
+// not reported. The state it rebuilds has the built-in catalog of
+// operations (EngineState.Operations): a run whose world carried out more
+// is verified by the driver that opens it with its catalog.
 func Replay(recs []event.Record, from int64) (ReplayReport, error) {
 	rep := ReplayReport{OK: true, FromCycle: from}
 	i := slices.IndexFunc(recs, func(r event.Record) bool { return r.Event.Type == event.CycleStarted })

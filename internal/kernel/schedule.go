@@ -7,13 +7,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acr-project/acr/internal/agenda"
 	"github.com/acr-project/acr/internal/budget"
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/commitment"
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/inbox"
+	"github.com/acr-project/acr/internal/intent"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/strategy"
+	"github.com/acr-project/acr/internal/world"
 )
 
 // Eligible decides, before anything is recorded, whether a cycle should
@@ -105,10 +108,23 @@ func wakeReasons(s EngineState, in Inputs) (bool, []string) {
 	return true, slices.Compact(why)
 }
 
+// schedule is the part of a cycle's builder that decides where the run
+// goes next: the budgets (spent, exhausted, replenished), the disposition
+// the cycle concludes with and the one it rests in, and the wake it
+// waits for.
+type schedule struct {
+	s *EngineState
+	*recorder
+	*work
+	// the stop or rest decided at the cycle's start
+	stoppedAtStart bool
+	pausedAtStart  []string
+}
+
 // resting is the disposition when there is no work to do now: waiting for
 // a person beats waiting for a known condition, which beats waiting for
 // evidence, which beats idling.
-func (b *builder) resting() state.Disposition {
+func (b *schedule) resting() state.Disposition {
 	rs := &b.s.Run
 	switch {
 	case slices.ContainsFunc(rs.PendingApprovals, func(p state.PendingApproval) bool { return p.Resolution == nil }):
@@ -123,7 +139,7 @@ func (b *builder) resting() state.Disposition {
 	return state.Idle
 }
 
-func (b *builder) restingReasons() []string {
+func (b *schedule) restingReasons() []string {
 	switch b.resting() {
 	case state.WaitApproval:
 		return []string{"no_positive_agenda", "awaiting_approval"}
@@ -141,7 +157,7 @@ func (b *builder) restingReasons() []string {
 	return []string{"no_positive_agenda", "nothing_due"}
 }
 
-func (b *builder) hasSleepingCommitment() bool {
+func (b *schedule) hasSleepingCommitment() bool {
 	return slices.ContainsFunc(b.s.Commitments.Commitments, func(c commitment.Commitment) bool {
 		return c.Status == commitment.Suspended && c.Wake != nil
 	})
@@ -149,7 +165,7 @@ func (b *builder) hasSleepingCommitment() bool {
 
 // idleSleep returns the scheduled look time when the policy asks an idle
 // run to look again after a while.
-func (b *builder) idleSleep() string {
+func (b *schedule) idleSleep() string {
 	if n := b.s.Contract.Policy.IdleSleepSeconds; n > 0 {
 		return state.FormatTime(b.now.Add(time.Duration(n) * time.Second))
 	}
@@ -157,7 +173,7 @@ func (b *builder) idleSleep() string {
 }
 
 // setWaiting computes next_wake and the waiting record for disposition d.
-func (b *builder) setWaiting(d state.Disposition) {
+func (b *schedule) setWaiting(d state.Disposition) {
 	rs := &b.s.Run
 	var wake state.Wake
 	// earliest keeps the earliest time still to come, and its source. A
@@ -192,7 +208,7 @@ func (b *builder) setWaiting(d state.Disposition) {
 			wake.Conditions = append(wake.Conditions, di.ItemID+": evidence "+e+" observed")
 		}
 	}
-	for _, n := range softExhausted(&b.s, b.now) {
+	for _, n := range softExhausted(b.s, b.now) {
 		wake.Conditions = append(wake.Conditions, "budget "+n+": budget_replenished signal")
 	}
 	if d == state.Idle || d == state.Sleep {
@@ -247,7 +263,7 @@ func (b *builder) setWaiting(d state.Disposition) {
 
 // exhausts reports whether spending cost more of a budget would take it
 // past its hard level.
-func (b *builder) exhausts(name string, cost int64) bool {
+func (b *schedule) exhausts(name string, cost int64) bool {
 	l, used := budget.Of(b.s.Contract.Budgets, &b.s.Run, name, b.now)
 	return l.Overrun(used, cost)
 }
@@ -256,7 +272,7 @@ func (b *builder) exhausts(name string, cost int64) bool {
 // cycle itself would spend: the wall clock (the run's deadline reached) and
 // the cycles (used up, which a run only finds when it resumes from FAULTED
 // after its last allowed cycle). A cycle stopped here spends nothing.
-func (b *builder) hardBudgetAtStart() (string, bool) {
+func (b *schedule) hardBudgetAtStart() (string, bool) {
 	b.s.Run.Budget.WallClockSeconds = budget.WallClock(&b.s.Run, b.now)
 	for _, n := range []string{"wall_clock_seconds", "cycles"} {
 		if l, used := budget.Of(b.s.Contract.Budgets, &b.s.Run, n, b.now); l.UsedUp(used) {
@@ -304,7 +320,7 @@ func resumesBudget(it inbox.Item) bool {
 // replenish starts a new soft allowance for the budgets an accepted
 // budget_replenished signal names: the one its ref names, or, without a
 // ref, every budget with a soft level.
-func (b *builder) replenish(w state.WakeSignal, refs map[string]codec.Ref) {
+func (b *schedule) replenish(w state.WakeSignal, refs map[string]codec.Ref) {
 	rs := &b.s.Run
 	var done []string
 	for _, n := range budget.Names() {
@@ -329,8 +345,8 @@ func (b *builder) replenish(w state.WakeSignal, refs map[string]codec.Ref) {
 
 // softPause rests a run that is not stopping DEFERRED at the end of a cycle
 // when a budget is temporarily exhausted.
-func (b *builder) softPause() {
-	names := softExhausted(&b.s, b.now)
+func (b *schedule) softPause() {
+	names := softExhausted(b.s, b.now)
 	if len(names) == 0 || b.s.Run.LoopDisposition.Terminal() {
 		return
 	}
@@ -346,7 +362,7 @@ func (b *builder) softPause() {
 
 // softReached records that the soft level of each named budget was
 // reached, except for those already known exhausted.
-func (b *builder) softReached(names, known []string) {
+func (b *schedule) softReached(names, known []string) {
 	rs := &b.s.Run
 	for _, n := range names {
 		if slices.Contains(known, n) {
@@ -372,4 +388,83 @@ func restingOn(rs *state.RunState) []string {
 		}
 	}
 	return out
+}
+
+// seedDisposition records, from ledger format 3 on, the disposition seed
+// §10.3 gives the cycle's governance decision, beside the loop's own.
+func (b *schedule) seedDisposition(d state.Disposition) {
+	if b.s.Run.Format() >= state.LedgerFormat3 {
+		b.rec.GovernanceDisposition = d
+	}
+}
+
+// orResting is CONTINUE when other agenda candidates remain this cycle,
+// else the resting disposition.
+func (b *schedule) orResting(more bool) state.Disposition {
+	if more {
+		return state.Continue
+	}
+	return b.resting()
+}
+
+// afterSetback is the disposition after an item was set aside.
+func (b *schedule) afterSetback() state.Disposition { return b.orResting(b.candidates > 1) }
+
+// conclude sets the cycle's disposition and reasons. A later call (the
+// end-of-cycle budget stop) may override it.
+func (b *schedule) conclude(d state.Disposition, reasons []string) {
+	b.s.Run.LoopDisposition = d
+	b.reasons = slices.DeleteFunc(slices.Clone(reasons), func(s string) bool { return s == "" })
+}
+
+// terminalFailure reports whether the goal has failed for good under the
+// contract (seed §15, "goal terminal failure under policy"): the cycle
+// comes to rest with the goal not holding, every check the goal needs
+// that fails is set aside, and nothing the run waits for could bring new
+// work: no answer pending, no evidence awaited, no commitment suspended
+// on a condition, no undo queued, no amendment to decide on.
+func (b *schedule) terminalFailure() bool {
+	rs := &b.s.Run
+	switch d := rs.LoopDisposition; {
+	case d == state.Continue || d.Terminal():
+		return false
+	case intent.Satisfied(&b.s.Goal, b.s.Environment):
+		return false
+	case slices.ContainsFunc(rs.PendingApprovals, func(p state.PendingApproval) bool { return p.Resolution == nil }),
+		len(rs.Deferred) > 0, len(rs.Rollbacks) > 0, len(rs.PendingAmendments) > 0, b.hasSleepingCommitment():
+		return false
+	}
+	for _, r := range b.s.Environment.Checks {
+		if r.Status != world.CheckFail || !b.goalNeeds(r.ID) {
+			continue
+		}
+		item := agenda.ItemID(r.ID)
+		if !slices.ContainsFunc(rs.Suppressed, func(sp state.Suppression) bool { return sp.ItemID == item }) {
+			return false
+		}
+	}
+	return true
+}
+
+// goalNeeds reports whether the goal's success condition names a check.
+func (b *schedule) goalNeeds(id string) bool {
+	return b.s.Goal.Success.AllChecksPass || slices.Contains(b.s.Goal.Success.Checks, id)
+}
+
+// emitDisposition records the scheduler transition (seed §11 names).
+func (b *schedule) emitDisposition(d state.Disposition) {
+	switch d {
+	case state.Idle:
+		b.emit(event.LoopIdled, nil, nil, b.reasons...)
+	case state.Sleep:
+		b.emit(event.LoopSlept, nil, nil, b.reasons...)
+	case state.Deferred:
+		b.emit(event.LoopDeferred, nil, nil, b.reasons...)
+	case state.WaitApproval:
+		b.emit(event.LoopWaitingApproval, nil, nil, b.reasons...)
+	case state.Stopped:
+		b.emit(event.RunStopped, nil, nil, b.reasons...)
+	case state.Faulted:
+		b.emit(event.RunFaulted, nil, nil, b.reasons...)
+	}
 }

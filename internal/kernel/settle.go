@@ -16,10 +16,23 @@ import (
 // observer, judged by the evaluator against the fixed FitnessContract,
 // then rolled back or metabolized.
 
+// settler is the effect and settlement part of a cycle's builder: the
+// outcome of the effect governance authorized, read back and judged
+// against the fixed fitness contract, and what the judgement leads to
+// (accepted, a rollback, a person's review, an uncertain effect as an
+// incident, incident.go).
+type settler struct {
+	s *EngineState
+	*recorder
+	*work
+	*schedule
+	*control
+}
+
 // settle records the world's answer to the effect: act, observe the
 // effect, evaluate it against the fixed FitnessContract, roll back or
 // metabolize, maybe forge a candidate, cascade.
-func (b *builder) settle(st Settlement) {
+func (b *settler) settle(st Settlement) {
 	rs := &b.s.Run
 	e := b.effect
 	if st.Blocked != "" {
@@ -75,7 +88,7 @@ func (b *builder) settle(st Settlement) {
 	}
 	b.move(controller.Evaluate, "effect_observed", rbRef)
 
-	result, why := evaluateEffect(e.Action, out, st.Readback, b.fitness)
+	result, why := evaluateEffect(b.s.Operations.Of(e.Action.Operation), e.Action, out, st.Readback, b.fitness)
 	ev := event.Evaluation{Schema: event.EvaluationSchema, ActionRef: e.ActionRef, OutcomeRef: outRef, ReadbackRef: rbRef, FitnessRef: b.fitnessRef,
 		Expected: b.expected(e.Action), Observed: why, Result: result, Actor: "evaluator"}
 	if result == "rollback_required" && st.Rollback == nil {
@@ -97,7 +110,7 @@ func (b *builder) settle(st Settlement) {
 	ai := slices.IndexFunc(rs.Attempts, func(a state.Attempt) bool {
 		return a.ItemID == b.item && a.Fingerprint == b.fp && a.EvidenceRef == b.evidence
 	})
-	if e.Action.Operation == world.OpMarkIssue && out.Status == world.OutcomeCommitted {
+	if b.s.Operations.Of(e.Action.Operation).Reports && out.Status == world.OutcomeCommitted {
 		// Reported for a person: do not report it again until the checked
 		// file changes.
 		r, _ := b.s.Environment.Check(e.Action.CheckID)
@@ -109,7 +122,7 @@ func (b *builder) settle(st Settlement) {
 	case "accepted":
 		rs.Attempts = slices.DeleteFunc(rs.Attempts, func(a state.Attempt) bool { return a.ItemID == b.item })
 		b.s.Strategy = strategy.Settle(b.s.Strategy, []string{b.item})
-		if e.Action.Operation != world.OpRestore {
+		if !b.s.Operations.Of(e.Action.Operation).Undoes {
 			b.noteFixed()
 		} else {
 			// The fix was undone: set the item aside until the target
@@ -144,24 +157,7 @@ func (b *builder) settle(st Settlement) {
 	b.conclude(disp, reasons)
 }
 
-// metabolize writes the LearningDelta, forges a candidate at A4 after a
-// demonstrated gap, and records the cascade. The controller is left in
-// cascade; finish takes it back to sleep.
-func (b *builder) metabolize(result, target string, evidence ...codec.Ref) {
-	delta := b.learn(result, evidence)
-	dRef := b.record(event.LearningMetabolized, "ldelta", delta, nil, result)
-	b.guard.Author(dRef, controller.Promoter)
-	next := dRef
-	if gap, ok := b.gapDemonstrated(); ok && b.coords.AutonomyLevel() >= 4 {
-		b.move(controller.ForgeCandidate, gap, dRef)
-		next = b.forge(gap, dRef)
-	}
-	b.move(controller.Cascade, "metabolized", next)
-	ref, used := b.cascade(target)
-	b.restOut, b.restUsed = []codec.Ref{ref}, used
-}
-
-func (b *builder) expected(a world.Action) string {
+func (b *settler) expected(a world.Action) string {
 	if a.CheckID != "" && slices.Contains(b.fitness.Criteria, "check_passes") {
 		return "check " + a.CheckID + " passes, no regression"
 	}

@@ -64,6 +64,13 @@ type EngineState struct {
 	// Notified is the last condition the run's notify program was run
 	// for (nil: none yet). No cycle reads or changes it.
 	Notified *state.Notified
+	// Operations is the catalog of the operations the run's world
+	// carries out: everything the cycle knows of an operation is its
+	// entry there. It is code, not state: no checkpoint file holds it, a
+	// decoded state has the zero value (the built-in operations), and
+	// whoever opens a run with a world of more operations sets it
+	// (Driver.Operations, Bootstrap.Operations).
+	Operations world.Catalog
 
 	// contextMemo is what hashing Context left for hashing it next time
 	// (memory.RefMemo): a memo of a pure function, shared by copies, never

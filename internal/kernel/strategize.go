@@ -12,9 +12,21 @@ import (
 // review it may trigger (seed §8), then the controller's tension report
 // over this cycle's inputs, which reads it.
 
+// strategist is the strategy part of a cycle's builder: strategic tension
+// over the run's history, the review it may trigger, and the controller's
+// tension report over the cycle's inputs.
+type strategist struct {
+	s *EngineState
+	*recorder
+	*intake
+	*work
+	*control
+	strategic strategy.Tension
+}
+
 // assessTension writes the controller's TensionReport: is anything worth
 // a cycle, and why, with the evidence ref of each claim.
-func (b *builder) assessTension(sem semantic.Encoded) (controller.TensionReport, codec.Ref) {
+func (b *strategist) assessTension(sem semantic.Encoded) (controller.TensionReport, codec.Ref) {
 	rs := &b.s.Run
 	obs := b.envRef
 	blocked := b.blocked()
@@ -27,7 +39,7 @@ func (b *builder) assessTension(sem semantic.Encoded) (controller.TensionReport,
 	in.Drifted = b.drifted(in.Failing)
 	if b.hasCtx {
 		in.Gaps = controller.Gaps(in.Failing, b.ctx.Capabilities)
-		in.Opportunities = controller.Opportunities(&b.s.Spec, b.ctx.Capabilities, in.Failing)
+		in.Opportunities = controller.Opportunities(b.s.Operations, &b.s.Spec, b.ctx.Capabilities, in.Failing)
 	}
 	for i, w := range b.signals {
 		if w.Source == "manual_resume" {
@@ -57,7 +69,7 @@ func (b *builder) assessTension(sem semantic.Encoded) (controller.TensionReport,
 
 // strategize computes strategic tension and, when the trigger says so,
 // runs a review whose overlay may reshape cognition.
-func (b *builder) strategize() {
+func (b *strategist) strategize() {
 	pol := b.s.Contract.Policy.Defaults()
 	failures := map[string]int{}
 	for _, f := range semantic.FailuresByItem(b.s.Run.Attempts) {

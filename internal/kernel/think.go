@@ -18,9 +18,25 @@ import (
 // program, the self-dialogue (with the external proposer's reply when it
 // was asked, propose.go), and the forever-loop guard.
 
+// thinker is the cognition part of a cycle's builder: the selected item's
+// affordances, program and self-dialogue, and the external proposer's
+// request and reply (propose.go), up to the action request it hands the
+// governor.
+type thinker struct {
+	s *EngineState
+	*recorder
+	*work
+	*schedule
+	*control
+	*governor
+	// thought is cognition's work on the item, kept across the
+	// proposer's answer.
+	thought *thinking
+}
+
 // think runs cognition on the selected item and takes its action request
 // to governance.
-func (b *builder) think() {
+func (b *thinker) think() {
 	rs := &b.s.Run
 	sel := *b.res.Selected
 	b.item = sel.ItemID
@@ -43,7 +59,7 @@ func (b *builder) think() {
 	}
 	t := &thinking{result: result, routing: routing, failed: failed, commitmentID: sel.CommitmentID}
 	t.draft = b.draftResult(result)
-	t.affs = cognition.Retrieve(b.check, t.draft)
+	t.affs = cognition.Retrieve(b.s.Operations, b.check, t.draft)
 	if b.needsProposal(t.affs, failed) {
 		t.prog = cognition.CompileProposal(b.cycle, b.item, b.check, t.affs, routing)
 	} else {
@@ -72,13 +88,13 @@ func (b *builder) think() {
 // decide runs the self-dialogue over the compiled program (and the
 // proposer's reply, when it was asked) and takes the action request, if
 // any, to governance.
-func (b *builder) decide() {
+func (b *thinker) decide() {
 	rs := &b.s.Run
 	pol := b.s.Contract.Policy.Defaults()
 	t := b.thought
 	progRef := t.progRef
 	result := t.result
-	sit := cognition.Situation{Check: b.check, Result: t.draft, FailedPrint: t.failed, Spec: &b.s.Spec, Routing: t.routing}
+	sit := cognition.Situation{Check: b.check, Result: t.draft, FailedPrint: t.failed, Spec: &b.s.Spec, Routing: t.routing, Operations: b.s.Operations}
 	var dlg cognition.Dialogue
 	var action *world.Action
 	if t.reply != nil {

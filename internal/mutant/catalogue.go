@@ -141,7 +141,7 @@ func Catalogue() []Mutant {
 		{
 			Name:   "unlinked-events",
 			Breaks: "a cycle's events are not linked to their causal parents",
-			Edits: []Edit{{File: "internal/kernel/cycle.go",
+			Edits: []Edit{{File: "internal/kernel/record.go",
 				Find:     "\tif b.last != \"\" {\n\t\tev.Parents = []codec.Ref{b.last}\n",
 				Replace:  "\tif false && b.last != \"\" {\n\t\tev.Parents = []codec.Ref{b.last}\n",
 				Switched: "\tif !MUTANT_ON && b.last != \"\" {\n\t\tev.Parents = []codec.Ref{b.last}\n"}},

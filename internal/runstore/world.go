@@ -39,11 +39,12 @@ const cacheLock = "lock"
 // record of having started is kept only on the host that ran it.
 var ErrCommandWorld = errors.New("an environment whose fixes run commands (run_command) is bound to the host that keeps its records; a nats:// store holds runs whose effects are changes of one file")
 
-// commandFix reports whether spec declares a fix that runs a command.
+// commandFix reports whether spec declares a fix that runs a command
+// (one of a built-in Command operation: a run in a store has no others).
 func commandFix(spec world.Spec) bool {
 	for _, c := range spec.Checks {
 		for _, f := range c.Fixes {
-			if f.Operation == world.OpRunCommand {
+			if (world.Catalog{}).Of(f.Operation).Command {
 				return true
 			}
 		}

@@ -9,8 +9,13 @@ import (
 	"github.com/acr-project/acr/internal/codec"
 )
 
-// Validate checks a Spec and returns a *codec.FieldError naming the field.
-func (s *Spec) Validate() error {
+// Validate checks a Spec against the built-in operations and returns a
+// *codec.FieldError naming the field.
+func (s *Spec) Validate() error { return s.ValidateFor(Catalog{}) }
+
+// ValidateFor is Validate for a world that carries out the operations of
+// ops: a fix may name any of them that can be a fix.
+func (s *Spec) ValidateFor(ops Catalog) error {
 	if s.Schema != SpecSchema {
 		return &codec.FieldError{Path: "schema", Err: fmt.Errorf("want %q, found %q", SpecSchema, s.Schema)}
 	}
@@ -55,7 +60,7 @@ func (s *Spec) Validate() error {
 		}
 		checks[c.ID] = true
 		if err := s.validateCheck(c); err != nil {
-			return prefixField(at, err)
+			return codec.Under(at, err)
 		}
 		for j, f := range c.Fixes {
 			fat := fmt.Sprintf("%s.fixes[%d]", at, j)
@@ -68,8 +73,8 @@ func (s *Spec) Validate() error {
 				}
 				fixes[f.ID] = true
 			}
-			if err := f.validate(c); err != nil {
-				return prefixField(fat, err)
+			if err := f.validate(ops, c); err != nil {
+				return codec.Under(fat, err)
 			}
 		}
 	}
@@ -95,19 +100,6 @@ func (s *Spec) Validate() error {
 		}
 	}
 	return nil
-}
-
-// prefixField puts a check's or fix's position in front of the field a
-// *codec.FieldError names ("" names the element itself).
-func prefixField(at string, err error) error {
-	fe, ok := err.(*codec.FieldError)
-	if !ok {
-		return &codec.FieldError{Path: at, Err: err}
-	}
-	if fe.Path == "" {
-		return &codec.FieldError{Path: at, Err: fe.Err}
-	}
-	return &codec.FieldError{Path: at + "." + fe.Path, Err: fe.Err}
 }
 
 func fieldErr(field string, format string, args ...any) error {

@@ -181,7 +181,7 @@ type EvidenceSpec struct {
 // Operation is a sandbox operation.
 type Operation string
 
-// The sandbox operations.
+// The built-in operations (Kind describes each; a Catalog may add more).
 const (
 	OpInspect        Operation = "inspect"
 	OpMarkIssue      Operation = "mark_issue"
@@ -195,7 +195,7 @@ const (
 	OpRunCommand Operation = "run_command"
 )
 
-// Operations lists every operation, in a fixed order.
+// Operations lists every built-in operation, in a fixed order.
 func Operations() []Operation {
 	return []Operation{OpInspect, OpMarkIssue, OpApplyPatch, OpRunValidation, OpRecordArtifact, OpRestore, OpRunCommand}
 }
