@@ -67,14 +67,12 @@ var allowed = map[string]string{
 	// Copies held in memory to be checked, not written anywhere.
 	"internal/runstore/export.go verifyLedger mem.WriteFile(ledger.FileName, b)":   "an in-memory copy of a ledger to verify it (disk.Mem), not a durable write",
 	"internal/runstore/import.go archiveRecords mem.WriteFile(ledger.FileName, b)": "an in-memory copy of a ledger to decode it (disk.Mem), not a durable write",
-	"internal/jsstore/line.go memFile mem.WriteFile(ledger.FileName, b)":           "an in-memory copy of one stored ledger line to check and decode it (disk.Mem), not a durable write",
 	// Files acr writes that are not the run's state.
-	"cmd/acr/cmd_export.go runExport disk.ReplaceFile(dir, filepath.Base(out), b)":                                       "the archive acr export writes, outside the state directory",
+	"internal/runstore/store.go WriteOutput disk.ReplaceFile(dir, filepath.Base(path), data)":                            "a command's output file (the archive acr export writes, the HTML report), outside the state directory",
 	"internal/validate/manifest.go WriteOutputs disk.ReplaceFile(fsys, \"release-manifest.json\", append(js, '\\n'))":    "release output in docs/, not run state",
 	"internal/validate/manifest.go WriteOutputs disk.ReplaceFile(fsys, \"PHASE12_VALIDATION.md\", Markdown(ev, rep, m))": "release output in docs/, not run state",
-	"cmd/acr/cmd_report.go runReport disk.ReplaceFile(dir, filepath.Base(out), page.Bytes())":                            "the HTML report, written outside the state directory",
-	"internal/perf/measure.go Floor f.Sync()":                                                                            "benchmark of fsync cost, not run state",
-	"internal/perf/measure.go Floor disk.ReplaceFile(d, \"checkpoint.json\", cp)":                                        "benchmark of fsync cost, not run state",
+	"internal/perf/measure.go Floor f.Sync()":                                     "benchmark of fsync cost, not run state",
+	"internal/perf/measure.go Floor disk.ReplaceFile(d, \"checkpoint.json\", cp)": "benchmark of fsync cost, not run state",
 }
 
 // site is one fsync call site.
