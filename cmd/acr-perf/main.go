@@ -11,6 +11,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -62,6 +63,7 @@ func main() {
 }
 
 func run(out, work string, quick bool) error {
+	ctx := context.Background() // a benchmark tool: nothing stops it half-way but a kill
 	if work == "" {
 		d, err := os.MkdirTemp("", "acr-perf-")
 		if err != nil {
@@ -87,17 +89,17 @@ func run(out, work string, quick bool) error {
 	// Long histories.
 	note("generating a run with at least %d cycles (and %d events)...", sizes.auditCycles, sizes.events)
 	t0 := time.Now()
-	large, err := perf.Generate(filepath.Join(work, "large"), int64(sizes.events), int64(sizes.auditCycles))
+	large, err := perf.Generate(ctx, filepath.Join(work, "large"), int64(sizes.events), int64(sizes.auditCycles))
 	if err != nil {
 		return err
 	}
 	genTime := time.Since(t0)
 	note("  %d cycles, %d events, %d MB in %v", large.Cycles, large.Events, large.Bytes>>20, genTime.Round(time.Second))
-	small, err := perf.Generate(filepath.Join(work, "small"), 100, 0)
+	small, err := perf.Generate(ctx, filepath.Join(work, "small"), 100, 0)
 	if err != nil {
 		return err
 	}
-	small100, err := perf.Generate(filepath.Join(work, "small100"), 0, 100)
+	small100, err := perf.Generate(ctx, filepath.Join(work, "small100"), 0, 100)
 	if err != nil {
 		return err
 	}
@@ -141,7 +143,7 @@ func run(out, work string, quick bool) error {
 	// 3. throughput vs floor, and 8. checkpoint size.
 	note("timing acr run --max-cycles %d on a queue of %d items...", sizes.queue, sizes.queue)
 	qdir := filepath.Join(work, "queue")
-	if err := perf.InitQueue(qdir, sizes.queue); err != nil {
+	if err := perf.InitQueue(ctx, qdir, sizes.queue); err != nil {
 		return err
 	}
 	if _, err := perf.RunAcr(bin, "--state-dir", qdir, "run", "--max-cycles", "100", "--json"); err != nil {
@@ -453,7 +455,8 @@ func lookupRatio(work string, n int) (lookupTimes, lookupTimes, error) {
 // of items items. Both runs of the RSS row use the same world, so that the
 // length of the history is the only thing that differs.
 func rssOf(bin, dir string, cycles, items int) (perf.Proc, error) {
-	if err := perf.InitQueue(dir, items); err != nil {
+	ctx := context.Background() // a benchmark tool: nothing stops it half-way but a kill
+	if err := perf.InitQueue(ctx, dir, items); err != nil {
 		return perf.Proc{}, err
 	}
 	p, err := perf.RunAcr(bin, "--state-dir", dir, "run", "--max-cycles", fmt.Sprint(cycles), "--json")
@@ -469,11 +472,12 @@ func rssOf(bin, dir string, cycles, items int) (perf.Proc, error) {
 // fsyncsPerCycle counts fsyncs with strace on a short queue run, if strace
 // is installed.
 func fsyncsPerCycle(bin, work string) (string, float64) {
+	ctx := context.Background() // a benchmark tool: nothing stops it half-way but a kill
 	if _, err := exec.LookPath("strace"); err != nil {
 		return "fsyncs per cycle not counted: strace not installed", 0
 	}
 	dir := filepath.Join(work, "strace")
-	if err := perf.InitQueue(dir, 300); err != nil {
+	if err := perf.InitQueue(ctx, dir, 300); err != nil {
 		return "fsyncs not counted: " + err.Error(), 0
 	}
 	cmd := exec.Command("strace", "-f", "-c", "-e", "trace=fsync,fdatasync", bin, "--state-dir", dir, "run", "--max-cycles", "300")

@@ -340,7 +340,7 @@ func failpoint(spec string) func(string) {
 // if needed), or with --no-load-state a clean slate in memory.
 func (a *app) openRun(ctx context.Context, slate slateOptions) (*runstore.Run, error) {
 	if a.cfg.NoLoadState {
-		return a.cleanSlate(slate)
+		return a.cleanSlate(ctx, slate)
 	}
 	opt, err := a.clock()
 	if err != nil {

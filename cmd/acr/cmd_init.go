@@ -73,7 +73,7 @@ func runInit(ctx context.Context, opts initOptions, a *app) error {
 		}
 	}
 	if a.cfg.NoLoadState {
-		return runInitSlate(opts, a)
+		return runInitSlate(ctx, opts, a)
 	}
 	if opts.Label != "" && !world.ValidLabel(opts.Label) {
 		return usagef("--label %q: letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64", opts.Label)

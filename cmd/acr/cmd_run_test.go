@@ -86,7 +86,7 @@ func TestRunStep(t *testing.T) {
 		{name: "one cycle", cycle: 1, want: []string{`^cycle 1 +CONTINUE +EXECUTE +check:readme-typo`}},
 		{name: "json", json: true, cycle: 1, want: []string{`^\{"executed":true,"cycle_seq":1,.*\}$`}},
 		{name: "interrupted before the cycle", interrupted: true, cycle: 0, want: []string{
-			`^interrupted before the cycle began: nothing run \(cycle 0, CONTINUE\)$`}},
+			`^interrupted before the cycle was recorded: nothing run \(cycle 0, CONTINUE\)$`}},
 		{name: "interrupted json", interrupted: true, json: true, cycle: 0, want: []string{
 			`^\{"executed":false,"cycle_seq":0,.*"reason_codes":\["interrupted"\].*\}$`}},
 	} {

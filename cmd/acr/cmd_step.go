@@ -39,11 +39,12 @@ disposition (executed: false).`,
 	return finishesCycleOnInterrupt(cmd)
 }
 
-// runStep runs at most one cycle. A cycle that has begun always finishes
-// (and step says it was interrupted, naming the signal with --json in
-// "interrupted_by"); if ctx is cancelled before it begins (SIGINT or
-// SIGTERM while the run is recovered), none is begun and the reason is
-// "interrupted".
+// runStep runs at most one cycle. If ctx is cancelled (SIGINT, SIGTERM)
+// before the cycle has written anything (while the run is recovered, a
+// check runs or the proposer is asked) the program running is stopped, no
+// cycle is recorded and the reason is "interrupted"; a cycle that has
+// recorded its decision always finishes, and step says it was
+// interrupted (naming the signal with --json in "interrupted_by").
 func runStep(ctx context.Context, opts stepOptions, a *app) error {
 	r, err := a.openRun(ctx, opts.Slate)
 	if err != nil {
@@ -51,13 +52,20 @@ func runStep(ctx context.Context, opts stepOptions, a *app) error {
 	}
 	var sum kernel.Summary
 	interrupted := ctx.Err() != nil
+	if !interrupted {
+		sum, err = r.Driver.Step(ctx)
+		if errors.Is(err, kernel.ErrInterrupted) {
+			// A check or the proposer was stopped before the cycle
+			// wrote anything: as if the signal had come before it.
+			interrupted, err = true, nil
+		} else {
+			a.notifyAfter(opts.Notify, r, err)
+		}
+	}
 	if interrupted {
 		run := r.Driver.State().Run
 		sum = kernel.Summary{CycleSeq: run.CycleSeq, CycleRef: run.LastCycleRef, LoopDisposition: run.LoopDisposition,
 			ReasonCodes: []string{"interrupted"}, GovernanceDecision: "NONE"}
-	} else {
-		sum, err = r.Driver.Step()
-		a.notifyAfter(opts.Notify, r, err)
 	}
 	if cerr := r.Close(); err == nil {
 		err = cerr
@@ -75,7 +83,7 @@ func runStep(ctx context.Context, opts stepOptions, a *app) error {
 			InterruptedBy string `json:"interrupted_by,omitempty"`
 		}{sum, interruptedBy(ctx)})
 	case interrupted:
-		a.printf("%s before the cycle began: nothing run (cycle %d, %s)\n", interruptedText(ctx), sum.CycleSeq, sum.LoopDisposition)
+		a.printf("%s before the cycle was recorded: nothing run (cycle %d, %s)\n", interruptedText(ctx), sum.CycleSeq, sum.LoopDisposition)
 	default:
 		a.printCycle(sum)
 		if ctx.Err() != nil && sum.Executed && err == nil {

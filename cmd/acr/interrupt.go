@@ -12,10 +12,11 @@ import (
 )
 
 // Interrupts. main's context is cancelled by the first SIGINT or SIGTERM,
-// with an *interruptError as its cause. The commands that run cycles (run
-// and step) read the context and stop at the next cycle boundary: the cycle
-// in progress finishes and is checkpointed, and the command exits 0 saying
-// it was interrupted. Every other command ends as it always has when a
+// with an *interruptError as its cause. The commands that run cycles (run,
+// step, worker) read the context and stop at a cycle boundary: a check or
+// proposer call in progress is stopped and its cycle not written, a cycle
+// that has recorded its decision finishes (see kernel.Driver.Run), the run
+// is checkpointed, and the command exits 0 saying it was interrupted. Every other command ends as it always has when a
 // signal comes: killed by that signal (acr validate, a long acr replay or
 // acr report stop at once; any command that writes is crash-safe).
 //

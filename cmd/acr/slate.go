@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 
 	"github.com/spf13/cobra"
@@ -42,12 +43,12 @@ func slateInputs(o slateOptions) (runstore.Inputs, error) {
 
 // newSlate initialises a run from in on a clean slate, discarded when
 // the command is done.
-func (a *app) newSlate(in runstore.Inputs, runID string) (*runstore.Slate, error) {
+func (a *app) newSlate(ctx context.Context, in runstore.Inputs, runID string) (*runstore.Slate, error) {
 	opt, err := a.clock()
 	if err != nil {
 		return nil, err
 	}
-	s, err := runstore.NewSlate(in, runID, opt)
+	s, err := runstore.NewSlate(ctx, in, runID, opt)
 	if errors.Is(err, runstore.ErrSlateRoot) {
 		return nil, usagef("--no-load-state: %v", err)
 	}
@@ -59,27 +60,27 @@ func (a *app) newSlate(in runstore.Inputs, runID string) (*runstore.Slate, error
 }
 
 // cleanSlate opens a fresh run on a clean slate, for step and run.
-func (a *app) cleanSlate(slate slateOptions) (*runstore.Run, error) {
+func (a *app) cleanSlate(ctx context.Context, slate slateOptions) (*runstore.Run, error) {
 	in, err := slateInputs(slate)
 	if err != nil {
 		return nil, err
 	}
-	s, err := a.newSlate(in, "")
+	s, err := a.newSlate(ctx, in, "")
 	if err != nil {
 		return nil, err
 	}
 	a.log.Info().Msg("clean slate: the state directory is neither read nor written; the run is discarded at exit")
-	return s.Open()
+	return s.Open(ctx)
 }
 
 // runInitSlate is acr init --no-load-state: the inputs are validated and a
 // run initialised in memory, then discarded.
-func runInitSlate(opts initOptions, a *app) error {
+func runInitSlate(ctx context.Context, opts initOptions, a *app) error {
 	in, err := runstore.ReadInputs(opts.Goal, opts.Contract, opts.Env)
 	if err != nil {
 		return err
 	}
-	_, err = a.newSlate(in, opts.RunID)
+	_, err = a.newSlate(ctx, in, opts.RunID)
 	if err != nil {
 		return err
 	}

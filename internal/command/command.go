@@ -65,10 +65,13 @@ var ErrStart = errors.New("command could not be started")
 // output pipes open before the pipes are closed on them.
 const waitDelay = 2 * time.Second
 
-// Run runs s and waits for it. It returns an error only when the program
-// could not be started (ErrStart) or the machine failed; how the program
-// ended, a timeout included, is in the Result.
-func Run(ctx context.Context, s Spec) (Result, error) {
+// Run runs s and waits for it. It returns an error when the program could
+// not be started (ErrStart), when the machine failed, or when ctx ended
+// before the program did (the error wraps ctx's): acr itself is stopping,
+// the program was killed for that and not for anything it did, so its
+// result says nothing about the world and must not be judged. How the
+// program ended on its own, its own timeout included, is in the Result.
+func Run(parent context.Context, s Spec) (Result, error) {
 	if len(s.Argv) == 0 || s.Argv[0] == "" {
 		return Result{}, fmt.Errorf("%w: empty argv", ErrStart)
 	}
@@ -79,7 +82,10 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if s.Timeout <= 0 {
 		s.Timeout = world.DefaultCommandTimeout * time.Second
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
+	if err := parent.Err(); err != nil {
+		return Result{}, fmt.Errorf("%s not started: %w", s.Argv[0], err)
+	}
+	ctx, cancel := context.WithTimeout(parent, s.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, s.Argv[0], s.Argv[1:]...)
 	cmd.Dir = s.Dir
@@ -123,6 +129,9 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			r.Signal = ws.Signal().String()
 		}
+	}
+	if err := parent.Err(); err != nil {
+		return r, fmt.Errorf("%s stopped before it finished: %w", s.Argv[0], err)
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		r.TimedOut = true

@@ -177,3 +177,35 @@ func TestProgramDiesWithAcr(t *testing.T) {
 	_ = cmd.Wait()
 	requireGone(t, pid)
 }
+
+// A cancelled context (acr is stopping: SIGTERM) kills the program and its
+// children at once and is an error, not a result: the program was stopped
+// for nothing it did, so its exit says nothing about the world. A context
+// already ended starts nothing.
+func TestCancelKillsTheGroup(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		for {
+			if _, err := os.Stat(filepath.Join(dir, "child")); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	r, err := command.Run(ctx, command.Spec{Argv: []string{"sh", "-c", "sleep 300 & echo $! > child; wait"}, Dir: dir, Timeout: time.Minute})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.NotErrorIs(t, err, command.ErrStart)
+	assert.False(t, r.TimedOut, "a cancel is not the program's own timeout")
+	b, err := os.ReadFile(filepath.Join(dir, "child"))
+	require.NoError(t, err)
+	child, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	requireGone(t, child)
+
+	require.NoError(t, os.Remove(filepath.Join(dir, "child")))
+	_, err = command.Run(ctx, command.Spec{Argv: []string{"sh", "-c", "echo > child"}, Dir: dir, Timeout: time.Minute})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.NoFileExists(t, filepath.Join(dir, "child"), "a program was started on an ended context")
+}

@@ -26,12 +26,12 @@ import (
 // returns the outcome already recorded for its key); the driver makes the
 // intent durable in the ledger before Commit carries it out, at most once.
 type World interface {
-	Observe() (world.Observation, error)
-	Prepare(key string, a world.Action) (world.Intent, *world.Outcome, error)
-	Commit(key string, a world.Action, in world.Intent) (world.Outcome, bool, error)
+	Observe(ctx context.Context) (world.Observation, error)
+	Prepare(ctx context.Context, key string, a world.Action) (world.Intent, *world.Outcome, error)
+	Commit(ctx context.Context, key string, a world.Action, in world.Intent) (world.Outcome, bool, error)
 	// Readback is the observer's own reading, after an effect, of what
 	// the action changed (its target, or the files a command touches).
-	Readback(a world.Action, out world.Outcome) (world.Readback, error)
+	Readback(ctx context.Context, a world.Action, out world.Outcome) (world.Readback, error)
 	// Durable returns once every effect Commit reported is durable in the
 	// world. Commit may return with the last fsync of its effect still
 	// running, so that the readback and the cycle's computation overlap
@@ -45,7 +45,7 @@ type World interface {
 // first and calls ready at the last moment before the world changes
 // (sandbox.World.CommitWhen).
 type gatedWorld interface {
-	CommitWhen(key string, a world.Action, in world.Intent, ready func() error) (world.Outcome, bool, error)
+	CommitWhen(ctx context.Context, key string, a world.Action, in world.Intent, ready func() error) (world.Outcome, bool, error)
 }
 
 // splitLedger is a ledger whose append can be made in two steps: Write
@@ -69,7 +69,7 @@ type Clock interface {
 // valid proposal returns an error: a provider failure, after which the
 // cycle does not happen.
 type Proposer interface {
-	Propose(req cognition.ProposalRequest) (cognition.Reply, error)
+	Propose(ctx context.Context, req cognition.ProposalRequest) (cognition.Reply, error)
 }
 
 // KnowledgeSource reports changed external knowledge sources (seed §8.1).
@@ -84,6 +84,12 @@ var (
 	// ErrProvider: an input provider failed; the run state did not advance
 	// and a later invocation retries.
 	ErrProvider = errors.New("input provider failed")
+	// ErrInterrupted: the context was cancelled while the cycle gathered
+	// its inputs (a check or the proposer was running) or prepared its
+	// effect, before anything of it was written. The program that ran was
+	// stopped, the run state did not advance, and no failure is counted:
+	// the next invocation starts the cycle again.
+	ErrInterrupted = errors.New("interrupted before the cycle was written")
 	// ErrStopped: an earlier write of this driver failed, or left a cycle
 	// open, so it writes nothing more (see Driver.broken). Reopening the
 	// run reads what was stored and recovers it.
@@ -275,7 +281,7 @@ func (d *Driver) failpoint(name string) {
 // checkpoint by replaying their recorded inputs (never asking a provider
 // again, never re-applying a committed effect). It is the recovery path of
 // every step and run, and of `acr recover`.
-func (d *Driver) Open() error {
+func (d *Driver) Open(ctx context.Context) error {
 	snap := d.Snapshot
 	d.Snapshot = nil
 	if snap == nil {
@@ -336,7 +342,10 @@ func (d *Driver) Open() error {
 			return err
 		}
 	}
-	if err := d.rollForward(recs, &rec); err != nil {
+	// Recovery finishes the cycle it finds open, and a stop request does
+	// not cut that short either (see Step): a fix it carries out again, or
+	// a readback, runs to the end.
+	if err := d.rollForward(context.WithoutCancel(ctx), recs, &rec); err != nil {
 		return err
 	}
 	rec.RecoveredToCycle = d.state.Run.CycleSeq
@@ -367,7 +376,7 @@ func (d *Driver) Open() error {
 }
 
 // rollForward replays the ledger records beyond the checkpoint.
-func (d *Driver) rollForward(recs []event.Record, rec *Recovery) error {
+func (d *Driver) rollForward(ctx context.Context, recs []event.Record, rec *Recovery) error {
 	var group []event.Record
 	flush := func(last bool) error {
 		if len(group) == 0 {
@@ -375,7 +384,7 @@ func (d *Driver) rollForward(recs []event.Record, rec *Recovery) error {
 		}
 		g := group
 		group = nil
-		return d.replayCycle(g, last, rec)
+		return d.replayCycle(ctx, g, last, rec)
 	}
 	for i, r := range recs {
 		if r.Event.Type.OutOfBand() {
@@ -432,7 +441,7 @@ func parseAt(s string) time.Time {
 // cycle just advances the state; an interrupted one is finished: missing
 // events are appended, and the effect is looked up by its idempotency key
 // (reused if it committed, applied if it never ran).
-func (d *Driver) replayCycle(recs []event.Record, last bool, rec *Recovery) error {
+func (d *Driver) replayCycle(ctx context.Context, recs []event.Record, last bool, rec *Recovery) error {
 	var evs []event.Record
 	for _, r := range recs {
 		if !r.Event.Type.OutOfBand() {
@@ -469,7 +478,7 @@ func (d *Driver) replayCycle(recs []event.Record, last bool, rec *Recovery) erro
 	}
 	rest, st := r.rest, r.st
 	if p.Effect != nil && st.Blocked == "" && st.Outcome == nil {
-		in, blocked, err := d.recoveredIntent(recs, p, rec)
+		in, blocked, err := d.recoveredIntent(ctx, recs, p, rec)
 		if err != nil {
 			return err
 		}
@@ -478,7 +487,7 @@ func (d *Driver) replayCycle(recs []event.Record, last bool, rec *Recovery) erro
 			st.Rollback = in.Rollback
 		}
 		if blocked == "" {
-			out, reused, err := d.commitEffect(p, in)
+			out, reused, err := d.commitEffect(ctx, p, in)
 			switch {
 			case err != nil && d.UncertainErr != nil && errors.Is(err, d.UncertainErr):
 				st.Uncertain, rec.UncertainEffect = true, true
@@ -500,7 +509,7 @@ func (d *Driver) replayCycle(recs []event.Record, last bool, rec *Recovery) erro
 		}
 	}
 	if st.Outcome != nil && st.Readback == nil {
-		rb, err := d.World.Readback(p.Effect.Action, *st.Outcome)
+		rb, err := d.World.Readback(ctx, p.Effect.Action, *st.Outcome)
 		if err != nil {
 			return fmt.Errorf("recover cycle %d: readback %s: %w", p.b.cycle, st.Outcome.Target, err)
 		}
@@ -544,11 +553,11 @@ func (d *Driver) replayCycle(recs []event.Record, last bool, rec *Recovery) erro
 // the crash came before it was (so the effect cannot have run), the
 // controls are checked again and a fresh intent, or the missing control,
 // is recorded now.
-func (d *Driver) recoveredIntent(recs []event.Record, p *Pending, rec *Recovery) (*world.Intent, string, error) {
+func (d *Driver) recoveredIntent(ctx context.Context, recs []event.Record, p *Pending, rec *Recovery) (*world.Intent, string, error) {
 	if in, ok := recordedIntent(recs, p.Effect.Key); ok {
 		return &in, "", nil
 	}
-	in, prior, refused, err := d.prepare(p)
+	in, prior, refused, err := d.prepare(ctx, p)
 	if err != nil {
 		return nil, "", fmt.Errorf("recover %w", err)
 	}
@@ -567,9 +576,9 @@ func (d *Driver) recoveredIntent(recs []event.Record, p *Pending, rec *Recovery)
 
 // commitEffect carries out the effect at most once (Commit finds an
 // outcome already recorded for the key and reuses it).
-func (d *Driver) commitEffect(p *Pending, in *world.Intent) (world.Outcome, bool, error) {
+func (d *Driver) commitEffect(ctx context.Context, p *Pending, in *world.Intent) (world.Outcome, bool, error) {
 	if in == nil {
-		i, prior, refused, err := d.prepare(p)
+		i, prior, refused, err := d.prepare(ctx, p)
 		if err != nil {
 			return world.Outcome{}, false, err
 		}
@@ -581,15 +590,15 @@ func (d *Driver) commitEffect(p *Pending, in *world.Intent) (world.Outcome, bool
 		}
 		in = &i
 	}
-	return d.World.Commit(p.Effect.Key, p.Effect.Action, *in)
+	return d.World.Commit(ctx, p.Effect.Key, p.Effect.Action, *in)
 }
 
 // prepare asks the world for an effect's intent. A target the world
 // refuses to touch (a symlink, a special file, a path its confinement
 // keeps out) is not a machine error but an answer: the effect is blocked
 // with that reason, recorded, and the item set aside.
-func (d *Driver) prepare(p *Pending) (world.Intent, *world.Outcome, string, error) {
-	in, prior, err := d.World.Prepare(p.Effect.Key, p.Effect.Action)
+func (d *Driver) prepare(ctx context.Context, p *Pending) (world.Intent, *world.Outcome, string, error) {
+	in, prior, err := d.World.Prepare(ctx, p.Effect.Key, p.Effect.Action)
 	if err != nil {
 		if d.RefusedErr != nil && errors.Is(err, d.RefusedErr) {
 			return world.Intent{}, nil, "target_refused", nil
@@ -731,9 +740,9 @@ func (d *Driver) noteConsumed(in Inputs) {
 // or garbage from one is returned as ErrProvider; the store's own failure
 // (reading the inbox) is returned as it is: it is not the provider's, and
 // must not count towards FAULTED.
-func (d *Driver) gather() (Inputs, error) {
+func (d *Driver) gather(ctx context.Context) (Inputs, error) {
 	now := d.Clock.Now().UTC().Truncate(time.Second)
-	obs, err := d.World.Observe()
+	obs, err := d.World.Observe(ctx)
 	if err != nil {
 		return Inputs{}, fmt.Errorf("%w: observe: %w", ErrProvider, err)
 	}
@@ -845,7 +854,7 @@ func (d *Driver) phase(name string) {
 // nothing and returns a summary with Executed false. After an error that
 // leaves the cycle open, or a write whose outcome is unknown, the driver
 // is stopped: Step and Close write nothing more (ErrStopped).
-func (d *Driver) Step() (sum Summary, err error) {
+func (d *Driver) Step(ctx context.Context) (sum Summary, err error) {
 	if d.broken != nil {
 		return Summary{}, fmt.Errorf("%w: %w", ErrStopped, d.broken)
 	}
@@ -860,7 +869,10 @@ func (d *Driver) Step() (sum Summary, err error) {
 	if sum, err := d.faulted(); err != nil {
 		return sum, err
 	}
-	in, err := d.gather()
+	in, err := d.gather(ctx)
+	if err != nil && ctx.Err() != nil {
+		return Summary{}, fmt.Errorf("%w: %w", ErrInterrupted, err)
+	}
 	if errors.Is(err, ErrProvider) {
 		return Summary{}, d.providerFailed(err)
 	}
@@ -889,7 +901,10 @@ func (d *Driver) Step() (sum Summary, err error) {
 		if d.Proposer == nil {
 			return Summary{}, d.providerFailed(fmt.Errorf("%w: the contract names a proposer, but none is wired in", ErrProvider))
 		}
-		reply, err := d.Proposer.Propose(*p.Ask)
+		reply, err := d.Proposer.Propose(ctx, *p.Ask)
+		if err != nil && ctx.Err() != nil {
+			return Summary{}, fmt.Errorf("%w: proposer: %w", ErrInterrupted, err)
+		}
 		if err != nil {
 			return Summary{}, d.providerFailed(fmt.Errorf("%w: proposer: %w", ErrProvider, err))
 		}
@@ -906,7 +921,10 @@ func (d *Driver) Step() (sum Summary, err error) {
 		// goes into the same write and fsync as the decision: durable
 		// before the effect, at no extra cost.
 		d.phase(PhasePrepare)
-		in, prior, blocked, err := d.prepare(p)
+		in, prior, blocked, err := d.prepare(ctx, p)
+		if err != nil && ctx.Err() != nil {
+			return Summary{}, fmt.Errorf("%w: prepare: %w", ErrInterrupted, err)
+		}
 		if err != nil {
 			return Summary{}, err
 		}
@@ -935,11 +953,16 @@ func (d *Driver) Step() (sum Summary, err error) {
 		return Summary{}, err
 	}
 	// From the decision's append on, the cycle is open until its last
-	// batch is durable: an error in between stops the driver.
+	// batch is durable: an error in between stops the driver. A stop
+	// request no longer reaches the programs from here on: a fix cut short
+	// is an effect nobody can vouch for, which only a person can settle,
+	// so the effect and its readback run to the end (each within its own
+	// timeout) and the cycle is finished and recorded.
 	open = true
+	ctx = context.WithoutCancel(ctx)
 	d.phase(PhaseDecisionAppend)
 	if intent != nil {
-		out, commitErr, err := d.decideAndCommit(batch, p.Effect, *intent)
+		out, commitErr, err := d.decideAndCommit(ctx, batch, p.Effect, *intent)
 		if err != nil {
 			return Summary{}, err
 		}
@@ -959,7 +982,7 @@ func (d *Driver) Step() (sum Summary, err error) {
 	}
 	if st.Outcome != nil {
 		d.phase(PhaseReadback)
-		rb, err := d.World.Readback(p.Effect.Action, *st.Outcome)
+		rb, err := d.World.Readback(ctx, p.Effect.Action, *st.Outcome)
 		if err != nil {
 			return Summary{}, fmt.Errorf("cycle %d: readback %s: %w", p.b.cycle, st.Outcome.Target, err)
 		}
@@ -998,7 +1021,7 @@ func (d *Driver) Step() (sum Summary, err error) {
 // ledger's fsync has returned (CommitWhen's ready), so the effect is
 // never ahead of its intent, and the cycle waits for the two fsyncs
 // together instead of one after the other.
-func (d *Driver) decideAndCommit(batch []event.Event, eff *Effect, in world.Intent) (out world.Outcome, commitErr, err error) {
+func (d *Driver) decideAndCommit(ctx context.Context, batch []event.Event, eff *Effect, in world.Intent) (out world.Outcome, commitErr, err error) {
 	led, lok := d.Ledger.(splitLedger)
 	gw, wok := d.World.(gatedWorld)
 	if !lok || !wok {
@@ -1007,7 +1030,7 @@ func (d *Driver) decideAndCommit(batch []event.Event, eff *Effect, in world.Inte
 		}
 		d.failpoint("after-decision")
 		d.phase(PhaseEffect)
-		out, _, commitErr = d.World.Commit(eff.Key, eff.Action, in)
+		out, _, commitErr = d.World.Commit(ctx, eff.Key, eff.Action, in)
 		return out, commitErr, nil
 	}
 	if err := d.settleEffect(); err != nil {
@@ -1031,7 +1054,7 @@ func (d *Driver) decideAndCommit(batch []event.Event, eff *Effect, in world.Inte
 		d.failpoint("after-decision")
 		return nil
 	}
-	out, _, commitErr = gw.CommitWhen(eff.Key, eff.Action, in, ready)
+	out, _, commitErr = gw.CommitWhen(ctx, eff.Key, eff.Action, in, ready)
 	if err := wait(); err != nil {
 		return world.Outcome{}, nil, err
 	}
@@ -1177,9 +1200,13 @@ type RunReport struct {
 // wake that is already pending lets it go on). It always leaves a
 // checkpoint of the final state behind.
 //
-// Cancelling ctx (SIGINT or SIGTERM in the CLI) lets the cycle in progress
-// finish and be checkpointed, then ends the run with the reason
-// "interrupted": a cycle is never cut in half by a signal.
+// Cancelling ctx (SIGINT or SIGTERM in the CLI) ends the run with the
+// reason "interrupted" and a checkpoint of the last finished cycle. A
+// check or a proposer call in progress is stopped (its process group
+// killed) and its cycle is not written: it starts again next time. Once
+// a cycle has recorded its decision, it runs to the end: its effect and
+// readback are not cut short, so a cycle is never cut in half by a
+// signal.
 func (d *Driver) Run(ctx context.Context, maxCycles int, each func(Summary)) (RunReport, error) {
 	rep := RunReport{DispositionCounts: map[string]int{}}
 	var err error
@@ -1190,7 +1217,11 @@ func (d *Driver) Run(ctx context.Context, maxCycles int, each func(Summary)) (Ru
 		}
 		var sum Summary
 		spec := d.state.Run.EnvironmentSpecRef
-		sum, err = d.Step()
+		sum, err = d.Step(ctx)
+		if errors.Is(err, ErrInterrupted) {
+			rep.ReasonCodes, err = []string{"interrupted"}, nil
+			break
+		}
 		if err != nil || !sum.Executed {
 			if !sum.Executed && err == nil {
 				rep.ReasonCodes = sum.ReasonCodes

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"go/ast"
@@ -84,7 +85,7 @@ func (w *lineWorld) hash(p string) codec.Fingerprint {
 	return codec.FingerprintOf([]byte(c))
 }
 
-func (w *lineWorld) Observe() (world.Observation, error) {
+func (w *lineWorld) Observe(ctx context.Context) (world.Observation, error) {
 	o := world.Observation{Schema: world.ObservationSchema, Files: []world.FileFact{}, Checks: []world.CheckResult{}, Evidence: []world.EvidenceFact{}}
 	for _, p := range slices.Sorted(func(yield func(string) bool) {
 		for p := range w.files {
@@ -102,7 +103,7 @@ func (w *lineWorld) Observe() (world.Observation, error) {
 	return o, nil
 }
 
-func (w *lineWorld) Prepare(key string, a world.Action) (world.Intent, *world.Outcome, error) {
+func (w *lineWorld) Prepare(ctx context.Context, key string, a world.Action) (world.Intent, *world.Outcome, error) {
 	if out, ok := w.done[key]; ok {
 		return world.Intent{}, &out, nil
 	}
@@ -118,7 +119,7 @@ func (w *lineWorld) Prepare(key string, a world.Action) (world.Intent, *world.Ou
 		Rollback: &world.RollbackBundle{Target: a.Target, Existed: true, Prefix: int64(len(before)), Before: bh, After: ah}}, nil, nil
 }
 
-func (w *lineWorld) Commit(key string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
+func (w *lineWorld) Commit(ctx context.Context, key string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
 	if out, ok := w.done[key]; ok {
 		return out, true, nil
 	}
@@ -128,9 +129,9 @@ func (w *lineWorld) Commit(key string, a world.Action, in world.Intent) (world.O
 	return out, false, nil
 }
 
-func (w *lineWorld) Readback(a world.Action, _ world.Outcome) (world.Readback, error) {
+func (w *lineWorld) Readback(ctx context.Context, a world.Action, _ world.Outcome) (world.Readback, error) {
 	rb := world.Readback{Schema: world.ReadbackSchema, Target: a.Target, SHA256: w.hash(a.Target), Passing: []string{}, Failing: []string{}}
-	obs, _ := w.Observe()
+	obs, _ := w.Observe(ctx)
 	for _, r := range obs.Checks {
 		if r.Status == world.CheckPass {
 			rb.Passing = append(rb.Passing, r.ID)
@@ -155,7 +156,7 @@ func (c *tickClock) Now() time.Time {
 func openLineRun(t *testing.T, spec world.Spec, c governance.Contract, w *lineWorld, ops world.Catalog) (*Driver, *ledger.Ledger) {
 	t.Helper()
 	fsys := disk.NewMem()
-	obs, err := w.Observe()
+	obs, err := w.Observe(t.Context())
 	require.NoError(t, err)
 	g := intent.Goal{Schema: intent.Schema, ID: "g", Mission: "keep the notes signed", Success: intent.Success{AllChecksPass: true}}
 	st, evs, err := Init(Bootstrap{RunID: "run:lines", Now: t0, Goal: g, Contract: c, Spec: spec, Observation: obs, Operations: ops})
@@ -172,7 +173,7 @@ func openLineRun(t *testing.T, spec world.Spec, c governance.Contract, w *lineWo
 	require.NoError(t, err)
 	d := &Driver{Store: store, Ledger: led, World: w, Inbox: dirstore.Inbox{FS: fsys}, Clock: &tickClock{now: t0},
 		CheckpointEvery: 1, Operations: ops}
-	require.NoError(t, d.Open())
+	require.NoError(t, d.Open(t.Context()))
 	return d, led
 }
 
@@ -240,7 +241,7 @@ func TestAddedOperationRunsThroughTheLoop(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newLineWorld(spec)
 			d, led := openLineRun(t, spec, testContract(tc.rules...), w, tc.ops)
-			sum, err := d.Step()
+			sum, err := d.Step(t.Context())
 			require.NoError(t, err)
 
 			// Cognition drafted the declared fix through the entry.
@@ -278,7 +279,7 @@ func TestAddedOperationRunsThroughTheLoop(t *testing.T) {
 			assert.Equal(t, "check signed passes on readback", ev.Observed)
 
 			// Its check passes now: the next look finds nothing to do.
-			sum, err = d.Step()
+			sum, err = d.Step(t.Context())
 			require.NoError(t, err)
 			assert.NotEqual(t, "EXECUTE", sum.GovernanceDecision)
 			assert.Len(t, w.done, 1, "carried out once")

@@ -166,10 +166,10 @@ func Catalogue() []Mutant {
 			Name:   "provider-failure-ignored",
 			Breaks: "a failed observation is recorded, then the cycle runs anyway on the last observation",
 			Edits: []Edit{{File: "internal/kernel/driver.go",
-				Find: "\tin, err := d.gather()\n\tif errors.Is(err, ErrProvider) {\n\t\treturn Summary{}, d.providerFailed(err)\n\t}\n",
-				Replace: "\tin, err := d.gather()\n\tif errors.Is(err, ErrProvider) {\n\t\t_ = d.providerFailed(err)\n" +
+				Find: "\tif errors.Is(err, ErrProvider) {\n\t\treturn Summary{}, d.providerFailed(err)\n\t}\n",
+				Replace: "\tif errors.Is(err, ErrProvider) {\n\t\t_ = d.providerFailed(err)\n" +
 					"\t\tin, err = Inputs{Now: d.Clock.Now().UTC().Truncate(time.Second), Observation: d.state.Environment, InboxPresent: []string{}}, nil\n\t}\n",
-				Switched: "\tin, err := d.gather()\n\tif errors.Is(err, ErrProvider) && MUTANT_ON {\n\t\t_ = d.providerFailed(err)\n" +
+				Switched: "\tif errors.Is(err, ErrProvider) && MUTANT_ON {\n\t\t_ = d.providerFailed(err)\n" +
 					"\t\tin, err = Inputs{Now: d.Clock.Now().UTC().Truncate(time.Second), Observation: d.state.Environment, InboxPresent: []string{}}, nil\n\t}\n" +
 					"\tif errors.Is(err, ErrProvider) {\n\t\treturn Summary{}, d.providerFailed(err)\n\t}\n"}},
 		},

@@ -12,6 +12,7 @@
 package perf
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,9 +70,9 @@ type Generated struct {
 // Generate creates a run in dir and extends it until the ledger holds at
 // least events events (or cycles cycles, whichever is given). Every cycle is
 // derived by the real kernel; only the fsync per batch is amortised.
-func Generate(dir string, events, cycles int64) (Generated, error) {
+func Generate(ctx context.Context, dir string, events, cycles int64) (Generated, error) {
 	opt := runstore.Options{Clock: fixedClock{}, Revision: "perf"}
-	if _, err := runstore.Init(dir, ToggleInputs(), "run:perf", false, opt); err != nil {
+	if _, err := runstore.Init(ctx, dir, ToggleInputs(), "run:perf", false, opt); err != nil {
 		return Generated{}, err
 	}
 	fsys, err := disk.OpenOSDir(dir)
@@ -136,7 +137,7 @@ func Generate(dir string, events, cycles int64) (Generated, error) {
 		if err := os.WriteFile(readme, []byte(content), 0o644); err != nil {
 			return g, err
 		}
-		obs, err := w.Observe()
+		obs, err := w.Observe(ctx)
 		if err != nil {
 			return g, err
 		}

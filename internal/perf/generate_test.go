@@ -17,7 +17,7 @@ import (
 // the current code, recovers cleanly and continues with acr's own driver.
 func TestGeneratedRunIsOrdinary(t *testing.T) {
 	dir := t.TempDir()
-	g, err := Generate(dir, 2000, 0)
+	g, err := Generate(t.Context(), dir, 2000, 0)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, g.Events, int64(2000))
 	fsys, err := disk.OpenOSDir(dir)
@@ -32,7 +32,7 @@ func TestGeneratedRunIsOrdinary(t *testing.T) {
 	assert.True(t, rp.OK, "%+v", rp.Divergence)
 	assert.Equal(t, g.Cycles, rp.CyclesVerified)
 
-	r, err := runstore.Open(dir, runstore.Options{Clock: fixedClock{}, Revision: "perf"})
+	r, err := runstore.Open(t.Context(), dir, runstore.Options{Clock: fixedClock{}, Revision: "perf"})
 	require.NoError(t, err)
 	assert.False(t, r.Driver.Recovery().Recovered, "a generated run needs no recovery")
 	_, err = r.Driver.Run(context.Background(), 5, nil)

@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -224,8 +225,8 @@ func QueueInputs(n int) runstore.Inputs {
 }
 
 // InitQueue creates a queue run in dir.
-func InitQueue(dir string, n int) error {
-	_, err := runstore.Init(dir, QueueInputs(n), "run:queue", false, runstore.Options{Clock: fixedClock{}, Revision: "perf"})
+func InitQueue(ctx context.Context, dir string, n int) error {
+	_, err := runstore.Init(ctx, dir, QueueInputs(n), "run:queue", false, runstore.Options{Clock: fixedClock{}, Revision: "perf"})
 	return err
 }
 

@@ -12,6 +12,7 @@ package proposer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -57,8 +58,10 @@ func New(p *governance.Proposer, dir string, environ func(string) (string, bool)
 // MaxProposalBytes bounds what a proposer may answer.
 const MaxProposalBytes = 4 << 20
 
-// Propose implements kernel.Proposer.
-func (r *Runner) Propose(req cognition.ProposalRequest) (cognition.Reply, error) {
+// Propose implements kernel.Proposer. When ctx ends first the program is
+// killed and the error wraps ctx's: acr is stopping, and the proposer gave
+// no answer that could be held against it.
+func (r *Runner) Propose(ctx context.Context, req cognition.ProposalRequest) (cognition.Reply, error) {
 	shown := r.fill(req.Files)
 	req.Files = shown
 	body, err := codec.Marshal(req)
@@ -66,10 +69,13 @@ func (r *Runner) Propose(req cognition.ProposalRequest) (cognition.Reply, error)
 		return cognition.Reply{}, fmt.Errorf("encode request: %w", err)
 	}
 	env := command.Environment(r.Environ, r.PassEnv, map[string]string{"ACR_RUN_ID": req.RunID, "ACR_CYCLE": strconv.FormatInt(req.CycleSeq, 10)})
-	res, err := command.Run(context.Background(), command.Spec{Argv: r.Argv, Dir: r.Dir, Env: env, Timeout: r.Timeout,
+	res, err := command.Run(ctx, command.Spec{Argv: r.Argv, Dir: r.Dir, Env: env, Timeout: r.Timeout,
 		Stdin: append(body, '\n'), MaxOutput: MaxProposalBytes})
-	if err != nil {
+	if errors.Is(err, command.ErrStart) {
 		return cognition.Reply{}, fault("could not be started", err.Error(), nil)
+	}
+	if err != nil {
+		return cognition.Reply{}, fmt.Errorf("proposer: %w", err)
 	}
 	cr := res.CommandResult
 	cr.DurationMS = res.Duration.Milliseconds()

@@ -1,6 +1,8 @@
 package proposer_test
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,7 +86,7 @@ echo '{"schema": "acr.proposal/v0.1", "actions": [{"operation": "apply_local_pat
 	r := &proposer.Runner{Argv: []string{script}, Timeout: 10 * time.Second, Dir: dir, Environ: os.LookupEnv, Files: dirFiles(dir)}
 	req := cognition.ProposalRequest{Schema: cognition.ProposalRequestSchema, RunID: "run:x", CycleSeq: 3,
 		Files: []cognition.FileShown{{Path: "big.txt"}, {Path: "a.go"}, {Path: "gone.txt"}}}
-	reply, err := r.Propose(req)
+	reply, err := r.Propose(t.Context(), req)
 	require.NoError(t, err)
 	require.Len(t, reply.Files, 2, "a file gone since the observation is not shown")
 	assert.True(t, reply.Files[0].Truncated)
@@ -107,10 +109,33 @@ func TestRunnerFailures(t *testing.T) {
 		script := filepath.Join(t.TempDir(), "p.sh")
 		require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\n"+tc.script+"\n"), 0o755))
 		r := &proposer.Runner{Argv: []string{script}, Timeout: 500 * time.Millisecond, Dir: t.TempDir(), Files: dirFiles(t.TempDir())}
-		_, err := r.Propose(cognition.ProposalRequest{Schema: cognition.ProposalRequestSchema})
+		_, err := r.Propose(t.Context(), cognition.ProposalRequest{Schema: cognition.ProposalRequestSchema})
 		var pf *world.ProviderFault
 		require.ErrorAs(t, err, &pf, tc.script)
 		assert.Equal(t, "proposer", pf.Source)
 		assert.Contains(t, pf.Reason, tc.reason)
 	}
+}
+
+// A proposer stopped because acr is stopping gave no answer: the error is
+// the context's, not a provider failure held against the proposer.
+func TestRunnerCancelledIsNoFault(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "p.sh")
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\ntouch \"$(dirname \"$0\")/asked\"\nsleep 300\n"), 0o755))
+	r := &proposer.Runner{Argv: []string{script}, Timeout: time.Minute, Dir: dir, Files: dirFiles(dir)}
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		for {
+			if _, err := os.Stat(filepath.Join(dir, "asked")); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	_, err := r.Propose(ctx, cognition.ProposalRequest{Schema: cognition.ProposalRequestSchema})
+	require.ErrorIs(t, err, context.Canceled)
+	var pf *world.ProviderFault
+	assert.False(t, errors.As(err, &pf), "a cancelled proposer is not a provider failure: %v", err)
 }

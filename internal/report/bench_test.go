@@ -21,7 +21,7 @@ var benchCycles = flag.Int64("report.bench-cycles", 100_000, "cycles of the gene
 // another length for a quicker look.
 func BenchmarkReport100k(b *testing.B) {
 	dir := b.TempDir()
-	g, err := perf.Generate(dir, 0, *benchCycles)
+	g, err := perf.Generate(b.Context(), dir, 0, *benchCycles)
 	require.NoError(b, err)
 	st, _, err := runstore.ReadState(dir)
 	require.NoError(b, err)

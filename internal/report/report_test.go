@@ -185,7 +185,7 @@ func TestGeneratedRun(t *testing.T) {
 		t.Skip("long generated history in -short mode")
 	}
 	dir := filepath.Join(t.TempDir(), "state")
-	g, err := perf.Generate(dir, 0, *genCycles)
+	g, err := perf.Generate(t.Context(), dir, 0, *genCycles)
 	require.NoError(t, err)
 	v := readRun(t, dir)
 	assert.Equal(t, g.Cycles, v.Cycles)

@@ -24,9 +24,9 @@ import (
 func TestApprovalRace(t *testing.T) {
 	waiting := func(t *testing.T) (string, state.PendingApproval) {
 		dir := t.TempDir()
-		_, err := Init(dir, quickstart(t), "run:test", false, testOptions())
+		_, err := Init(t.Context(), dir, quickstart(t), "run:test", false, testOptions())
 		require.NoError(t, err)
-		r, err := Open(dir, testOptions())
+		r, err := Open(t.Context(), dir, testOptions())
 		require.NoError(t, err)
 		rep, err := r.Driver.Run(context.Background(), 20, nil)
 		require.NoError(t, err)
@@ -43,7 +43,7 @@ func TestApprovalRace(t *testing.T) {
 		require.NoError(t, err)
 	}
 	step := func(t *testing.T, r *Run) {
-		sum, err := r.Driver.Step()
+		sum, err := r.Driver.Step(t.Context())
 		require.NoError(t, err)
 		require.True(t, sum.Executed, "an answer in the inbox makes a cycle eligible")
 	}
@@ -58,14 +58,14 @@ func TestApprovalRace(t *testing.T) {
 		{"both answers in one cycle", func(t *testing.T, dir string, p state.PendingApproval) {
 			answer(t, dir, p, "alice", t0)
 			answer(t, dir, p, "bob", t0.Add(time.Second))
-			r, err := Open(dir, opt())
+			r, err := Open(t.Context(), dir, opt())
 			require.NoError(t, err)
 			step(t, r)
 			require.NoError(t, r.Close())
 		}},
 		{"consecutive cycles of one invocation", func(t *testing.T, dir string, p state.PendingApproval) {
 			answer(t, dir, p, "alice", t0)
-			r, err := Open(dir, opt())
+			r, err := Open(t.Context(), dir, opt())
 			require.NoError(t, err)
 			step(t, r)
 			answer(t, dir, p, "bob", t0.Add(time.Second))
@@ -74,25 +74,25 @@ func TestApprovalRace(t *testing.T) {
 		}},
 		{"two invocations across a checkpoint", func(t *testing.T, dir string, p state.PendingApproval) {
 			answer(t, dir, p, "alice", t0)
-			r, err := Open(dir, opt())
+			r, err := Open(t.Context(), dir, opt())
 			require.NoError(t, err)
 			_, err = r.Driver.Run(context.Background(), 20, nil)
 			require.NoError(t, err)
 			require.NoError(t, r.Close())
 			answer(t, dir, p, "bob", t0.Add(time.Second))
-			r, err = Open(dir, opt())
+			r, err = Open(t.Context(), dir, opt())
 			require.NoError(t, err)
 			step(t, r)
 			require.NoError(t, r.Close())
 		}},
 		{"two invocations, the first killed before its checkpoint", func(t *testing.T, dir string, p state.PendingApproval) {
 			answer(t, dir, p, "alice", t0)
-			r, err := Open(dir, opt())
+			r, err := Open(t.Context(), dir, opt())
 			require.NoError(t, err)
 			step(t, r)
 			r.Abandon()
 			answer(t, dir, p, "bob", t0.Add(time.Second))
-			r, err = Open(dir, opt())
+			r, err = Open(t.Context(), dir, opt())
 			require.NoError(t, err)
 			step(t, r)
 			require.NoError(t, r.Close())

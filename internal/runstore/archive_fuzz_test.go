@@ -14,10 +14,10 @@ import (
 // error; it never panics. The seed is a real run's archive.
 func FuzzCheckArchive(f *testing.F) {
 	dir := f.TempDir()
-	if _, err := Init(dir, quickstart(f), "run:fuzz", false, testOptions()); err != nil {
+	if _, err := Init(f.Context(), dir, quickstart(f), "run:fuzz", false, testOptions()); err != nil {
 		f.Fatal(err)
 	}
-	r, err := Open(dir, testOptions())
+	r, err := Open(f.Context(), dir, testOptions())
 	if err != nil {
 		f.Fatal(err)
 	}

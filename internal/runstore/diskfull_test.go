@@ -65,23 +65,23 @@ func TestWriteFailureLeavesOldCheckpoint(t *testing.T) {
 			fsys := failingFS{Mem: mem, armed: &armed, errno: errno}
 			root := t.TempDir()
 			opt := Options{Clock: frozen{}, Revision: "t", CheckpointEvery: 1}
-			_, err := InitOn(fsys, root, powerInputs(), "run:full", opt)
+			_, err := InitOn(t.Context(), fsys, root, powerInputs(), "run:full", opt)
 			require.NoError(t, err)
 
-			r, err := OpenOn(fsys, root, opt, nil)
+			r, err := OpenOn(t.Context(), fsys, root, opt, nil)
 			require.NoError(t, err)
-			_, err = r.Driver.Step()
+			_, err = r.Driver.Step(t.Context())
 			require.NoError(t, err)
 			before, err := r.Store.Load()
 			require.NoError(t, err)
 			armed = true
-			_, err = r.Driver.Step()
+			_, err = r.Driver.Step(t.Context())
 			require.Error(t, err)
 			assert.True(t, errors.Is(err, errno), "want %v in %v", errno, err)
 			r.Abandon()
 
 			armed = false
-			r, err = OpenOn(fsys, root, opt, nil)
+			r, err = OpenOn(t.Context(), fsys, root, opt, nil)
 			require.NoError(t, err, "the old checkpoint must still load")
 			after, err := r.Store.Load()
 			require.NoError(t, err)

@@ -35,9 +35,9 @@ func (p *durableProbe) size() int64 {
 	return fi.Size()
 }
 
-func (p *durableProbe) Commit(key string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
+func (p *durableProbe) Commit(ctx context.Context, key string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
 	assert.False(p.t, p.pending, "an effect committed while the last one was not made durable")
-	out, reused, err := p.World.Commit(key, a, in)
+	out, reused, err := p.World.Commit(ctx, key, a, in)
 	p.pending, p.at = true, p.size()
 	p.commits++
 	return out, reused, err
@@ -45,13 +45,13 @@ func (p *durableProbe) Commit(key string, a world.Action, in world.Intent) (worl
 
 // CommitWhen is Commit for the driver's overlapped path (the sandbox's
 // CommitWhen), which a run takes when its world has it.
-func (p *durableProbe) CommitWhen(key string, a world.Action, in world.Intent, ready func() error) (world.Outcome, bool, error) {
+func (p *durableProbe) CommitWhen(ctx context.Context, key string, a world.Action, in world.Intent, ready func() error) (world.Outcome, bool, error) {
 	assert.False(p.t, p.pending, "an effect committed while the last one was not made durable")
 	gw, ok := p.World.(interface {
-		CommitWhen(string, world.Action, world.Intent, func() error) (world.Outcome, bool, error)
+		CommitWhen(context.Context, string, world.Action, world.Intent, func() error) (world.Outcome, bool, error)
 	})
 	require.True(p.t, ok, "the sandbox world has CommitWhen")
-	out, reused, err := gw.CommitWhen(key, a, in, ready)
+	out, reused, err := gw.CommitWhen(ctx, key, a, in, ready)
 	p.pending, p.at = true, p.size()
 	p.commits++
 	p.gated++
@@ -71,12 +71,12 @@ func (p *durableProbe) Durable() error {
 // holds the driver to the order above.
 func TestDriverMakesEffectsDurableBeforeOutcomes(t *testing.T) {
 	dir := t.TempDir()
-	_, err := Init(dir, quickstart(t), "run:test", false, testOptions())
+	_, err := Init(t.Context(), dir, quickstart(t), "run:test", false, testOptions())
 	require.NoError(t, err)
 	probe := &durableProbe{t: t, ledger: filepath.Join(dir, filepath.FromSlash(ledger.FileName))}
 	opt := testOptions()
 	opt.WrapWorld = func(w kernel.World) kernel.World { probe.World = w; return probe }
-	r, err := Open(dir, opt)
+	r, err := Open(t.Context(), dir, opt)
 	require.NoError(t, err)
 	_, err = r.Driver.Run(context.Background(), 10, nil)
 	require.NoError(t, err)
@@ -96,7 +96,7 @@ type crashHere struct{}
 // records the outcome.
 func TestRecoveryMakesEffectsDurableBeforeOutcomes(t *testing.T) {
 	dir := t.TempDir()
-	_, err := Init(dir, quickstart(t), "run:test", false, testOptions())
+	_, err := Init(t.Context(), dir, quickstart(t), "run:test", false, testOptions())
 	require.NoError(t, err)
 	opt := testOptions()
 	opt.Failpoint = func(stage string) {
@@ -111,7 +111,7 @@ func TestRecoveryMakesEffectsDurableBeforeOutcomes(t *testing.T) {
 			require.IsType(t, crashHere{}, p, "the run stops at the failpoint")
 			r.Abandon()
 		}()
-		r, err = Open(dir, opt)
+		r, err = Open(t.Context(), dir, opt)
 		require.NoError(t, err)
 		_, _ = r.Driver.Run(context.Background(), 10, nil)
 	}()
@@ -119,7 +119,7 @@ func TestRecoveryMakesEffectsDurableBeforeOutcomes(t *testing.T) {
 	probe := &durableProbe{t: t, ledger: filepath.Join(dir, filepath.FromSlash(ledger.FileName))}
 	opt = testOptions()
 	opt.WrapWorld = func(w kernel.World) kernel.World { probe.World = w; return probe }
-	r, err := Open(dir, opt)
+	r, err := Open(t.Context(), dir, opt)
 	require.NoError(t, err)
 	require.True(t, r.Driver.Recovery().Recovered)
 	assert.Positive(t, probe.commits, "recovery settles the interrupted effect through Commit")

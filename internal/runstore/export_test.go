@@ -99,7 +99,7 @@ func TestExportImportDir(t *testing.T) {
 
 	// Both continue alike: the stop request is consumed by the next cycle.
 	for _, dir := range []string{src, dst} {
-		run, err := Open(dir, testOptions())
+		run, err := Open(t.Context(), dir, testOptions())
 		require.NoError(t, err)
 		_, err = run.Driver.Run(context.Background(), 5, nil)
 		require.NoError(t, err)
@@ -134,7 +134,7 @@ func TestExportRefusesARunNotAtRest(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNotAtRest)
 	assert.ErrorContains(t, err, "torn line")
 
-	run, err := Open(dir, testOptions())
+	run, err := Open(t.Context(), dir, testOptions())
 	require.NoError(t, err, "acr recover repairs the torn line")
 	require.NoError(t, run.Close())
 	_, err = ExportDir(dir)
@@ -161,7 +161,7 @@ func TestImportCutOffLeavesNothingOrTheRun(t *testing.T) {
 	require.NoError(t, buildImport(store{fsys: fsys, root: built}, r, st, testOptions()))
 	_, _, err = ReadState(built)
 	assert.ErrorIs(t, err, storage.ErrNoRun, "built but not decided: no run")
-	_, err = Open(built, testOptions())
+	_, err = Open(t.Context(), built, testOptions())
 	assert.ErrorIs(t, err, storage.ErrNoRun)
 	assert.NoDirExists(t, filepath.Join(built, stagingDir), "the next command clears it")
 
@@ -172,7 +172,7 @@ func TestImportCutOffLeavesNothingOrTheRun(t *testing.T) {
 	rec, err := codec.Marshal(swapRecord{Schema: swapSchema})
 	require.NoError(t, err)
 	require.NoError(t, fsys.WriteFile(stagingDir+"/"+swapFile, rec))
-	run, err := Open(decided, testOptions())
+	run, err := Open(t.Context(), decided, testOptions())
 	require.NoError(t, err, "decided: the next command finishes the swap")
 	assert.Equal(t, r.Checkpoint.CycleSeq, run.Driver.State().Run.CycleSeq)
 	require.NoError(t, run.Close())

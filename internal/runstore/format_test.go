@@ -97,7 +97,7 @@ func TestLedgerFormat1RunKeepsWorking(t *testing.T) {
 	require.NotNil(t, a.Compaction, "cycle 1 was summarised by the run's compaction")
 	require.NotEmpty(t, a.Controller.Transitions)
 
-	r, err := Open(dir, Options{Clock: fixedClock{time.Date(2026, 6, 1, 0, 10, 0, 0, time.UTC)}})
+	r, err := Open(t.Context(), dir, Options{Clock: fixedClock{time.Date(2026, 6, 1, 0, 10, 0, 0, time.UTC)}})
 	require.NoError(t, err)
 	st := r.Driver.State()
 	require.Equal(t, state.LedgerFormat1, st.Run.Format())
@@ -129,9 +129,9 @@ func TestNewRunsRecordFormat3(t *testing.T) {
 	in, err := ReadInputs(filepath.Join(q, "goal.json"), filepath.Join(q, "contract.json"), filepath.Join(q, "environment.json"))
 	require.NoError(t, err)
 	opt := Options{Clock: fixedClock{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}
-	_, err = Init(dir, in, "run:test", false, opt)
+	_, err = Init(t.Context(), dir, in, "run:test", false, opt)
 	require.NoError(t, err)
-	r, err := Open(dir, opt)
+	r, err := Open(t.Context(), dir, opt)
 	require.NoError(t, err)
 	_, err = r.Driver.Run(context.Background(), 2, nil)
 	require.NoError(t, err)
@@ -181,7 +181,7 @@ func TestLedgerFormat2RunKeepsWorking(t *testing.T) {
 	_, err = q.Put(&state.WakeSignal{Schema: state.WakeSignalSchema, Source: "external_event", Ref: "look", DedupKey: "look",
 		CausalParent: "test", CreatedAt: "2026-01-01T00:05:00Z", ExpiresAt: "2026-01-02T00:00:00Z"})
 	require.NoError(t, err)
-	r, err := Open(dir, Options{Clock: fixedClock{time.Date(2026, 1, 1, 0, 10, 0, 0, time.UTC)}})
+	r, err := Open(t.Context(), dir, Options{Clock: fixedClock{time.Date(2026, 1, 1, 0, 10, 0, 0, time.UTC)}})
 	require.NoError(t, err)
 	st := r.Driver.State()
 	require.Equal(t, state.LedgerFormat2, st.Run.Format())

@@ -48,9 +48,9 @@ type durableLog struct {
 	durable bool
 }
 
-func (w *durableLog) Commit(key string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
+func (w *durableLog) Commit(ctx context.Context, key string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
 	w.durable = false
-	return w.World.Commit(key, a, in)
+	return w.World.Commit(context.Background(), key, a, in)
 }
 
 func (w *durableLog) Durable() error {
@@ -68,13 +68,13 @@ func TestOutcomeSharesTheNextAppend(t *testing.T) {
 	dir := t.TempDir()
 	// A queue of six items: six cycles act, then the world is done and
 	// cycles go on without an effect.
-	_, err := runstore.Init(dir, perf.QueueInputs(6), "run:test", false, realOptions())
+	_, err := runstore.Init(t.Context(), dir, perf.QueueInputs(6), "run:test", false, realOptions())
 	require.NoError(t, err)
 	w := &durableLog{durable: true}
 	opt := realOptions()
 	opt.CheckpointEvery = 100
 	opt.WrapWorld = func(x kernel.World) kernel.World { w.World = x; return w }
-	r, err := runstore.Open(dir, opt)
+	r, err := runstore.Open(t.Context(), dir, opt)
 	require.NoError(t, err)
 	l := &appendLog{Ledger: r.Driver.Ledger, world: w}
 	r.Driver.Ledger = l

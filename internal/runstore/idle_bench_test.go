@@ -15,10 +15,10 @@ func BenchmarkIdleInvocation(b *testing.B) {
 	dir := b.TempDir()
 	clock := &stepClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	opt := Options{Clock: clock, Revision: "bench"}
-	if _, err := Init(dir, quickstart(b), "run:bench", false, opt); err != nil {
+	if _, err := Init(b.Context(), dir, quickstart(b), "run:bench", false, opt); err != nil {
 		b.Fatal(err)
 	}
-	r, err := Open(dir, opt)
+	r, err := Open(b.Context(), dir, opt)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func BenchmarkIdleInvocation(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		r, err := Open(dir, opt)
+		r, err := Open(b.Context(), dir, opt)
 		if err != nil {
 			b.Fatal(err)
 		}

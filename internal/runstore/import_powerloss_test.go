@@ -74,7 +74,7 @@ func importTrial(t *testing.T, r archive.Run, st kernel.EngineState, tr importCu
 			return ops, false, fmt.Errorf("import returned, but after the power loss the directory holds no run a reader sees (kind %d, %v)", k, err)
 		}
 	}
-	run, err := OpenOn(mem, root, replaceOptions(), nil)
+	run, err := OpenOn(t.Context(), mem, root, replaceOptions(), nil)
 	if errors.Is(err, storage.ErrNoRun) {
 		if finished {
 			return ops, false, errors.New("import returned, but after the power loss there is no run")

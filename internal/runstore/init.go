@@ -1,6 +1,7 @@
 package runstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -102,7 +103,7 @@ func (e *RunExistsError) Unwrap() error { return ErrRunExists }
 // force the old run is moved, whole, to archive/<time>/ inside dir once the
 // new one is complete. A failure leaves dir as it was; if Init created dir,
 // it removes it again.
-func Init(dir string, in Inputs, runID string, force bool, opt Options) (Created, error) {
+func Init(ctx context.Context, dir string, in Inputs, runID string, force bool, opt Options) (Created, error) {
 	if err := sandbox.CheckFiles(in.Spec.Files); err != nil {
 		return Created{}, asValidation("environment", err)
 	}
@@ -156,7 +157,7 @@ func Init(dir string, in Inputs, runID string, force bool, opt Options) (Created
 		undo()
 		return Created{}, err
 	}
-	c, err := initOn(store{fsys: fsys, root: abs}, in, runID, force, opt)
+	c, err := initOn(ctx, store{fsys: fsys, root: abs}, in, runID, force, opt)
 	if err != nil {
 		undo()
 		return Created{}, err
@@ -190,18 +191,18 @@ func mkdirAllRecorded(dir string) ([]string, error) {
 // live on fsys and whose sandbox world lives under worldRoot on the real
 // file system. Tests use it with disk.Mem to model power loss; it follows
 // the same build-beside-and-swap protocol as Init.
-func InitOn(fsys disk.FS, worldRoot string, in Inputs, runID string, opt Options) (kernel.EngineState, error) {
+func InitOn(ctx context.Context, fsys disk.FS, worldRoot string, in Inputs, runID string, opt Options) (kernel.EngineState, error) {
 	if err := in.InForce(opt.Clock.Now()); err != nil {
 		return kernel.EngineState{}, err
 	}
-	c, err := initOn(store{fsys: fsys, root: worldRoot, world: worldFS(fsys, worldRoot)}, in, runID, false, opt)
+	c, err := initOn(ctx, store{fsys: fsys, root: worldRoot, world: worldFS(fsys, worldRoot)}, in, runID, false, opt)
 	return c.State, err
 }
 
 // ReplaceOn is InitOn with force: it replaces (and archives) the run on
 // fsys. Tests use it to cut power in the middle of a replacement.
-func ReplaceOn(fsys disk.FS, worldRoot string, in Inputs, runID string, opt Options) (Created, error) {
-	return initOn(store{fsys: fsys, root: worldRoot, world: worldFS(fsys, worldRoot)}, in, runID, true, opt)
+func ReplaceOn(ctx context.Context, fsys disk.FS, worldRoot string, in Inputs, runID string, opt Options) (Created, error) {
+	return initOn(ctx, store{fsys: fsys, root: worldRoot, world: worldFS(fsys, worldRoot)}, in, runID, true, opt)
 }
 
 // store is where a run lives: fsys holds the durable state; the sandbox
@@ -233,7 +234,7 @@ func (s store) all() []disk.FS {
 	return []disk.FS{s.fsys, s.world}
 }
 
-func initOn(s store, in Inputs, runID string, force bool, opt Options) (Created, error) {
+func initOn(ctx context.Context, s store, in Inputs, runID string, force bool, opt Options) (Created, error) {
 	unlock, err := dirstore.NewStore(s.fsys).Lock()
 	if err != nil {
 		return Created{}, err
@@ -254,7 +255,7 @@ func initOn(s store, in Inputs, runID string, force bool, opt Options) (Created,
 			return Created{}, &RunExistsError{Dir: s.root, Damaged: found}
 		}
 	}
-	st, err := build(s, in, runID, opt)
+	st, err := build(ctx, s, in, runID, opt)
 	if err != nil {
 		return Created{}, err
 	}
@@ -276,7 +277,7 @@ func initOn(s store, in Inputs, runID string, force bool, opt Options) (Created,
 }
 
 // build writes the complete new run into the staging directory.
-func build(s store, in Inputs, runID string, opt Options) (kernel.EngineState, error) {
+func build(ctx context.Context, s store, in Inputs, runID string, opt Options) (kernel.EngineState, error) {
 	for _, f := range s.all() {
 		if err := f.RemoveAll(stagingDir); err != nil {
 			return kernel.EngineState{}, fmt.Errorf("init: remove an unfinished earlier attempt: %w", err)
@@ -289,7 +290,7 @@ func build(s store, in Inputs, runID string, opt Options) (kernel.EngineState, e
 	if err := sub.MkdirAll(dirstore.InboxDir); err != nil {
 		return kernel.EngineState{}, discard(s, fmt.Errorf("init: %w", err))
 	}
-	st, err := initParts(sub, filepath.Join(s.root, stagingDir), s.root, in, runID, opt)
+	st, err := initParts(ctx, sub, filepath.Join(s.root, stagingDir), s.root, in, runID, opt)
 	if err != nil {
 		return kernel.EngineState{}, discard(s, err)
 	}
@@ -429,7 +430,7 @@ func install(f disk.FS, p string) error {
 // real directory (spec.Root) is not copied anywhere, and is observed as it
 // will be seen from stateDir, the state directory the run will live in, so
 // that the state directory is kept out of it the same way later.
-func initParts(fsys disk.FS, buildDir, stateDir string, in Inputs, runID string, opt Options) (kernel.EngineState, error) {
+func initParts(ctx context.Context, fsys disk.FS, buildDir, stateDir string, in Inputs, runID string, opt Options) (kernel.EngineState, error) {
 	store := dirstore.NewStore(fsys)
 	dir := buildDir
 	if in.Spec.Root != "" {
@@ -441,7 +442,7 @@ func initParts(fsys disk.FS, buildDir, stateDir string, in Inputs, runID string,
 	}
 	defer w.Close()
 	w.Environ = opt.Environ
-	obs, err := w.Observe()
+	obs, err := w.Observe(ctx)
 	if err != nil {
 		return kernel.EngineState{}, fmt.Errorf("first observation: %w", err)
 	}

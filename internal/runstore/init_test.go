@@ -6,9 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acr-project/acr/internal/dirstore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/acr-project/acr/internal/dirstore"
 )
 
 // TestInitForceArchivesTheOldRun: init --force moves the old run, whole
@@ -17,7 +18,7 @@ import (
 func TestInitForceArchivesTheOldRun(t *testing.T) {
 	dir := quickRun(t, 3)
 	before := treeOf(t, dir)
-	c, err := Init(dir, quickstart(t), "run:new", true, testOptions())
+	c, err := Init(t.Context(), dir, quickstart(t), "run:new", true, testOptions())
 	require.NoError(t, err)
 	require.Equal(t, "run:new", c.State.Run.RunID)
 	require.True(t, strings.HasPrefix(c.Archive, ArchiveDir+"/"), c.Archive)
@@ -47,7 +48,7 @@ func TestInitForceArchivesTheOldRun(t *testing.T) {
 	assert.True(t, os.IsNotExist(err))
 
 	// A second replacement in the same second gets its own archive.
-	c2, err := Init(dir, quickstart(t), "run:third", true, testOptions())
+	c2, err := Init(t.Context(), dir, quickstart(t), "run:third", true, testOptions())
 	require.NoError(t, err)
 	assert.NotEqual(t, c.Archive, c2.Archive)
 }
@@ -67,13 +68,13 @@ func TestInitRefusesUnbuildableWorldUpFront(t *testing.T) {
 			in.Spec.Files = files
 			dir := quickRun(t, 1)
 			before := treeOf(t, dir)
-			_, err := Init(dir, in, "run:new", true, testOptions())
+			_, err := Init(t.Context(), dir, in, "run:new", true, testOptions())
 			var ve *ValidationError
 			require.ErrorAs(t, err, &ve)
 			assert.Equal(t, before, treeOf(t, dir))
 
 			fresh := filepath.Join(t.TempDir(), "a", "b")
-			_, err = Init(fresh, in, "", false, testOptions())
+			_, err = Init(t.Context(), fresh, in, "", false, testOptions())
 			require.ErrorAs(t, err, &ve)
 			assert.NoDirExists(t, filepath.Dir(fresh))
 		})
@@ -90,7 +91,7 @@ func TestFailedInitLeavesNoDirectory(t *testing.T) {
 		dir = filepath.Join(dir, strings.Repeat("d", min(200, 4086-len(dir)-1)))
 	}
 	require.LessOrEqual(t, len(dir), 4090)
-	_, err := Init(dir, quickstart(t), "", false, testOptions())
+	_, err := Init(t.Context(), dir, quickstart(t), "", false, testOptions())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), stagingDir, "the failure is in the build, after the directory was made")
 	es, err := os.ReadDir(root)

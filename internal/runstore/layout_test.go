@@ -26,10 +26,10 @@ func testOptions() Options {
 func quickRun(t *testing.T, cycles int) string {
 	t.Helper()
 	dir := t.TempDir()
-	_, err := Init(dir, quickstart(t), "run:test", false, testOptions())
+	_, err := Init(t.Context(), dir, quickstart(t), "run:test", false, testOptions())
 	require.NoError(t, err)
 	if cycles > 0 {
-		r, err := Open(dir, testOptions())
+		r, err := Open(t.Context(), dir, testOptions())
 		require.NoError(t, err)
 		_, err = r.Driver.Run(context.Background(), cycles, nil)
 		require.NoError(t, err)
@@ -54,11 +54,14 @@ func TestSymlinkedPartsAreRefused(t *testing.T) {
 			require.NoError(t, os.Symlink(elsewhere, p))
 			before := treeOf(t, dir)
 			for name, try := range map[string]func() error{
-				"open":       func() error { _, err := Open(dir, testOptions()); return err },
+				"open":       func() error { _, err := Open(t.Context(), dir, testOptions()); return err },
 				"read state": func() error { _, _, err := ReadState(dir); return err },
 				"ledger":     func() error { _, err := RequireLedger(dir); return err },
-				"init force": func() error { _, err := Init(dir, quickstart(t), "run:new", true, testOptions()); return err },
-				"rebuild":    func() error { _, err := RebuildManifest(dir, testOptions()); return err },
+				"init force": func() error {
+					_, err := Init(t.Context(), dir, quickstart(t), "run:new", true, testOptions())
+					return err
+				},
+				"rebuild": func() error { _, err := RebuildManifest(dir, testOptions()); return err },
 			} {
 				err := try()
 				var ie *state.IntegrityError
@@ -83,7 +86,7 @@ func TestWrongKindOfPartIsIntegrityError(t *testing.T) {
 	dir = quickRun(t, 0)
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, "inbox")))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "inbox"), nil, 0o644))
-	_, err = Open(dir, testOptions())
+	_, err = Open(t.Context(), dir, testOptions())
 	require.ErrorAs(t, err, &ie)
 	assert.Equal(t, "integrity: inbox: is a regular file, not a directory", err.Error())
 }
@@ -94,10 +97,10 @@ func TestStateDirThatIsAFile(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "plain")
 	require.NoError(t, os.WriteFile(f, []byte("x"), 0o644))
 	for name, try := range map[string]func() error{
-		"open":       func() error { _, err := Open(f, testOptions()); return err },
+		"open":       func() error { _, err := Open(t.Context(), f, testOptions()); return err },
 		"read state": func() error { _, _, err := ReadState(f); return err },
 		"ledger":     func() error { _, err := RequireLedger(f); return err },
-		"init":       func() error { _, err := Init(f, quickstart(t), "", false, testOptions()); return err },
+		"init":       func() error { _, err := Init(t.Context(), f, quickstart(t), "", false, testOptions()); return err },
 	} {
 		var nd *NotDirError
 		require.ErrorAs(t, try(), &nd, name)
@@ -113,7 +116,7 @@ func TestNoRunNamesTheDirectory(t *testing.T) {
 		require.ErrorIs(t, err, storage.ErrNoRun)
 		abs, _ := filepath.Abs(dir)
 		assert.Equal(t, "no run in the state directory "+abs, err.Error())
-		_, err = Open(dir, testOptions())
+		_, err = Open(t.Context(), dir, testOptions())
 		require.ErrorIs(t, err, storage.ErrNoRun)
 		assert.Contains(t, err.Error(), abs)
 	}
@@ -139,9 +142,9 @@ func TestMissingManifestIsADamagedRun(t *testing.T) {
 	assert.False(t, errors.Is(err, storage.ErrNoRun), "a damaged run is not 'no run'")
 	assert.Contains(t, err.Error(), "ledger/events.jsonl")
 	assert.Contains(t, err.Error(), "9 checkpoint files")
-	_, err = Open(dir, testOptions())
+	_, err = Open(t.Context(), dir, testOptions())
 	require.ErrorAs(t, err, &de)
-	_, err = Init(dir, quickstart(t), "run:other", false, testOptions())
+	_, err = Init(t.Context(), dir, quickstart(t), "run:other", false, testOptions())
 	require.ErrorIs(t, err, ErrRunExists)
 	assert.Contains(t, err.Error(), "damaged run")
 	assert.Equal(t, before, treeOf(t, dir), "refusals write nothing")
@@ -158,7 +161,7 @@ func TestMissingManifestIsADamagedRun(t *testing.T) {
 	assert.Equal(t, want.RunID, m.RunID)
 	assert.Equal(t, want.CycleSeq, st.Run.CycleSeq)
 
-	r, err := Open(dir, testOptions())
+	r, err := Open(t.Context(), dir, testOptions())
 	require.NoError(t, err)
 	assert.False(t, r.Driver.Recovery().Recovered, "the rebuilt checkpoint is exactly where the ledger says")
 	_, err = r.Driver.Run(context.Background(), 20, nil)
@@ -179,9 +182,9 @@ func TestRebuildPicksTheNewestRecordedCheckpoint(t *testing.T) {
 	old := treeOf(t, filepath.Join(dir, dirstore.CheckpointDir))
 	opt := testOptions()
 	opt.CheckpointEvery = 100
-	r, err := Open(dir, opt)
+	r, err := Open(t.Context(), dir, opt)
 	require.NoError(t, err)
-	_, err = r.Driver.Step()
+	_, err = r.Driver.Step(t.Context())
 	require.NoError(t, err)
 	require.NoError(t, r.Close()) // checkpoint of cycle 2
 	m2, err := os.ReadFile(filepath.Join(dir, dirstore.ManifestName))
@@ -215,11 +218,11 @@ func TestRebuildRollsForwardCyclesBeyondTheCheckpoint(t *testing.T) {
 	dir := quickRun(t, 0)
 	opt := testOptions()
 	opt.CheckpointEvery = 100
-	r, err := Open(dir, opt)
+	r, err := Open(t.Context(), dir, opt)
 	require.NoError(t, err)
-	_, err = r.Driver.Step()
+	_, err = r.Driver.Step(t.Context())
 	require.NoError(t, err)
-	_, err = r.Driver.Step()
+	_, err = r.Driver.Step(t.Context())
 	require.NoError(t, err)
 	r.Abandon() // like a kill: the ledger holds two cycles the checkpoint does not
 	require.NoError(t, os.Remove(filepath.Join(dir, dirstore.ManifestName)))
@@ -227,7 +230,7 @@ func TestRebuildRollsForwardCyclesBeyondTheCheckpoint(t *testing.T) {
 	rb, err := RebuildManifest(dir, opt)
 	require.NoError(t, err)
 	assert.EqualValues(t, 0, rb.CycleSeq)
-	r, err = Open(dir, opt)
+	r, err = Open(t.Context(), dir, opt)
 	require.NoError(t, err)
 	rec := r.Driver.Recovery()
 	require.NoError(t, r.Close())

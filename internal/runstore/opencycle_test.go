@@ -33,8 +33,8 @@ type landsThenFails struct {
 	n, commits int
 }
 
-func (w *landsThenFails) Commit(key string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
-	out, reused, err := w.World.Commit(key, a, in)
+func (w *landsThenFails) Commit(ctx context.Context, key string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
+	out, reused, err := w.World.Commit(ctx, key, a, in)
 	if w.commits++; w.commits == w.n && err == nil {
 		return world.Outcome{}, false, errUnknown
 	}
@@ -45,11 +45,11 @@ func (w *landsThenFails) Commit(key string, a world.Action, in world.Intent) (wo
 // begins the effect while its intent is on its way to disk.
 type landsThenFailsGated struct{ *landsThenFails }
 
-func (w landsThenFailsGated) CommitWhen(key string, a world.Action, in world.Intent, ready func() error) (world.Outcome, bool, error) {
+func (w landsThenFailsGated) CommitWhen(ctx context.Context, key string, a world.Action, in world.Intent, ready func() error) (world.Outcome, bool, error) {
 	gw := w.World.(interface {
-		CommitWhen(string, world.Action, world.Intent, func() error) (world.Outcome, bool, error)
+		CommitWhen(context.Context, string, world.Action, world.Intent, func() error) (world.Outcome, bool, error)
 	})
-	out, reused, err := gw.CommitWhen(key, a, in, ready)
+	out, reused, err := gw.CommitWhen(ctx, key, a, in, ready)
 	if w.commits++; w.commits == w.n && err == nil {
 		return world.Outcome{}, false, errUnknown
 	}
@@ -74,7 +74,7 @@ func TestAnOpenCycleIsNeverCheckpointed(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			const items = 6
 			dir := t.TempDir()
-			_, err := runstore.Init(dir, perf.QueueInputs(items), "run:open", false, realOptions())
+			_, err := runstore.Init(t.Context(), dir, perf.QueueInputs(items), "run:open", false, realOptions())
 			require.NoError(t, err)
 			manifest := func() string {
 				b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
@@ -92,12 +92,12 @@ func TestAnOpenCycleIsNeverCheckpointed(t *testing.T) {
 				}
 				return w
 			}
-			r, err := runstore.Open(dir, opt)
+			r, err := runstore.Open(t.Context(), dir, opt)
 			require.NoError(t, err)
 			rep, err := r.Driver.Run(context.Background(), 20, nil)
 			require.ErrorIs(t, err, errUnknown)
 			assert.Equal(t, 2, rep.CyclesExecuted)
-			_, err = r.Driver.Step()
+			_, err = r.Driver.Step(t.Context())
 			require.ErrorIs(t, err, kernel.ErrStopped, "a stopped driver runs no other cycle")
 			require.NoError(t, r.Close())
 			assert.Equal(t, before, manifest(), "a checkpoint was written after the unknown outcome")
@@ -108,7 +108,7 @@ func TestAnOpenCycleIsNeverCheckpointed(t *testing.T) {
 			assert.Equal(t, event.ActionIntent, last.Type, "the ledger ends at the open cycle's intent")
 			assert.Equal(t, int64(3), last.CycleSeq)
 
-			r, err = runstore.Open(dir, realOptions())
+			r, err = runstore.Open(t.Context(), dir, realOptions())
 			require.NoError(t, err)
 			rec := r.Driver.Recovery()
 			assert.Equal(t, 1, rec.ActionsReused, "the effect the world kept is recorded as done")
@@ -146,9 +146,9 @@ func TestAnOpenCycleIsNeverCheckpointed(t *testing.T) {
 // whole: ledger verify names the line and export refuses it.
 func TestExportRefusesACheckpointOverAnOpenCycle(t *testing.T) {
 	dir := t.TempDir()
-	_, err := runstore.Init(dir, perf.QueueInputs(4), "run:hidden", false, realOptions())
+	_, err := runstore.Init(t.Context(), dir, perf.QueueInputs(4), "run:hidden", false, realOptions())
 	require.NoError(t, err)
-	r, err := runstore.Open(dir, realOptions())
+	r, err := runstore.Open(t.Context(), dir, realOptions())
 	require.NoError(t, err)
 	_, err = r.Driver.Run(context.Background(), 2, nil)
 	require.NoError(t, err)

@@ -46,7 +46,7 @@ func TestTheWorldWaitsForTheIntentsFsync(t *testing.T) {
 	mem := disk.NewMem()
 	root := t.TempDir()
 	opt := Options{Clock: frozen{}, Revision: "t", CheckpointEvery: 64}
-	_, err := InitOn(mem, root, powerInputs(), "run:overlap", opt)
+	_, err := InitOn(t.Context(), mem, root, powerInputs(), "run:overlap", opt)
 	require.NoError(t, err)
 	var mu sync.Mutex
 	syncs, changed := 0, 0
@@ -63,7 +63,7 @@ func TestTheWorldWaitsForTheIntentsFsync(t *testing.T) {
 			changed++
 		}
 	})
-	r, err := OpenOn(mem, root, opt, nil)
+	r, err := OpenOn(t.Context(), mem, root, opt, nil)
 	require.NoError(t, err)
 	rep, err := r.Driver.Run(context.Background(), 100, nil)
 	require.NoError(t, err)

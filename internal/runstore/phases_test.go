@@ -64,19 +64,19 @@ func (p *phaseProbe) in(step, call string) {
 	assert.Equal(p.t, step, p.cur, "%s called during %q", call, p.cur)
 }
 
-func (p *phaseProbe) Observe() (world.Observation, error) {
+func (p *phaseProbe) Observe(ctx context.Context) (world.Observation, error) {
 	p.in(kernel.PhaseGather, "Observe")
-	return p.World.Observe()
+	return p.World.Observe(ctx)
 }
 
-func (p *phaseProbe) Commit(key string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
+func (p *phaseProbe) Commit(ctx context.Context, key string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
 	p.in(kernel.PhaseEffect, "Commit")
-	return p.World.Commit(key, a, in)
+	return p.World.Commit(ctx, key, a, in)
 }
 
-func (p *phaseProbe) Readback(a world.Action, out world.Outcome) (world.Readback, error) {
+func (p *phaseProbe) Readback(ctx context.Context, a world.Action, out world.Outcome) (world.Readback, error) {
 	p.in(kernel.PhaseReadback, "Readback")
-	return p.World.Readback(a, out)
+	return p.World.Readback(ctx, a, out)
 }
 
 func (p *phaseProbe) Durable() error {
@@ -136,13 +136,13 @@ func TestPhasesNameEachStep(t *testing.T) {
 	root := filepath.Join("..", "..", "scenarios", "quickstart")
 	in, err := runstore.ReadInputs(filepath.Join(root, "goal.json"), filepath.Join(root, "contract.json"), filepath.Join(root, "environment.json"))
 	require.NoError(t, err)
-	_, err = runstore.Init(dir, in, "run:test", false, realOptions())
+	_, err = runstore.Init(t.Context(), dir, in, "run:test", false, realOptions())
 	require.NoError(t, err)
 	p := &phaseProbe{t: t, ledger: filepath.Join(dir, filepath.FromSlash(ledger.FileName))}
 	opened := 0
 	opt := realOptions()
 	p.wire(&opt, &opened)
-	r, err := runstore.Open(dir, opt)
+	r, err := runstore.Open(t.Context(), dir, opt)
 	require.NoError(t, err)
 	_, err = r.Driver.Run(context.Background(), 10, nil)
 	require.NoError(t, err)

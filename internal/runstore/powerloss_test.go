@@ -106,7 +106,7 @@ func runTrial(t *testing.T, tr trial, record *[]string) (outcome, error) {
 		}
 	}
 	opt := Options{Clock: frozen{}, Revision: "t", CheckpointEvery: 2, Failpoint: fp}
-	if _, err := InitOn(mem, root, powerInputs(), "run:power", opt); err != nil {
+	if _, err := InitOn(t.Context(), mem, root, powerInputs(), "run:power", opt); err != nil {
 		return outcome{}, err
 	}
 	mem.SkipSync(func(op disk.SyncOp) bool {
@@ -132,7 +132,7 @@ func runTrial(t *testing.T, tr trial, record *[]string) (outcome, error) {
 				cycles, err = -1, nil
 			}
 		}()
-		r, err = OpenOn(mem, root, opt, func(x *Run) { r = x })
+		r, err = OpenOn(t.Context(), mem, root, opt, func(x *Run) { r = x })
 		if err != nil {
 			return 0, err
 		}

@@ -29,16 +29,16 @@ import (
 // ("cycle 31 completes out of order").
 func TestVerifiedHistoriesAreReadable(t *testing.T) {
 	dir := t.TempDir()
-	_, err := runstore.Init(dir, perf.QueueInputs(5), "run:shape", false, realOptions())
+	_, err := runstore.Init(t.Context(), dir, perf.QueueInputs(5), "run:shape", false, realOptions())
 	require.NoError(t, err)
 	opt := realOptions()
 	opt.WrapWorld = func(x kernel.World) kernel.World { return &landsThenFails{World: x, n: 2} }
-	r, err := runstore.Open(dir, opt)
+	r, err := runstore.Open(t.Context(), dir, opt)
 	require.NoError(t, err)
 	_, err = r.Driver.Run(context.Background(), 20, nil)
 	require.ErrorIs(t, err, errUnknown)
 	require.NoError(t, r.Close())
-	r, err = runstore.Open(dir, realOptions())
+	r, err = runstore.Open(t.Context(), dir, realOptions())
 	require.NoError(t, err)
 	_, err = r.Driver.Run(context.Background(), 20, nil)
 	require.NoError(t, err)

@@ -85,14 +85,14 @@ func (p *project) init(env, contract string, opt Options) {
 	e := write("environment.json", `{"schema": "acr.environment/v0.1", "root": "`+p.dir+`", `+env+`}`)
 	in, err := ReadInputs(g, c, e)
 	require.NoError(p.t, err)
-	_, err = Init(p.stateDir, in, "run:real", false, opt)
+	_, err = Init(context.Background(), p.stateDir, in, "run:real", false, opt)
 	require.NoError(p.t, err)
 }
 
 // run opens the run and runs up to n cycles.
 func (p *project) run(opt Options, n int) (kernel.RunReport, error) {
 	p.t.Helper()
-	r, err := Open(p.stateDir, opt)
+	r, err := Open(context.Background(), p.stateDir, opt)
 	if err != nil {
 		return kernel.RunReport{}, err
 	}
@@ -374,7 +374,7 @@ func TestUncertainCommandWaitsForAPerson(t *testing.T) {
 			require.Equal(t, "crash", recover())
 			r.Abandon() // as a killed process would leave it
 		}()
-		r, err := OpenWith(p.stateDir, opt, func(open *Run) { r = open })
+		r, err := OpenWith(t.Context(), p.stateDir, opt, func(open *Run) { r = open })
 		require.NoError(t, err)
 		_, _ = r.Driver.Run(context.Background(), 1, nil)
 	}()

@@ -197,7 +197,7 @@ func (m *Remote) History() (History, error) { return m.Run.History() }
 // anything is written: a root directory (ErrRootWorld), fixes that run
 // commands (ErrCommandWorld), a file larger than one message of the store
 // (a *ValidationError naming it).
-func (m *Remote) Init(in Inputs, opt Options) (Created, error) {
+func (m *Remote) Init(ctx context.Context, in Inputs, opt Options) (Created, error) {
 	if in.Spec.Root != "" {
 		return Created{}, fmt.Errorf("--env %s: %w", in.EnvFile, ErrRootWorld)
 	}
@@ -240,7 +240,7 @@ func (m *Remote) Init(in Inputs, opt Options) (Created, error) {
 	}
 	defer w.Close()
 	w.Environ = opt.Environ
-	obs, err := w.Observe()
+	obs, err := w.Observe(ctx)
 	if err != nil {
 		return Created{}, fmt.Errorf("first observation: %w", err)
 	}
@@ -302,14 +302,14 @@ func (m *Remote) Open(ctx context.Context, holder storage.Holder, opt Options) (
 		stop()
 		return l.Release(context.WithoutCancel(ctx))
 	}}
-	if err := m.open(r, opt); err != nil {
+	if err := m.open(ctx, r, opt); err != nil {
 		r.Close()
 		return nil, err
 	}
 	return r, nil
 }
 
-func (m *Remote) open(r *Run, opt Options) error {
+func (m *Remote) open(ctx context.Context, r *Run, opt Options) error {
 	snap, err := m.load()
 	if err != nil {
 		return err
@@ -355,7 +355,7 @@ func (m *Remote) open(r *Run, opt Options) error {
 	if err := dropConsumed(snap, m.Run.Inbox()); err != nil {
 		return err
 	}
-	return r.wire(opt, snap, m.Run.Checkpoints(), led, m.Run.Inbox(), nil)
+	return r.wire(ctx, opt, snap, m.Run.Checkpoints(), led, m.Run.Inbox(), nil)
 }
 
 // moveWorld puts the world of a run that an earlier release created,

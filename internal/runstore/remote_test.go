@@ -148,9 +148,9 @@ func queueInputs(t *testing.T, n int, files map[string]string) Inputs {
 func reference(t *testing.T, in Inputs) (map[string]string, int) {
 	t.Helper()
 	dir := t.TempDir()
-	_, err := Init(dir, in, "run:ref", false, testOptions())
+	_, err := Init(t.Context(), dir, in, "run:ref", false, testOptions())
 	require.NoError(t, err)
-	r, err := Open(dir, testOptions())
+	r, err := Open(t.Context(), dir, testOptions())
 	require.NoError(t, err)
 	_, err = r.Driver.Run(context.Background(), 100, nil)
 	require.NoError(t, err)
@@ -220,7 +220,7 @@ func TestRemoteWorldOnAnyHost(t *testing.T) {
 	hostA, hostB := t.TempDir(), t.TempDir()
 	const id = "run:hosts"
 	onA, onB := rs.on(t, hostA, id), rs.on(t, hostB, id)
-	_, err := onA.Init(in, testOptions())
+	_, err := onA.Init(t.Context(), in, testOptions())
 	require.NoError(t, err)
 	initial := asStrings(map[string][]byte{"queue.txt": []byte(in.Spec.Files["queue.txt"]), "docs/a b.md": []byte("keep\n"), "empty": {}})
 	assert.Equal(t, initial, rs.world(t, id), "init stores the world")
@@ -258,7 +258,7 @@ func TestRemoteForcedSecondWriter(t *testing.T) {
 	hostA, hostB := t.TempDir(), t.TempDir()
 	const id = "run:two"
 	onA, onB := rs.on(t, hostA, id), rs.on(t, hostB, id)
-	_, err := onA.Init(in, testOptions())
+	_, err := onA.Init(t.Context(), in, testOptions())
 	require.NoError(t, err)
 	initial := rs.world(t, id)
 
@@ -275,11 +275,11 @@ func TestRemoteForcedSecondWriter(t *testing.T) {
 	optB.Clock = &stepClock{t: time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)}
 	b, err := onB.Open(t.Context(), storage.Holder{Name: "b"}, optB)
 	require.NoError(t, err)
-	_, err = a.Driver.Step()
+	_, err = a.Driver.Step(t.Context())
 	require.ErrorIs(t, err, storage.ErrConflict, "A's effect is refused by the store: B took the world")
 	assert.Equal(t, initial, rs.world(t, id), "nothing of A's effect is stored")
 	assert.NotEqual(t, initial, hostCopy(t, hostA, id), "A's copy has its effect (the store does not)")
-	_, err = b.Driver.Step()
+	_, err = b.Driver.Step(t.Context())
 	require.ErrorIs(t, err, storage.ErrConflict, "B's ledger is behind A's intent")
 	a.Abandon()
 	b.Abandon()
@@ -317,7 +317,7 @@ func TestRemoteInitRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			id := "run:" + tc.name
 			m := rs.on(t, host, id)
-			_, err := m.Init(tc.in, testOptions())
+			_, err := m.Init(t.Context(), tc.in, testOptions())
 			tc.check(t, err)
 			_, err = m.Run.Checkpoints().Load()
 			require.ErrorIs(t, err, storage.ErrNoRun)
@@ -343,7 +343,7 @@ func TestRemoteWorldMovesIntoTheStore(t *testing.T) {
 	hostA, hostB := t.TempDir(), t.TempDir()
 	const id = "run:earlier"
 	onA, onB := rs.on(t, hostA, id), rs.on(t, hostB, id)
-	_, err := onA.Init(in, testOptions())
+	_, err := onA.Init(t.Context(), in, testOptions())
 	require.NoError(t, err)
 	_, err = cycles(t, onA, "a", 1)
 	require.NoError(t, err)
@@ -377,7 +377,7 @@ func TestRemoteEffectTooLargeForTheStore(t *testing.T) {
 	host := t.TempDir()
 	const id = "run:large"
 	m := rs.on(t, host, id)
-	_, err := m.Init(in, testOptions())
+	_, err := m.Init(t.Context(), in, testOptions())
 	require.NoError(t, err)
 	initial := rs.world(t, id)
 	_, err = cycles(t, m, "a", 10)
@@ -410,7 +410,7 @@ func TestRemotePreviewWorld(t *testing.T) {
 	hostA, hostB := t.TempDir(), t.TempDir()
 	const id = "run:preview"
 	onA, onB := rs.on(t, hostA, id), rs.on(t, hostB, id)
-	_, err := onA.Init(in, testOptions())
+	_, err := onA.Init(t.Context(), in, testOptions())
 	require.NoError(t, err)
 	_, err = cycles(t, onB, "b", 1)
 	require.NoError(t, err)
@@ -440,7 +440,7 @@ func TestRemoteWorldRefusesCommands(t *testing.T) {
 	host := t.TempDir()
 	const id = "run:commands"
 	m := rs.on(t, host, id)
-	_, err := m.Init(in, testOptions())
+	_, err := m.Init(t.Context(), in, testOptions())
 	require.NoError(t, err)
 	r, err := m.Open(t.Context(), storage.Holder{Name: "a"}, testOptions())
 	require.NoError(t, err)
@@ -450,9 +450,9 @@ func TestRemoteWorldRefusesCommands(t *testing.T) {
 		{Schema: world.ActionSchema, Operation: world.OpRestore, Touches: []string{"queue.txt"}},
 	} {
 		key := "idem:sha256:" + strings.Repeat(string(rune('a'+i)), 64)
-		_, _, err := r.Driver.World.Prepare(key, a)
+		_, _, err := r.Driver.World.Prepare(t.Context(), key, a)
 		require.ErrorIs(t, err, sandbox.ErrConfinement, "%s", a.Operation)
-		_, _, err = r.Driver.World.Commit(key, a, world.Intent{Schema: world.IntentSchema, Key: key, Action: a})
+		_, _, err = r.Driver.World.Commit(t.Context(), key, a, world.Intent{Schema: world.IntentSchema, Key: key, Action: a})
 		require.Error(t, err)
 	}
 	assert.Equal(t, rs.world(t, id), hostCopy(t, host, id))

@@ -29,9 +29,9 @@ func replaceOptions() Options { return Options{Clock: frozen{}, Revision: "t", C
 func oldRun(t *testing.T) (*disk.Mem, string) {
 	t.Helper()
 	mem, root := disk.NewMem(), t.TempDir()
-	_, err := InitOn(mem, root, powerInputs(), "run:old", replaceOptions())
+	_, err := InitOn(t.Context(), mem, root, powerInputs(), "run:old", replaceOptions())
 	require.NoError(t, err)
-	r, err := OpenOn(mem, root, replaceOptions(), nil)
+	r, err := OpenOn(t.Context(), mem, root, replaceOptions(), nil)
 	require.NoError(t, err)
 	_, err = r.Driver.Run(context.Background(), 3, nil)
 	require.NoError(t, err)
@@ -94,7 +94,7 @@ func replaceTrial(t *testing.T, tr cutTrial, groups *[]string) (int, string, err
 
 	var replaceErr error
 	ops := underCut(mem, tr, groups, func() {
-		_, replaceErr = ReplaceOn(mem, root, newInputs(), "run:new", replaceOptions())
+		_, replaceErr = ReplaceOn(t.Context(), mem, root, newInputs(), "run:new", replaceOptions())
 	})
 	finished := tr.cut == 0 || tr.cut > ops
 	if finished && replaceErr != nil {
@@ -102,7 +102,7 @@ func replaceTrial(t *testing.T, tr cutTrial, groups *[]string) (int, string, err
 	}
 	mem.Crash()
 
-	r, err := OpenOn(mem, root, replaceOptions(), nil)
+	r, err := OpenOn(t.Context(), mem, root, replaceOptions(), nil)
 	if err != nil {
 		return ops, "", fmt.Errorf("reopen after the power cut: %w", err)
 	}
@@ -242,7 +242,7 @@ func TestFailedReplaceLeavesOldRun(t *testing.T) {
 		before := memTree(t, mem)
 		n := 0
 		fsys := faultFS{Mem: mem, n: &n, at: &at}
-		_, err := ReplaceOn(fsys, root, newInputs(), "run:new", replaceOptions())
+		_, err := ReplaceOn(t.Context(), fsys, root, newInputs(), "run:new", replaceOptions())
 		if err == nil {
 			require.Greater(t, failedBuilds, 10)
 			return
@@ -251,7 +251,7 @@ func TestFailedReplaceLeavesOldRun(t *testing.T) {
 		if ok, _ := disk.Exists(mem, stagingDir+"/"+swapFile); ok {
 			// The failure hit after the decision: the swap is finished by
 			// the next open, never undone.
-			r, err := OpenOn(mem, root, replaceOptions(), nil)
+			r, err := OpenOn(t.Context(), mem, root, replaceOptions(), nil)
 			require.NoError(t, err)
 			assert.Equal(t, "run:new", r.Driver.State().Run.RunID)
 			require.NoError(t, r.Close())

@@ -352,25 +352,27 @@ func existsPath(p string) (bool, error) {
 
 // Open locks the run in dir, opens its parts and recovers it to a safe
 // boundary. Close must be called.
-func Open(dir string, opt Options) (*Run, error) { return OpenWith(dir, opt, nil) }
+func Open(ctx context.Context, dir string, opt Options) (*Run, error) {
+	return OpenWith(ctx, dir, opt, nil)
+}
 
 // OpenWith is Open with a hook called as soon as the lock is held, before
 // recovery runs: a crash test that dies during recovery can still abandon
 // the half-open run.
-func OpenWith(dir string, opt Options, hook func(*Run)) (*Run, error) {
+func OpenWith(ctx context.Context, dir string, opt Options, hook func(*Run)) (*Run, error) {
 	fsys, err := OpenDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	return openOn(store{fsys: fsys, root: fsys.Path()}, opt, hook)
+	return openOn(ctx, store{fsys: fsys, root: fsys.Path()}, opt, hook)
 }
 
 // OpenOn opens a run created with InitOn.
-func OpenOn(fsys disk.FS, worldRoot string, opt Options, hook func(*Run)) (*Run, error) {
-	return openOn(store{fsys: fsys, root: worldRoot, world: worldFS(fsys, worldRoot)}, opt, hook)
+func OpenOn(ctx context.Context, fsys disk.FS, worldRoot string, opt Options, hook func(*Run)) (*Run, error) {
+	return openOn(ctx, store{fsys: fsys, root: worldRoot, world: worldFS(fsys, worldRoot)}, opt, hook)
 }
 
-func openOn(s store, opt Options, hook func(*Run)) (*Run, error) {
+func openOn(ctx context.Context, s store, opt Options, hook func(*Run)) (*Run, error) {
 	st := dirstore.NewStore(s.fsys)
 	unlock, err := st.Lock()
 	if err != nil {
@@ -388,14 +390,14 @@ func openOn(s store, opt Options, hook func(*Run)) (*Run, error) {
 		r.Close()
 		return nil, err
 	}
-	if err := r.open(opt); err != nil {
+	if err := r.open(ctx, opt); err != nil {
 		r.Close()
 		return nil, err
 	}
 	return r, nil
 }
 
-func (r *Run) open(opt Options) error {
+func (r *Run) open(ctx context.Context, opt Options) error {
 	snap, err := r.Store.Load()
 	if err != nil {
 		return err
@@ -434,11 +436,11 @@ func (r *Run) open(opt Options) error {
 	}
 	r.openedAt = snap.Manifest.CycleSeq
 	guarded := &guardedLedger{Ledger: led, check: func() error { return r.checkBeforeWrite(clock) }}
-	return r.wire(opt, snap, r.Store, guarded, dirstore.Inbox{FS: r.FS, Memo: &disk.DirMemo{}}, func() (bool, error) { return killSwitchOn(r.FS) })
+	return r.wire(ctx, opt, snap, r.Store, guarded, dirstore.Inbox{FS: r.FS, Memo: &disk.DirMemo{}}, func() (bool, error) { return killSwitchOn(r.FS) })
 }
 
 // wire builds the driver on a run's parts (r.World open) and opens it.
-func (r *Run) wire(opt Options, snap storage.Snapshot, cp storage.Checkpoints, led storage.Ledger, ib storage.Inbox, kill func() (bool, error)) error {
+func (r *Run) wire(ctx context.Context, opt Options, snap storage.Snapshot, cp storage.Checkpoints, led storage.Ledger, ib storage.Inbox, kill func() (bool, error)) error {
 	w := r.World
 	w.Environ = opt.Environ
 	// The driver calls Durable before it records an outcome.
@@ -478,7 +480,7 @@ func (r *Run) wire(opt Options, snap storage.Snapshot, cp storage.Checkpoints, l
 		Failpoint: opt.Failpoint, Phase: phaseHook(opt.Phases), Proposer: prop, Notify: opt.Notify,
 		KillSwitch: kill, Snapshot: &snap,
 	}
-	return r.Driver.Open()
+	return r.Driver.Open(ctx)
 }
 
 // phaseHook is one run's Phase hook from Options.Phases, if set.

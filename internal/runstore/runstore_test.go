@@ -39,10 +39,10 @@ func TestQuickstartFlow(t *testing.T) {
 	dir := t.TempDir()
 	clock := &stepClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	opt := Options{Clock: clock, Revision: "test"}
-	_, err := Init(dir, quickstart(t), "run:test", false, opt)
+	_, err := Init(t.Context(), dir, quickstart(t), "run:test", false, opt)
 	require.NoError(t, err)
 
-	r, err := Open(dir, opt)
+	r, err := Open(t.Context(), dir, opt)
 	require.NoError(t, err)
 	rep, err := r.Driver.Run(context.Background(), 20, logCycle(t))
 	require.NoError(t, err)
@@ -57,7 +57,7 @@ func TestQuickstartFlow(t *testing.T) {
 		RequestCycle: st.Run.PendingApprovals[0].CycleSeq, Verdict: "approve", By: "tester", CreatedAt: "2026-01-01T01:00:00Z"})
 	require.NoError(t, err)
 
-	r, err = Open(dir, opt)
+	r, err = Open(t.Context(), dir, opt)
 	require.NoError(t, err)
 	rep, err = r.Driver.Run(context.Background(), 20, logCycle(t))
 	require.NoError(t, err)
@@ -70,7 +70,7 @@ func TestQuickstartFlow(t *testing.T) {
 
 	// An idle run writes nothing.
 	before := snapshotDir(t, dir)
-	r, err = Open(dir, opt)
+	r, err = Open(t.Context(), dir, opt)
 	require.NoError(t, err)
 	rep, err = r.Driver.Run(context.Background(), 20, nil)
 	require.NoError(t, err)
@@ -106,9 +106,9 @@ func TestDeterministicLedgerBytes(t *testing.T) {
 	runOnce := func(dir string) {
 		clock := &stepClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 		opt := Options{Clock: clock, Revision: "test"}
-		_, err := Init(dir, quickstart(t), "run:det", false, opt)
+		_, err := Init(t.Context(), dir, quickstart(t), "run:det", false, opt)
 		require.NoError(t, err)
-		r, err := Open(dir, opt)
+		r, err := Open(t.Context(), dir, opt)
 		require.NoError(t, err)
 		_, err = r.Driver.Run(context.Background(), 20, nil)
 		require.NoError(t, err)
@@ -118,7 +118,7 @@ func TestDeterministicLedgerBytes(t *testing.T) {
 		_, err = dirstore.Inbox{FS: mustFS(t, dir)}.Write(&state.Approval{Schema: state.ApprovalSchema, ActionRef: st.Run.PendingApprovals[0].Ref,
 			RequestCycle: st.Run.PendingApprovals[0].CycleSeq, Verdict: "approve", By: "tester", CreatedAt: "2026-01-01T01:00:00Z"})
 		require.NoError(t, err)
-		r, err = Open(dir, opt)
+		r, err = Open(t.Context(), dir, opt)
 		require.NoError(t, err)
 		_, err = r.Driver.Run(context.Background(), 20, nil)
 		require.NoError(t, err)

@@ -1,6 +1,7 @@
 package runstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -22,7 +23,7 @@ type Slate struct {
 
 // NewSlate creates a run from in on a clean slate. Discard removes what
 // it made.
-func NewSlate(in Inputs, runID string, opt Options) (*Slate, error) {
+func NewSlate(ctx context.Context, in Inputs, runID string, opt Options) (*Slate, error) {
 	if in.Spec.Root != "" {
 		return nil, fmt.Errorf("%s: %w", in.Spec.Root, ErrSlateRoot)
 	}
@@ -31,7 +32,7 @@ func NewSlate(in Inputs, runID string, opt Options) (*Slate, error) {
 		return nil, err
 	}
 	s := &Slate{fsys: disk.NewMem(), world: dir, opt: opt}
-	if _, err := InitOn(s.fsys, dir, in, runID, opt); err != nil {
+	if _, err := InitOn(ctx, s.fsys, dir, in, runID, opt); err != nil {
 		s.Discard()
 		return nil, err
 	}
@@ -39,7 +40,9 @@ func NewSlate(in Inputs, runID string, opt Options) (*Slate, error) {
 }
 
 // Open opens the slate's run, as Open opens a state directory's.
-func (s *Slate) Open() (*Run, error) { return OpenOn(s.fsys, s.world, s.opt, nil) }
+func (s *Slate) Open(ctx context.Context) (*Run, error) {
+	return OpenOn(ctx, s.fsys, s.world, s.opt, nil)
+}
 
 // Discard removes the slate's world.
 func (s *Slate) Discard() { _ = os.RemoveAll(s.world) }

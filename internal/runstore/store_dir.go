@@ -101,8 +101,8 @@ func (r dirRun) checkDir() error {
 func (r dirRun) ID() string    { return r.id }
 func (r dirRun) Where() string { return r.dir }
 
-func (r dirRun) Init(_ context.Context, in Inputs, force bool, opt Options) (Created, error) {
-	c, err := Init(r.dir, in, r.id, force, opt)
+func (r dirRun) Init(ctx context.Context, in Inputs, force bool, opt Options) (Created, error) {
+	c, err := Init(ctx, r.dir, in, r.id, force, opt)
 	if err != nil {
 		return c, err
 	}
@@ -110,8 +110,8 @@ func (r dirRun) Init(_ context.Context, in Inputs, force bool, opt Options) (Cre
 	return c, nil
 }
 
-func (r dirRun) Open(_ context.Context, _ storage.Holder, opt Options) (*Run, error) {
-	run, err := Open(r.dir, opt)
+func (r dirRun) Open(ctx context.Context, _ storage.Holder, opt Options) (*Run, error) {
+	run, err := Open(ctx, r.dir, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -198,13 +198,13 @@ func (r dirRun) Import(_ context.Context, a archive.Run, st kernel.EngineState, 
 }
 
 // Preview opens the world read-only in the state directory.
-func (r dirRun) Preview(_ context.Context, spec world.Spec, action world.Action) (string, error) {
+func (r dirRun) Preview(ctx context.Context, spec world.Spec, action world.Action) (string, error) {
 	w, err := sandbox.OpenReadOnly(r.dir, spec)
 	if err != nil {
 		return "", err
 	}
 	defer w.Close()
-	return w.Preview(action)
+	return w.Preview(ctx, action)
 }
 
 func (r dirRun) Lease(context.Context) (storage.LeaseStatus, bool, error) {

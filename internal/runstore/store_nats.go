@@ -75,11 +75,11 @@ type natsRun struct {
 func (r natsRun) ID() string    { return r.m.Run.ID }
 func (r natsRun) Where() string { return r.m.URL + " run " + r.m.Run.ID }
 
-func (r natsRun) Init(_ context.Context, in Inputs, force bool, opt Options) (Created, error) {
+func (r natsRun) Init(ctx context.Context, in Inputs, force bool, opt Options) (Created, error) {
 	if force {
 		return Created{}, ErrCreateOnce
 	}
-	c, err := r.m.Init(in, opt)
+	c, err := r.m.Init(ctx, in, opt)
 	if err != nil {
 		return c, err
 	}
@@ -132,13 +132,13 @@ func (r natsRun) Import(ctx context.Context, a archive.Run, st kernel.EngineStat
 
 // Preview computes the change on the store's world, read into a
 // temporary copy: this host's own copy may be behind, or absent.
-func (r natsRun) Preview(_ context.Context, spec world.Spec, action world.Action) (string, error) {
+func (r natsRun) Preview(ctx context.Context, spec world.Spec, action world.Action) (string, error) {
 	w, done, err := r.m.PreviewWorld(spec)
 	if err != nil {
 		return "", err
 	}
 	defer done()
-	return w.Preview(action)
+	return w.Preview(ctx, action)
 }
 
 func (r natsRun) Lease(ctx context.Context) (storage.LeaseStatus, bool, error) {

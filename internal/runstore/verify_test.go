@@ -44,11 +44,11 @@ func nudge(t *testing.T, dir string, at time.Time) {
 
 // step opens the run, runs one step and closes it.
 func step(dir string, opt Options) error {
-	r, err := Open(dir, opt)
+	r, err := Open(context.Background(), dir, opt)
 	if err != nil {
 		return err
 	}
-	_, err = r.Driver.Step()
+	_, err = r.Driver.Step(context.Background())
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}
@@ -62,7 +62,7 @@ func TestWriterRefusesADamagedLedger(t *testing.T) {
 	clock := &setClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	opt := Options{Clock: clock, Revision: "test"}
 	dir := t.TempDir()
-	_, err := Init(dir, quickstart(t), "run:test", false, opt)
+	_, err := Init(t.Context(), dir, quickstart(t), "run:test", false, opt)
 	require.NoError(t, err)
 	require.NoError(t, step(dir, opt))
 	_, err = os.Stat(filepath.Join(dir, filepath.FromSlash(VerifiedFile)))
@@ -87,7 +87,7 @@ func TestWriterWalksTheWholeChainDaily(t *testing.T) {
 	clock := &setClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	opt := Options{Clock: clock, Revision: "test"}
 	dir := t.TempDir()
-	_, err := Init(dir, quickstart(t), "run:test", false, opt)
+	_, err := Init(t.Context(), dir, quickstart(t), "run:test", false, opt)
 	require.NoError(t, err)
 	require.NoError(t, step(dir, opt))
 
@@ -114,7 +114,7 @@ func TestIdleInvocationChecksNothing(t *testing.T) {
 	dir := quickRun(t, 20)
 	flipLine(t, dir, 3)
 	before := treeOf(t, dir)
-	r, err := Open(dir, testOptions())
+	r, err := Open(t.Context(), dir, testOptions())
 	require.NoError(t, err)
 	rep, err := r.Driver.Run(context.Background(), 5, nil)
 	require.NoError(t, err)
@@ -130,7 +130,7 @@ func TestWriterRebuildsAStaleIndex(t *testing.T) {
 	clock := &setClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	opt := Options{Clock: clock, Revision: "test"}
 	dir := t.TempDir()
-	_, err := Init(dir, quickstart(t), "run:test", false, opt)
+	_, err := Init(t.Context(), dir, quickstart(t), "run:test", false, opt)
 	require.NoError(t, err)
 	require.NoError(t, step(dir, opt))
 	require.NoError(t, step(dir, opt))
@@ -162,7 +162,7 @@ func TestWriterRefusesDamagedSealedHistory(t *testing.T) {
 			clock := &setClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 			opt := Options{Clock: clock, Revision: "test", SealBytes: 1}
 			dir := t.TempDir()
-			_, err := Init(dir, quickstart(t), "run:test", false, opt)
+			_, err := Init(t.Context(), dir, quickstart(t), "run:test", false, opt)
 			require.NoError(t, err)
 			require.NoError(t, step(dir, opt))
 			nudge(t, dir, clock.t)

@@ -1,6 +1,7 @@
 package runstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -147,11 +148,11 @@ func newStoredWorld(w *sandbox.World, store worldStore, files map[string][]byte,
 // driver records the action as blocked): a command (its effect is a set
 // of files) and a write that leaves its file larger than one message of
 // the store.
-func (s *storedWorld) Prepare(key string, a world.Action) (world.Intent, *world.Outcome, error) {
+func (s *storedWorld) Prepare(ctx context.Context, key string, a world.Action) (world.Intent, *world.Outcome, error) {
 	if a.OnSet() {
 		return world.Intent{}, nil, fmt.Errorf("prepare %s: %w: %s: a run in a nats:// store changes its world one file at a time; it runs no commands", key, sandbox.ErrConfinement, a.Operation)
 	}
-	in, prior, err := s.World.Prepare(key, a)
+	in, prior, err := s.World.Prepare(ctx, key, a)
 	if err != nil || prior != nil || !in.Changes {
 		return in, prior, err
 	}
@@ -170,11 +171,11 @@ func (s *storedWorld) Prepare(key string, a world.Action) (world.Intent, *world.
 // A put the store refuses (another process took the run) is an error
 // wrapping storage.ErrConflict: the effect does not count as done here,
 // and whoever holds the run now decides it from the store's world.
-func (s *storedWorld) Commit(key string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
+func (s *storedWorld) Commit(ctx context.Context, key string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
 	if a.OnSet() {
 		return world.Outcome{}, false, fmt.Errorf("commit %s: %s: a run in a nats:// store runs no commands", key, a.Operation)
 	}
-	out, reused, err := s.World.Commit(key, a, in)
+	out, reused, err := s.World.Commit(ctx, key, a, in)
 	if err != nil {
 		return out, reused, err
 	}

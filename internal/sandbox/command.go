@@ -153,13 +153,13 @@ func timeout(seconds int) time.Duration { return time.Duration(world.Timeout(sec
 // Nagios plugin convention, so monitoring plugins work as checks). A
 // timeout, a signal, any other exit code or a program that cannot start is
 // a *world.ProviderFault: the check gave no verdict about the world.
-func (w *World) evaluateCommand(c world.Check) (world.CheckResult, int64, error) {
+func (w *World) evaluateCommand(ctx context.Context, c world.Check) (world.CheckResult, int64, error) {
 	src := "check:" + c.ID
 	// The program may write files: no read made before it stands for one after.
 	if err := w.beforeChange(); err != nil {
 		return world.CheckResult{}, 0, fmt.Errorf("check %s: %w", c.ID, err)
 	}
-	res, err := command.Run(context.Background(), command.Spec{Argv: c.Argv, Dir: w.dir, Env: w.env(nil), Timeout: timeout(c.TimeoutSeconds)})
+	res, err := command.Run(ctx, command.Spec{Argv: c.Argv, Dir: w.dir, Env: w.env(nil), Timeout: timeout(c.TimeoutSeconds)})
 	if errors.Is(err, command.ErrStart) {
 		return world.CheckResult{}, 0, &world.ProviderFault{Source: src, Reason: err.Error()}
 	}
@@ -307,7 +307,7 @@ func (w *World) prepareSet(key string, a world.Action) (world.Intent, error) {
 }
 
 // commitSet carries out a set action's intent at most once.
-func (w *World) commitSet(key, h string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
+func (w *World) commitSet(ctx context.Context, key, h string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
 	if !in.Changes {
 		out, err := w.settle(h, a, in.Planned, recordNothing)
 		return out, false, err
@@ -320,7 +320,7 @@ func (w *World) commitSet(key, h string, a world.Action, in world.Intent) (world
 		return world.Outcome{}, false, err
 	}
 	if started {
-		return w.recoverCommand(key, h, a, in)
+		return w.recoverCommand(ctx, key, h, a, in)
 	}
 	facts, _, _, err := w.scan(touchedBy(a), false)
 	if err != nil {
@@ -333,13 +333,13 @@ func (w *World) commitSet(key, h string, a world.Action, in world.Intent) (world
 		out, err := w.settle(h, a, out, recordNothing)
 		return out, false, err
 	}
-	out, err := w.runCommand(key, h, a, in)
+	out, err := w.runCommand(ctx, key, h, a, in)
 	return out, false, err
 }
 
 // runCommand starts the command, after making its started marker durable,
 // and records what it did.
-func (w *World) runCommand(key, h string, a world.Action, in world.Intent) (world.Outcome, error) {
+func (w *World) runCommand(ctx context.Context, key, h string, a world.Action, in world.Intent) (world.Outcome, error) {
 	if _, err := w.appendRecord(h, kindStarted, startedRecord{Schema: StartedSchema, Key: key, ActionRef: a.Ref(), IntentRef: intentRef(in)}, true); err != nil {
 		return world.Outcome{}, err
 	}
@@ -349,7 +349,7 @@ func (w *World) runCommand(key, h string, a world.Action, in world.Intent) (worl
 	}
 	w.stage(StageBeforeActionCommit)
 	extra := map[string]string{"ACR_IDEMPOTENCY_KEY": key, "ACR_RUN_ID": in.RunID, "ACR_CYCLE": strconv.FormatInt(in.CycleSeq, 10)}
-	res, runErr := command.Run(context.Background(), command.Spec{Argv: a.Argv, Dir: w.dir, Env: w.env(extra), Timeout: timeout(a.TimeoutSeconds)})
+	res, runErr := command.Run(ctx, command.Spec{Argv: a.Argv, Dir: w.dir, Env: w.env(extra), Timeout: timeout(a.TimeoutSeconds)})
 	if runErr != nil && !errors.Is(runErr, command.ErrStart) {
 		return world.Outcome{}, runErr
 	}
@@ -400,7 +400,7 @@ func (w *World) runCommand(key, h string, a world.Action, in world.Intent) (worl
 
 // recoverCommand decides about a command whose started marker is durable
 // but whose outcome is not: it may have run, in part or whole.
-func (w *World) recoverCommand(key, h string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
+func (w *World) recoverCommand(ctx context.Context, key, h string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
 	facts, _, _, err := w.scan(touchedBy(a), false)
 	if err != nil {
 		return world.Outcome{}, false, err
@@ -411,7 +411,7 @@ func (w *World) recoverCommand(key, h string, a world.Action, in world.Intent) (
 		if !ok {
 			return world.Outcome{}, false, fmt.Errorf("unknown check id %q", a.CheckID)
 		}
-		r, err := w.evaluate(c)
+		r, err := w.evaluate(ctx, c)
 		if err != nil {
 			return world.Outcome{}, false, fmt.Errorf("recover %s: run check %s again: %w", a.FixID, c.ID, err)
 		}
@@ -424,7 +424,7 @@ func (w *World) recoverCommand(key, h string, a world.Action, in world.Intent) (
 		}
 	}
 	if a.Idempotent {
-		out, err := w.runCommand(key, h, a, in)
+		out, err := w.runCommand(ctx, key, h, a, in)
 		return out, false, err
 	}
 	why := "it addresses no check"
@@ -515,7 +515,7 @@ func (w *World) commitRestoreSet(key, h string, a world.Action, in world.Intent)
 // readbackSet is the observer's reading after a set action: the set's hash
 // and the checks that could have changed (the addressed one, and those on
 // files the touches cover).
-func (w *World) readbackSet(a world.Action) (world.Readback, error) {
+func (w *World) readbackSet(ctx context.Context, a world.Action) (world.Readback, error) {
 	touches := touchedBy(a)
 	rb := world.Readback{Schema: world.ReadbackSchema, Passing: []string{}, Failing: []string{}}
 	facts, _, _, err := w.scan(touches, false)
@@ -527,14 +527,14 @@ func (w *World) readbackSet(a world.Action) (world.Readback, error) {
 	if c, ok := w.checkByID(a.CheckID); ok && !slices.ContainsFunc(checks, func(x world.Check) bool { return x.ID == c.ID }) {
 		checks = append(checks, c)
 	}
-	return rb, w.judgeInto(&rb, checks...)
+	return rb, w.judgeInto(ctx, &rb, checks...)
 }
 
 // judgeInto evaluates checks for a readback, adding each to its passing or
 // failing list.
-func (w *World) judgeInto(rb *world.Readback, checks ...world.Check) error {
+func (w *World) judgeInto(ctx context.Context, rb *world.Readback, checks ...world.Check) error {
 	for _, c := range checks {
-		r, err := w.evaluate(c)
+		r, err := w.evaluate(ctx, c)
 		if err != nil {
 			return fmt.Errorf("readback: %w", err)
 		}

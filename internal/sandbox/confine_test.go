@@ -90,7 +90,7 @@ func TestConfinementRefusals(t *testing.T) {
 			beforeWorld := snapshot(t, worldPath(stateDir, "."))
 			key := testKey(tc.name)
 
-			_, _, err := w.Execute(key, tc.action(outside))
+			_, _, err := w.Execute(t.Context(), key, tc.action(outside))
 			require.ErrorIs(t, err, ErrConfinement)
 
 			assert.Equal(t, beforeOutside, snapshot(t, outside), "nothing outside the sandbox changes")

@@ -58,7 +58,7 @@ func TestInterruptedMarkIssue(t *testing.T) {
 			tc.meddle(t, stateDir, line)
 			worldBefore := snapshot(t, worldPath(stateDir, "."))
 
-			out, reused, err := w.Execute(key, a)
+			out, reused, err := w.Execute(t.Context(), key, a)
 			if tc.wantErr != nil {
 				require.ErrorIs(t, err, tc.wantErr)
 				assert.Equal(t, worldBefore, snapshot(t, worldPath(stateDir, ".")), "an uncertain execution touches nothing")
@@ -80,7 +80,7 @@ func TestInterruptedMarkIssue(t *testing.T) {
 			}
 			assert.Equal(t, wantKinds, tableKinds(t, keys, key), "the outcome supersedes the intent")
 
-			again, reused, err := w.Execute(key, a)
+			again, reused, err := w.Execute(t.Context(), key, a)
 			require.NoError(t, err)
 			assert.True(t, reused)
 			assert.Equal(t, out, again)
@@ -130,7 +130,7 @@ func TestHandWrittenIntent(t *testing.T) {
 					writeWorld(t, stateDir, a.Target, *tc.world)
 				}
 
-				out, reused, err := w.Execute(key, a)
+				out, reused, err := w.Execute(t.Context(), key, a)
 				if tc.wantErr != nil {
 					require.ErrorIs(t, err, tc.wantErr)
 					assert.Equal(t, *tc.world, readWorld(t, stateDir, a.Target))
@@ -151,7 +151,7 @@ func TestIntentForAnotherAction(t *testing.T) {
 	w, _ := newTestWorld(t, testSpec())
 	key := testKey("intent conflict")
 	crashAt(t, w, StageBeforeActionCommit, key, markIssue("x"))
-	_, _, err := w.Execute(key, world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "x.txt", Content: "x"})
+	_, _, err := w.Execute(t.Context(), key, world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "x.txt", Content: "x"})
 	require.ErrorIs(t, err, ErrKeyConflict)
 }
 
@@ -191,7 +191,7 @@ func TestPowerLossAfterActionCommit(t *testing.T) {
 	require.True(t, found, "the outcome record was durable before the hook ran")
 	assert.Equal(t, world.OutcomeCommitted, out.Status)
 
-	again, reused, err := w.Execute(key, a)
+	again, reused, err := w.Execute(t.Context(), key, a)
 	require.NoError(t, err)
 	assert.True(t, reused)
 	assert.Equal(t, out, again)
@@ -212,7 +212,7 @@ func TestPowerLossBeforeActionCommit(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, found)
 
-	out, reused, err := w.Execute(key, a)
+	out, reused, err := w.Execute(t.Context(), key, a)
 	require.NoError(t, err)
 	assert.False(t, reused, "the effect had not happened, so it happens now")
 	assert.Equal(t, world.OutcomeCommitted, out.Status)
@@ -220,7 +220,7 @@ func TestPowerLossBeforeActionCommit(t *testing.T) {
 
 	mem.Crash()
 	w = reopen(t, w, stateDir, mem)
-	again, reused, err := w.Execute(key, a)
+	again, reused, err := w.Execute(t.Context(), key, a)
 	require.NoError(t, err)
 	assert.True(t, reused)
 	assert.Equal(t, out, again)
@@ -253,7 +253,7 @@ func TestPowerLossNeedsTheTableFsyncs(t *testing.T) {
 			_, found, err := w.Lookup(key)
 			require.NoError(t, err)
 			assert.False(t, found, "without the fsync the outcome is lost")
-			_, reused, err := w.Execute(key, a)
+			_, reused, err := w.Execute(t.Context(), key, a)
 			require.NoError(t, err)
 			assert.False(t, reused)
 			assert.Equal(t, 2, issueLines(t, stateDir, key), "and the effect is duplicated")
@@ -290,7 +290,7 @@ func TestKillNineChild(t *testing.T) {
 	require.NoError(t, err)
 	fmt.Println("ready")
 	for i := range killKeys {
-		_, _, err := w.Execute(killKey(i), killAction(i))
+		_, _, err := w.Execute(t.Context(), killKey(i), killAction(i))
 		require.NoError(t, err, "key %d", i)
 	}
 	require.NoError(t, w.Close())
@@ -365,7 +365,7 @@ func TestKillNineDuringExecute(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = w.Close() })
 	for i := range killKeys {
-		out, _, err := w.Execute(killKey(i), killAction(i))
+		out, _, err := w.Execute(t.Context(), killKey(i), killAction(i))
 		require.NoError(t, err, "key %d", i)
 		require.Equal(t, world.OutcomeCommitted, out.Status, "key %d", i)
 	}
@@ -379,7 +379,7 @@ func TestKillNineDuringExecute(t *testing.T) {
 			require.Equal(t, fmt.Sprintf("artifact %d\n", i), readWorld(t, stateDir, fmt.Sprintf("reports/%d.txt", i)))
 		}
 	}
-	_, _, err = w.Execute(testKey("after the kills"), inspectAction())
+	_, _, err = w.Execute(t.Context(), testKey("after the kills"), inspectAction())
 	require.NoError(t, err)
 	requireCleanTable(t, stateDir)
 }

@@ -25,7 +25,7 @@ func deferredWorld(t *testing.T) (*World, *worldShadow, func() *World) {
 	w, err := CreateJournaled(stateDir, testSpec(), keys, shadow.note)
 	require.NoError(t, err)
 	w.DeferDirSyncs(true)
-	_, err = w.Observe()
+	_, err = w.Observe(t.Context())
 	require.NoError(t, err)
 	reopen := func() *World {
 		next, err := OpenJournaled(stateDir, testSpec(), keys, shadow.note)
@@ -41,10 +41,10 @@ func commitArtifact(t *testing.T, w *World, name, content string) error {
 	t.Helper()
 	a := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: name, CheckID: "license", Content: content}
 	key := testKey(name + content)
-	in, prior, err := w.Prepare(key, a)
+	in, prior, err := w.Prepare(t.Context(), key, a)
 	require.NoError(t, err)
 	require.Nil(t, prior)
-	_, _, err = w.Commit(key, a, in)
+	_, _, err = w.Commit(t.Context(), key, a, in)
 	return err
 }
 
@@ -111,16 +111,16 @@ func TestPowerLossAfterAFoundEffectIsReused(t *testing.T) {
 	first, shadow, reopen := deferredWorld(t)
 	a := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "one.txt", CheckID: "license", Content: "1\n"}
 	key := testKey("found")
-	in, _, err := first.Prepare(key, a)
+	in, _, err := first.Prepare(t.Context(), key, a)
 	require.NoError(t, err)
-	_, _, err = first.Commit(key, a, in)
+	_, _, err = first.Commit(t.Context(), key, a, in)
 	require.NoError(t, err)
 	// first is killed here: its fsync is never seen to finish.
 	got, ok := shadow.durable(t)
 	require.True(t, ok)
 	require.NotContains(t, got, "one.txt", "the model must not count the rename durable yet")
 
-	out, reused, err := reopen().Commit(key, a, in)
+	out, reused, err := reopen().Commit(t.Context(), key, a, in)
 	require.NoError(t, err)
 	assert.True(t, reused)
 	assert.Equal(t, world.OutcomeCommitted, out.Status)

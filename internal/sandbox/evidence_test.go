@@ -19,7 +19,7 @@ func TestEvidence(t *testing.T) {
 		w, stateDir := newTestWorld(t, testSpec())
 		a := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", CheckID: "no-debug",
 			ExpectSHA256: codec.FingerprintOf([]byte(appSource)), Find: "debug = true", Replace: "debug = false"}
-		in, _, err := w.Prepare(testKey("evidence"), a)
+		in, _, err := w.Prepare(t.Context(), testKey("evidence"), a)
 		require.NoError(t, err)
 		ev, err := w.Evidence(in)
 		require.NoError(t, err)
@@ -46,7 +46,7 @@ func TestEvidence(t *testing.T) {
 		fix := world.Fix{ID: "bump", Operation: world.OpRunCommand, Argv: []string{"true"}, Touches: []string{"docs/**"}}
 		spec.Checks[0].Fixes = append(spec.Checks[0].Fixes, fix)
 		w, stateDir := newTestWorld(t, spec)
-		in, _, err := w.Prepare(testKey("evidence-command"), world.CommandAction("no-debug", fix))
+		in, _, err := w.Prepare(t.Context(), testKey("evidence-command"), world.CommandAction("no-debug", fix))
 		require.NoError(t, err)
 		writeWorld(t, stateDir, "docs/guide.txt", "guide, changed\n")
 		writeWorld(t, stateDir, "docs/new.txt", "new\n")

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -27,21 +28,21 @@ import (
 // (ErrUncertain), or I/O. None of them records anything. Reasons in the
 // world's data (a directory where a file should be) are answered with a
 // recorded outcome of status failed instead.
-func (w *World) Execute(key string, a world.Action) (out world.Outcome, reused bool, err error) {
+func (w *World) Execute(ctx context.Context, key string, a world.Action) (out world.Outcome, reused bool, err error) {
 	h, err := keyHex(key)
 	if err != nil {
 		return world.Outcome{}, false, fmt.Errorf("execute: %w", err)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out, reused, err = w.execute(key, h, a)
+	out, reused, err = w.execute(ctx, key, h, a)
 	if err != nil {
 		return world.Outcome{}, false, fmt.Errorf("execute %s: %w", key, err)
 	}
 	return out, reused, nil
 }
 
-func (w *World) execute(key, h string, a world.Action) (world.Outcome, bool, error) {
+func (w *World) execute(ctx context.Context, key, h string, a world.Action) (world.Outcome, bool, error) {
 	if a.OnSet() {
 		return world.Outcome{}, false, fmt.Errorf("%s runs through Prepare and Commit, whose intent the caller makes durable", a.Operation)
 	}
@@ -64,14 +65,14 @@ func (w *World) execute(key, h string, a world.Action) (world.Outcome, bool, err
 		if err := sameAction(in.Action.Operation, in.Target, a.Operation, target); err != nil {
 			return world.Outcome{}, false, err
 		}
-		out, done, err := w.recoverIntent(h, in)
+		out, done, err := w.recoverIntent(ctx, h, in)
 		if err != nil || done {
 			return out, done, err
 		}
 		// The effect provably did not happen: execute afresh. The new
 		// intent replaces the old one.
 	}
-	p, err := w.plan(key, h, a, target)
+	p, err := w.plan(ctx, key, h, a, target)
 	if err != nil {
 		return world.Outcome{}, false, err
 	}
@@ -93,7 +94,7 @@ func (w *World) execute(key, h string, a world.Action) (world.Outcome, bool, err
 			return world.Outcome{}, false, err
 		}
 	}
-	if p.out.PostCheck, err = w.postCheck(a.CheckID); err != nil {
+	if p.out.PostCheck, err = w.postCheck(ctx, a.CheckID); err != nil {
 		return world.Outcome{}, false, err
 	}
 	out, err := w.commit(h, a, p.out)
@@ -155,7 +156,7 @@ func (w *World) validate(a world.Action) error {
 // recoverIntent classifies an execution interrupted between its intent and
 // its outcome by the target's current hash. done is false when the effect
 // provably did not happen and the caller should execute afresh.
-func (w *World) recoverIntent(h string, in intentRecord) (out world.Outcome, done bool, err error) {
+func (w *World) recoverIntent(ctx context.Context, h string, in intentRecord) (out world.Outcome, done bool, err error) {
 	content, exists, err := w.readFile(in.Target)
 	if err != nil {
 		if refused(err) {
@@ -178,7 +179,7 @@ func (w *World) recoverIntent(h string, in intentRecord) (out world.Outcome, don
 			AfterSHA256:  in.AfterSHA256,
 			Results:      in.Results,
 		}
-		if out.PostCheck, err = w.postCheck(in.Action.CheckID); err != nil {
+		if out.PostCheck, err = w.postCheck(ctx, in.Action.CheckID); err != nil {
 			return world.Outcome{}, false, err
 		}
 		out, err = w.commit(h, in.Action, out)
@@ -205,7 +206,7 @@ func hashOf(content []byte, exists bool) codec.Fingerprint {
 	return codec.FingerprintOf(content)
 }
 
-func (w *World) postCheck(id string) (*world.CheckResult, error) {
+func (w *World) postCheck(ctx context.Context, id string) (*world.CheckResult, error) {
 	if id == "" {
 		return nil, nil
 	}
@@ -218,7 +219,7 @@ func (w *World) postCheck(id string) (*world.CheckResult, error) {
 		// observer's readback runs it, once.
 		return nil, nil
 	}
-	r, err := w.evaluate(c)
+	r, err := w.evaluate(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -230,13 +231,13 @@ func (w *World) postCheck(id string) (*world.CheckResult, error) {
 // fsynced and renamed under w.mu a moment ago) rather than reading them
 // back; the observer's readback is the independent reading. Anything else
 // (a failed write, a check on another file) is postCheck.
-func (w *World) postCheckWritten(id, target string, p plan) (*world.CheckResult, error) {
+func (w *World) postCheckWritten(ctx context.Context, id, target string, p plan) (*world.CheckResult, error) {
 	c, ok := w.checkByID(id)
 	if !ok || c.Path != target || !p.write || p.out.Status != world.OutcomeCommitted {
-		return w.postCheck(id)
+		return w.postCheck(ctx, id)
 	}
 	if k, ok := world.CheckKindOf(c.Kind); !ok || !k.OnFile {
-		return w.postCheck(id)
+		return w.postCheck(ctx, id)
 	}
 	r := world.Evaluate(c, p.content, !p.remove)
 	return &r, nil
@@ -270,14 +271,14 @@ type plan struct {
 
 // plan computes the outcome and the new content from the current content.
 // It has no effect on the world.
-func (w *World) plan(key, h string, a world.Action, target string) (plan, error) {
+func (w *World) plan(ctx context.Context, key, h string, a world.Action, target string) (plan, error) {
 	cur, exists, err := w.readFile(target)
-	return w.planOn(key, h, a, target, cur, exists, err)
+	return w.planOn(ctx, key, h, a, target, cur, exists, err)
 }
 
 // planOn is plan over the target's content as already read (readErr is
 // the read's error), for a caller that has just read it to check its hash.
-func (w *World) planOn(key, h string, a world.Action, target string, cur []byte, exists bool, readErr error) (plan, error) {
+func (w *World) planOn(ctx context.Context, key, h string, a world.Action, target string, cur []byte, exists bool, readErr error) (plan, error) {
 	p := plan{out: world.Outcome{Schema: world.OutcomeSchema, Key: key, Operation: a.Operation, Target: target}}
 	fail := func(err error) (plan, error) {
 		var f *failure
@@ -359,7 +360,7 @@ func (w *World) planOn(key, h string, a world.Action, target string, cur []byte,
 		results := make([]world.CheckResult, 0, len(a.Checks))
 		for _, id := range a.Checks {
 			c, _ := w.checkByID(id) // validated
-			r, err := w.evaluate(c)
+			r, err := w.evaluate(ctx, c)
 			if err != nil {
 				return plan{}, err
 			}

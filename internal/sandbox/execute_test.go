@@ -42,7 +42,7 @@ func TestExecuteSameKeyTwiceHasOneEffect(t *testing.T) {
 	key := testKey("mark once")
 	a := markIssue("debug flag\nleft on")
 
-	first, reused, err := w.Execute(key, a)
+	first, reused, err := w.Execute(t.Context(), key, a)
 	require.NoError(t, err)
 	assert.False(t, reused)
 	assert.Equal(t, world.OutcomeCommitted, first.Status)
@@ -56,7 +56,7 @@ func TestExecuteSameKeyTwiceHasOneEffect(t *testing.T) {
 	require.NotNil(t, first.PostCheck)
 	assert.Equal(t, world.CheckFail, first.PostCheck.Status, "marking an issue does not fix it")
 
-	second, reused, err := w.Execute(key, a)
+	second, reused, err := w.Execute(t.Context(), key, a)
 	require.NoError(t, err)
 	assert.True(t, reused)
 	assert.Equal(t, first, second)
@@ -74,7 +74,7 @@ func TestExecuteSameKeyTwiceHasOneEffect(t *testing.T) {
 	w2, err := Open(stateDir, spec, keys)
 	require.NoError(t, err)
 	defer w2.Close()
-	third, reused, err := w2.Execute(key, a)
+	third, reused, err := w2.Execute(t.Context(), key, a)
 	require.NoError(t, err)
 	assert.True(t, reused)
 	assert.Equal(t, first, third)
@@ -82,7 +82,7 @@ func TestExecuteSameKeyTwiceHasOneEffect(t *testing.T) {
 
 	// Another key is another effect, appended after the first line.
 	other := testKey("mark twice")
-	_, reused, err = w2.Execute(other, a)
+	_, reused, err = w2.Execute(t.Context(), other, a)
 	require.NoError(t, err)
 	assert.False(t, reused)
 	assert.Equal(t, 1, issueLines(t, stateDir, key))
@@ -95,7 +95,7 @@ func TestMarkIssueKeepsLinesSeparate(t *testing.T) {
 	spec.Files[world.IssuesFile] = "# issues\n- an old one without newline"
 	w, stateDir := newTestWorld(t, spec)
 	key := testKey("after old")
-	_, _, err := w.Execute(key, markIssue("note"))
+	_, _, err := w.Execute(t.Context(), key, markIssue("note"))
 	require.NoError(t, err)
 	assert.Equal(t, "# issues\n- an old one without newline\n- ["+keyDigest(key)[:16]+"] no-debug: note\n", readWorld(t, stateDir, world.IssuesFile))
 }
@@ -103,9 +103,9 @@ func TestMarkIssueKeepsLinesSeparate(t *testing.T) {
 func TestKeyReusedForAnotherAction(t *testing.T) {
 	w, _ := newTestWorld(t, testSpec())
 	key := testKey("one action only")
-	_, _, err := w.Execute(key, markIssue("x"))
+	_, _, err := w.Execute(t.Context(), key, markIssue("x"))
 	require.NoError(t, err)
-	_, _, err = w.Execute(key, world.Action{Schema: world.ActionSchema, Operation: world.OpInspect, Target: "README.md"})
+	_, _, err = w.Execute(t.Context(), key, world.Action{Schema: world.ActionSchema, Operation: world.OpInspect, Target: "README.md"})
 	require.ErrorIs(t, err, ErrKeyConflict)
 }
 
@@ -114,7 +114,7 @@ func TestInvalidKeys(t *testing.T) {
 	good := testKey("x")
 	for _, key := range []string{"", "x", strings.TrimPrefix(good, keyPrefix), "idem:sha256:" + strings.ToUpper(keyDigest(good)),
 		"idem:sha256:" + keyDigest(good)[:63], "idem:sha1:" + keyDigest(good), good + "/../x"} {
-		_, _, err := w.Execute(key, world.Action{Operation: world.OpInspect, Target: "README.md"})
+		_, _, err := w.Execute(t.Context(), key, world.Action{Operation: world.OpInspect, Target: "README.md"})
 		require.Error(t, err, "key %q", key)
 		_, _, err = w.Lookup(key)
 		require.Error(t, err, "key %q", key)
@@ -134,7 +134,7 @@ func TestMalformedActions(t *testing.T) {
 	}
 	for i, a := range cases {
 		key := testKey(fmt.Sprintf("malformed %d", i))
-		_, _, err := w.Execute(key, a)
+		_, _, err := w.Execute(t.Context(), key, a)
 		require.Error(t, err, "%+v", a)
 		_, found, err := w.Lookup(key)
 		require.NoError(t, err)
@@ -149,7 +149,7 @@ func TestApplyLocalPatch(t *testing.T) {
 	}
 	t.Run("stale target", func(t *testing.T) {
 		w, stateDir := newTestWorld(t, testSpec())
-		out, reused, err := w.Execute(testKey("stale"), patch(fp("something older"), "debug = true"))
+		out, reused, err := w.Execute(t.Context(), testKey("stale"), patch(fp("something older"), "debug = true"))
 		require.NoError(t, err)
 		assert.False(t, reused)
 		assert.Equal(t, world.OutcomeStale, out.Status)
@@ -163,7 +163,7 @@ func TestApplyLocalPatch(t *testing.T) {
 	})
 	t.Run("find absent", func(t *testing.T) {
 		w, stateDir := newTestWorld(t, testSpec())
-		out, _, err := w.Execute(testKey("absent"), patch(fp(appSource), "no such text"))
+		out, _, err := w.Execute(t.Context(), testKey("absent"), patch(fp(appSource), "no such text"))
 		require.NoError(t, err)
 		assert.Equal(t, world.OutcomeNoChange, out.Status)
 		assert.Equal(t, fp(appSource), out.AfterSHA256)
@@ -173,13 +173,13 @@ func TestApplyLocalPatch(t *testing.T) {
 		w, _ := newTestWorld(t, testSpec())
 		a := patch(fp(appSource), "debug = true")
 		a.Replace = a.Find
-		out, _, err := w.Execute(testKey("same"), a)
+		out, _, err := w.Execute(t.Context(), testKey("same"), a)
 		require.NoError(t, err)
 		assert.Equal(t, world.OutcomeNoChange, out.Status)
 	})
 	t.Run("committed", func(t *testing.T) {
 		w, stateDir := newTestWorld(t, testSpec())
-		out, reused, err := w.Execute(testKey("fix"), patch(fp(appSource), "debug = true"))
+		out, reused, err := w.Execute(t.Context(), testKey("fix"), patch(fp(appSource), "debug = true"))
 		require.NoError(t, err)
 		assert.False(t, reused)
 		want := strings.ReplaceAll(appSource, "debug = true", "debug = false")
@@ -197,7 +197,7 @@ func TestApplyLocalPatch(t *testing.T) {
 		w, _ := newTestWorld(t, testSpec())
 		a := patch("", "debug = true")
 		a.Target = "src/missing.go"
-		out, _, err := w.Execute(testKey("missing"), a)
+		out, _, err := w.Execute(t.Context(), testKey("missing"), a)
 		require.NoError(t, err)
 		assert.Equal(t, world.OutcomeFailed, out.Status)
 	})
@@ -205,7 +205,7 @@ func TestApplyLocalPatch(t *testing.T) {
 		w, _ := newTestWorld(t, testSpec())
 		a := patch("", "debug = true")
 		a.Target = "src"
-		out, _, err := w.Execute(testKey("dir"), a)
+		out, _, err := w.Execute(t.Context(), testKey("dir"), a)
 		require.NoError(t, err)
 		assert.Equal(t, world.OutcomeFailed, out.Status)
 		assert.Contains(t, out.Detail, "directory")
@@ -219,7 +219,7 @@ func TestRecordArtifact(t *testing.T) {
 	w, stateDir := newTestWorld(t, testSpec())
 	a := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "LICENSE", CheckID: "license", Content: "MIT License\n"}
 
-	out, _, err := w.Execute(testKey("create"), a)
+	out, _, err := w.Execute(t.Context(), testKey("create"), a)
 	require.NoError(t, err)
 	assert.Equal(t, world.OutcomeCommitted, out.Status)
 	assert.Empty(t, out.BeforeSHA256)
@@ -227,26 +227,26 @@ func TestRecordArtifact(t *testing.T) {
 	require.NotNil(t, out.PostCheck)
 	assert.Equal(t, world.CheckPass, out.PostCheck.Status)
 
-	out, _, err = w.Execute(testKey("identical"), a)
+	out, _, err = w.Execute(t.Context(), testKey("identical"), a)
 	require.NoError(t, err)
 	assert.Equal(t, world.OutcomeNoChange, out.Status)
 
 	other := a
 	other.Content = "Apache License\n"
-	out, _, err = w.Execute(testKey("other without expect"), other)
+	out, _, err = w.Execute(t.Context(), testKey("other without expect"), other)
 	require.NoError(t, err)
 	assert.Equal(t, world.OutcomeStale, out.Status)
 	assert.Equal(t, "MIT License\n", readWorld(t, stateDir, "LICENSE"))
 
 	other.ExpectSHA256 = fp("MIT License\n")
-	out, _, err = w.Execute(testKey("other with expect"), other)
+	out, _, err = w.Execute(t.Context(), testKey("other with expect"), other)
 	require.NoError(t, err)
 	assert.Equal(t, world.OutcomeCommitted, out.Status)
 	assert.Equal(t, "Apache License\n", readWorld(t, stateDir, "LICENSE"))
 	assert.Equal(t, world.CheckFail, out.PostCheck.Status)
 
 	nested := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "reports/2025/ci.txt", Content: "green\n"}
-	out, _, err = w.Execute(testKey("nested"), nested)
+	out, _, err = w.Execute(t.Context(), testKey("nested"), nested)
 	require.NoError(t, err)
 	assert.Equal(t, world.OutcomeCommitted, out.Status)
 	assert.Equal(t, "green\n", readWorld(t, stateDir, "reports/2025/ci.txt"))
@@ -256,7 +256,7 @@ func TestRunValidationWritesReport(t *testing.T) {
 	w, stateDir := newTestWorld(t, testSpec())
 	key := testKey("validate")
 	a := world.Action{Schema: world.ActionSchema, Operation: world.OpRunValidation, Checks: []string{"readme", "no-debug", "license"}}
-	out, reused, err := w.Execute(key, a)
+	out, reused, err := w.Execute(t.Context(), key, a)
 	require.NoError(t, err)
 	assert.False(t, reused)
 	assert.Equal(t, world.OutcomeCommitted, out.Status)
@@ -273,11 +273,11 @@ func TestRunValidationWritesReport(t *testing.T) {
 	assert.Equal(t, out.Results, decoded)
 	assert.Equal(t, fp(raw), out.AfterSHA256)
 
-	obs, err := w.Observe()
+	obs, err := w.Observe(t.Context())
 	require.NoError(t, err)
 	assert.Contains(t, paths(obs), report, "the validation directory is observed like any other")
 
-	again, reused, err := w.Execute(key, a)
+	again, reused, err := w.Execute(t.Context(), key, a)
 	require.NoError(t, err)
 	assert.True(t, reused)
 	assert.Equal(t, out, again)
@@ -287,7 +287,7 @@ func TestInspectIsReadOnly(t *testing.T) {
 	w, stateDir := newTestWorld(t, testSpec())
 	before := snapshot(t, worldPath(stateDir, "."))
 	key := testKey("look")
-	out, reused, err := w.Execute(key, world.Action{Schema: world.ActionSchema, Operation: world.OpInspect, Target: "src/app.go", CheckID: "no-debug"})
+	out, reused, err := w.Execute(t.Context(), key, world.Action{Schema: world.ActionSchema, Operation: world.OpInspect, Target: "src/app.go", CheckID: "no-debug"})
 	require.NoError(t, err)
 	assert.False(t, reused)
 	assert.Equal(t, world.OutcomeNoChange, out.Status)
@@ -300,7 +300,7 @@ func TestInspectIsReadOnly(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, found, "inspect is recorded")
 
-	out, _, err = w.Execute(testKey("look at nothing"), world.Action{Schema: world.ActionSchema, Operation: world.OpInspect, Target: "nope.txt"})
+	out, _, err = w.Execute(t.Context(), testKey("look at nothing"), world.Action{Schema: world.ActionSchema, Operation: world.OpInspect, Target: "nope.txt"})
 	require.NoError(t, err)
 	assert.Equal(t, world.OutcomeNoChange, out.Status)
 	assert.Empty(t, out.BeforeSHA256)
@@ -314,7 +314,7 @@ func TestLookupAmongManyKeys(t *testing.T) {
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = testKey(fmt.Sprintf("many %d", i))
-		_, _, err := w.Execute(keys[i], world.Action{Schema: world.ActionSchema, Operation: world.OpInspect, Target: "README.md"})
+		_, _, err := w.Execute(t.Context(), keys[i], world.Action{Schema: world.ActionSchema, Operation: world.OpInspect, Target: "README.md"})
 		require.NoError(t, err)
 	}
 	check := func(w *World) {
@@ -344,7 +344,7 @@ func TestApplyPatchOccurrences(t *testing.T) {
 	cur := fp("pending\npending\npending\n")
 	a := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "queue.txt", CheckID: "queue",
 		ExpectSHA256: cur, Find: "pending", Replace: "done", Occurrences: 1}
-	out, _, err := w.Execute(testKey("queue-1"), a)
+	out, _, err := w.Execute(t.Context(), testKey("queue-1"), a)
 	require.NoError(t, err)
 	assert.Equal(t, world.OutcomeCommitted, out.Status)
 	assert.Equal(t, "done\npending\npending\n", readWorld(t, dir, "queue.txt"))
@@ -361,18 +361,18 @@ func TestCommitRecordsNothingForAFileEffect(t *testing.T) {
 	w, dir := newTestWorld(t, testSpec())
 	key := testKey("no-cache")
 	a := world.Action{Schema: world.ActionSchema, Operation: world.OpMarkIssue, Target: world.IssuesFile, CheckID: "readme", Note: "once"}
-	in, prior, err := w.Prepare(key, a)
+	in, prior, err := w.Prepare(t.Context(), key, a)
 	require.NoError(t, err)
 	require.Nil(t, prior)
 	require.True(t, in.Changes)
-	out, reused, err := w.Commit(key, a, in)
+	out, reused, err := w.Commit(t.Context(), key, a, in)
 	require.NoError(t, err)
 	assert.False(t, reused)
 	assert.Equal(t, 1, issueLines(t, dir, key))
 	assert.NoFileExists(t, filepath.Join(dir, filepath.FromSlash(TableName)), "nothing recorded, no table file made")
 
 	w = reopen(t, w, dir, osKeys(t, dir))
-	again, reused, err := w.Commit(key, a, in)
+	again, reused, err := w.Commit(t.Context(), key, a, in)
 	require.NoError(t, err)
 	assert.True(t, reused, "the world holds the after state: the effect happened")
 	assert.Equal(t, out, again, "the rebuilt outcome equals the first, field for field")
@@ -386,9 +386,9 @@ func TestCommitSurvivesATornEarlierCacheRecord(t *testing.T) {
 	w, dir := newTestWorld(t, testSpec())
 	key := testKey("torn-cache")
 	a := world.Action{Schema: world.ActionSchema, Operation: world.OpMarkIssue, Target: world.IssuesFile, CheckID: "readme", Note: "once"}
-	in, _, err := w.Prepare(key, a)
+	in, _, err := w.Prepare(t.Context(), key, a)
 	require.NoError(t, err)
-	out, _, err := w.Commit(key, a, in)
+	out, _, err := w.Commit(t.Context(), key, a, in)
 	require.NoError(t, err)
 
 	// What an earlier release would have left: its cache record, torn.
@@ -399,10 +399,10 @@ func TestCommitSurvivesATornEarlierCacheRecord(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, filepath.FromSlash(legacyName(h, kindOutcome))), rec[:len(rec)/2], 0o644))
 
 	w = reopen(t, w, dir, osKeys(t, dir))
-	_, prior, err := w.Prepare(key, a)
+	_, prior, err := w.Prepare(t.Context(), key, a)
 	require.NoError(t, err)
 	assert.Nil(t, prior, "a torn cache record is no outcome")
-	again, reused, err := w.Commit(key, a, in)
+	again, reused, err := w.Commit(t.Context(), key, a, in)
 	require.NoError(t, err)
 	assert.True(t, reused, "the world holds the after state: the effect happened")
 	assert.Equal(t, out.AfterSHA256, again.AfterSHA256)

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/acr-project/acr/internal/world"
@@ -34,7 +35,7 @@ type gate struct {
 // or failed before the world changed): the caller waits for its own fsync
 // before it records anything either way. With a nil ready it is Commit:
 // the intent is durable already.
-func (w *World) CommitWhen(key string, a world.Action, in world.Intent, ready func() error) (out world.Outcome, reused bool, err error) {
+func (w *World) CommitWhen(ctx context.Context, key string, a world.Action, in world.Intent, ready func() error) (out world.Outcome, reused bool, err error) {
 	h, err := keyHex(key)
 	if err != nil {
 		return world.Outcome{}, false, fmt.Errorf("commit: %w", err)
@@ -45,7 +46,7 @@ func (w *World) CommitWhen(key string, a world.Action, in world.Intent, ready fu
 		w.gate = &gate{ready: ready}
 		defer func() { w.gate = nil }()
 	}
-	out, reused, err = w.commitIntent(key, h, a, in)
+	out, reused, err = w.commitIntent(ctx, key, h, a, in)
 	if err != nil {
 		return world.Outcome{}, false, fmt.Errorf("commit %s: %w", key, err)
 	}

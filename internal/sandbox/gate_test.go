@@ -50,7 +50,7 @@ func TestCommitWhenChangesTheWorldOnlyAfterReady(t *testing.T) {
 			w, shadow, _ := deferredWorld(t)
 			dir := w.Dir()
 			key := testKey(c.name)
-			in, prior, err := w.Prepare(key, c.action)
+			in, prior, err := w.Prepare(t.Context(), key, c.action)
 			require.NoError(t, err)
 			require.Nil(t, prior)
 			require.True(t, in.Changes)
@@ -73,7 +73,7 @@ func TestCommitWhenChangesTheWorldOnlyAfterReady(t *testing.T) {
 				}
 				return nil
 			}
-			out, reused, err := w.CommitWhen(key, c.action, in, ready)
+			out, reused, err := w.CommitWhen(t.Context(), key, c.action, in, ready)
 			require.NoError(t, err)
 			assert.False(t, reused)
 			assert.Equal(t, 1, readies)
@@ -94,11 +94,11 @@ func TestCommitWhenLeavesTheWorldWhenReadyFails(t *testing.T) {
 	a := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", CheckID: "no-debug",
 		Find: "debug = true", Replace: "debug = false", ExpectSHA256: fp(appSource)}
 	key := testKey("ready-fails")
-	in, _, err := w.Prepare(key, a)
+	in, _, err := w.Prepare(t.Context(), key, a)
 	require.NoError(t, err)
 	before := len(shadow.ops)
 	errDisk := errors.New("ledger fsync failed")
-	_, _, err = w.CommitWhen(key, a, in, func() error { return errDisk })
+	_, _, err = w.CommitWhen(t.Context(), key, a, in, func() error { return errDisk })
 	require.ErrorIs(t, err, errDisk)
 	assert.Empty(t, worldChanges(shadow.ops[before:]), "the world did not change")
 	assert.Equal(t, appSource, readWorldAt(t, dir, a.Target))
@@ -108,7 +108,7 @@ func TestCommitWhenLeavesTheWorldWhenReadyFails(t *testing.T) {
 		assert.False(t, strings.HasPrefix(e.Name(), tmpPrefix), "temporary file %s left behind", e.Name())
 	}
 
-	out, reused, err := w.Commit(key, a, in)
+	out, reused, err := w.Commit(t.Context(), key, a, in)
 	require.NoError(t, err)
 	assert.False(t, reused)
 	assert.Equal(t, world.OutcomeCommitted, out.Status)
@@ -124,9 +124,9 @@ func TestCommitWhenMarksBeforeActionCommitOnceReady(t *testing.T) {
 	w.OnStage = func(stage string) { order = append(order, stage) }
 	a := world.Action{Schema: world.ActionSchema, Operation: world.OpMarkIssue, Target: world.IssuesFile, CheckID: "readme", Note: "once"}
 	key := testKey("stages")
-	in, _, err := w.Prepare(key, a)
+	in, _, err := w.Prepare(t.Context(), key, a)
 	require.NoError(t, err)
-	_, _, err = w.CommitWhen(key, a, in, func() error { order = append(order, "ready"); return nil })
+	_, _, err = w.CommitWhen(t.Context(), key, a, in, func() error { order = append(order, "ready"); return nil })
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ready", StageBeforeActionCommit, StageAfterActionCommit}, order)
 }

@@ -63,14 +63,14 @@ func TestReadbackHandsOnToObserve(t *testing.T) {
 	for _, tc := range changes {
 		t.Run(tc.name, func(t *testing.T) {
 			w, stateDir := newTestWorld(t, testSpec())
-			_, err := w.Readback(world.Action{Operation: world.OpApplyPatch}, world.Outcome{Target: "src/app.go"})
+			_, err := w.Readback(t.Context(), world.Action{Operation: world.OpApplyPatch}, world.Outcome{Target: "src/app.go"})
 			require.NoError(t, err)
 			require.NotNil(t, w.toObserve)
 			require.NotNil(t, w.toObserve.data, "a check judges src/app.go, so the bytes are kept")
 			poison(w.toObserve, "package app // poisoned\n")
 			tc.change(t, worldPath(stateDir, "src/app.go"))
 
-			obs, err := w.Observe()
+			obs, err := w.Observe(t.Context())
 			require.NoError(t, err)
 			assert.Nil(t, w.toObserve, "a handoff serves one observation")
 			fact, listed := fileFact(obs, "src/app.go")
@@ -83,7 +83,7 @@ func TestReadbackHandsOnToObserve(t *testing.T) {
 			fresh, err := Open(stateDir, testSpec(), mustKeys(t, stateDir))
 			require.NoError(t, err)
 			defer fresh.Close()
-			want, err := fresh.Observe()
+			want, err := fresh.Observe(t.Context())
 			require.NoError(t, err)
 			assert.Equal(t, want, obs, "a changed file is read again")
 			if listed {
@@ -96,12 +96,12 @@ func TestReadbackHandsOnToObserve(t *testing.T) {
 // A file no check judges is handed on as its hash alone.
 func TestReadbackHandsOnAHash(t *testing.T) {
 	w, _ := newTestWorld(t, testSpec())
-	_, err := w.Readback(world.Action{Operation: world.OpApplyPatch}, world.Outcome{Target: "docs/guide.txt"})
+	_, err := w.Readback(t.Context(), world.Action{Operation: world.OpApplyPatch}, world.Outcome{Target: "docs/guide.txt"})
 	require.NoError(t, err)
 	require.NotNil(t, w.toObserve)
 	assert.Nil(t, w.toObserve.data)
 	w.toObserve.sum = fp("poisoned")
-	obs, err := w.Observe()
+	obs, err := w.Observe(t.Context())
 	require.NoError(t, err)
 	fact, ok := fileFact(obs, "docs/guide.txt")
 	require.True(t, ok)
@@ -115,7 +115,7 @@ func TestObserveHandsOnToPrepare(t *testing.T) {
 	for _, tc := range changes {
 		t.Run(tc.name, func(t *testing.T) {
 			w, stateDir := newTestWorld(t, testSpec())
-			_, err := w.Observe()
+			_, err := w.Observe(t.Context())
 			require.NoError(t, err)
 			h := w.observed["src/app.go"]
 			require.NotNil(t, h)
@@ -124,7 +124,7 @@ func TestObserveHandsOnToPrepare(t *testing.T) {
 
 			a := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go",
 				Find: "debug = true", Replace: "debug = false", ExpectSHA256: fp(poisoned)}
-			in, prior, err := w.Prepare(testKey(tc.name), a)
+			in, prior, err := w.Prepare(t.Context(), testKey(tc.name), a)
 			require.NoError(t, err)
 			require.Nil(t, prior)
 			if !tc.taken {
@@ -137,7 +137,7 @@ func TestObserveHandsOnToPrepare(t *testing.T) {
 			// Commit reads the target itself: bytes other than the
 			// intent's before-hash are never written over, and the
 			// effect this World planned and never applied is stale.
-			out, reused, err := w.Commit(testKey(tc.name), a, in)
+			out, reused, err := w.Commit(t.Context(), testKey(tc.name), a, in)
 			require.NoError(t, err)
 			assert.False(t, reused)
 			assert.Equal(t, world.OutcomeStale, out.Status)
@@ -156,11 +156,11 @@ func TestHandoffsAcrossCycles(t *testing.T) {
 	w, stateDir := newTestWorld(t, testSpec())
 	keys := mustKeys(t, stateDir)
 	for i, fix := range []struct{ find, replace string }{{"debug = true", "debug = false"}, {"debug = false", "debug = true"}, {"debug = true", "debug = false"}} {
-		obs, err := w.Observe()
+		obs, err := w.Observe(t.Context())
 		require.NoError(t, err)
 		fresh, err := Open(stateDir, testSpec(), keys)
 		require.NoError(t, err)
-		want, err := fresh.Observe()
+		want, err := fresh.Observe(t.Context())
 		require.NoError(t, err)
 		require.NoError(t, fresh.Close())
 		require.Equal(t, want, obs, "cycle %d", i)
@@ -169,13 +169,13 @@ func TestHandoffsAcrossCycles(t *testing.T) {
 		a := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go",
 			Find: fix.find, Replace: fix.replace, ExpectSHA256: fact.SHA256}
 		key := testKey(fix.find + string(rune('0'+i)))
-		in, _, err := w.Prepare(key, a)
+		in, _, err := w.Prepare(t.Context(), key, a)
 		require.NoError(t, err)
 		require.True(t, in.Changes, "cycle %d", i)
-		out, _, err := w.Commit(key, a, in)
+		out, _, err := w.Commit(t.Context(), key, a, in)
 		require.NoError(t, err)
 		assert.Nil(t, w.observed, "the effect dropped the observation's handoffs")
-		rb, err := w.Readback(a, out)
+		rb, err := w.Readback(t.Context(), a, out)
 		require.NoError(t, err)
 		assert.Equal(t, out.AfterSHA256, rb.SHA256)
 	}
@@ -188,19 +188,19 @@ func TestCommandCheckDropsHandoffs(t *testing.T) {
 	spec.Checks = append(spec.Checks, world.Check{ID: "pending", Kind: world.CheckAbsentText, Path: "log.txt", Text: "pending",
 		Fixes: []world.Fix{{Operation: world.OpApplyPatch, Find: "pending", Replace: "done"}}})
 	w, _ := rootWorld(t, spec, map[string]string{"log.txt": "pending\n"})
-	_, err := w.Observe()
+	_, err := w.Observe(t.Context())
 	require.NoError(t, err)
 	assert.Nil(t, w.observed, "the command check ran after the walk read log.txt")
-	_, err = w.Readback(world.Action{Operation: world.OpApplyPatch, CheckID: "logged"}, world.Outcome{Target: "log.txt"})
+	_, err = w.Readback(t.Context(), world.Action{Operation: world.OpApplyPatch, CheckID: "logged"}, world.Outcome{Target: "log.txt"})
 	require.NoError(t, err)
 	assert.Nil(t, w.toObserve, "the readback ran the command check after reading log.txt")
 
 	// Without a command check both are made.
 	w2, _ := rootWorld(t, world.Spec{Checks: spec.Checks[1:]}, map[string]string{"log.txt": "pending\n"})
-	_, err = w2.Observe()
+	_, err = w2.Observe(t.Context())
 	require.NoError(t, err)
 	assert.NotNil(t, w2.observed["log.txt"])
-	_, err = w2.Readback(world.Action{Operation: world.OpApplyPatch}, world.Outcome{Target: "log.txt"})
+	_, err = w2.Readback(t.Context(), world.Action{Operation: world.OpApplyPatch}, world.Outcome{Target: "log.txt"})
 	require.NoError(t, err)
 	assert.NotNil(t, w2.toObserve)
 }
@@ -211,14 +211,14 @@ func TestCommitOfAnotherWorldsPlanIsUncertain(t *testing.T) {
 	w, stateDir := newTestWorld(t, testSpec())
 	a := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go",
 		Find: "debug = true", Replace: "debug = false", ExpectSHA256: fp(appSource)}
-	in, _, err := w.Prepare(testKey("crash"), a)
+	in, _, err := w.Prepare(t.Context(), testKey("crash"), a)
 	require.NoError(t, err)
 	require.True(t, in.Changes)
 	require.NoError(t, os.WriteFile(worldPath(stateDir, "src/app.go"), []byte("package app\n"), 0o644))
 	next, err := Open(stateDir, testSpec(), mustKeys(t, stateDir))
 	require.NoError(t, err)
 	defer next.Close()
-	_, _, err = next.Commit(testKey("crash"), a, in)
+	_, _, err = next.Commit(t.Context(), testKey("crash"), a, in)
 	require.ErrorIs(t, err, ErrUncertain)
 }
 

@@ -133,7 +133,7 @@ func crashAt(t *testing.T, w *World, stage, key string, a world.Action) {
 	var r any
 	func() {
 		defer func() { r = recover() }()
-		_, _, _ = w.Execute(key, a)
+		_, _, _ = w.Execute(t.Context(), key, a)
 	}()
 	require.Equal(t, errCrash, r, "Execute must reach stage %s", stage)
 }

@@ -106,7 +106,7 @@ func TestMirror(t *testing.T) {
 			changed, err = w.Mirror(files)
 			require.NoError(t, err)
 			assert.Empty(t, changed, "a second mirror changes nothing")
-			obs, err := w.Observe()
+			obs, err := w.Observe(t.Context())
 			require.NoError(t, err)
 			assert.Len(t, obs.Files, len(stored))
 		})
@@ -135,7 +135,7 @@ func TestFiles(t *testing.T) {
 func TestPlannedSize(t *testing.T) {
 	w, _ := newTestWorld(t, testSpec())
 	key := testKey("patch")
-	in, prior, err := w.Prepare(key, world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", Find: "debug = true", Replace: "debug = false", ExpectSHA256: fp(appSource)})
+	in, prior, err := w.Prepare(t.Context(), key, world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", Find: "debug = true", Replace: "debug = false", ExpectSHA256: fp(appSource)})
 	require.NoError(t, err)
 	require.Nil(t, prior)
 	require.True(t, in.Changes)

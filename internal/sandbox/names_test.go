@@ -4,9 +4,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acr-project/acr/internal/codec"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/acr-project/acr/internal/codec"
 )
 
 func TestCheckFilesRefusesWhatCannotBeCreated(t *testing.T) {

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -32,7 +33,7 @@ import (
 // refused and not entered; more entries than max_entries or more bytes
 // than max_bytes stop the observation with an error that says which limit
 // to raise, since a world observed in part could not be judged.
-func (w *World) Observe() (world.Observation, error) {
+func (w *World) Observe(ctx context.Context) (world.Observation, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	obs := world.Observation{
@@ -69,7 +70,7 @@ func (w *World) Observe() (world.Observation, error) {
 		w.lastFiles[f.Path] = f.SHA256
 	}
 	for _, c := range w.spec.Checks {
-		r, dur, err := w.evaluateSeen(c, seen)
+		r, dur, err := w.evaluateSeen(ctx, c, seen)
 		if err != nil {
 			// The error names the check; the caller names the step.
 			return world.Observation{}, err
@@ -353,15 +354,15 @@ func refused(err error) bool {
 // be verified must not pass, and must not stop observation either. A
 // command check that does not give a verdict (see evaluateCommand) is an
 // error: the provider failed, the world said nothing.
-func (w *World) evaluate(c world.Check) (world.CheckResult, error) {
-	r, _, err := w.evaluateTimed(c)
+func (w *World) evaluate(ctx context.Context, c world.Check) (world.CheckResult, error) {
+	r, _, err := w.evaluateTimed(ctx, c)
 	return r, err
 }
 
 // evaluateTimed is evaluate, with how long a command check ran (ms).
-func (w *World) evaluateTimed(c world.Check) (world.CheckResult, int64, error) {
+func (w *World) evaluateTimed(ctx context.Context, c world.Check) (world.CheckResult, int64, error) {
 	if k, ok := world.CheckKindOf(c.Kind); ok && !k.OnFile {
-		return w.evaluateCommand(c)
+		return w.evaluateCommand(ctx, c)
 	}
 	data, exists, err := w.readScratch(c.Path)
 	if err != nil {
@@ -377,13 +378,13 @@ func (w *World) evaluateTimed(c world.Check) (world.CheckResult, int64, error) {
 // walk already read (seen holds those files' bytes); any other check reads
 // for itself, which also gives a path the walk did not list (missing,
 // refused, excluded) the same verdict and detail as ever.
-func (w *World) evaluateSeen(c world.Check, seen map[string][]byte) (world.CheckResult, int64, error) {
+func (w *World) evaluateSeen(ctx context.Context, c world.Check, seen map[string][]byte) (world.CheckResult, int64, error) {
 	if k, ok := world.CheckKindOf(c.Kind); ok && k.OnFile {
 		if data, ok := seen[c.Path]; ok {
 			return world.Evaluate(c, data, true), 0, nil
 		}
 	}
-	return w.evaluateTimed(c)
+	return w.evaluateTimed(ctx, c)
 }
 
 // checkByID finds a spec check.

@@ -24,7 +24,7 @@ func paths(obs world.Observation) []string {
 
 func TestObserveReportsFilesChecksEvidence(t *testing.T) {
 	w, stateDir := newTestWorld(t, testSpec())
-	obs, err := w.Observe()
+	obs, err := w.Observe(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, world.ObservationSchema, obs.Schema)
 	assert.Equal(t, []world.FileFact{
@@ -50,7 +50,7 @@ func TestObserveReportsFilesChecksEvidence(t *testing.T) {
 	writeWorld(t, stateDir, "LICENSE", "MIT\n")
 	writeWorld(t, stateDir, "a.txt", "sorts before a/ and after A\n")
 	writeWorld(t, stateDir, "a/b.txt", "x\n")
-	obs, err = w.Observe()
+	obs, err = w.Observe(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, []world.EvidenceFact{{ID: "ci-report", Present: true, SHA256: fp("green\n")}}, obs.Evidence)
 	license, _ = obs.Check("license")
@@ -62,9 +62,9 @@ func TestObserveIsDeterministic(t *testing.T) {
 	w, stateDir := newTestWorld(t, testSpec())
 	writeWorld(t, stateDir, "z/y/x.txt", "deep\n")
 	writeWorld(t, stateDir, ".env", "TOKEN=1\n")
-	first, err := w.Observe()
+	first, err := w.Observe(t.Context())
 	require.NoError(t, err)
-	second, err := w.Observe()
+	second, err := w.Observe(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, first, second)
 	assert.Equal(t, codec.MustMarshal(first), codec.MustMarshal(second))
@@ -80,7 +80,7 @@ func TestObserveNeverReadsExcludedPaths(t *testing.T) {
 	writeWorld(t, stateDir, "secrets/db.txt", "password\n") // below an excluded directory
 	writeWorld(t, stateDir, "certs/server.pem", "cert\n")
 	writeWorld(t, stateDir, "certs/README", "public\n")
-	obs, err := w.Observe()
+	obs, err := w.Observe(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, []string{"README.md", "certs/README", "docs/guide.txt", "src/app.go"}, paths(obs))
 	// .env, id_rsa.key, .git (once, not entered), secrets (once), certs/server.pem
@@ -102,7 +102,7 @@ func TestObserveDoesNotFollowSymlinks(t *testing.T) {
 	require.NoError(t, os.Symlink("README.md", worldPath(stateDir, "link-in.md")))
 	require.NoError(t, os.Symlink(outside, worldPath(stateDir, "dirlink")))
 
-	obs, err := w.Observe()
+	obs, err := w.Observe(t.Context())
 	require.NoError(t, err, "a symlink does not abort observation")
 	assert.Equal(t, []string{"README.md", "docs/guide.txt", "src/app.go"}, paths(obs))
 	assert.Equal(t, 3, obs.Excluded, "each symlink counts as excluded")
@@ -121,10 +121,10 @@ func TestObserveDoesNotFollowSymlinks(t *testing.T) {
 func TestObserveSkipsAndSweepsTempFiles(t *testing.T) {
 	spec := testSpec()
 	w, stateDir := newTestWorld(t, spec)
-	before, err := w.Observe()
+	before, err := w.Observe(t.Context())
 	require.NoError(t, err)
 	writeWorld(t, stateDir, "src/.acr-tmp-42", "half written")
-	during, err := w.Observe()
+	during, err := w.Observe(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, before, during, "a leftover temp file is not part of the world")
 
@@ -139,7 +139,7 @@ func TestObserveSkipsAndSweepsTempFiles(t *testing.T) {
 
 func TestObserveEmptyWorld(t *testing.T) {
 	w, _ := newTestWorld(t, world.Spec{Schema: world.SpecSchema})
-	obs, err := w.Observe()
+	obs, err := w.Observe(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, `{"checks":[],"evidence":[],"excluded":0,"files":[],"schema":"acr.observation/v0.1"}`, string(codec.MustMarshal(obs)))
 }

@@ -184,15 +184,15 @@ func testWorldPowerLoss(t *testing.T, deferred bool) {
 	cutNow("after create")
 	assert.Equal(t, spec.Files, realFiles(t, worldDir))
 
-	_, err = w.Observe()
+	_, err = w.Observe(t.Context())
 	require.NoError(t, err)
 	commit := func(name string, a world.Action) world.Outcome {
 		t.Helper()
 		key := testKey(name)
-		in, prior, err := w.Prepare(key, a)
+		in, prior, err := w.Prepare(t.Context(), key, a)
 		require.NoError(t, err)
 		require.Nil(t, prior)
-		out, _, err := w.Commit(key, a, in)
+		out, _, err := w.Commit(t.Context(), key, a, in)
 		require.NoError(t, err)
 		require.Equal(t, world.OutcomeCommitted, out.Status, out.Detail)
 		settle(name)

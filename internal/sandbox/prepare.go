@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,7 +25,7 @@ import (
 // record of its own, and for a file effect no outcome record either, since
 // the caller's intent and the target's hash rebuild it after a crash. Only
 // a command leaves records in the table (see Commit).
-func (w *World) Prepare(key string, a world.Action) (world.Intent, *world.Outcome, error) {
+func (w *World) Prepare(ctx context.Context, key string, a world.Action) (world.Intent, *world.Outcome, error) {
 	h, err := keyHex(key)
 	if err != nil {
 		return world.Intent{}, nil, fmt.Errorf("prepare: %w", err)
@@ -51,7 +52,7 @@ func (w *World) Prepare(key string, a world.Action) (world.Intent, *world.Outcom
 		return in, nil, nil
 	}
 	cur, exists, readErr := w.readObserved(target)
-	p, err := w.planOn(key, h, a, target, cur, exists, readErr)
+	p, err := w.planOn(ctx, key, h, a, target, cur, exists, readErr)
 	if err != nil {
 		return world.Intent{}, nil, fmt.Errorf("prepare %s: %w", key, err)
 	}
@@ -95,12 +96,12 @@ type preparedPlan struct {
 // excepted: it reads other files), so the plan Prepare made for the same
 // key, action and before-hash is the same plan while the target is still
 // writable, and is reused; otherwise it is computed again.
-func (w *World) replan(key, h string, a world.Action, target string, content []byte, exists bool, now codec.Fingerprint) (plan, error) {
+func (w *World) replan(ctx context.Context, key, h string, a world.Action, target string, content []byte, exists bool, now codec.Fingerprint) (plan, error) {
 	if pp := w.prepared; pp != nil && pp.key == key && pp.target == target && pp.action == a.Ref() &&
 		a.Operation != world.OpRunValidation && pp.plan.out.BeforeSHA256 == now && w.checkWritable(target) == nil {
 		return pp.plan, nil
 	}
-	return w.planOn(key, h, a, target, content, exists, nil)
+	return w.planOn(ctx, key, h, a, target, content, exists, nil)
 }
 
 // unapplied reports whether in is the intent of the plan this World's
@@ -161,13 +162,13 @@ func commonSuffix(a, b []byte) int {
 // observation path, for the observer's report after the effect: the
 // outcome's target, or the set of files a command touches. It never goes
 // through the executor's records.
-func (w *World) Readback(a world.Action, out world.Outcome) (world.Readback, error) {
+func (w *World) Readback(ctx context.Context, a world.Action, out world.Outcome) (world.Readback, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if a.OnSet() {
-		return w.readbackSet(a)
+		return w.readbackSet(ctx, a)
 	}
-	rb, err := w.readbackFile(out.Target)
+	rb, err := w.readbackFile(ctx, out.Target)
 	if err != nil {
 		return rb, err
 	}
@@ -176,13 +177,13 @@ func (w *World) Readback(a world.Action, out world.Outcome) (world.Readback, err
 	// made it pass.
 	if c, ok := w.checkByID(a.CheckID); ok {
 		if k, _ := world.CheckKindOf(c.Kind); !k.OnFile {
-			err = w.judgeInto(&rb, c)
+			err = w.judgeInto(ctx, &rb, c)
 		}
 	}
 	return rb, err
 }
 
-func (w *World) readbackFile(target string) (world.Readback, error) {
+func (w *World) readbackFile(ctx context.Context, target string) (world.Readback, error) {
 	rb := world.Readback{Schema: world.ReadbackSchema, Target: target, Passing: []string{}, Failing: []string{}}
 	content, fi, err := w.readStat(target, true)
 	exists := fi != nil
@@ -205,7 +206,7 @@ func (w *World) readbackFile(target string) (world.Readback, error) {
 		// read is evaluated again for the refusal's detail.
 		r := world.Evaluate(c, content, exists)
 		if readErr != nil {
-			if r, err = w.evaluate(c); err != nil {
+			if r, err = w.evaluate(ctx, c); err != nil {
 				return rb, fmt.Errorf("readback %s: %w", target, err)
 			}
 		}
@@ -239,11 +240,11 @@ func (w *World) readbackFile(target string) (world.Readback, error) {
 // or a restore. A run_command is the exception, because its effect has no
 // single before and after: a started marker is appended durably before the
 // program starts and its outcome, unsynced, after it ended (command.go).
-func (w *World) Commit(key string, a world.Action, in world.Intent) (out world.Outcome, reused bool, err error) {
-	return w.CommitWhen(key, a, in, nil)
+func (w *World) Commit(ctx context.Context, key string, a world.Action, in world.Intent) (out world.Outcome, reused bool, err error) {
+	return w.CommitWhen(ctx, key, a, in, nil)
 }
 
-func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
+func (w *World) commitIntent(ctx context.Context, key, h string, a world.Action, in world.Intent) (world.Outcome, bool, error) {
 	if in.Schema != world.IntentSchema || in.Key != key || in.Action.Ref() != a.Ref() {
 		return world.Outcome{}, false, fmt.Errorf("the intent given is not the intent of this action and key")
 	}
@@ -256,11 +257,11 @@ func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (wo
 		return *prior, true, nil
 	}
 	if a.OnSet() {
-		return w.commitSet(key, h, a, in)
+		return w.commitSet(ctx, key, h, a, in)
 	}
 	if !in.Changes {
 		out := in.Planned
-		if out.PostCheck, err = w.postCheck(a.CheckID); err != nil {
+		if out.PostCheck, err = w.postCheck(ctx, a.CheckID); err != nil {
 			return world.Outcome{}, false, err
 		}
 		out, err = w.settle(h, a, out, recordNothing)
@@ -279,13 +280,13 @@ func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (wo
 			return world.Outcome{}, false, err
 		}
 		out := in.Planned
-		if out.PostCheck, err = w.postCheck(a.CheckID); err != nil {
+		if out.PostCheck, err = w.postCheck(ctx, a.CheckID); err != nil {
 			return world.Outcome{}, false, err
 		}
 		out, err = w.settle(h, a, out, recordNothing)
 		return out, err == nil, err
 	case in.Planned.BeforeSHA256:
-		p, err := w.replan(key, h, a, target, content, exists, now)
+		p, err := w.replan(ctx, key, h, a, target, content, exists, now)
 		w.prepared = nil
 		if err != nil {
 			return world.Outcome{}, false, err
@@ -297,7 +298,7 @@ func (w *World) commitIntent(key, h string, a world.Action, in world.Intent) (wo
 		if err := w.applyPlan(target, &p); err != nil {
 			return world.Outcome{}, false, err
 		}
-		if p.out.PostCheck, err = w.postCheckWritten(a.CheckID, target, p); err != nil {
+		if p.out.PostCheck, err = w.postCheckWritten(ctx, a.CheckID, target, p); err != nil {
 			return world.Outcome{}, false, err
 		}
 		out, err := w.settle(h, a, p.out, recordNothing)

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -30,7 +31,7 @@ const previewTag = "[<idempotency key>]"
 // one (or why nothing would change); for a command, the command line,
 // where it runs, what it may change and its time limit. A person reads it
 // before approving a.
-func (w *World) Preview(a world.Action) (string, error) {
+func (w *World) Preview(ctx context.Context, a world.Action) (string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if a.Operation == world.OpRunCommand {
@@ -43,7 +44,7 @@ func (w *World) Preview(a world.Action) (string, error) {
 		return "", fmt.Errorf("preview %s: %w", a.Describe(), err)
 	}
 	target := resolveTarget(previewDigest, a)
-	p, err := w.plan("", previewDigest, a, target)
+	p, err := w.plan(ctx, "", previewDigest, a, target)
 	if err != nil {
 		return "", fmt.Errorf("preview %s: %w", a.Describe(), err)
 	}

@@ -47,7 +47,7 @@ func TestPreview(t *testing.T) {
 			"runs      gofmt -w 'my file.go'\nin        the world's directory, stdin closed, a scrubbed environment\nmay change **/*.go\ntime limit 30 s\nnot idempotent"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := r.Preview(c.a)
+			got, err := r.Preview(t.Context(), c.a)
 			require.NoError(t, err)
 			assert.Contains(t, got, c.want)
 		})
@@ -64,7 +64,7 @@ func TestIntentCarriesTheDiff(t *testing.T) {
 	w, _ := newTestWorld(t, spec)
 	patch := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", CheckID: "no-debug",
 		ExpectSHA256: fp(appSource), Find: "debug = true", Replace: "debug = false"}
-	in, _, err := w.Prepare(testKey("diff"), patch)
+	in, _, err := w.Prepare(t.Context(), testKey("diff"), patch)
 	require.NoError(t, err)
 	assert.Contains(t, in.Diff, "-var debug = true\n+var debug = false\n")
 
@@ -73,7 +73,7 @@ func TestIntentCarriesTheDiff(t *testing.T) {
 		fmt.Fprintf(&big, "line %d\n", i)
 	}
 	a := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "big.txt", Content: big.String()}
-	in, _, err = w.Prepare(testKey("big"), a)
+	in, _, err = w.Prepare(t.Context(), testKey("big"), a)
 	require.NoError(t, err)
 	require.LessOrEqual(t, len(in.Diff), MaxDiffBytes+100)
 	assert.Regexp(t, `\n\.\.\. \(diff cut here: \d+ more bytes\)\n$`, in.Diff)

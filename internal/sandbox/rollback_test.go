@@ -14,10 +14,10 @@ import (
 // prepareCommit runs an action through Prepare and Commit.
 func prepareCommit(t *testing.T, w *World, key string, a world.Action) (world.Intent, world.Outcome) {
 	t.Helper()
-	in, prior, err := w.Prepare(key, a)
+	in, prior, err := w.Prepare(t.Context(), key, a)
 	require.NoError(t, err)
 	require.Nil(t, prior)
-	out, _, err := w.Commit(key, a, in)
+	out, _, err := w.Commit(t.Context(), key, a, in)
 	require.NoError(t, err)
 	return in, out
 }
@@ -38,7 +38,7 @@ func TestRollbackBundleRestoresAPatchedFile(t *testing.T) {
 	assert.True(t, in.Rollback.Existed)
 	assert.Equal(t, out.AfterSHA256, in.Rollback.After)
 
-	rb, err := w.Readback(world.Action{Operation: world.OpApplyPatch}, world.Outcome{Target: "src/app.go"})
+	rb, err := w.Readback(t.Context(), world.Action{Operation: world.OpApplyPatch}, world.Outcome{Target: "src/app.go"})
 	require.NoError(t, err)
 	assert.Equal(t, out.AfterSHA256, rb.SHA256)
 	assert.Equal(t, []string{"no-debug"}, rb.Passing)
@@ -90,7 +90,7 @@ func TestNoBundleForBinaryTargets(t *testing.T) {
 	require.NoError(t, os.WriteFile(worldPath(dir, "LICENSE"), []byte(binary), 0o644))
 	replace := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "LICENSE", CheckID: "license",
 		ExpectSHA256: codec.FingerprintOf([]byte(binary)), Content: "MIT License\n"}
-	in, prior, err := w.Prepare(testKey("bin"), replace)
+	in, prior, err := w.Prepare(t.Context(), testKey("bin"), replace)
 	require.NoError(t, err)
 	require.Nil(t, prior)
 	assert.True(t, in.Changes)
@@ -135,16 +135,16 @@ func TestCommitReusesThePreparedPlanOnlyForTheSameBytes(t *testing.T) {
 	w, dir := newTestWorld(t, testSpec())
 	patch := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: "src/app.go", CheckID: "no-debug",
 		ExpectSHA256: codec.FingerprintOf([]byte(appSource)), Find: "debug = true", Replace: "debug = false"}
-	in, prior, err := w.Prepare(testKey("a"), patch)
+	in, prior, err := w.Prepare(t.Context(), testKey("a"), patch)
 	require.NoError(t, err)
 	require.Nil(t, prior)
 	require.NotNil(t, w.prepared)
 
 	// Another key's prepare replaces the remembered plan; committing the
 	// first intent then plans again and still makes the same change.
-	_, _, err = w.Prepare(testKey("b"), patch)
+	_, _, err = w.Prepare(t.Context(), testKey("b"), patch)
 	require.NoError(t, err)
-	out, reused, err := w.Commit(testKey("a"), patch, in)
+	out, reused, err := w.Commit(t.Context(), testKey("a"), patch, in)
 	require.NoError(t, err)
 	assert.False(t, reused)
 	assert.Equal(t, world.OutcomeCommitted, out.Status)
@@ -155,10 +155,10 @@ func TestCommitReusesThePreparedPlanOnlyForTheSameBytes(t *testing.T) {
 
 	// Prepared, then rewritten with the same bytes: the plan still holds.
 	w3, dir3 := newTestWorld(t, testSpec())
-	in3, _, err := w3.Prepare(testKey("d"), patch)
+	in3, _, err := w3.Prepare(t.Context(), testKey("d"), patch)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(worldPath(dir3, "src/app.go"), []byte(appSource), 0o644))
-	out3, _, err := w3.Commit(testKey("d"), patch, in3)
+	out3, _, err := w3.Commit(t.Context(), testKey("d"), patch, in3)
 	require.NoError(t, err)
 	assert.Equal(t, in3.Planned.AfterSHA256, out3.AfterSHA256)
 	got, err = os.ReadFile(worldPath(dir3, "src/app.go"))
@@ -168,10 +168,10 @@ func TestCommitReusesThePreparedPlanOnlyForTheSameBytes(t *testing.T) {
 	// Prepared, then changed by someone else: not committed from the
 	// plan, and stale, since this World knows it never applied it.
 	w2, dir2 := newTestWorld(t, testSpec())
-	in2, _, err := w2.Prepare(testKey("c"), patch)
+	in2, _, err := w2.Prepare(t.Context(), testKey("c"), patch)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(worldPath(dir2, "src/app.go"), []byte("package app\n"), 0o644))
-	out2, _, err := w2.Commit(testKey("c"), patch, in2)
+	out2, _, err := w2.Commit(t.Context(), testKey("c"), patch, in2)
 	require.NoError(t, err)
 	assert.Equal(t, world.OutcomeStale, out2.Status)
 	got, err = os.ReadFile(worldPath(dir2, "src/app.go"))

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -50,7 +51,7 @@ func TestRootWorldIsObservedAndChangedInPlace(t *testing.T) {
 		Fixes: []world.Fix{{Operation: world.OpApplyPatch, Find: "teh", Replace: "the"}}}}}
 	w, dir := rootWorld(t, spec, map[string]string{"README.md": "teh project\n", "src/a.go": "package a\n"})
 	assert.Equal(t, dir, w.Dir())
-	obs, err := w.Observe()
+	obs, err := w.Observe(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, []string{"README.md", "src/a.go"}, paths(obs))
 	r, _ := obs.Check("typo")
@@ -81,10 +82,10 @@ func TestStateDirectoryInsideTheRootIsPrivate(t *testing.T) {
 	w, err := Create(stateDir, spec, keys)
 	require.NoError(t, err)
 	defer w.Close()
-	obs, err := w.Observe()
+	obs, err := w.Observe(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, []string{"main.go"}, paths(obs))
-	_, _, err = w.Prepare(testKey("into-state"), world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: ".acr/manifest.json", Content: "x"})
+	_, _, err = w.Prepare(t.Context(), testKey("into-state"), world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: ".acr/manifest.json", Content: "x"})
 	require.ErrorIs(t, err, ErrConfinement)
 
 	_, err = Create(dir, world.Spec{Schema: world.SpecSchema, Root: dir}, keys)
@@ -116,7 +117,7 @@ func TestRootConfinement(t *testing.T) {
 
 	done := make(chan world.Observation, 1)
 	go func() {
-		obs, err := w.Observe()
+		obs, err := w.Observe(t.Context())
 		assert.NoError(t, err)
 		done <- obs
 	}()
@@ -151,9 +152,9 @@ func TestRootConfinement(t *testing.T) {
 			{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: target, Content: "overwritten\n"},
 		} {
 			key := testKey(target + string(a.Operation) + string(rune('a'+i)))
-			in, prior, err := w.Prepare(key, a)
+			in, prior, err := w.Prepare(t.Context(), key, a)
 			if err == nil && prior == nil && in.Changes {
-				_, _, err = w.Commit(key, a, in)
+				_, _, err = w.Commit(t.Context(), key, a, in)
 			}
 			if err == nil {
 				assert.NotEqual(t, world.OutcomeCommitted, in.Planned.Status, "%s on %s", a.Operation, target)
@@ -181,7 +182,7 @@ func TestDeepDirectoryChainIsBounded(t *testing.T) {
 	require.NoError(t, os.MkdirAll(deep, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(deep, "x.txt"), []byte("x"), 0o644))
 	start := time.Now()
-	obs, err := w.Observe()
+	obs, err := w.Observe(t.Context())
 	require.NoError(t, err)
 	assert.Less(t, time.Since(start), 20*time.Second)
 	require.Len(t, obs.Refused, 1)
@@ -195,11 +196,11 @@ func TestObservationLimits(t *testing.T) {
 		files[filepath.Join("f", string(rune('a'+i%26))+strings.Repeat("x", i))] = "0123456789"
 	}
 	w, _ := rootWorld(t, world.Spec{Limits: &world.Limits{MaxEntries: 10}}, files)
-	_, err := w.Observe()
+	_, err := w.Observe(t.Context())
 	require.ErrorContains(t, err, "limits.max_entries")
 
 	w, _ = rootWorld(t, world.Spec{Limits: &world.Limits{MaxBytes: 100}}, files)
-	_, err = w.Observe()
+	_, err = w.Observe(t.Context())
 	require.ErrorContains(t, err, "limits.max_bytes")
 }
 
@@ -215,7 +216,7 @@ func TestCommandChecks(t *testing.T) {
 		commandCheck("cwd", "test -f marker.txt"),
 	}}
 	w, _ := rootWorld(t, spec, map[string]string{"marker.txt": "x"})
-	obs, err := w.Observe()
+	obs, err := w.Observe(t.Context())
 	require.NoError(t, err)
 	want := map[string]world.CheckStatus{"pass": world.CheckPass, "warn": world.CheckFail, "crit": world.CheckFail, "cwd": world.CheckPass}
 	for id, st := range want {
@@ -232,7 +233,7 @@ func TestCommandChecks(t *testing.T) {
 	assert.Equal(t, "exit 2 (critical): broken", r.Detail)
 	assert.Len(t, obs.Runs, 4)
 
-	again, err := w.Observe()
+	again, err := w.Observe(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, obs.Ref(), again.Ref(), "the same output on the same world is the same observation")
 }
@@ -249,7 +250,7 @@ func TestCommandCheckFaults(t *testing.T) {
 	}
 	for _, tc := range cases {
 		w, _ := rootWorld(t, world.Spec{Checks: []world.Check{tc.check}}, nil)
-		_, err := w.Observe()
+		_, err := w.Observe(t.Context())
 		var pf *world.ProviderFault
 		require.True(t, errors.As(err, &pf), "%s: %v", tc.check.ID, err)
 		assert.Equal(t, "check:"+tc.check.ID, pf.Source)
@@ -286,18 +287,18 @@ func countLines(t *testing.T, path string) int {
 
 func TestRunCommandRunsOncePerKey(t *testing.T) {
 	w, dir := rootWorld(t, appendSpec(false), map[string]string{"log.txt": ""})
-	_, err := w.Observe()
+	_, err := w.Observe(t.Context())
 	require.NoError(t, err)
 	a := commandAction(appendFix(false), "logged")
 	key := testKey("append-once")
-	in, prior, err := w.Prepare(key, a)
+	in, prior, err := w.Prepare(t.Context(), key, a)
 	require.NoError(t, err)
 	require.Nil(t, prior)
 	require.True(t, in.Changes)
 	require.NotNil(t, in.Rollback, "the touched files' pre-image is the bundle")
 	assert.Equal(t, []world.FileImage{{Path: "log.txt", SHA256: fp(""), Content: ""}}, in.Rollback.Files)
 	in.RunID, in.CycleSeq = "run-x", 7
-	out, reused, err := w.Commit(key, a, in)
+	out, reused, err := w.Commit(t.Context(), key, a, in)
 	require.NoError(t, err)
 	assert.False(t, reused)
 	assert.Equal(t, world.OutcomeCommitted, out.Status)
@@ -310,14 +311,14 @@ func TestRunCommandRunsOncePerKey(t *testing.T) {
 	assert.Equal(t, "run 7\n", string(b), "the command gets ACR_CYCLE")
 
 	for range 3 {
-		again, reused, err := w.Commit(key, a, in)
+		again, reused, err := w.Commit(t.Context(), key, a, in)
 		require.NoError(t, err)
 		assert.True(t, reused)
 		assert.Equal(t, out, again)
 	}
 	assert.Equal(t, 1, countLines(t, filepath.Join(dir, "log.txt")))
 
-	rb, err := w.Readback(a, out)
+	rb, err := w.Readback(t.Context(), a, out)
 	require.NoError(t, err)
 	assert.Equal(t, out.AfterSHA256, rb.SHA256)
 	assert.Equal(t, []string{"logged"}, rb.Passing)
@@ -326,7 +327,7 @@ func TestRunCommandRunsOncePerKey(t *testing.T) {
 func TestRunCommandOutsideItsTouches(t *testing.T) {
 	f := world.Fix{ID: "sneaky", Operation: world.OpRunCommand, Argv: []string{"sh", "-c", "echo x >> a.txt; echo y > other.txt"}, Touches: []string{"a.txt"}}
 	w, _ := rootWorld(t, world.Spec{Checks: []world.Check{{ID: "c", Kind: world.CheckFileExists, Path: "a.txt", Fixes: []world.Fix{f}}}}, map[string]string{"a.txt": ""})
-	_, err := w.Observe()
+	_, err := w.Observe(t.Context())
 	require.NoError(t, err)
 	_, out := prepareCommit(t, w, testKey("sneaky"), commandAction(f, "c"))
 	assert.Equal(t, []string{"a.txt", "other.txt"}, out.Changed)
@@ -345,10 +346,10 @@ func TestUndeclaredCommandIsRefused(t *testing.T) {
 	w, _ := rootWorld(t, appendSpec(false), nil)
 	a := commandAction(appendFix(false), "logged")
 	a.Argv = []string{"sh", "-c", "rm -rf ."}
-	_, _, err := w.Prepare(testKey("undeclared"), a)
+	_, _, err := w.Prepare(t.Context(), testKey("undeclared"), a)
 	require.ErrorContains(t, err, "not a command fix the environment declares in this form")
 	a.FixID = "nope"
-	_, _, err = w.Prepare(testKey("undeclared2"), a)
+	_, _, err = w.Prepare(t.Context(), testKey("undeclared2"), a)
 	require.ErrorContains(t, err, "undeclared_command")
 }
 
@@ -356,7 +357,7 @@ func TestUndeclaredCommandIsRefused(t *testing.T) {
 // before the program starts, leaving the started marker durable.
 func crashDuringCommand(t *testing.T, w *World, key string, a world.Action) world.Intent {
 	t.Helper()
-	in, _, err := w.Prepare(key, a)
+	in, _, err := w.Prepare(t.Context(), key, a)
 	require.NoError(t, err)
 	w.OnStage = func(stage string) {
 		if stage == StageBeforeActionCommit {
@@ -365,7 +366,7 @@ func crashDuringCommand(t *testing.T, w *World, key string, a world.Action) worl
 	}
 	func() {
 		defer func() { require.Equal(t, "crash", recover()) }()
-		_, _, _ = w.Commit(key, a, in)
+		_, _, _ = w.Commit(t.Context(), key, a, in)
 	}()
 	w.OnStage = nil
 	return in
@@ -376,7 +377,7 @@ func TestInterruptedCommandRecovery(t *testing.T) {
 		w, dir := rootWorld(t, appendSpec(false), map[string]string{"log.txt": ""})
 		a := commandAction(appendFix(false), "logged")
 		in := crashDuringCommand(t, w, testKey("x1"), a)
-		_, _, err := w.Commit(testKey("x1"), a, in)
+		_, _, err := w.Commit(t.Context(), testKey("x1"), a, in)
 		require.ErrorIs(t, err, ErrUncertain)
 		assert.Contains(t, err.Error(), "check logged still fails")
 		assert.Equal(t, 0, countLines(t, filepath.Join(dir, "log.txt")), "never run twice silently")
@@ -385,7 +386,7 @@ func TestInterruptedCommandRecovery(t *testing.T) {
 		w, dir := rootWorld(t, appendSpec(true), map[string]string{"log.txt": ""})
 		a := commandAction(appendFix(true), "logged")
 		in := crashDuringCommand(t, w, testKey("x2"), a)
-		out, reused, err := w.Commit(testKey("x2"), a, in)
+		out, reused, err := w.Commit(t.Context(), testKey("x2"), a, in)
 		require.NoError(t, err)
 		assert.False(t, reused)
 		assert.Equal(t, world.OutcomeCommitted, out.Status)
@@ -397,7 +398,7 @@ func TestInterruptedCommandRecovery(t *testing.T) {
 		in := crashDuringCommand(t, w, testKey("x3"), a)
 		// The program did run before the crash.
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "log.txt"), []byte("run 1\n"), 0o644))
-		out, reused, err := w.Commit(testKey("x3"), a, in)
+		out, reused, err := w.Commit(t.Context(), testKey("x3"), a, in)
 		require.NoError(t, err)
 		assert.True(t, reused)
 		assert.Contains(t, out.Detail, "recovered")
@@ -411,7 +412,7 @@ func TestRestoreOfACommandsFiles(t *testing.T) {
 	f := world.Fix{ID: "gen", Operation: world.OpRunCommand, Argv: []string{"sh", "-c", "echo changed > gen/a.txt; echo new > gen/b.txt"}, Touches: []string{"gen/**"}}
 	w, dir := rootWorld(t, world.Spec{Checks: []world.Check{{ID: "c", Kind: world.CheckFileExists, Path: "gen/a.txt", Fixes: []world.Fix{f}}}},
 		map[string]string{"gen/a.txt": "original\n", "keep.txt": "k\n"})
-	_, err := w.Observe()
+	_, err := w.Observe(t.Context())
 	require.NoError(t, err)
 	in, out := prepareCommit(t, w, testKey("gen"), commandAction(f, "c"))
 	require.Equal(t, world.OutcomeCommitted, out.Status)
@@ -431,7 +432,7 @@ func TestNoBundleForLargeTouchedSets(t *testing.T) {
 	f := world.Fix{ID: "big", Operation: world.OpRunCommand, Argv: []string{"true"}, Touches: []string{"big.txt"}}
 	w, _ := rootWorld(t, world.Spec{Checks: []world.Check{{ID: "c", Kind: world.CheckFileExists, Path: "big.txt", Fixes: []world.Fix{f}}}},
 		map[string]string{"big.txt": strings.Repeat("x", MaxRollbackBytes+1)})
-	in, _, err := w.Prepare(testKey("big"), commandAction(f, "c"))
+	in, _, err := w.Prepare(t.Context(), testKey("big"), commandAction(f, "c"))
 	require.NoError(t, err)
 	assert.Nil(t, in.Rollback)
 }
@@ -471,13 +472,13 @@ func TestCommandOutcomeRecordIsBoundToItsIntent(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w, dir := rootWorld(t, appendSpec(false), map[string]string{"log.txt": ""})
-			_, err := w.Observe()
+			_, err := w.Observe(t.Context())
 			require.NoError(t, err)
 			a := commandAction(appendFix(false), "logged")
 			key := testKey("bound " + c.name)
-			in, _, err := w.Prepare(key, a)
+			in, _, err := w.Prepare(t.Context(), key, a)
 			require.NoError(t, err)
-			out, _, err := w.Commit(key, a, in)
+			out, _, err := w.Commit(t.Context(), key, a, in)
 			require.NoError(t, err)
 			require.Equal(t, world.OutcomeCommitted, out.Status)
 
@@ -490,7 +491,7 @@ func TestCommandOutcomeRecordIsBoundToItsIntent(t *testing.T) {
 			_, err = w.appendRecord(h, kindOutcome, rec, true)
 			require.NoError(t, err)
 
-			_, _, err = w.Commit(key, a, in)
+			_, _, err = w.Commit(t.Context(), key, a, in)
 			require.ErrorIs(t, err, ErrUncertain)
 			assert.Contains(t, err.Error(), c.why)
 			assert.LessOrEqual(t, countLines(t, filepath.Join(dir, "log.txt")), 1, "the program never runs again")
@@ -503,9 +504,66 @@ func TestCommandOutcomeRecordIsBoundToItsIntent(t *testing.T) {
 		in := crashDuringCommand(t, w, testKey("marker"), a)
 		other := in
 		other.CycleSeq++
-		_, _, err := w.Commit(testKey("marker"), a, other)
+		_, _, err := w.Commit(t.Context(), testKey("marker"), a, other)
 		require.ErrorIs(t, err, ErrUncertain)
 		assert.Contains(t, err.Error(), "started marker")
 		assert.Equal(t, 0, countLines(t, filepath.Join(dir, "log.txt")), "not run again, although idempotent")
+	})
+}
+
+// cancelWhen returns a context cancelled once path exists: the moment a
+// program shows it is running.
+func cancelWhen(t *testing.T, path string) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		for ctx.Err() == nil {
+			if _, err := os.Stat(path); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return ctx
+}
+
+// TestCancelledProgramsLeaveNoVerdict: when acr stops (SIGTERM cancels the
+// context) the program it runs is killed, and what it was killed for is not
+// judged. A cancelled check is an error, not a provider fault or a fail; a
+// cancelled fix records no outcome, so the next Commit recovers it as after
+// a kill.
+func TestCancelledProgramsLeaveNoVerdict(t *testing.T) {
+	t.Run("a check", func(t *testing.T) {
+		spec := world.Spec{Checks: []world.Check{{ID: "slow", Kind: world.CheckCommand, Argv: []string{"sh", "-c", "touch started; sleep 300"}, TimeoutSeconds: 120}}}
+		w, dir := rootWorld(t, spec, nil)
+		_, err := w.Observe(cancelWhen(t, filepath.Join(dir, "started")))
+		require.ErrorIs(t, err, context.Canceled)
+		var pf *world.ProviderFault
+		assert.False(t, errors.As(err, &pf), "a cancelled check is not a provider fault: %v", err)
+	})
+	t.Run("a fix, then recovered", func(t *testing.T) {
+		f := world.Fix{ID: "append", Operation: world.OpRunCommand, Argv: []string{"sh", "-c", "echo run >> log.txt; touch started; sleep 300"},
+			Touches: []string{"log.txt", "started"}, TimeoutSeconds: 120}
+		spec := world.Spec{Checks: []world.Check{{ID: "logged", Kind: world.CheckCommand, Argv: []string{"sh", "-c", "grep -q run log.txt || exit 1"},
+			TimeoutSeconds: 5, Fixes: []world.Fix{f}}}}
+		w, dir := rootWorld(t, spec, map[string]string{"log.txt": ""})
+		_, err := w.Observe(t.Context())
+		require.NoError(t, err)
+		a := commandAction(f, "logged")
+		key := testKey("cancelled")
+		in, _, err := w.Prepare(t.Context(), key, a)
+		require.NoError(t, err)
+		_, _, err = w.Commit(cancelWhen(t, filepath.Join(dir, "started")), key, a, in)
+		require.ErrorIs(t, err, context.Canceled)
+		_, found, err := w.Lookup(key)
+		require.NoError(t, err)
+		assert.False(t, found, "an outcome was recorded for a program killed because acr stopped")
+
+		out, reused, err := w.Commit(t.Context(), key, a, in)
+		require.NoError(t, err)
+		assert.True(t, reused)
+		assert.Contains(t, out.Detail, "recovered")
+		assert.Equal(t, 1, countLines(t, filepath.Join(dir, "log.txt")), "the program ran once")
 	})
 }

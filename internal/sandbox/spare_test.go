@@ -51,7 +51,7 @@ func TestReplaceSwapsWithASpare(t *testing.T) {
 	assert.Equal(t, "# 2\n", readWorld(t, stateDir, "README.md"), "written from the start and cut to length")
 	assert.Equal(t, first, inodeOf(t, readme), "the second replace wrote into the spare")
 
-	obs, err := w.Observe()
+	obs, err := w.Observe(t.Context())
 	require.NoError(t, err)
 	for _, f := range obs.Files {
 		assert.NotEqual(t, spareName, f.Path, "the spare is not part of the world")
@@ -124,12 +124,12 @@ func TestCommitBacksOffAFileReplacedDuringIt(t *testing.T) {
 	spec := testSpec()
 	spec.Files["LICENSE"] = "old\n"
 	w, stateDir := newTestWorld(t, spec)
-	_, err := w.Observe()
+	_, err := w.Observe(t.Context())
 	require.NoError(t, err)
 	a := world.Action{Schema: world.ActionSchema, Operation: world.OpRecordArtifact, Target: "LICENSE", CheckID: "license",
 		ExpectSHA256: fp("old\n"), Content: "MIT License\n"}
 	key := testKey("raced")
-	in, prior, err := w.Prepare(key, a)
+	in, prior, err := w.Prepare(t.Context(), key, a)
 	require.NoError(t, err)
 	require.Nil(t, prior)
 	ready := func() error {
@@ -138,7 +138,7 @@ func TestCommitBacksOffAFileReplacedDuringIt(t *testing.T) {
 		require.NoError(t, os.WriteFile(tmp, []byte("someone else's\n"), 0o644))
 		return os.Rename(tmp, worldPath(stateDir, "LICENSE"))
 	}
-	out, _, err := w.CommitWhen(key, a, in, ready)
+	out, _, err := w.CommitWhen(t.Context(), key, a, in, ready)
 	require.NoError(t, err)
 	assert.Equal(t, world.OutcomeFailed, out.Status)
 	assert.Contains(t, out.Detail, "changed while the effect was being committed")

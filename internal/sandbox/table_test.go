@@ -44,13 +44,13 @@ func TestTableAppendAndLookup(t *testing.T) {
 	keys := []string{testKey("one"), testKey("two"), testKey("three")}
 	outs := map[string]world.Outcome{}
 	for _, key := range keys {
-		out, reused, err := w.Execute(key, inspectAction())
+		out, reused, err := w.Execute(t.Context(), key, inspectAction())
 		require.NoError(t, err)
 		require.False(t, reused)
 		outs[key] = out
 	}
 	mark := testKey("mark")
-	marked, _, err := w.Execute(mark, markIssue("x"))
+	marked, _, err := w.Execute(t.Context(), mark, markIssue("x"))
 	require.NoError(t, err)
 	outs[mark] = marked
 	check := func(w *World) {
@@ -92,7 +92,7 @@ func TestTornTableTail(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w, stateDir := newTestWorld(t, testSpec())
 			first := testKey("first")
-			_, _, err := w.Execute(first, inspectAction())
+			_, _, err := w.Execute(t.Context(), first, inspectAction())
 			require.NoError(t, err)
 			// An Execute interrupted after its outcome line was written,
 			// then the outcome line torn: as if the crash came during
@@ -119,11 +119,11 @@ func TestTornTableTail(t *testing.T) {
 				assert.False(t, found, "a torn outcome line is no outcome")
 			}
 
-			again, _, err := w.Execute(key, a)
+			again, _, err := w.Execute(t.Context(), key, a)
 			require.NoError(t, err)
 			assert.Equal(t, world.OutcomeCommitted, again.Status)
 			assert.Equal(t, 1, issueLines(t, stateDir, key), "the intent and the world decide: applied once")
-			_, _, err = w.Execute(testKey("after"), inspectAction())
+			_, _, err = w.Execute(t.Context(), testKey("after"), inspectAction())
 			require.NoError(t, err)
 			res := requireCleanTable(t, stateDir)
 			assert.NotZero(t, slotOf(res.index, key, kindOutcome).n)
@@ -139,7 +139,7 @@ func TestTornTableTail(t *testing.T) {
 func TestTableDamageIsNotRepaired(t *testing.T) {
 	w, stateDir := newTestWorld(t, testSpec())
 	for _, name := range []string{"a", "b"} {
-		_, _, err := w.Execute(testKey(name), inspectAction())
+		_, _, err := w.Execute(t.Context(), testKey(name), inspectAction())
 		require.NoError(t, err)
 	}
 	data, err := os.ReadFile(tablePath(stateDir))
@@ -155,9 +155,9 @@ func TestTableDamageIsNotRepaired(t *testing.T) {
 	assert.Equal(t, TableName, d.File)
 	assert.Equal(t, int64(0), d.Offset)
 	assert.Contains(t, err.Error(), "byte 0")
-	_, _, err = w.Execute(testKey("c"), markIssue("c"))
+	_, _, err = w.Execute(t.Context(), testKey("c"), markIssue("c"))
 	require.ErrorAs(t, err, &d, "nothing runs on a damaged table")
-	_, _, err = w.Prepare(testKey("c"), markIssue("c"))
+	_, _, err = w.Prepare(t.Context(), testKey("c"), markIssue("c"))
 	require.ErrorAs(t, err, &d)
 	assert.Equal(t, before, snapshot(t, worldPath(stateDir, ".")))
 	got, err := os.ReadFile(tablePath(stateDir))
@@ -200,19 +200,19 @@ func TestEarlierLayoutIsRead(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, found, "an old outcome is found")
 	assert.Equal(t, oldOut, got)
-	again, reused, err := w.Execute(old, markIssue("old"))
+	again, reused, err := w.Execute(t.Context(), old, markIssue("old"))
 	require.NoError(t, err)
 	assert.True(t, reused)
 	assert.Equal(t, oldOut, again)
 	assert.Equal(t, 0, issueLines(t, stateDir, old), "an old outcome is never applied again")
 
-	out, reused, err := w.Execute(pending, a)
+	out, reused, err := w.Execute(t.Context(), pending, a)
 	require.NoError(t, err)
 	assert.True(t, reused, "an old intent with the world in the after state: the effect happened")
 	assert.Equal(t, world.OutcomeCommitted, out.Status)
 	assert.Equal(t, []recKind{kindOutcome}, tableKinds(t, osKeys(t, stateDir), pending), "the new outcome goes to the table")
 
-	_, _, err = w.Execute(testKey("new"), inspectAction())
+	_, _, err = w.Execute(t.Context(), testKey("new"), inspectAction())
 	require.NoError(t, err)
 	assert.Equal(t, legacyBefore, snapshot(t, filepath.Join(stateDir, filepath.FromSlash(KeysDir), keyDigest(old)[:2])), "old files are not written")
 	entries, err := os.ReadDir(filepath.Join(stateDir, filepath.FromSlash(KeysDir)))
@@ -227,7 +227,7 @@ func TestEarlierLayoutIsRead(t *testing.T) {
 
 	// The table's record wins over an old file of the same key and kind.
 	shadow := testKey("shadow")
-	_, _, err = w.Execute(shadow, inspectAction())
+	_, _, err = w.Execute(t.Context(), shadow, inspectAction())
 	require.NoError(t, err)
 	writeLegacy(t, stateDir, shadow, kindOutcome, outcomeRecord{Schema: OutcomeSchema, Outcome: world.Outcome{Schema: world.OutcomeSchema, Key: shadow,
 		Operation: world.OpInspect, Target: "README.md", Status: world.OutcomeFailed}})
@@ -245,7 +245,7 @@ func TestEarlierStartedMarkerIsRead(t *testing.T) {
 	w, dir, stateDir := rootWorldState(t, spec, map[string]string{"log.txt": ""})
 	a := commandAction(appendFix(false), "logged")
 	key := testKey("old-started")
-	in, _, err := w.Prepare(key, a)
+	in, _, err := w.Prepare(t.Context(), key, a)
 	require.NoError(t, err)
 	require.NoError(t, w.Close())
 	writeLegacy(t, stateDir, key, kindStarted, startedRecord{Schema: StartedSchema, Key: key, ActionRef: a.Ref()})
@@ -255,7 +255,7 @@ func TestEarlierStartedMarkerIsRead(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = w.Close() })
 	w.Environ = os.LookupEnv
-	_, _, err = w.Commit(key, a, in)
+	_, _, err = w.Commit(t.Context(), key, a, in)
 	require.ErrorIs(t, err, ErrUncertain, "the marker says it may have run")
 	assert.Equal(t, 0, countLines(t, filepath.Join(dir, "log.txt")), "never run twice silently")
 }
@@ -336,7 +336,7 @@ func (c *countingFS) SyncDir(name string) error {
 // record otherwise. No file or directory is ever made per key.
 func TestTableFileAccesses(t *testing.T) {
 	w, stateDir := newTestWorld(t, testSpec())
-	_, _, err := w.Execute(testKey("seed"), inspectAction()) // a table that exists
+	_, _, err := w.Execute(t.Context(), testKey("seed"), inspectAction()) // a table that exists
 	require.NoError(t, err)
 	require.NoError(t, w.Close())
 	cfs := &countingFS{FS: osKeys(t, stateDir)}
@@ -344,17 +344,17 @@ func TestTableFileAccesses(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = w.Close() })
 
-	_, err = w.Observe()
+	_, err = w.Observe(t.Context())
 	require.NoError(t, err)
 	assert.Empty(t, cfs.take(), "opening and observing do not touch the table")
 
 	for i := range 3 {
 		key := testKey(fmt.Sprintf("kernel-%d", i))
 		a := world.Action{Schema: world.ActionSchema, Operation: world.OpMarkIssue, Target: world.IssuesFile, CheckID: "readme", Note: fmt.Sprint(i)}
-		in, prior, err := w.Prepare(key, a)
+		in, prior, err := w.Prepare(t.Context(), key, a)
 		require.NoError(t, err)
 		require.Nil(t, prior)
-		_, _, err = w.Commit(key, a, in)
+		_, _, err = w.Commit(t.Context(), key, a, in)
 		require.NoError(t, err)
 		want := []string(nil)
 		if i == 0 {
@@ -363,11 +363,11 @@ func TestTableFileAccesses(t *testing.T) {
 		assert.Equal(t, want, cfs.take(), "cycle %d: a file effect in the kernel's path", i)
 	}
 
-	_, _, err = w.Execute(testKey("exec-1"), markIssue("e1"))
+	_, _, err = w.Execute(t.Context(), testKey("exec-1"), markIssue("e1"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"openappend " + TableName, "syncdir " + KeysDir}, cfs.take(),
 		"the first append opens the table for appending and fsyncs its directory once")
-	_, _, err = w.Execute(testKey("exec-2"), markIssue("e2"))
+	_, _, err = w.Execute(t.Context(), testKey("exec-2"), markIssue("e2"))
 	require.NoError(t, err)
 	assert.Empty(t, cfs.take(), "later appends go to the open file")
 	for i := range 50 {
@@ -400,7 +400,7 @@ func TestConcurrentLookups(t *testing.T) {
 		}()
 	}
 	for i := range 20 {
-		_, _, err := w.Execute(testKey(fmt.Sprintf("concurrent-%d", i)), inspectAction())
+		_, _, err := w.Execute(t.Context(), testKey(fmt.Sprintf("concurrent-%d", i)), inspectAction())
 		require.NoError(t, err)
 	}
 	wg.Wait()
@@ -418,7 +418,7 @@ func TestTableDirectoryMissing(t *testing.T) {
 	_, found, err := w.Lookup(testKey("x"))
 	require.NoError(t, err)
 	assert.False(t, found)
-	_, _, err = w.Execute(testKey("x"), inspectAction())
+	_, _, err = w.Execute(t.Context(), testKey("x"), inspectAction())
 	require.NoError(t, err)
 	_, found, err = w.Lookup(testKey("x"))
 	require.NoError(t, err)
@@ -438,7 +438,7 @@ func TestNonCanonicalRecordIsRefused(t *testing.T) {
 	_, _, err := w.Lookup(key)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), TableName)
-	_, _, err = w.Execute(key, inspectAction())
+	_, _, err = w.Execute(t.Context(), key, inspectAction())
 	require.Error(t, err)
 }
 
@@ -468,15 +468,15 @@ func TestPowerLossKeepsTheStartedMarker(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = w.Close() })
 	w.Environ = os.LookupEnv
-	_, _, err = w.Commit(testKey("cut"), a, in)
+	_, _, err = w.Commit(t.Context(), testKey("cut"), a, in)
 	require.ErrorIs(t, err, ErrUncertain, "the durable marker says the command may have run")
 
 	// Run to the end, then the power goes: the unsynced outcome is lost,
 	// the marker is not, and the check (which now passes) decides.
 	key := testKey("ran")
-	in, _, err = w.Prepare(key, a)
+	in, _, err = w.Prepare(t.Context(), key, a)
 	require.NoError(t, err)
-	out, _, err := w.Commit(key, a, in)
+	out, _, err := w.Commit(t.Context(), key, a, in)
 	require.NoError(t, err)
 	require.Equal(t, world.OutcomeCommitted, out.Status)
 	mem.Crash()
@@ -485,7 +485,7 @@ func TestPowerLossKeepsTheStartedMarker(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = w.Close() })
 	w.Environ = os.LookupEnv
-	again, reused, err := w.Commit(key, a, in)
+	again, reused, err := w.Commit(t.Context(), key, a, in)
 	require.NoError(t, err)
 	assert.True(t, reused)
 	assert.Contains(t, again.Detail, "recovered")

@@ -87,7 +87,7 @@ type flakyWorld struct {
 	fail, garbage *int
 }
 
-func (f flakyWorld) Observe() (world.Observation, error) {
+func (f flakyWorld) Observe(ctx context.Context) (world.Observation, error) {
 	switch {
 	case *f.fail > 0:
 		*f.fail--
@@ -96,7 +96,7 @@ func (f flakyWorld) Observe() (world.Observation, error) {
 		*f.garbage--
 		return world.Observation{Schema: "garbage"}, nil
 	}
-	return f.World.Observe()
+	return f.World.Observe(ctx)
 }
 
 type runner struct {
@@ -149,7 +149,7 @@ func Run(sc *Scenario, o Options) (*Result, error) {
 		WrapWorld: func(w kernel.World) kernel.World {
 			return flakyWorld{World: w, fail: &rn.failures, garbage: &rn.garbage}
 		}}
-	if _, err := runstore.Init(rn.dir, sc.Inputs, "run:scenario:"+sc.Script.Name, false, rn.opt); err != nil {
+	if _, err := runstore.Init(context.Background(), rn.dir, sc.Inputs, "run:scenario:"+sc.Script.Name, false, rn.opt); err != nil {
 		return nil, fmt.Errorf("scenario %s: init: %w", sc.Script.Name, err)
 	}
 	if err := rn.steps(sc.Script.Steps, "steps"); err != nil {
@@ -212,7 +212,7 @@ func (rn *runner) runCycles(n int) (crashed bool, err error) {
 			}
 		}
 	}()
-	r, err = runstore.OpenWith(rn.dir, rn.opt, func(x *runstore.Run) { r = x })
+	r, err = runstore.OpenWith(context.Background(), rn.dir, rn.opt, func(x *runstore.Run) { r = x })
 	if err != nil {
 		return false, err
 	}
@@ -323,7 +323,7 @@ func (rn *runner) step(st Step) error {
 			rn.failf("crash at %s: the failpoint was never reached", c.Failpoint)
 		}
 	case st.Recover:
-		r, err := runstore.Open(rn.dir, rn.opt)
+		r, err := runstore.Open(context.Background(), rn.dir, rn.opt)
 		if err != nil {
 			return err
 		}
