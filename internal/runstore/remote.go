@@ -355,7 +355,7 @@ func (m *Remote) open(ctx context.Context, r *Run, opt Options) error {
 	if err := dropConsumed(snap, m.Run.Inbox()); err != nil {
 		return err
 	}
-	return r.wire(ctx, opt, snap, m.Run.Checkpoints(), led, m.Run.Inbox(), nil)
+	return r.wire(ctx, opt, snap, driverParts{checkpoints: m.Run.Checkpoints(), ledger: led, inbox: m.Run.Inbox()})
 }
 
 // moveWorld puts the world of a run that an earlier release created,

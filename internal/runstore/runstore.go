@@ -436,11 +436,25 @@ func (r *Run) open(ctx context.Context, opt Options) error {
 	}
 	r.openedAt = snap.Manifest.CycleSeq
 	guarded := &guardedLedger{Ledger: led, check: func() error { return r.checkBeforeWrite(clock) }}
-	return r.wire(ctx, opt, snap, r.Store, guarded, dirstore.Inbox{FS: r.FS, Memo: &disk.DirMemo{}}, func() (bool, error) { return killSwitchOn(r.FS) })
+	return r.wire(ctx, opt, snap, driverParts{checkpoints: r.Store, ledger: guarded, split: guarded, sealer: led,
+		inbox: dirstore.Inbox{FS: r.FS, Memo: &disk.DirMemo{}}, killSwitch: func() (bool, error) { return killSwitchOn(r.FS) }})
+}
+
+// driverParts is what a backend gives the driver of one run: its
+// checkpoints, ledger and inbox, what its ledger can do besides appending
+// (split, sealer; nil when it cannot), and the kill switch (nil when
+// there is none).
+type driverParts struct {
+	checkpoints storage.Checkpoints
+	ledger      storage.Ledger
+	split       storage.SplitLedger
+	sealer      storage.Sealer
+	inbox       storage.Inbox
+	killSwitch  func() (bool, error)
 }
 
 // wire builds the driver on a run's parts (r.World open) and opens it.
-func (r *Run) wire(ctx context.Context, opt Options, snap storage.Snapshot, cp storage.Checkpoints, led storage.Ledger, ib storage.Inbox, kill func() (bool, error)) error {
+func (r *Run) wire(ctx context.Context, opt Options, snap storage.Snapshot, p driverParts) error {
 	w := r.World
 	w.Environ = opt.Environ
 	// The driver calls Durable before it records an outcome.
@@ -475,10 +489,10 @@ func (r *Run) wire(ctx context.Context, opt Options, snap storage.Snapshot, cp s
 		kw = opt.WrapWorld(kw)
 	}
 	r.Driver = &kernel.Driver{
-		Store: cp, Ledger: led, World: kw, Inbox: ib, Clock: clock, Knowledge: opt.Knowledge,
+		Store: p.checkpoints, Ledger: p.ledger, Split: p.split, Sealer: p.sealer, World: kw, Inbox: p.inbox, Clock: clock, Knowledge: opt.Knowledge,
 		Revision: opt.Revision, CheckpointEvery: every, SealBytes: opt.SealBytes, UncertainErr: sandbox.ErrUncertain, RefusedErr: sandbox.ErrConfinement,
 		Failpoint: opt.Failpoint, Phase: phaseHook(opt.Phases), Proposer: prop, Notify: opt.Notify,
-		KillSwitch: kill, Snapshot: &snap,
+		KillSwitch: p.killSwitch, Snapshot: &snap,
 	}
 	return r.Driver.Open(ctx)
 }

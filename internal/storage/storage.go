@@ -133,6 +133,25 @@ type Ledger interface {
 	After(from state.Frontier) ([]event.Record, error)
 }
 
+// SplitLedger is what a Ledger whose durable append can be made in two
+// steps offers besides: Write puts a batch after the frontier, Sync makes
+// everything written durable. Between them the driver may run Sync on
+// another goroutine while the world writes its own file, and asks nothing
+// else of the ledger until that Sync has returned. A backend whose
+// appends are one request to a server has no use for it.
+type SplitLedger interface {
+	Write(events []event.Event) ([]event.Record, error)
+	Sync() error
+}
+
+// Sealer is what a Ledger that keeps its history in local files may
+// offer: Seal moves committed history into compressed segments once the
+// uncompressed part holds minBytes. It changes where the bytes are kept,
+// never what they are.
+type Sealer interface {
+	Seal(minBytes int64) error
+}
+
 // Repair is what Ledger.Repair cut: where, how many bytes, and their hash
 // (the bytes themselves stay with the backend, for people).
 type Repair struct {
