@@ -48,8 +48,10 @@ STOPPED or FAULTED. An idle run costs nothing: no cycle, no write.`,
 }
 
 // runRun runs cycles until opts.MaxCycles have run or the loop rests. When
-// ctx is cancelled (SIGINT, SIGTERM) the cycle in progress finishes, the
-// run is checkpointed, and it stops with the reason "interrupted": exit 0.
+// ctx is cancelled (SIGINT, SIGTERM) the run stops at a cycle boundary (a
+// check or proposer call in progress is stopped and its cycle not
+// written; a cycle that recorded its decision finishes), is checkpointed,
+// and ends with the reason "interrupted": exit 0.
 func runRun(ctx context.Context, opts runOptions, a *app) error {
 	if opts.MaxCycles < 1 {
 		return usagef("--max-cycles must be at least 1")
@@ -68,7 +70,7 @@ func runRun(ctx context.Context, opts runOptions, a *app) error {
 	}
 	each := func(s kernel.Summary) { a.logCycle(s); show(s) }
 	rep, err := r.Driver.Run(heldContext(ctx, r), opts.MaxCycles, each)
-	a.notifyAfter(opts.Notify, r, err)
+	a.notifyAfter(opts.Notify, nil, r, err)
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}
@@ -132,7 +134,7 @@ func runRunJSON(ctx context.Context, opts runOptions, a *app, r *runstore.Run) e
 		n++
 		a.printf("%s", b)
 	})
-	a.notifyAfter(opts.Notify, r, err)
+	a.notifyAfter(opts.Notify, nil, r, err)
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}

@@ -47,11 +47,10 @@ func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 		return err
 	}
 	r := rs.State.Run
-	if a.cfg.JSON {
-		a.printJSON(r)
-		return nil
-	}
 	now := a.now()
+	if a.cfg.JSON {
+		return a.printStatusJSON(rs, now)
+	}
 	a.printf("run          %s (%s), started %s\n", r.RunID, r.Status, when(r.StartedAt, now))
 	a.printf("cycle        %d, last change %s\n", r.CycleSeq, when(r.UpdatedAt, now))
 	a.printf("disposition  %s: %s\n", r.LoopDisposition, meaning(r.LoopDisposition))
@@ -465,6 +464,37 @@ func queuedAnswer(queued []inbox.Item, ref codec.Ref, cycle int64) string {
 		return it.Approval.Verdict
 	}
 	return ""
+}
+
+// statusJSON is acr status --json: the run-state object, and beside its
+// fields what a reader of the checkpoint alone would miss: the cycles the
+// ledger holds beyond it (which the next run recovers) and the last
+// provider failure, when that is the last thing recorded.
+type statusJSON struct {
+	state.RunState
+	BeyondCheckpoint *beyondJSON `json:"beyond_checkpoint,omitempty"`
+	LastError        string      `json:"last_error,omitempty"`
+	LedgerError      string      `json:"ledger_error,omitempty"`
+}
+
+// beyondJSON is the ledger ahead of the checkpoint, as status says it.
+type beyondJSON struct {
+	Summary string   `json:"summary"`
+	Cycles  []string `json:"cycles"`
+}
+
+func (a *app) printStatusJSON(rs runState, now time.Time) error {
+	out := statusJSON{RunState: rs.State.Run}
+	since, err := a.readSince(rs.Manifest)
+	if err != nil {
+		out.LedgerError = err.Error()
+	}
+	if head, cycles := beyondCheckpoint(since); head != "" {
+		out.BeyondCheckpoint = &beyondJSON{Summary: head, Cycles: cycles}
+	}
+	out.LastError = a.lastFailure(rs, since, now)
+	a.printJSON(out)
+	return nil
 }
 
 // beyondCheckpoint says what the ledger holds beyond the checkpoint: the

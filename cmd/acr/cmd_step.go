@@ -59,7 +59,7 @@ func runStep(ctx context.Context, opts stepOptions, a *app) error {
 			// wrote anything: as if the signal had come before it.
 			interrupted, err = true, nil
 		} else {
-			a.notifyAfter(opts.Notify, r, err)
+			a.notifyAfter(opts.Notify, nil, r, err)
 		}
 	}
 	if interrupted {

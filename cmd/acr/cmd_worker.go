@@ -25,6 +25,7 @@ type workerOptions struct {
 	Label       string `flag:"label"`
 	OutageLimit string `flag:"outage-limit"`
 	Metrics     string `flag:"metrics"`
+	Notify      notifyOptions
 }
 
 func newWorkerCommand(a *app) *cobra.Command {
@@ -53,15 +54,21 @@ on where they were once it answers (a write whose answer was lost is found
 in the store, never made twice). The worker exits 74, naming the store, only
 when the store has not answered for --outage-limit.
 
-SIGINT or SIGTERM lets the cycle in progress of every run finish and
-checkpoint, releases the leases, and exits 0. --once does one pass over
+SIGINT or SIGTERM stops every run at a cycle boundary (a check or proposer
+call in progress is stopped and its cycle not written; a cycle that recorded
+its decision finishes, effect included), checkpoints it, releases the
+leases, and exits 0. --once does one pass over
 what is due and exits (for cron on several hosts, and for tests). It prints
 one line per run it ran.
 
 --metrics ADDR serves Prometheus metrics on http://ADDR/metrics (runs held,
 cycles and effects by outcome, provider failures, store requests and their
 latency, time spent waiting for the store, lease renewals and losses) and a
-health check on /healthz, which answers 503 while the store does not.`,
+health check on /healthz, which answers 503 while the store does not.
+
+--notify PROGRAM tells a person when a run it ran comes to need one or to an
+end, as acr run --notify does: once per condition, recorded in the run's
+ledger, so that no other worker tells it again.`,
 		Example: `  acr --store nats://localhost:4222 worker
   acr --store nats://localhost:4222 worker --concurrency 8
   acr --store nats://localhost:4222 worker --label host-a
@@ -77,6 +84,7 @@ health check on /healthz, which answers 503 while the store does not.`,
 		},
 	}
 	cmd.Flags().Bool("once", false, "one pass over the runs that are due, then exit")
+	addNotifyFlag(cmd)
 	cmd.Flags().String("poll", "3s", "how often to look for runs that are due")
 	cmd.Flags().Int("max-cycles", 100, "most cycles of one run per turn, before the worker moves on")
 	cmd.Flags().Int("concurrency", 1, "most runs this worker runs at once, each under its own lease")
@@ -169,7 +177,7 @@ func runWorker(ctx context.Context, opts workerOptions, a *app) error {
 	// exits 74.
 	work, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	w := &worker{a: a, s: s, opt: opt, max: opts.MaxCycles, holder: holder("worker", strings.Join(labels, ",")), labels: labels,
+	w := &worker{a: a, s: s, opt: opt, max: opts.MaxCycles, notify: opts.Notify, holder: holder("worker", strings.Join(labels, ",")), labels: labels,
 		slots: make(chan struct{}, opts.Concurrency), busy: map[string]bool{}, freed: wake, fail: stop, metrics: m}
 	defer w.wg.Wait()
 	tick := time.NewTicker(poll)
@@ -218,6 +226,7 @@ type worker struct {
 	s      runstore.Pool
 	opt    runstore.Options
 	max    int
+	notify notifyOptions
 	holder storage.Holder
 	// labels are --label's: the labelled runs this worker may run.
 	labels []string
@@ -339,6 +348,11 @@ func (w *worker) turn(ctx context.Context, id string) (int, error) {
 	}
 	rep, err := r.Driver.Run(r.Held, w.max, w.metrics.cycle)
 	lost := context.Cause(r.Held)
+	if !errors.Is(lost, storage.ErrLeaseLost) {
+		// Told while the lease is held, so that the record of it is
+		// this worker's to write.
+		w.a.notifyAfter(w.notify, rs, r, err)
+	}
 	if cerr := r.Close(); err == nil {
 		err = cerr
 	}

@@ -84,8 +84,8 @@ func interruptedText(ctx context.Context) string {
 const interruptAnnotation = "acr:interrupt"
 
 // finishesCycleOnInterrupt marks cmd as one that reads the context and,
-// when a signal cancels it, lets the cycle in progress finish before it
-// stops, instead of being killed by the signal.
+// when a signal cancels it, stops at a cycle boundary (see
+// kernel.Driver.Run), instead of being killed by the signal.
 func finishesCycleOnInterrupt(cmd *cobra.Command) *cobra.Command {
 	if cmd.Annotations == nil {
 		cmd.Annotations = map[string]string{}

@@ -16,12 +16,13 @@ import (
 	"github.com/acr-project/acr/internal/state"
 )
 
-// notifyOptions is the notify program run and step tell a person with.
+// notifyOptions is the notify program run, step and worker tell a person
+// with.
 type notifyOptions struct {
 	Program string `flag:"notify"`
 }
 
-// addNotifyFlag gives run and step --notify.
+// addNotifyFlag gives run, step and worker --notify.
 func addNotifyFlag(cmd *cobra.Command) {
 	cmd.Flags().String("notify", "", "program run with one JSON document on stdin when the run comes to need a person or to an end (once per condition; docs/operations.md)")
 }
@@ -37,7 +38,11 @@ const notifyEnvPrefix = "ACR_NOTIFY_"
 // I/O error) nothing is notified; a run found or left FAULTED is. What
 // the program does never changes the run or the exit status: a failure is
 // logged, and the condition is not notified again either way.
-func (a *app) notifyAfter(opts notifyOptions, r *runstore.Run, err error) {
+//
+// rs is the run's handle, through which the change a pending approval
+// would make is shown; nil means the run the command line names (run,
+// step), a worker passes the run it holds.
+func (a *app) notifyAfter(opts notifyOptions, rs runstore.RunStore, r *runstore.Run, err error) {
 	if opts.Program == "" || a.cfg.NoLoadState || r == nil || r.Driver == nil {
 		return
 	}
@@ -55,7 +60,7 @@ func (a *app) notifyAfter(opts notifyOptions, r *runstore.Run, err error) {
 	st := r.Driver.State()
 	ctx := context.Background() // an interrupted run still tells its person
 	change := func(p state.PendingApproval) string {
-		c, perr := a.preview(ctx, st, p)
+		c, perr := a.previewOn(ctx, rs, st, p)
 		if perr != nil {
 			return ""
 		}

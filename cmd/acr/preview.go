@@ -9,6 +9,7 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/kernel"
+	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -23,13 +24,21 @@ const statusDiffLines = 24
 // store's world is read from the store: this host's own copy may be
 // behind, or absent).
 func (a *app) preview(ctx context.Context, st kernel.EngineState, p state.PendingApproval) (string, error) {
+	return a.previewOn(ctx, nil, st, p)
+}
+
+// previewOn is preview on the run rs (nil: the run the command line
+// names).
+func (a *app) previewOn(ctx context.Context, rs runstore.RunStore, st kernel.EngineState, p state.PendingApproval) (string, error) {
 	var act world.Action
 	if err := codec.DecodeValue(p.Action, &act); err != nil {
 		return "", fmt.Errorf("pending action %s: %w", p.Ref, err)
 	}
-	rs, err := a.run(ctx)
-	if err != nil {
-		return "", err
+	if rs == nil {
+		var err error
+		if rs, err = a.run(ctx); err != nil {
+			return "", err
+		}
 	}
 	return rs.Preview(ctx, st.Spec, act)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/acr-project/acr/internal/jetstream/natstest"
@@ -35,5 +36,9 @@ func TestStatusAheadNATS(t *testing.T) {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("status does not match %s:\n%s", want, out)
 		}
+	}
+	js := h.acr(host, nil, "status", "--json")
+	if want := `"beyond_checkpoint":{"summary":"3 cycle(s) beyond the last checkpoint (cycles 1 to 3); the next run recovers them"`; !strings.Contains(js, want) {
+		t.Errorf("status --json does not say %s:\n%s", want, js)
 	}
 }

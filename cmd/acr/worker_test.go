@@ -3,8 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/jetstream/natstest"
+	"github.com/acr-project/acr/internal/notify"
 	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/storage"
 )
@@ -269,4 +274,66 @@ func TestConsumedInboxDropped(t *testing.T) {
 	due, err := s.Due(t.Context(), time.Now())
 	require.NoError(t, err)
 	require.Empty(t, due)
+}
+
+// TestWorkerNotifies: a worker given --notify tells a person when a run
+// it ran comes to need one, once per condition however many passes (or
+// workers) run it again, with the change the pending approval would make,
+// shown through the run's own handle.
+func TestWorkerNotifies(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	store := srv.ClientURL() + "/notify"
+	dir := t.TempDir()
+	notes := filepath.Join(dir, "notes.jsonl")
+	prog := filepath.Join(dir, "notify.sh")
+	require.NoError(t, os.WriteFile(prog, []byte("#!/bin/sh\ncat >> "+notes+"\necho >> "+notes+"\n"), 0o755))
+	q := quickstartOptions()
+	ids := []string{"run:n1", "run:n2"}
+	for _, id := range ids {
+		code, out, errOut := acrIn(t, dir, "--store", store, "--run-id", id, "init", "--goal", q.Goal, "--contract", q.Contract, "--env", q.Env)
+		require.Equal(t, 0, code, "%s%s", out, errOut)
+	}
+	read := func() []notify.Document {
+		t.Helper()
+		b, err := os.ReadFile(notes)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		require.NoError(t, err)
+		var docs []notify.Document
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if l == "" {
+				continue
+			}
+			var d notify.Document
+			require.NoError(t, json.Unmarshal([]byte(l), &d), l)
+			docs = append(docs, d)
+		}
+		return docs
+	}
+
+	code, out, errOut := acrIn(t, dir, "--store", store, "worker", "--once", "--notify", prog)
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	docs := read()
+	require.Len(t, docs, 2, "one notification per run waiting for approval")
+	seen := map[string]bool{}
+	for _, d := range docs {
+		seen[d.RunID] = true
+		assert.Equal(t, "approval", d.Kind)
+		require.Len(t, d.Pending, 1)
+		assert.Contains(t, d.Pending[0].Change, "config/app.ini", "the change is shown through the run's handle")
+	}
+	assert.Len(t, seen, 2)
+
+	// The runs are woken and run again, still waiting for the same
+	// approval: nothing new to tell.
+	for _, id := range ids {
+		code, out, errOut := acrIn(t, dir, "--store", store, "--run-id", id, "wake", "--signal", "external_event")
+		require.Equal(t, 0, code, "%s%s", out, errOut)
+	}
+	code, out, errOut = acrIn(t, dir, "--store", store, "worker", "--once", "--notify", prog)
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	assert.Contains(t, out, "cycle(s)", "the woken runs ran")
+	assert.Len(t, read(), 2, "the same condition is not notified again")
 }
