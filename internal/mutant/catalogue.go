@@ -60,7 +60,7 @@ func Catalogue() []Mutant {
 					Replace:  "\tif prior != nil && false {\n\t\treturn *prior, true, nil\n\t}\n\tif a.OnSet() {\n",
 					Switched: "\tif prior != nil && !MUTANT_ON {\n\t\treturn *prior, true, nil\n\t}\n\tif a.OnSet() {\n"},
 				insertAfter("internal/sandbox/prepare.go", "\tcase in.Planned.AfterSHA256:\n",
-					"\t\tp, err := w.plan(key, h, a, target)\n\t\tif err != nil {\n\t\t\treturn world.Outcome{}, false, err\n\t\t}\n"+
+					"\t\tp, err := w.plan(ctx, key, h, a, target)\n\t\tif err != nil {\n\t\t\treturn world.Outcome{}, false, err\n\t\t}\n"+
 						"\t\tif p.write {\n\t\t\tif err := w.applyPlan(target, &p); err != nil {\n\t\t\t\treturn world.Outcome{}, false, err\n\t\t\t}\n\t\t}\n"+
 						"\t\treturn p.out, false, nil\n"),
 			},
@@ -133,7 +133,7 @@ func Catalogue() []Mutant {
 		{
 			Name:   "recovery-skips-effect",
 			Breaks: "recovery of a cycle interrupted before its effect never carries the effect out",
-			Edits: []Edit{{File: "internal/kernel/driver.go",
+			Edits: []Edit{{File: "internal/kernel/recover.go",
 				Find:     "\tif p.Effect != nil && st.Blocked == \"\" && st.Outcome == nil {\n",
 				Replace:  "\tif false && p.Effect != nil && st.Blocked == \"\" && st.Outcome == nil {\n",
 				Switched: "\tif !MUTANT_ON && p.Effect != nil && st.Blocked == \"\" && st.Outcome == nil {\n"}},
