@@ -185,6 +185,8 @@ func TestProgramDiesWithAcr(t *testing.T) {
 func TestCancelKillsTheGroup(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(t.Context())
+	// The program renames the child's pid into place, so that "child"
+	// exists only once it holds the whole number.
 	go func() {
 		for {
 			if _, err := os.Stat(filepath.Join(dir, "child")); err == nil {
@@ -194,7 +196,7 @@ func TestCancelKillsTheGroup(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
-	r, err := command.Run(ctx, command.Spec{Argv: []string{"sh", "-c", "sleep 300 & echo $! > child; wait"}, Dir: dir, Timeout: time.Minute})
+	r, err := command.Run(ctx, command.Spec{Argv: []string{"sh", "-c", "sleep 300 & echo $! > child.tmp; mv child.tmp child; wait"}, Dir: dir, Timeout: time.Minute})
 	require.ErrorIs(t, err, context.Canceled)
 	assert.NotErrorIs(t, err, command.ErrStart)
 	assert.False(t, r.TimedOut, "a cancel is not the program's own timeout")
