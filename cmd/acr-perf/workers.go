@@ -223,8 +223,11 @@ type statusMsg struct {
 	Disposition string `json:"disposition"`
 }
 
-// ledgerType is the event type of a ledger line.
-func ledgerType(line []byte) string {
+// ledgerType is the event type of the first line of a ledger message.
+func ledgerType(msg []byte) string {
+	// A ledger message is one or more ledger lines (one per append); the
+	// first is the one that started.
+	line, _, _ := bytes.Cut(msg, []byte("\n"))
 	var l struct {
 		Event struct {
 			Type string `json:"type"`

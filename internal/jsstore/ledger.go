@@ -11,14 +11,17 @@ import (
 	"github.com/acr-project/acr/internal/storage"
 )
 
-// Ledger is a run's ledger on <prefix>.ledger.<run> in the runs stream: one
-// message per record, whose body is the line the file ledger would write.
-// It implements storage.Ledger.
+// Ledger is a run's ledger on <prefix>.ledger.<run> in the runs stream:
+// one message per append (more only when its lines pass the server's
+// payload limit), whose body is the lines the file ledger would write for
+// it, byte for byte (line.go: the packed format, and the one-line messages
+// of earlier releases, which it reads too). It implements storage.Ledger.
 //
-// Frontier.Offset is the stream sequence of the record (0 for genesis),
-// so a frontier finds its record with one direct get and After reads from
-// the message that follows it. Record.Offset is the record's stream
-// sequence too; Record.Length its line's length, as in a file.
+// Frontier.Offset is the stream sequence of the message that holds the
+// record (0 for genesis), so a frontier finds its record with one direct
+// get and After reads from that message on. Record.Offset is the stream
+// sequence of its message too; Record.Length its line's length, as in a
+// file.
 //
 // A Ledger is one writer's handle, not safe for concurrent appends. Every
 // Append is guarded by the stream sequence of the last record the handle
@@ -60,7 +63,7 @@ func (r *Run) OpenLedger() (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open ledger of %s: %w", r.ID, err)
 	}
-	rec, err := decodeLine(last.Data)
+	rec, err := lastRecord(last)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger of %s: last record (stream sequence %d): %w", r.ID, last.Seq, err)
 	}
@@ -77,8 +80,9 @@ func (l *Ledger) Frontier() state.Frontier { return l.front }
 // means another writer appended first and nothing was stored;
 // ErrUnavailable means the outcome is unknown, and the handle refuses
 // further appends (storage.ErrPoisoned): reopen the run, which reads what
-// was stored. A batch holds at most 1000 records of at most the server's
-// max_payload each (ErrTooLarge).
+// was stored. The records' lines are packed into as few messages as the
+// server's max_payload allows (one for any cycle's records); a batch
+// holds at most 1000 messages, and a line must fit one (ErrTooLarge).
 func (l *Ledger) Append(events []event.Event) ([]event.Record, error) {
 	if l.poisoned {
 		return nil, storage.ErrPoisoned
@@ -90,8 +94,9 @@ func (l *Ledger) Append(events []event.Event) ([]event.Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	bodies, counts := packLines(lines, l.run.s.blocks.Ledger.RecordRoom())
 	c, err := l.run.s.blocks.Ledger.CommitBatch(l.run.ctx, l.run.ID, jetstream.Frontier{Ledger: uint64(l.front.Offset)},
-		jetstream.Batch{Records: lines, Failpoint: l.Failpoint})
+		jetstream.Batch{Records: bodies, RecordHeaders: linesHeaders(counts), Failpoint: l.Failpoint})
 	if errors.Is(err, jetstream.ErrConflict) {
 		return nil, fmt.Errorf("append to ledger of %s: %w: %w", l.run.ID, storage.ErrConflict, err)
 	}
@@ -101,16 +106,20 @@ func (l *Ledger) Append(events []event.Event) ([]event.Record, error) {
 		}
 		return nil, fmt.Errorf("append to ledger of %s: %w", l.run.ID, err)
 	}
-	for i := range recs {
-		recs[i].Offset = int64(c.First) + int64(i)
+	i := 0
+	for k, n := range counts {
+		for range n {
+			recs[i].Offset = int64(c.First) + int64(k)
+			i++
+		}
 	}
 	last := recs[len(recs)-1]
 	l.front = state.Frontier{Seq: last.Seq, Hash: last.Hash, Offset: int64(c.Frontier.Ledger)}
 	return recs, nil
 }
 
-// CheckFrontier implements storage.Ledger: the record at stream sequence
-// f.Offset must be this run's, with f's seq and hash. A frontier past the
+// CheckFrontier implements storage.Ledger: the message at stream
+// sequence f.Offset must be this run's and hold f's seq with f's hash. A frontier past the
 // end is storage.ErrBehind; a different record there storage.ErrCorrupt.
 func (l *Ledger) CheckFrontier(f state.Frontier) error {
 	if f.Seq == 0 {
@@ -145,11 +154,14 @@ func (l *Ledger) CheckFrontier(f state.Frontier) error {
 	if err != nil {
 		return fmt.Errorf("check frontier of %s: %w", l.run.ID, err)
 	}
-	rec, err := decodeLine(m.Data)
+	rec, ok, err := recordIn(m, f.Seq)
 	if err != nil {
 		return fmt.Errorf("check frontier of %s: stream sequence %d: %w", l.run.ID, f.Offset, err)
 	}
-	if rec.Seq != f.Seq || rec.Hash != f.Hash {
+	if !ok {
+		return fmt.Errorf("%w: checkpoint frontier seq %d: the ledger message of %s at stream sequence %d does not hold it", storage.ErrCorrupt, f.Seq, l.run.ID, f.Offset)
+	}
+	if rec.Hash != f.Hash {
 		return fmt.Errorf("%w: checkpoint frontier is seq %d hash %s, ledger of %s has seq %d hash %s at stream sequence %d",
 			storage.ErrCorrupt, f.Seq, f.Hash, l.run.ID, rec.Seq, rec.Hash, f.Offset)
 	}
@@ -161,8 +173,8 @@ func (l *Ledger) CheckFrontier(f state.Frontier) error {
 func (l *Ledger) Repair() (*storage.Repair, error) { return nil, nil }
 
 // After implements storage.Ledger: the records after from up to the
-// handle's frontier, read from the stream sequence that follows
-// from.Offset, each line checked as the file ledger checks it and the
+// handle's frontier, read from the message at from.Offset on (the rest
+// of from's own message, then the messages after it), each line checked as the file ledger checks it and the
 // chain checked from from's seq and hash.
 func (l *Ledger) After(from state.Frontier) ([]event.Record, error) {
 	if from.Seq > l.front.Seq || from.Offset > l.front.Offset {
@@ -177,32 +189,30 @@ func (l *Ledger) After(from state.Frontier) ([]event.Record, error) {
 		}
 		return nil, nil
 	}
+	// The message at from.Offset holds from's record and maybe records
+	// after it (one append is one message): read from it on.
 	var (
-		bodies [][]byte
-		seqs   []int64
-		end    = uint64(l.front.Offset)
+		msgs  []jetstream.Record
+		end   = uint64(l.front.Offset)
+		after = uint64(max(from.Offset-1, 0))
 	)
 	errEnd := errors.New("end")
-	err := l.run.s.blocks.Ledger.Read(l.run.ctx, l.run.ID, uint64(from.Offset), func(r jetstream.Record) error {
+	err := l.run.s.blocks.Ledger.Read(l.run.ctx, l.run.ID, after, func(r jetstream.Record) error {
 		if r.Seq > end {
 			return errEnd
 		}
-		bodies = append(bodies, r.Data)
-		seqs = append(seqs, int64(r.Seq))
+		msgs = append(msgs, r)
 		return nil
 	})
 	if err != nil && !errors.Is(err, errEnd) {
 		return nil, fmt.Errorf("read ledger of %s: %w", l.run.ID, err)
 	}
-	recs, err := decodeLines(from, bodies)
+	recs, err := decodeMessages(from, msgs)
 	if err != nil {
 		return nil, fmt.Errorf("read ledger of %s: %w", l.run.ID, err)
 	}
 	if len(recs) == 0 || recs[len(recs)-1].Seq != l.front.Seq || recs[len(recs)-1].Hash != l.front.Hash {
 		return nil, fmt.Errorf("read ledger of %s: %w: the records after seq %d do not reach the frontier seq %d", l.run.ID, storage.ErrCorrupt, from.Seq, l.front.Seq)
-	}
-	for i := range recs {
-		recs[i].Offset = seqs[i]
 	}
 	return recs, nil
 }
