@@ -91,6 +91,11 @@ type trial struct {
 	acrCPU, srvCPU, srvSys time.Duration
 	// batches is the atomic batches the server committed (NATS only).
 	batches int64
+	// traffic is what the workers sent the server over the trial, from
+	// its /varz (NATS only); acting is the trial's acting cycles (one
+	// effect each: runs × items).
+	traffic Traffic
+	acting  int64
 	// polled is set when the end was seen by polling acr runs, not by a
 	// status message (which a subscriber may miss).
 	polled bool
@@ -413,6 +418,10 @@ func (b *bench) natsTrial(s setup, round int, name string) (trial, error) {
 	if err != nil {
 		return t, err
 	}
+	in0, err := b.srv.Traffic()
+	if err != nil {
+		return t, err
+	}
 	t0 := time.Now()
 	var workers []*proc
 	stopAll := func() error {
@@ -440,11 +449,16 @@ func (b *bench) natsTrial(s setup, round int, name string) (trial, error) {
 	if err == nil {
 		err = cerr
 	}
+	in1, terr := b.srv.Traffic()
+	if err == nil {
+		err = terr
+	}
 	if err != nil {
 		return t, err
 	}
 	t.wall, t.polled = end.Sub(t0), polled
 	t.srvCPU, t.srvSys = user1-user0+sys1-sys0, sys1-sys0
+	t.traffic, t.acting = in1.Sub(in0), int64(len(ids)*b.sz.items)
 	tr.mu.Lock()
 	t.batches = tr.batches
 	tr.mu.Unlock()

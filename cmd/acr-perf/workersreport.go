@@ -55,6 +55,11 @@ type setupSummary struct {
 	srvSys, busy   float64
 	// batches is atomic batches per cycle (median; NATS only).
 	batches float64
+	// msgs and bytes are what the workers sent the server per acting
+	// cycle, srvActing the server's CPU per acting cycle (medians; NATS
+	// only).
+	msgs, bytes float64
+	srvActing   time.Duration
 	// polled counts trials whose end was seen by polling.
 	polled int
 }
@@ -112,7 +117,7 @@ func summarize(trials []trial, setups []setup) []setupSummary {
 	var out []setupSummary
 	for _, s := range setups {
 		sum := setupSummary{setup: s}
-		var acr, srv, sys, busy, batches []float64
+		var acr, srv, sys, busy, batches, msgs, bytes, srvActing []float64
 		for _, t := range trials {
 			if t.setup != s {
 				continue
@@ -126,6 +131,11 @@ func summarize(trials []trial, setups []setup) []setupSummary {
 			}
 			busy = append(busy, float64(t.acrCPU+t.srvCPU)/float64(t.wall))
 			batches = append(batches, float64(t.batches)/c)
+			if t.acting > 0 {
+				msgs = append(msgs, float64(t.traffic.Msgs)/float64(t.acting))
+				bytes = append(bytes, float64(t.traffic.Bytes)/float64(t.acting))
+				srvActing = append(srvActing, float64(t.srvCPU)/float64(t.acting))
+			}
 			if t.polled {
 				sum.polled++
 			}
@@ -142,6 +152,7 @@ func summarize(trials []trial, setups []setup) []setupSummary {
 		}
 		sum.acrCPU, sum.srvCPU, sum.srvSys = time.Duration(medianF(acr)), time.Duration(medianF(srv)), medianF(sys)
 		sum.busy, sum.batches = medianF(busy), medianF(batches)
+		sum.msgs, sum.bytes, sum.srvActing = medianF(msgs), medianF(bytes), time.Duration(medianF(srvActing))
 		out = append(out, sum)
 	}
 	return out
@@ -242,6 +253,19 @@ func renderWorkers(r workersReport) string {
 		}
 		p("| %s | %.1f (%.1f–%.1f) | %s | %s | %s + %s | %.2f of %d | %s |", s.setup, s.median, s.min, s.max, ratio(s.vsDir), ratio(s.vsDir1),
 			ms(s.acrCPU), srv, s.busy, runtime.NumCPU(), batches)
+	}
+	p("")
+	p("**Store rows.** What the workers sent the server per *acting* cycle (one effect each; %d per trial), from the", sz.runs*sz.items)
+	p("server's own counters (`/varz` `in_msgs` and `in_bytes`, read before the workers start and after they exit: every")
+	p("publish and request, the lease, the reads and the listing of due runs included), and the server's CPU per acting")
+	p("cycle. The issue's targets: at most 4 messages and 8 KiB per acting cycle, and a worker at 0.7× the directory.")
+	p("")
+	p("| setup | vs directory, same parallelism | messages per acting cycle | KiB per acting cycle | server CPU per acting cycle |")
+	p("| --- | --- | --- | --- | --- |")
+	for _, s := range sums {
+		if s.setup.nats {
+			p("| %s | %s | %.2f | %.1f | %s |", s.setup, ratio(s.vsDir), s.msgs, s.bytes/1024, ms(s.srvActing))
+		}
 	}
 	p("")
 	if n := polledTrials(sums); n > 0 {

@@ -31,6 +31,10 @@ type Ledger struct {
 	run      *Run
 	front    state.Frontier
 	poisoned bool
+	// last is the ledger message at front.Offset as this handle read or
+	// wrote it (empty at genesis): CheckFrontier of the frontier it holds,
+	// which is what a run's open asks, reads nothing back.
+	last jetstream.Record
 
 	// Failpoint, when set, is called while an append's records are
 	// staged on the server and before they are committed ("batch-staged").
@@ -67,7 +71,7 @@ func (r *Run) OpenLedger() (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open ledger of %s: last record (stream sequence %d): %w", r.ID, last.Seq, err)
 	}
-	l.front = state.Frontier{Seq: rec.Seq, Hash: rec.Hash, Offset: int64(last.Seq)}
+	l.front, l.last = state.Frontier{Seq: rec.Seq, Hash: rec.Hash, Offset: int64(last.Seq)}, last
 	return l, nil
 }
 
@@ -95,8 +99,9 @@ func (l *Ledger) Append(events []event.Event) ([]event.Record, error) {
 		return nil, err
 	}
 	bodies, counts := packLines(lines, l.run.s.blocks.Ledger.RecordRoom())
+	hdrs := linesHeaders(counts)
 	c, err := l.run.s.blocks.Ledger.CommitBatch(l.run.ctx, l.run.ID, jetstream.Frontier{Ledger: uint64(l.front.Offset)},
-		jetstream.Batch{Records: bodies, RecordHeaders: linesHeaders(counts), Failpoint: l.Failpoint})
+		jetstream.Batch{Records: bodies, RecordHeaders: hdrs, Failpoint: l.Failpoint})
 	if errors.Is(err, jetstream.ErrConflict) {
 		return nil, fmt.Errorf("append to ledger of %s: %w: %w", l.run.ID, storage.ErrConflict, err)
 	}
@@ -115,12 +120,16 @@ func (l *Ledger) Append(events []event.Event) ([]event.Record, error) {
 	}
 	last := recs[len(recs)-1]
 	l.front = state.Frontier{Seq: last.Seq, Hash: last.Hash, Offset: int64(c.Frontier.Ledger)}
+	l.last = jetstream.Record{Seq: c.Frontier.Ledger, Header: hdrs[len(hdrs)-1], Data: bodies[len(bodies)-1]}
 	return recs, nil
 }
 
 // CheckFrontier implements storage.Ledger: the message at stream
-// sequence f.Offset must be this run's and hold f's seq with f's hash. A frontier past the
-// end is storage.ErrBehind; a different record there storage.ErrCorrupt.
+// sequence f.Offset must be this run's and hold f's seq with f's hash. A
+// frontier past the end is storage.ErrBehind; a different record there
+// storage.ErrCorrupt. The frontier of the message the handle holds (the
+// ledger's end, where a run at rest is checkpointed) is checked without a
+// request.
 func (l *Ledger) CheckFrontier(f state.Frontier) error {
 	if f.Seq == 0 {
 		if f.Offset != 0 || f.Hash != state.GenesisHash {
@@ -142,12 +151,12 @@ func (l *Ledger) CheckFrontier(f state.Frontier) error {
 		if err != nil {
 			return err
 		}
-		l.front = again.front
+		l.front, l.last = again.front, again.last
 	}
 	if f.Offset <= 0 {
 		return fmt.Errorf("%w: checkpoint frontier seq %d has no stream sequence", storage.ErrCorrupt, f.Seq)
 	}
-	m, err := l.run.s.blocks.Ledger.Get(l.run.ctx, l.run.ID, uint64(f.Offset))
+	m, err := l.message(uint64(f.Offset))
 	if errors.Is(err, jetstream.ErrNotFound) {
 		return fmt.Errorf("%w: checkpoint frontier seq %d: no record of %s at stream sequence %d", storage.ErrCorrupt, f.Seq, l.run.ID, f.Offset)
 	}
@@ -168,14 +177,24 @@ func (l *Ledger) CheckFrontier(f state.Frontier) error {
 	return nil
 }
 
+// message returns the run's ledger message at stream sequence seq: the
+// one the handle holds if it is that one, else read.
+func (l *Ledger) message(seq uint64) (jetstream.Record, error) {
+	if seq == l.last.Seq && l.last.Data != nil {
+		return l.last, nil
+	}
+	return l.run.s.blocks.Ledger.Get(l.run.ctx, l.run.ID, seq)
+}
+
 // Repair implements storage.Ledger: an atomic batch is stored whole or
 // not at all, so there is never a partial record to cut.
 func (l *Ledger) Repair() (*storage.Repair, error) { return nil, nil }
 
 // After implements storage.Ledger: the records after from up to the
 // handle's frontier, read from the message at from.Offset on (the rest
-// of from's own message, then the messages after it), each line checked as the file ledger checks it and the
-// chain checked from from's seq and hash.
+// of from's own message, then the messages after it), each line checked
+// as the file ledger checks it and the chain checked from from's seq and
+// hash.
 func (l *Ledger) After(from state.Frontier) ([]event.Record, error) {
 	if from.Seq > l.front.Seq || from.Offset > l.front.Offset {
 		return nil, fmt.Errorf("read ledger of %s: %w: from seq %d, the ledger ends at seq %d", l.run.ID, storage.ErrBehind, from.Seq, l.front.Seq)
