@@ -377,7 +377,16 @@ func (l *Ledger) Statuses(ctx context.Context, fn func(run string, data []byte) 
 // is consistent with it even if the ledger has moved on since (which only
 // a ledger-only Append can do).
 func (l *Ledger) Checkpoint(ctx context.Context, run string) ([]byte, Frontier, error) {
+	doc, _, f, err := l.CheckpointWithHeader(ctx, run)
+	return doc, f, err
+}
+
+// CheckpointWithHeader is Checkpoint that also returns the headers of the
+// checkpoint's first part (those a commit's Batch.Header set, among
+// others).
+func (l *Ledger) CheckpointWithHeader(ctx context.Context, run string) ([]byte, nats.Header, Frontier, error) {
 	var (
+		head   nats.Header
 		buf    bytes.Buffer
 		batch  string
 		last   uint64
@@ -391,7 +400,7 @@ func (l *Ledger) Checkpoint(ctx context.Context, run string) ([]byte, Frontier, 
 		case !ok:
 			return fmt.Errorf("checkpoint part %d: bad %s %q", seq, hdrPart, m.Header.Get(hdrPart))
 		case n == 0:
-			batch, total = m.Header.Get(hdrBatchID), of
+			batch, total, head = m.Header.Get(hdrBatchID), of, m.Header
 			at, ok := parseLedgerAt(m.Header.Get(hdrLedgerAt), seq)
 			if !ok {
 				return fmt.Errorf("checkpoint part %d: bad %s %q", seq, hdrLedgerAt, m.Header.Get(hdrLedgerAt))
@@ -408,15 +417,15 @@ func (l *Ledger) Checkpoint(ctx context.Context, run string) ([]byte, Frontier, 
 		return nil
 	})
 	if err != nil {
-		return nil, Frontier{}, fmt.Errorf("checkpoint %s: %w", run, err)
+		return nil, nil, Frontier{}, fmt.Errorf("checkpoint %s: %w", run, err)
 	}
 	if n == 0 {
-		return nil, Frontier{}, fmt.Errorf("checkpoint %s: %w", run, ErrNotFound)
+		return nil, nil, Frontier{}, fmt.Errorf("checkpoint %s: %w", run, ErrNotFound)
 	}
 	if n != total {
-		return nil, Frontier{}, fmt.Errorf("checkpoint %s: %d of %d parts", run, n, total)
+		return nil, nil, Frontier{}, fmt.Errorf("checkpoint %s: %d of %d parts", run, n, total)
 	}
-	return buf.Bytes(), Frontier{Ledger: ledger, Checkpoint: last}, nil
+	return buf.Bytes(), head, Frontier{Ledger: ledger, Checkpoint: last}, nil
 }
 
 // parseLedgerAt reads the Acr-Ledger header of a checkpoint's first part

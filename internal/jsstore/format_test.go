@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/acr-project/acr/internal/disk"
@@ -12,6 +13,7 @@ import (
 	"github.com/acr-project/acr/internal/jetstream/natstest"
 	"github.com/acr-project/acr/internal/ledger"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/storage"
 )
 
 // TestFormatOneStaysReadable: a ledger an earlier release wrote (format
@@ -92,11 +94,13 @@ func TestFormatOneStaysReadable(t *testing.T) {
 	var stored []byte
 	var headers []string
 	require.NoError(t, s.blocks.Ledger.Read(ctx(t), r.ID, 0, func(rec jetstream.Record) error {
-		stored = append(stored, rec.Data...)
-		headers = append(headers, rec.Header.Get(hdrLines))
+		body, err := s.pack.unpack(rec.Data, rec.Header.Get(hdrEncoding))
+		require.NoError(t, err)
+		stored = append(stored, body...)
+		headers = append(headers, rec.Header.Get(hdrLines)+" "+rec.Header.Get(hdrEncoding))
 		return nil
 	}))
-	require.Equal(t, []string{"", "", "", "", "4"}, headers, "four format 1 messages, then one packed")
+	require.Equal(t, []string{" ", " ", " ", " ", "4 zstd"}, headers, "four format 1 messages, then one packed and compressed")
 	require.True(t, bytes.Equal(file, stored))
 
 	h, err := r.History()
@@ -107,4 +111,43 @@ func TestFormatOneStaysReadable(t *testing.T) {
 	require.True(t, rep.OK, "%v", rep.Damage)
 	require.Equal(t, l.Frontier().Seq, rep.Frontier.Seq)
 	require.Equal(t, l.Frontier().Offset, rep.Frontier.Offset, "the verified frontier's Offset is its message's stream sequence")
+}
+
+// TestUncompressedCheckpointStaysReadable: a checkpoint an earlier release
+// committed (its document as it is, no Acr-Encoding) loads, and the next
+// commit over it, compressed, loads to the same kind of snapshot.
+func TestUncompressedCheckpointStaysReadable(t *testing.T) {
+	srv := natstest.Start(t)
+	_, s := openStore(t, srv.ClientURL())
+	r, err := s.Run(ctx(t), "run:raw")
+	require.NoError(t, err)
+	l, err := r.CreateLedger()
+	require.NoError(t, err)
+	_, err = l.Append(testEvents("r", 2, 1))
+	require.NoError(t, err)
+	files := runState("SLEEP", "")
+	files["big"] = bytes.Repeat([]byte(`{"a":"compressible"}`), 4000)
+	cm := storage.Commit{RunID: r.ID, CycleSeq: 1, Frontier: l.Frontier(), Files: files}
+	m, doc, err := encodeCheckpoint(cm)
+	require.NoError(t, err)
+	_, err = s.blocks.Ledger.CommitBatch(ctx(t), r.ID, jetstream.Frontier{Ledger: uint64(l.Frontier().Offset)},
+		jetstream.Batch{Checkpoint: doc, Header: nats.Header{hdrGeneration: {"1"}}, Status: []byte("{}")})
+	require.NoError(t, err)
+
+	c := r.Checkpoints()
+	snap, err := c.Load()
+	require.NoError(t, err)
+	require.Equal(t, m, snap.Manifest)
+	require.Equal(t, files, snap.Files)
+
+	cm.Expect, cm.CycleSeq = 1, 2
+	m2, err := c.Commit(cm)
+	require.NoError(t, err)
+	_, h, _, err := s.blocks.Ledger.CheckpointWithHeader(ctx(t), r.ID)
+	require.NoError(t, err)
+	require.Equal(t, encZstd, h.Get(hdrEncoding), "this release compresses")
+	snap, err = r.Checkpoints().Load()
+	require.NoError(t, err)
+	require.Equal(t, m2, snap.Manifest)
+	require.Equal(t, files, snap.Files)
 }

@@ -43,10 +43,13 @@ func (r *Run) History() (*History, error) {
 	var buf []byte
 	h := &History{run: r, endOf: map[int64]int64{0: 0}, seqAt: map[int64]int64{0: 0}}
 	err := r.s.blocks.Ledger.Read(r.ctx, r.ID, 0, func(rec jetstream.Record) error {
-		if _, err := messageLines(rec); err != nil {
+		lines, err := messageLines(r.s.pack, rec)
+		if err != nil {
 			return err
 		}
-		buf = append(buf, rec.Data...)
+		for _, l := range lines {
+			buf = append(buf, l...)
+		}
 		h.endOf[int64(rec.Seq)] = int64(len(buf))
 		h.seqAt[int64(len(buf))] = int64(rec.Seq)
 		return nil

@@ -67,7 +67,7 @@ func (r *Run) OpenLedger() (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open ledger of %s: %w", r.ID, err)
 	}
-	rec, err := lastRecord(last)
+	rec, err := lastRecord(r.s.pack, last)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger of %s: last record (stream sequence %d): %w", r.ID, last.Seq, err)
 	}
@@ -100,6 +100,12 @@ func (l *Ledger) Append(events []event.Event) ([]event.Record, error) {
 	}
 	bodies, counts := packLines(lines, l.run.s.blocks.Ledger.RecordRoom())
 	hdrs := linesHeaders(counts)
+	for i, b := range bodies {
+		var enc string
+		if bodies[i], enc = l.run.s.pack.pack(b); enc != "" {
+			hdrs[i].Set(hdrEncoding, enc)
+		}
+	}
 	c, err := l.run.s.blocks.Ledger.CommitBatch(l.run.ctx, l.run.ID, jetstream.Frontier{Ledger: uint64(l.front.Offset)},
 		jetstream.Batch{Records: bodies, RecordHeaders: hdrs, Failpoint: l.Failpoint})
 	if errors.Is(err, jetstream.ErrConflict) {
@@ -163,7 +169,7 @@ func (l *Ledger) CheckFrontier(f state.Frontier) error {
 	if err != nil {
 		return fmt.Errorf("check frontier of %s: %w", l.run.ID, err)
 	}
-	rec, ok, err := recordIn(m, f.Seq)
+	rec, ok, err := recordIn(l.run.s.pack, m, f.Seq)
 	if err != nil {
 		return fmt.Errorf("check frontier of %s: stream sequence %d: %w", l.run.ID, f.Offset, err)
 	}
@@ -226,7 +232,7 @@ func (l *Ledger) After(from state.Frontier) ([]event.Record, error) {
 	if err != nil && !errors.Is(err, errEnd) {
 		return nil, fmt.Errorf("read ledger of %s: %w", l.run.ID, err)
 	}
-	recs, err := decodeMessages(from, msgs)
+	recs, err := decodeMessages(l.run.s.pack, from, msgs)
 	if err != nil {
 		return nil, fmt.Errorf("read ledger of %s: %w", l.run.ID, err)
 	}

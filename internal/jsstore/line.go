@@ -26,7 +26,8 @@ import (
 //     Acr-Lines: n, and its body is n whole lines, one after another, as
 //     they follow each other in a state directory's ledger file. One
 //     append is as few messages as fit its lines (one, for any cycle's
-//     records), each holding whole lines only.
+//     records), each holding whole lines only. With Acr-Encoding: zstd
+//     (pack.go) the body is those lines compressed.
 //   - single (format 1, written by earlier releases): no Acr-Lines
 //     header, and the body is exactly one line.
 //
@@ -136,10 +137,15 @@ func parseLines(s string) (int, error) {
 	return n, nil
 }
 
-// messageLines splits a stored ledger message (see splitMessage); a
-// message that does not split is storage.ErrCorrupt.
-func messageLines(m jetstream.Record) ([][]byte, error) {
-	lines, err := splitMessage(m.Data, m.Header.Get(hdrLines))
+// messageLines splits a stored ledger message (see splitMessage), its
+// body decompressed first when its Acr-Encoding says so; a message that
+// does not decompress or split is storage.ErrCorrupt.
+func messageLines(p *packer, m jetstream.Record) ([][]byte, error) {
+	body, err := p.unpack(m.Data, m.Header.Get(hdrEncoding))
+	if err != nil {
+		return nil, fmt.Errorf("%w: ledger message at stream sequence %d: %v", storage.ErrCorrupt, m.Seq, err)
+	}
+	lines, err := splitMessage(body, m.Header.Get(hdrLines))
 	if err != nil {
 		return nil, fmt.Errorf("%w: ledger message at stream sequence %d: %v", storage.ErrCorrupt, m.Seq, err)
 	}
@@ -174,13 +180,13 @@ func encodeEvents(front state.Frontier, events []event.Event) ([][]byte, []event
 // from's record: its lines up to and including from's are skipped (and
 // from's own must be there, with from's hash). Each record's Offset is
 // the stream sequence of the message that holds it.
-func decodeMessages(from state.Frontier, msgs []jetstream.Record) ([]event.Record, error) {
+func decodeMessages(p *packer, from state.Frontier, msgs []jetstream.Record) ([]event.Record, error) {
 	var (
 		buf  []byte
 		seqs []int64
 	)
 	for i, m := range msgs {
-		lines, err := messageLines(m)
+		lines, err := messageLines(p, m)
 		if err != nil {
 			return nil, err
 		}
@@ -227,8 +233,8 @@ func linesAfter(lines [][]byte, f state.Frontier) ([][]byte, error) {
 
 // lastRecord decodes the last record of a stored ledger message, checked
 // as decodeMessages checks each, without a chain to check it against.
-func lastRecord(m jetstream.Record) (event.Record, error) {
-	lines, err := messageLines(m)
+func lastRecord(p *packer, m jetstream.Record) (event.Record, error) {
+	lines, err := messageLines(p, m)
 	if err != nil {
 		return event.Record{}, err
 	}
@@ -237,8 +243,8 @@ func lastRecord(m jetstream.Record) (event.Record, error) {
 
 // recordIn decodes the record seq of a stored ledger message; ok is false
 // when the message does not hold it.
-func recordIn(m jetstream.Record, seq int64) (rec event.Record, ok bool, err error) {
-	lines, err := messageLines(m)
+func recordIn(p *packer, m jetstream.Record, seq int64) (rec event.Record, ok bool, err error) {
+	lines, err := messageLines(p, m)
 	if err != nil {
 		return event.Record{}, false, err
 	}

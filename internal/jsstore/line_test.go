@@ -81,7 +81,9 @@ func TestLinesMatchLedger(t *testing.T) {
 	require.NoError(t, s.blocks.Ledger.Read(ctx(t), r.ID, 0, func(rec jetstream.Record) error {
 		n++
 		require.Equal(t, strconv.Itoa(len(batches[n-1])), rec.Header.Get(hdrLines), "message %d", n)
-		stored = append(stored, rec.Data...)
+		body, err := s.pack.unpack(rec.Data, rec.Header.Get(hdrEncoding))
+		require.NoError(t, err)
+		stored = append(stored, body...)
 		return nil
 	}))
 	require.Equal(t, len(batches), n, "one message per append")
@@ -103,6 +105,14 @@ func TestLinesMatchLedger(t *testing.T) {
 
 	_, err = r.CreateLedger()
 	require.ErrorIs(t, err, ledger.ErrExists)
+}
+
+// testPacker is a store's packer.
+func testPacker(t testing.TB) *packer {
+	t.Helper()
+	p, err := newPacker()
+	require.NoError(t, err)
+	return p
 }
 
 // msgs makes stored ledger messages of bodies, at stream sequences 1, 2,
@@ -133,7 +143,7 @@ func TestDecodeRefusesDamage(t *testing.T) {
 		"one line a message, packed":   {lines, []string{"1", "1"}},
 		"two lines, packed":            {[][]byte{both}, []string{"2"}},
 	} {
-		recs, err := decodeMessages(state.GenesisFrontier(), msgs(c.bodies, c.lines))
+		recs, err := decodeMessages(testPacker(t), state.GenesisFrontier(), msgs(c.bodies, c.lines))
 		require.NoError(t, err, name)
 		require.Len(t, recs, 2, name)
 	}
@@ -161,9 +171,46 @@ func TestDecodeRefusesDamage(t *testing.T) {
 		"not a ledger line":         {[][]byte{[]byte("{}\n")}, []string{""}},
 		"not a ledger line, packed": {[][]byte{append(bytes.Clone(lines[0]), "{}\n"...)}, []string{"2"}},
 	} {
-		_, err := decodeMessages(state.GenesisFrontier(), msgs(c.bodies, c.lines))
+		_, err := decodeMessages(testPacker(t), state.GenesisFrontier(), msgs(c.bodies, c.lines))
 		require.ErrorIs(t, err, ledger.ErrCorrupt, name)
 	}
+}
+
+// A compressed message (Acr-Encoding: zstd) reads as its lines; one whose
+// frame is damaged, or whose encoding is unknown, is corruption.
+func TestDecodeCompressed(t *testing.T) {
+	p := testPacker(t)
+	lines, _, err := encodeEvents(state.GenesisFrontier(), testEvents("z", 5, 1))
+	require.NoError(t, err)
+	body := bytes.Join(lines, nil)
+	z, enc := p.pack(body)
+	require.Equal(t, encZstd, enc, "ledger lines compress")
+	require.Less(t, len(z), len(body))
+	m := msgs([][]byte{z}, []string{"5"})
+	m[0].Header.Set(hdrEncoding, enc)
+	recs, err := decodeMessages(p, state.GenesisFrontier(), m)
+	require.NoError(t, err)
+	require.Len(t, recs, 5)
+
+	flipped := bytes.Clone(z)
+	flipped[len(flipped)/2] ^= 0x40
+	for name, c := range map[string]struct {
+		body []byte
+		enc  string
+	}{
+		"damaged frame":    {flipped, encZstd},
+		"cut frame":        {z[:len(z)-3], encZstd},
+		"unknown encoding": {z, "gzip"},
+		"raw, said zstd":   {body, encZstd},
+	} {
+		m := msgs([][]byte{c.body}, []string{"5"})
+		m[0].Header.Set(hdrEncoding, c.enc)
+		_, err := decodeMessages(p, state.GenesisFrontier(), m)
+		require.ErrorIs(t, err, ledger.ErrCorrupt, name)
+	}
+	small, enc := p.pack([]byte("x"))
+	require.Equal(t, "", enc, "what does not shrink is stored as it is")
+	require.Equal(t, []byte("x"), small)
 }
 
 // Reading from a frontier inside a packed message skips its lines up to
@@ -174,7 +221,7 @@ func TestDecodeFromInsideAMessage(t *testing.T) {
 	body := bytes.Join(lines, nil)
 	at := func(i int) state.Frontier { return state.Frontier{Seq: recs[i].Seq, Hash: recs[i].Hash, Offset: 1} }
 	for i := range recs {
-		got, err := decodeMessages(at(i), msgs([][]byte{body}, []string{"3"}))
+		got, err := decodeMessages(testPacker(t), at(i), msgs([][]byte{body}, []string{"3"}))
 		require.NoError(t, err)
 		require.Len(t, got, len(recs)-i-1, "after record %d", i)
 		for j, r := range got {
@@ -184,11 +231,11 @@ func TestDecodeFromInsideAMessage(t *testing.T) {
 	}
 	other := at(1)
 	other.Hash = recs[0].Hash
-	_, err = decodeMessages(other, msgs([][]byte{body}, []string{"3"}))
+	_, err = decodeMessages(testPacker(t), other, msgs([][]byte{body}, []string{"3"}))
 	require.ErrorIs(t, err, ledger.ErrCorrupt, "another hash at the frontier's seq")
 	past := at(2)
 	past.Seq = 7
-	_, err = decodeMessages(past, msgs([][]byte{body}, []string{"3"}))
+	_, err = decodeMessages(testPacker(t), past, msgs([][]byte{body}, []string{"3"}))
 	require.ErrorIs(t, err, ledger.ErrCorrupt, "the frontier's message does not hold its record")
 }
 

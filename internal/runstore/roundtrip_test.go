@@ -46,6 +46,8 @@ func TestRemoteMessagesPerActingCycle(t *testing.T) {
 	t.Logf("per acting cycle: %.2f messages, %.0f bytes into the server", msgs, bytes)
 	// One message per ledger record made this 34; one per append, 7.5.
 	require.LessOrEqual(t, msgs, maxMessagesPerActingCycle, "messages into the server per acting cycle")
+	// Uncompressed, the ledger lines and the checkpoint made this 69 KB.
+	require.LessOrEqual(t, bytes, maxBytesPerActingCycle, "bytes into the server per acting cycle")
 }
 
 // maxMessagesPerActingCycle is what TestRemoteMessagesPerActingCycle
@@ -53,3 +55,7 @@ func TestRemoteMessagesPerActingCycle(t *testing.T) {
 // cycle's start), the checkpoint and status batch, the world's file and
 // head, and the reads the open makes.
 const maxMessagesPerActingCycle = 8.0
+
+// maxBytesPerActingCycle is what it allows of bytes: the ledger lines and
+// the checkpoint, compressed, are most of them.
+const maxBytesPerActingCycle = 32 * 1024.0
