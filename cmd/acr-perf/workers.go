@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
@@ -190,13 +191,27 @@ type storeMsg struct {
 // subscription: it sees each message as it is published, batch messages
 // included) and calls fn with each, stamped on arrival.
 func (b *bench) tap(prefix string, fn func(storeMsg)) (*nats.Subscription, error) {
+	// Ledger messages and checkpoints are zstd-compressed (jsstore's
+	// Acr-Encoding); the harness reads their lines.
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return nil, fmt.Errorf("tap %s: %w", prefix, err)
+	}
 	sub, err := b.nc.Subscribe(prefix+".>", func(m *nats.Msg) {
 		at := time.Now()
 		kind, run, ok := splitSubject(prefix, m.Subject)
 		if !ok {
 			return
 		}
-		fn(storeMsg{at: at, kind: kind, run: run, data: m.Data, commit: m.Header.Get("Nats-Batch-Commit") != ""})
+		data := m.Data
+		if m.Header.Get("Acr-Encoding") == "zstd" {
+			d, derr := dec.DecodeAll(m.Data, nil)
+			if derr != nil {
+				d = nil // not a ledger line: seen, never matched
+			}
+			data = d
+		}
+		fn(storeMsg{at: at, kind: kind, run: run, data: data, commit: m.Header.Get("Nats-Batch-Commit") != ""})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("subscribe %s.>: %w", prefix, err)
