@@ -2,6 +2,7 @@ package jsstore
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -150,4 +151,59 @@ func TestUncompressedCheckpointStaysReadable(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, m2, snap.Manifest)
 	require.Equal(t, files, snap.Files)
+}
+
+// An append whose lines pass one message's room is several messages of
+// whole lines in one atomic batch: every record reads back, each with the
+// stream sequence of its own message, and the history is the file
+// ledger's bytes.
+func TestAppendPastOneMessage(t *testing.T) {
+	big := testEvents(strings.Repeat("x", 300<<10), 5, 1) // five lines of about 300 KiB
+	mem := disk.NewMem()
+	fl, err := ledger.Create(mem)
+	require.NoError(t, err)
+	_, err = fl.Append(big)
+	require.NoError(t, err)
+	file, err := mem.ReadFile(ledger.FileName)
+	require.NoError(t, err)
+
+	srv := natstest.Start(t)
+	_, s := openStore(t, srv.ClientURL())
+	r, err := s.Run(ctx(t), "run:big")
+	require.NoError(t, err)
+	l, err := r.CreateLedger()
+	require.NoError(t, err)
+	recs, err := l.Append(big)
+	require.NoError(t, err)
+
+	var counts []string
+	var seqs []int64
+	require.NoError(t, s.blocks.Ledger.Read(ctx(t), r.ID, 0, func(rec jetstream.Record) error {
+		counts = append(counts, rec.Header.Get(hdrLines))
+		seqs = append(seqs, int64(rec.Seq))
+		return nil
+	}))
+	require.Greater(t, len(counts), 1, "more than one message")
+	require.Equal(t, seqs[len(seqs)-1], l.Frontier().Offset)
+	got, err := l.After(state.GenesisFrontier())
+	require.NoError(t, err)
+	require.Len(t, got, 5)
+	for i := range recs {
+		require.Equal(t, recs[i].Hash, got[i].Hash)
+		require.Equal(t, recs[i].Offset, got[i].Offset, "record %d: its message's stream sequence", i)
+		require.Contains(t, seqs, got[i].Offset)
+	}
+	require.NotEqual(t, got[0].Offset, got[4].Offset)
+	for i, rec := range got {
+		f := state.Frontier{Seq: rec.Seq, Hash: rec.Hash, Offset: rec.Offset}
+		l2, err := r.OpenLedger()
+		require.NoError(t, err)
+		require.NoError(t, l2.CheckFrontier(f), "record %d", i)
+		after, err := l2.After(f)
+		require.NoError(t, err)
+		require.Len(t, after, 4-i, "after record %d", i)
+	}
+	h, err := r.History()
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(file, h.Bytes()))
 }
