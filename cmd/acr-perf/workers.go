@@ -222,7 +222,7 @@ func (b *bench) tap(prefix string, fn func(storeMsg)) (*nats.Subscription, error
 	return sub, b.nc.Flush()
 }
 
-// splitSubject reads <prefix>.<kind>.<run token>.
+// splitSubject reads <prefix>.<kind>.<run token>[.<more>].
 func splitSubject(prefix, subject string) (kind, run string, ok bool) {
 	rest, ok := strings.CutPrefix(subject, prefix+".")
 	if !ok {
@@ -232,6 +232,9 @@ func splitSubject(prefix, subject string) (kind, run string, ok bool) {
 	if !ok {
 		return "", "", false
 	}
+	// A world's subjects go on after the run: <prefix>.world.<run>.<file
+	// or head>.
+	tok, _, _ = strings.Cut(tok, ".")
 	run, err := jetstream.ParseToken(tok)
 	return kind, run, err == nil
 }

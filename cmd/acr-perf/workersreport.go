@@ -376,8 +376,9 @@ func boundNotes(r workersReport, sums []setupSummary) []string {
 		n := fmt.Sprintf("**NATS.** A cycle is %.2f atomic batches on the server: the driver holds a cycle's "+
 			"outcome until the next cycle's decision and intent and appends the two together, and jsstore stores the "+
 			"append's lines as one message (ledger format 2) with a plain publish where a state directory makes one write "+
-			"and fsync; an atomic batch is left for writes of several messages, such as the checkpoint and status at rest "+
-			"(one per run; before format 2 every append was a batch, 1.09 per cycle). "+
+			"and fsync; an atomic batch is left for writes of several messages: the world's file and its head (each effect) "+
+			"and the checkpoint and status at rest (one per run). Before format 2 every append was an atomic batch as well "+
+			"(and this column, until 2026-12-06, did not see the world's batches: 1.09 then was the appends and the rests). "+
 			"A single-replica file stream stages each atomic batch "+
 			"in a small store of its own with synchronous writes, under the stream's lock, and every run's records go to the "+
 			"one stream `PREFIX-runs`.", one.batches)
