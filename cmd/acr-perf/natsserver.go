@@ -3,9 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -20,7 +22,7 @@ import (
 // serveNATS is the -serve-nats mode: a standalone NATS server with
 // JetStream (file storage in dir, one replica, the server's default
 // settings otherwise) on a random loopback port. It prints the client URL
-// on a line of its own and runs until SIGTERM, SIGINT or the end of its
+// and then the monitoring URL, each on a line of its own, and runs until SIGTERM, SIGINT or the end of its
 // standard input. The workers benchmark starts it as a child process of
 // its own so that the server's CPU and syscalls are its own process's.
 func serveNATS(dir string) error {
@@ -32,6 +34,10 @@ func serveNATS(dir string) error {
 		StoreDir:   dir,
 		NoLog:      true,
 		NoSigs:     true,
+		// The monitoring endpoint, for the server's own counters of
+		// what its clients send it (/varz in_msgs, in_bytes).
+		HTTPHost: "127.0.0.1",
+		HTTPPort: server.RANDOM_PORT,
 	}
 	srv, err := server.NewServer(o)
 	if err != nil {
@@ -43,6 +49,7 @@ func serveNATS(dir string) error {
 		return errors.New("nats server: not ready after 20s")
 	}
 	fmt.Println(srv.ClientURL())
+	fmt.Printf("http://%s\n", srv.MonitorAddr())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	go func() {
@@ -61,6 +68,8 @@ type natsServer struct {
 	stdin io.Closer
 	// URL is the server's client URL (nats://127.0.0.1:PORT).
 	URL string
+	// Monitor is its monitoring URL (http://127.0.0.1:PORT).
+	Monitor string
 }
 
 // startNATS starts this executable in -serve-nats mode with its store in
@@ -84,13 +93,51 @@ func startNATS(dir string) (*natsServer, error) {
 		return nil, fmt.Errorf("start nats server: %w", err)
 	}
 	s := &natsServer{cmd: cmd, stdin: in}
-	line, err := bufio.NewReader(out).ReadString('\n')
+	r := bufio.NewReader(out)
+	line, err := r.ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "nats://") {
 		s.Stop()
 		return nil, fmt.Errorf("start nats server: no URL on its output (%q): %v", line, err)
 	}
 	s.URL = strings.TrimSpace(line)
+	mon, err := r.ReadString('\n')
+	if err != nil || !strings.HasPrefix(mon, "http://") {
+		s.Stop()
+		return nil, fmt.Errorf("start nats server: no monitoring URL on its output (%q): %v", mon, err)
+	}
+	s.Monitor = strings.TrimSpace(mon)
 	return s, nil
+}
+
+// Traffic is what the server's clients have sent it so far, from its own
+// counters (/varz): messages (every publish and request, whatever its
+// subject) and their bytes.
+type Traffic struct {
+	Msgs  int64 `json:"in_msgs"`
+	Bytes int64 `json:"in_bytes"`
+}
+
+// Sub is t less an earlier reading.
+func (t Traffic) Sub(o Traffic) Traffic {
+	return Traffic{Msgs: t.Msgs - o.Msgs, Bytes: t.Bytes - o.Bytes}
+}
+
+// Traffic reads the server's /varz.
+func (s *natsServer) Traffic() (Traffic, error) {
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(s.Monitor + "/varz")
+	if err != nil {
+		return Traffic{}, fmt.Errorf("server varz: %w", err)
+	}
+	defer resp.Body.Close()
+	var t Traffic
+	if resp.StatusCode != http.StatusOK {
+		return Traffic{}, fmt.Errorf("server varz: %s", resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&t); err != nil {
+		return Traffic{}, fmt.Errorf("server varz: %w", err)
+	}
+	return t, nil
 }
 
 // Pid is the server process's id.

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
@@ -91,6 +92,11 @@ type trial struct {
 	acrCPU, srvCPU, srvSys time.Duration
 	// batches is the atomic batches the server committed (NATS only).
 	batches int64
+	// traffic is what the workers sent the server over the trial, from
+	// its /varz (NATS only); acting is the trial's acting cycles (one
+	// effect each: runs × items).
+	traffic Traffic
+	acting  int64
 	// polled is set when the end was seen by polling acr runs, not by a
 	// status message (which a subscriber may miss).
 	polled bool
@@ -185,13 +191,27 @@ type storeMsg struct {
 // subscription: it sees each message as it is published, batch messages
 // included) and calls fn with each, stamped on arrival.
 func (b *bench) tap(prefix string, fn func(storeMsg)) (*nats.Subscription, error) {
+	// Ledger messages and checkpoints are zstd-compressed (jsstore's
+	// Acr-Encoding); the harness reads their lines.
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return nil, fmt.Errorf("tap %s: %w", prefix, err)
+	}
 	sub, err := b.nc.Subscribe(prefix+".>", func(m *nats.Msg) {
 		at := time.Now()
 		kind, run, ok := splitSubject(prefix, m.Subject)
 		if !ok {
 			return
 		}
-		fn(storeMsg{at: at, kind: kind, run: run, data: m.Data, commit: m.Header.Get("Nats-Batch-Commit") != ""})
+		data := m.Data
+		if m.Header.Get("Acr-Encoding") == "zstd" {
+			d, derr := dec.DecodeAll(m.Data, nil)
+			if derr != nil {
+				d = nil // not a ledger line: seen, never matched
+			}
+			data = d
+		}
+		fn(storeMsg{at: at, kind: kind, run: run, data: data, commit: m.Header.Get("Nats-Batch-Commit") != ""})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("subscribe %s.>: %w", prefix, err)
@@ -202,7 +222,7 @@ func (b *bench) tap(prefix string, fn func(storeMsg)) (*nats.Subscription, error
 	return sub, b.nc.Flush()
 }
 
-// splitSubject reads <prefix>.<kind>.<run token>.
+// splitSubject reads <prefix>.<kind>.<run token>[.<more>].
 func splitSubject(prefix, subject string) (kind, run string, ok bool) {
 	rest, ok := strings.CutPrefix(subject, prefix+".")
 	if !ok {
@@ -212,6 +232,9 @@ func splitSubject(prefix, subject string) (kind, run string, ok bool) {
 	if !ok {
 		return "", "", false
 	}
+	// A world's subjects go on after the run: <prefix>.world.<run>.<file
+	// or head>.
+	tok, _, _ = strings.Cut(tok, ".")
 	run, err := jetstream.ParseToken(tok)
 	return kind, run, err == nil
 }
@@ -223,8 +246,11 @@ type statusMsg struct {
 	Disposition string `json:"disposition"`
 }
 
-// ledgerType is the event type of a ledger line.
-func ledgerType(line []byte) string {
+// ledgerType is the event type of the first line of a ledger message.
+func ledgerType(msg []byte) string {
+	// A ledger message is one or more ledger lines (one per append); the
+	// first is the one that started.
+	line, _, _ := bytes.Cut(msg, []byte("\n"))
 	var l struct {
 		Event struct {
 			Type string `json:"type"`
@@ -410,6 +436,10 @@ func (b *bench) natsTrial(s setup, round int, name string) (trial, error) {
 	if err != nil {
 		return t, err
 	}
+	in0, err := b.srv.Traffic()
+	if err != nil {
+		return t, err
+	}
 	t0 := time.Now()
 	var workers []*proc
 	stopAll := func() error {
@@ -437,11 +467,16 @@ func (b *bench) natsTrial(s setup, round int, name string) (trial, error) {
 	if err == nil {
 		err = cerr
 	}
+	in1, terr := b.srv.Traffic()
+	if err == nil {
+		err = terr
+	}
 	if err != nil {
 		return t, err
 	}
 	t.wall, t.polled = end.Sub(t0), polled
 	t.srvCPU, t.srvSys = user1-user0+sys1-sys0, sys1-sys0
+	t.traffic, t.acting = in1.Sub(in0), int64(len(ids)*b.sz.items)
 	tr.mu.Lock()
 	t.batches = tr.batches
 	tr.mu.Unlock()

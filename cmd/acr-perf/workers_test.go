@@ -16,6 +16,10 @@ func TestSplitSubject(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "ledger", kind)
 	assert.Equal(t, "run:b001", run)
+	kind, run, ok = splitSubject("t0-nats1x1", "t0-nats1x1.world."+jetstream.Token("run:b001")+".head")
+	require.True(t, ok, "a world's subjects are the run's too")
+	assert.Equal(t, "world", kind)
+	assert.Equal(t, "run:b001", run)
 	for _, s := range []string{"other.ledger.x", "t0-nats1x1.ledger", "t0-nats1x1x.status.a"} {
 		_, _, ok := splitSubject("t0-nats1x1", s)
 		assert.False(t, ok, s)

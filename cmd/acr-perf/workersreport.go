@@ -55,6 +55,11 @@ type setupSummary struct {
 	srvSys, busy   float64
 	// batches is atomic batches per cycle (median; NATS only).
 	batches float64
+	// msgs and bytes are what the workers sent the server per acting
+	// cycle, srvActing the server's CPU per acting cycle (medians; NATS
+	// only).
+	msgs, bytes float64
+	srvActing   time.Duration
 	// polled counts trials whose end was seen by polling.
 	polled int
 }
@@ -112,7 +117,7 @@ func summarize(trials []trial, setups []setup) []setupSummary {
 	var out []setupSummary
 	for _, s := range setups {
 		sum := setupSummary{setup: s}
-		var acr, srv, sys, busy, batches []float64
+		var acr, srv, sys, busy, batches, msgs, bytes, srvActing []float64
 		for _, t := range trials {
 			if t.setup != s {
 				continue
@@ -126,6 +131,11 @@ func summarize(trials []trial, setups []setup) []setupSummary {
 			}
 			busy = append(busy, float64(t.acrCPU+t.srvCPU)/float64(t.wall))
 			batches = append(batches, float64(t.batches)/c)
+			if t.acting > 0 {
+				msgs = append(msgs, float64(t.traffic.Msgs)/float64(t.acting))
+				bytes = append(bytes, float64(t.traffic.Bytes)/float64(t.acting))
+				srvActing = append(srvActing, float64(t.srvCPU)/float64(t.acting))
+			}
 			if t.polled {
 				sum.polled++
 			}
@@ -142,6 +152,7 @@ func summarize(trials []trial, setups []setup) []setupSummary {
 		}
 		sum.acrCPU, sum.srvCPU, sum.srvSys = time.Duration(medianF(acr)), time.Duration(medianF(srv)), medianF(sys)
 		sum.busy, sum.batches = medianF(busy), medianF(batches)
+		sum.msgs, sum.bytes, sum.srvActing = medianF(msgs), medianF(bytes), time.Duration(medianF(srvActing))
 		out = append(out, sum)
 	}
 	return out
@@ -242,6 +253,19 @@ func renderWorkers(r workersReport) string {
 		}
 		p("| %s | %.1f (%.1f–%.1f) | %s | %s | %s + %s | %.2f of %d | %s |", s.setup, s.median, s.min, s.max, ratio(s.vsDir), ratio(s.vsDir1),
 			ms(s.acrCPU), srv, s.busy, runtime.NumCPU(), batches)
+	}
+	p("")
+	p("**Store rows.** What the workers sent the server per *acting* cycle (one effect each; %d per trial), from the", sz.runs*sz.items)
+	p("server's own counters (`/varz` `in_msgs` and `in_bytes`, read before the workers start and after they exit: every")
+	p("publish and request, the lease, the reads and the listing of due runs included), and the server's CPU per acting")
+	p("cycle. The issue's targets: at most 4 messages and 8 KiB per acting cycle, and a worker at 0.7× the directory.")
+	p("")
+	p("| setup | vs directory, same parallelism | messages per acting cycle | KiB per acting cycle | server CPU per acting cycle |")
+	p("| --- | --- | --- | --- | --- |")
+	for _, s := range sums {
+		if s.setup.nats {
+			p("| %s | %s | %.2f | %.1f | %s |", s.setup, ratio(s.vsDir), s.msgs, s.bytes/1024, ms(s.srvActing))
+		}
 	}
 	p("")
 	if n := polledTrials(sums); n > 0 {
@@ -349,9 +373,12 @@ func boundNotes(r workersReport, sums []setupSummary) []string {
 			}
 		}
 		wall := time.Duration(float64(time.Second) / one.median)
-		n := fmt.Sprintf("**NATS.** An acting cycle is %.2f atomic batches on the server: the driver holds a cycle's "+
-			"outcome until the next cycle's decision and intent and appends the two together, so jsstore commits one batch "+
-			"per cycle where a state directory makes one write and fsync; the checkpoint and status at rest add one per run. "+
+		n := fmt.Sprintf("**NATS.** A cycle is %.2f atomic batches on the server: the driver holds a cycle's "+
+			"outcome until the next cycle's decision and intent and appends the two together, and jsstore stores the "+
+			"append's lines as one message (ledger format 2) with a plain publish where a state directory makes one write "+
+			"and fsync; an atomic batch is left for writes of several messages: the world's file and its head (each effect) "+
+			"and the checkpoint and status at rest (one per run). Before format 2 every append was an atomic batch as well "+
+			"(and this column, until 2026-12-06, did not see the world's batches: 1.09 then was the appends and the rests). "+
 			"A single-replica file stream stages each atomic batch "+
 			"in a small store of its own with synchronous writes, under the stream's lock, and every run's records go to the "+
 			"one stream `PREFIX-runs`.", one.batches)
@@ -381,6 +408,18 @@ func boundNotes(r workersReport, sums []setupSummary) []string {
 			ms(one.srvCPU), 100*one.srvSys, ms(one.acrCPU), ms(both), cores,
 			float64(cores)*float64(time.Second)/float64(max(both, time.Microsecond)), ms(wall), r.env.loadStart, strings.Join(scaling, ", "))
 		notes = append(notes, n)
+		notes = append(notes, fmt.Sprintf("**Store rows.** One worker sent the server %.2f messages and %.1f KiB per acting "+
+			"cycle, and the server spent %s of CPU on it. Since ledger format 2 an append is one message (`Acr-Lines: n`, "+
+			"the append's lines byte for byte as a state directory's ledger holds them, zstd-compressed: `Acr-Encoding`) "+
+			"stored with a plain publish, where it was one message per record (about 27 an acting cycle) in an atomic batch. "+
+			"The same harness on the release before format 2, on this machine on 2026-12-06: 33.7 messages, 40.6 KiB and "+
+			"8.78 ms of server CPU per acting cycle, 0.57× the directory. The rest of a cycle's messages are the inbox read "+
+			"every cycle makes, and, per run rather than per cycle, the lease, the open's reads (checkpoint, ledger end, "+
+			"world), the world's take and the listing of due runs; a run whose cycles checkpoint and write a world file "+
+			"adds an atomic batch of two for each (runstore's TestRemoteMessagesPerActingCycle counts such a run from the "+
+			"server's counters and bounds it: 34 messages and 73 KB per acting cycle before format 2, 7.5 and 26 KB after). "+
+			"Reaching 4 there needs the world's file and the checkpoint in the same atomic batch as the cycle's records, and "+
+			"the inbox heard rather than read: not done.", one.msgs, one.bytes/1024, ms(one.srvActing)))
 	}
 	if d1, ok := find(sums, setup{procs: 1, conc: 1}); ok && d1.median > 0 {
 		var scaling []string

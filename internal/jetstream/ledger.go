@@ -34,12 +34,19 @@ type Frontier struct {
 	Checkpoint uint64
 }
 
-// Record is one stored ledger record.
+// Record is one stored ledger message: what this package stores and
+// returns as a unit (acr's jsstore packs several ledger lines into one).
 type Record struct {
-	Seq   uint64 // stream sequence
-	ID    string // Nats-Msg-Id
-	Batch string // Nats-Batch-Id of the batch that stored it
-	Data  []byte
+	Seq    uint64      // stream sequence
+	ID     string      // Nats-Msg-Id
+	Batch  string      // Nats-Batch-Id of the batch that stored it
+	Header nats.Header // every header it was stored with
+	Data   []byte
+}
+
+// record is the Record of a stored message at seq.
+func record(seq uint64, m *nats.Msg) Record {
+	return Record{Seq: seq, ID: m.Header.Get(hdrMsgID), Batch: m.Header.Get(hdrBatchID), Header: m.Header, Data: m.Data}
 }
 
 // Committed is the result of a commit.
@@ -74,8 +81,13 @@ func (l *Ledger) Commit(ctx context.Context, run string, at Frontier, records []
 // Batch is what one commit stores: ledger records, a checkpoint, a status,
 // any of them (at least one).
 type Batch struct {
-	// Records are appended to the run's ledger, in order.
+	// Records are appended to the run's ledger, in order, one message
+	// each.
 	Records [][]byte
+	// RecordHeaders, when not nil, has one entry per record: headers of
+	// the caller's own (such as how many ledger lines a message packs)
+	// copied onto that record's message. A nil entry adds none.
+	RecordHeaders []nats.Header
 	// Checkpoint, when not nil, replaces the run's checkpoint.
 	Checkpoint []byte
 	// Header is copied onto every checkpoint part (acr's own headers,
@@ -170,6 +182,11 @@ func (l *Ledger) batch(run string, at Frontier, b Batch) ([]*nats.Msg, int) {
 	msgs := make([]*nats.Msg, 0, len(b.Records)+2)
 	for i, r := range b.Records {
 		m := &nats.Msg{Subject: lsubj, Data: r, Header: nats.Header{}}
+		if i < len(b.RecordHeaders) {
+			for k, vs := range b.RecordHeaders[i] {
+				m.Header[k] = append([]string(nil), vs...)
+			}
+		}
 		m.Header.Set(hdrMsgID, msgID(lsubj, at.Ledger, i, r))
 		if i == 0 {
 			m.Header.Set(hdrExpectSubj, strconv.FormatUint(at.Ledger, 10))
@@ -268,6 +285,11 @@ func msgID(subject string, at uint64, i int, data []byte) string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
+// RecordRoom is the largest record body one ledger message holds: the
+// server's payload limit less room for the headers (the batch's, the
+// guard's and 512 bytes of the caller's RecordHeaders).
+func (l *Ledger) RecordRoom() int { return partSize(l.nc) }
+
 // partSize is the largest checkpoint part that fits the server's payload
 // limit with room for the headers.
 func partSize(nc *nats.Conn) int {
@@ -291,7 +313,7 @@ func split(b []byte, n int) [][]byte {
 // sequence is greater than after, until they run out or fn fails.
 func (l *Ledger) Read(ctx context.Context, run string, after uint64, fn func(Record) error) error {
 	return readSubject(ctx, l.pol, l.nc, l.stream, l.names.LedgerSubject(run), after+1, func(seq uint64, m *nats.Msg) error {
-		return fn(Record{Seq: seq, ID: m.Header.Get(hdrMsgID), Batch: m.Header.Get(hdrBatchID), Data: m.Data})
+		return fn(record(seq, m))
 	})
 }
 
@@ -301,7 +323,7 @@ func (l *Ledger) Last(ctx context.Context, run string) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	return Record{Seq: seq, ID: m.Header.Get(hdrMsgID), Batch: m.Header.Get(hdrBatchID), Data: m.Data}, nil
+	return record(seq, m), nil
 }
 
 // CheckpointHead returns the stream sequence and headers of the last part
@@ -325,7 +347,7 @@ func (l *Ledger) Get(ctx context.Context, run string, seq uint64) (Record, error
 	if m.Subject != l.names.LedgerSubject(run) {
 		return Record{}, fmt.Errorf("record %d of %s: %w", seq, run, ErrNotFound)
 	}
-	return Record{Seq: seq, ID: m.Header.Get(hdrMsgID), Batch: m.Header.Get(hdrBatchID), Data: m.Data}, nil
+	return record(seq, m), nil
 }
 
 // Statuses calls fn with the last status message of every run that has
@@ -355,7 +377,16 @@ func (l *Ledger) Statuses(ctx context.Context, fn func(run string, data []byte) 
 // is consistent with it even if the ledger has moved on since (which only
 // a ledger-only Append can do).
 func (l *Ledger) Checkpoint(ctx context.Context, run string) ([]byte, Frontier, error) {
+	doc, _, f, err := l.CheckpointWithHeader(ctx, run)
+	return doc, f, err
+}
+
+// CheckpointWithHeader is Checkpoint that also returns the headers of the
+// checkpoint's first part (those a commit's Batch.Header set, among
+// others).
+func (l *Ledger) CheckpointWithHeader(ctx context.Context, run string) ([]byte, nats.Header, Frontier, error) {
 	var (
+		head   nats.Header
 		buf    bytes.Buffer
 		batch  string
 		last   uint64
@@ -369,7 +400,7 @@ func (l *Ledger) Checkpoint(ctx context.Context, run string) ([]byte, Frontier, 
 		case !ok:
 			return fmt.Errorf("checkpoint part %d: bad %s %q", seq, hdrPart, m.Header.Get(hdrPart))
 		case n == 0:
-			batch, total = m.Header.Get(hdrBatchID), of
+			batch, total, head = m.Header.Get(hdrBatchID), of, m.Header
 			at, ok := parseLedgerAt(m.Header.Get(hdrLedgerAt), seq)
 			if !ok {
 				return fmt.Errorf("checkpoint part %d: bad %s %q", seq, hdrLedgerAt, m.Header.Get(hdrLedgerAt))
@@ -386,15 +417,15 @@ func (l *Ledger) Checkpoint(ctx context.Context, run string) ([]byte, Frontier, 
 		return nil
 	})
 	if err != nil {
-		return nil, Frontier{}, fmt.Errorf("checkpoint %s: %w", run, err)
+		return nil, nil, Frontier{}, fmt.Errorf("checkpoint %s: %w", run, err)
 	}
 	if n == 0 {
-		return nil, Frontier{}, fmt.Errorf("checkpoint %s: %w", run, ErrNotFound)
+		return nil, nil, Frontier{}, fmt.Errorf("checkpoint %s: %w", run, ErrNotFound)
 	}
 	if n != total {
-		return nil, Frontier{}, fmt.Errorf("checkpoint %s: %d of %d parts", run, n, total)
+		return nil, nil, Frontier{}, fmt.Errorf("checkpoint %s: %d of %d parts", run, n, total)
 	}
-	return buf.Bytes(), Frontier{Ledger: ledger, Checkpoint: last}, nil
+	return buf.Bytes(), head, Frontier{Ledger: ledger, Checkpoint: last}, nil
 }
 
 // parseLedgerAt reads the Acr-Ledger header of a checkpoint's first part

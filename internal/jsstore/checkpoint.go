@@ -28,8 +28,10 @@ const hdrGeneration = "Acr-Generation"
 // A checkpoint is one document: the manifest's canonical bytes (the same
 // manifest the directory store writes, with the same content-addressed
 // file paths), a newline, then every file's bytes in the order of their
-// names, each as long as its manifest entry says. The document is split
-// into parts below the server's payload limit and committed as one atomic
+// names, each as long as its manifest entry says. The document is
+// compressed (Acr-Encoding: zstd on every part, pack.go; a checkpoint
+// without it, as earlier releases wrote, is read as it is), split into
+// parts below the server's payload limit and committed as one atomic
 // batch with the run's status message; the first part rolls the previous
 // checkpoint's parts up.
 //
@@ -57,12 +59,16 @@ func (r *Run) Checkpoints() *Checkpoints { return &Checkpoints{run: r} }
 // file checked against it. storage.ErrNoRun when the run has no
 // checkpoint.
 func (c *Checkpoints) Load() (storage.Snapshot, error) {
-	doc, fr, err := c.run.s.blocks.Ledger.Checkpoint(c.run.ctx, c.run.ID)
+	packed, h, fr, err := c.run.s.blocks.Ledger.CheckpointWithHeader(c.run.ctx, c.run.ID)
 	if errors.Is(err, jetstream.ErrNotFound) {
 		return storage.Snapshot{}, fmt.Errorf("load checkpoint of %s: %w", c.run.ID, storage.ErrNoRun)
 	}
 	if err != nil {
 		return storage.Snapshot{}, fmt.Errorf("load checkpoint of %s: %w", c.run.ID, err)
+	}
+	doc, err := c.run.s.pack.unpack(packed, h.Get(hdrEncoding))
+	if err != nil {
+		return storage.Snapshot{}, &state.IntegrityError{File: "checkpoint of " + c.run.ID, Msg: err.Error()}
 	}
 	snap, err := decodeCheckpoint(c.run.ID, doc)
 	if err != nil {
@@ -95,9 +101,14 @@ func (c *Checkpoints) Commit(cm storage.Commit) (storage.Manifest, error) {
 	if err != nil {
 		return storage.Manifest{}, err
 	}
+	h := nats.Header{hdrGeneration: {strconv.FormatInt(m.Generation, 10)}}
+	packed, enc := c.run.s.pack.pack(doc)
+	if enc != "" {
+		h.Set(hdrEncoding, enc)
+	}
 	res, err := c.run.s.blocks.Ledger.CommitBatch(c.run.ctx, c.run.ID,
 		jetstream.Frontier{Ledger: uint64(cm.Frontier.Offset), Checkpoint: at},
-		jetstream.Batch{Checkpoint: doc, Header: nats.Header{hdrGeneration: {strconv.FormatInt(m.Generation, 10)}}, Status: st})
+		jetstream.Batch{Checkpoint: packed, Header: h, Status: st})
 	if errors.Is(err, jetstream.ErrConflict) {
 		c.known = false
 		return storage.Manifest{}, fmt.Errorf("commit checkpoint of %s: %w: expected generation %d with the ledger at seq %d: %w",

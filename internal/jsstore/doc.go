@@ -13,7 +13,8 @@
 // appears in subjects and keys as jetstream.Token(R) (':' and other bytes
 // escaped as '=' and two hex digits).
 //
-//	stream P-runs   P.ledger.<R>      one message per ledger record
+//	stream P-runs   P.ledger.<R>      one message per append: its ledger lines
+//	                                  (line.go; earlier releases: one per record)
 //	                P.ckpt.<R>        the parts of the last checkpoint (rolled up)
 //	                P.status.<R>      the run's status, written with each checkpoint (rolled up)
 //	                P.world.<R>.<K>   a world file (K: 32 hex digits of the SHA-256 of
@@ -40,6 +41,12 @@
 //	Nats-Batch-*       the atomic batch of a write of more than one message
 //	Nats-TTL           wake signals: expires_at − now + Options.ExpiryGrace
 //	Acr-Part i/n, Acr-Ledger, Acr-Generation   checkpoint parts
+//	Acr-Lines n        ledger messages: the body is n whole ledger lines (the
+//	                   packed format; a message without it is one line, as
+//	                   earlier releases wrote)
+//	Acr-Encoding: zstd ledger messages and checkpoint parts: the body (the
+//	                   checkpoint's whole document) is zstd-compressed; without
+//	                   it, the bytes as they are (pack.go)
 //	Acr-Key            inbox and quarantined items: the item id
 //	Acr-World, Acr-Path  world messages: put, del or head; the file's path as
 //	                   jetstream.Token(path). A file message carries
@@ -48,13 +55,15 @@
 //
 // # What each method maps to
 //
-//	Ledger.Append        one atomic batch (a plain publish for one record) of the
-//	                     records' lines, guarded by the frontier's stream sequence:
-//	                     all stored or none; storage.ErrConflict if another writer
-//	                     appended since
+//	Ledger.Append        the records' lines packed into one message (more only past
+//	                     the payload limit, then one atomic batch), guarded by the
+//	                     frontier's stream sequence: all stored or none;
+//	                     storage.ErrConflict if another writer appended since
 //	Ledger.Frontier      cached; read at open from the subject's last message
-//	Ledger.CheckFrontier a direct get of the message at Frontier.Offset
-//	Ledger.After         batched direct gets from Frontier.Offset+1
+//	Ledger.CheckFrontier a direct get of the message at Frontier.Offset, which
+//	                     must hold the frontier's record
+//	Ledger.After         batched direct gets from Frontier.Offset (the rest of
+//	                     that message, then the ones after it)
 //	Ledger.Repair        nothing to repair (nil): writes are atomic
 //	Checkpoints.Load     batched direct get of P.ckpt.<R>: the manifest line and
 //	                     the files, checked as the directory store checks them
@@ -89,11 +98,12 @@
 //
 // # Positions and bytes
 //
-// A ledger message's body is exactly the line the file ledger writes
-// (internal/chain), so hashes, chains and `acr ledger verify` mean
-// the same on both backends. A state.Frontier's Offset, and an
-// event.Record's, is the record's stream sequence in P-runs (0 for
-// genesis); Record.Length is the line's length. The checkpoint's manifest
+// A ledger message's body is exactly the lines the file ledger writes for
+// the same append (internal/chain), so hashes, chains, `acr ledger
+// verify` and an export mean the same on both backends. A
+// state.Frontier's Offset, and an event.Record's, is the stream sequence
+// in P-runs of the message that holds the record (0 for genesis);
+// Record.Length is the line's length. The checkpoint's manifest
 // is the directory store's, byte for byte, except for that Offset.
 //
 // # Errors

@@ -16,7 +16,8 @@ import (
 // that they produce the same output on both backends.
 //
 // A History is a copy of the ledger as it was when it was read: its
-// messages, which are the file ledger's lines byte for byte, read by
+// messages, whose bodies are the file ledger's lines byte for byte (one
+// or more whole lines each, line.go), read by
 // batched direct gets and held in memory in the file ledger's layout. Its
 // readers then check framing, hashes and chain exactly as they do for a
 // file. Memory is the ledger's size; a reader that streams the stream
@@ -28,8 +29,9 @@ import (
 type History struct {
 	*chain.Memory
 	run *Run
-	// endOf maps a record's stream sequence to the byte offset just after
-	// its line in the copy, and seqAt back.
+	// endOf maps a ledger message's stream sequence to the byte offset
+	// just after its last line in the copy, and seqAt back. A frontier's
+	// record is the last of its message (every append ends one).
 	endOf map[int64]int64
 	seqAt map[int64]int64
 	size  int64
@@ -41,10 +43,13 @@ func (r *Run) History() (*History, error) {
 	var buf []byte
 	h := &History{run: r, endOf: map[int64]int64{0: 0}, seqAt: map[int64]int64{0: 0}}
 	err := r.s.blocks.Ledger.Read(r.ctx, r.ID, 0, func(rec jetstream.Record) error {
-		if err := oneLine(rec.Data); err != nil {
-			return fmt.Errorf("%w: stream sequence %d: %v", storage.ErrCorrupt, rec.Seq, err)
+		lines, err := messageLines(r.s.pack, rec)
+		if err != nil {
+			return err
 		}
-		buf = append(buf, rec.Data...)
+		for _, l := range lines {
+			buf = append(buf, l...)
+		}
 		h.endOf[int64(rec.Seq)] = int64(len(buf))
 		h.seqAt[int64(len(buf))] = int64(rec.Seq)
 		return nil

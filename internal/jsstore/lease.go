@@ -136,7 +136,7 @@ func (s *Store) BreakLease(ctx context.Context, st storage.LeaseStatus, by, reas
 		if err != nil {
 			return b, err
 		}
-		rec, err := decodeLine(last.Data)
+		rec, err := lastRecord(s.pack, last)
 		if err != nil {
 			return b, err
 		}

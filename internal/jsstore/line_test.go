@@ -2,8 +2,10 @@ package jsstore
 
 import (
 	"bytes"
+	"strconv"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/acr-project/acr/internal/codec"
@@ -32,8 +34,8 @@ func testEvents(tag string, n int, cycle int64) []event.Event {
 
 // TestLinesMatchLedger: the local copy of the ledger's line encoding
 // writes, on the same events, exactly the bytes the file ledger writes;
-// and the JetStream ledger's messages are those lines, one per message,
-// with the same records (seq, chain, hash, ref, length).
+// and the JetStream ledger's messages are those lines, one message per
+// append, with the same records (seq, chain, hash, ref, length).
 func TestLinesMatchLedger(t *testing.T) {
 	batches := [][]event.Event{testEvents("a", 1, 1), testEvents("b", 10, 2), testEvents("c", 3, 3)}
 
@@ -78,10 +80,13 @@ func TestLinesMatchLedger(t *testing.T) {
 	var n int
 	require.NoError(t, s.blocks.Ledger.Read(ctx(t), r.ID, 0, func(rec jetstream.Record) error {
 		n++
-		stored = append(stored, rec.Data...)
+		require.Equal(t, strconv.Itoa(len(batches[n-1])), rec.Header.Get(hdrLines), "message %d", n)
+		body, err := s.pack.unpack(rec.Data, rec.Header.Get(hdrEncoding))
+		require.NoError(t, err)
+		stored = append(stored, body...)
 		return nil
 	}))
-	require.Equal(t, len(fileRecs), n, "one message per record")
+	require.Equal(t, len(batches), n, "one message per append")
 	require.True(t, bytes.Equal(file, stored), "the messages are the file's lines")
 
 	read, err := jl.After(state.GenesisFrontier())
@@ -102,26 +107,201 @@ func TestLinesMatchLedger(t *testing.T) {
 	require.ErrorIs(t, err, ledger.ErrExists)
 }
 
-// A message that is not exactly one valid line is corruption, found by
-// the ledger's own checks.
+// testPacker is a store's packer.
+func testPacker(t testing.TB) *packer {
+	t.Helper()
+	p, err := newPacker()
+	require.NoError(t, err)
+	return p
+}
+
+// msgs makes stored ledger messages of bodies, at stream sequences 1, 2,
+// …, each with the Acr-Lines header lines[i] ("" for none).
+func msgs(bodies [][]byte, lines []string) []jetstream.Record {
+	out := make([]jetstream.Record, len(bodies))
+	for i, b := range bodies {
+		h := nats.Header{}
+		if lines[i] != "" {
+			h.Set(hdrLines, lines[i])
+		}
+		out[i] = jetstream.Record{Seq: uint64(i + 1), Header: h, Data: b}
+	}
+	return out
+}
+
+// A message that is not its header's count of valid lines (exactly one
+// without the header) is corruption, found by the ledger's own checks.
 func TestDecodeRefusesDamage(t *testing.T) {
 	lines, _, err := encodeEvents(state.GenesisFrontier(), testEvents("d", 2, 1))
 	require.NoError(t, err)
-	_, err = decodeLines(state.GenesisFrontier(), lines)
-	require.NoError(t, err)
+	both := append(bytes.Clone(lines[0]), lines[1]...)
+	for name, c := range map[string]struct {
+		bodies [][]byte
+		lines  []string
+	}{
+		"one line a message, format 1": {lines, []string{"", ""}},
+		"one line a message, packed":   {lines, []string{"1", "1"}},
+		"two lines, packed":            {[][]byte{both}, []string{"2"}},
+	} {
+		recs, err := decodeMessages(testPacker(t), state.GenesisFrontier(), msgs(c.bodies, c.lines))
+		require.NoError(t, err, name)
+		require.Len(t, recs, 2, name)
+	}
 
 	flipped := bytes.Clone(lines[1])
 	flipped[len(flipped)/2] ^= 1
-	for name, bodies := range map[string][][]byte{
-		"flipped byte":      {lines[0], flipped},
-		"two lines":         {append(bytes.Clone(lines[0]), lines[1]...)},
-		"no newline":        {lines[0][:len(lines[0])-1]},
-		"broken chain":      {lines[1]},
-		"skipped seq":       {lines[0], lines[0]},
-		"empty":             {{}},
-		"not a ledger line": {[]byte("{}\n")},
+	for name, c := range map[string]struct {
+		bodies [][]byte
+		lines  []string
+	}{
+		"flipped byte":              {[][]byte{lines[0], flipped}, []string{"", ""}},
+		"two lines without header":  {[][]byte{both}, []string{""}},
+		"two lines, header says 1":  {[][]byte{both}, []string{"1"}},
+		"two lines, header says 3":  {[][]byte{both}, []string{"3"}},
+		"header 02":                 {[][]byte{both}, []string{"02"}},
+		"header 0":                  {[][]byte{lines[0]}, []string{"0"}},
+		"header -1":                 {[][]byte{lines[0]}, []string{"-1"}},
+		"header +1":                 {[][]byte{lines[0]}, []string{"+1"}},
+		"no newline":                {[][]byte{lines[0][:len(lines[0])-1]}, []string{""}},
+		"no newline, packed":        {[][]byte{both[:len(both)-1]}, []string{"2"}},
+		"an empty line":             {[][]byte{append(bytes.Clone(lines[0]), '\n')}, []string{"2"}},
+		"broken chain":              {[][]byte{lines[1]}, []string{"1"}},
+		"skipped seq":               {[][]byte{lines[0], lines[0]}, []string{"1", "1"}},
+		"empty":                     {[][]byte{{}}, []string{""}},
+		"not a ledger line":         {[][]byte{[]byte("{}\n")}, []string{""}},
+		"not a ledger line, packed": {[][]byte{append(bytes.Clone(lines[0]), "{}\n"...)}, []string{"2"}},
 	} {
-		_, err := decodeLines(state.GenesisFrontier(), bodies)
+		_, err := decodeMessages(testPacker(t), state.GenesisFrontier(), msgs(c.bodies, c.lines))
 		require.ErrorIs(t, err, ledger.ErrCorrupt, name)
 	}
+}
+
+// A compressed message (Acr-Encoding: zstd) reads as its lines; one whose
+// frame is damaged, or whose encoding is unknown, is corruption.
+func TestDecodeCompressed(t *testing.T) {
+	p := testPacker(t)
+	lines, _, err := encodeEvents(state.GenesisFrontier(), testEvents("z", 5, 1))
+	require.NoError(t, err)
+	body := bytes.Join(lines, nil)
+	z, enc := p.pack(body)
+	require.Equal(t, encZstd, enc, "ledger lines compress")
+	require.Less(t, len(z), len(body))
+	m := msgs([][]byte{z}, []string{"5"})
+	m[0].Header.Set(hdrEncoding, enc)
+	recs, err := decodeMessages(p, state.GenesisFrontier(), m)
+	require.NoError(t, err)
+	require.Len(t, recs, 5)
+
+	flipped := bytes.Clone(z)
+	flipped[len(flipped)/2] ^= 0x40
+	for name, c := range map[string]struct {
+		body []byte
+		enc  string
+	}{
+		"damaged frame":    {flipped, encZstd},
+		"cut frame":        {z[:len(z)-3], encZstd},
+		"unknown encoding": {z, "gzip"},
+		"raw, said zstd":   {body, encZstd},
+	} {
+		m := msgs([][]byte{c.body}, []string{"5"})
+		m[0].Header.Set(hdrEncoding, c.enc)
+		_, err := decodeMessages(p, state.GenesisFrontier(), m)
+		require.ErrorIs(t, err, ledger.ErrCorrupt, name)
+	}
+	small, enc := p.pack([]byte("x"))
+	require.Equal(t, "", enc, "what does not shrink is stored as it is")
+	require.Equal(t, []byte("x"), small)
+}
+
+// Reading from a frontier inside a packed message skips its lines up to
+// the frontier's record, which must be there with the frontier's hash.
+func TestDecodeFromInsideAMessage(t *testing.T) {
+	lines, recs, err := encodeEvents(state.GenesisFrontier(), testEvents("m", 3, 1))
+	require.NoError(t, err)
+	body := bytes.Join(lines, nil)
+	at := func(i int) state.Frontier { return state.Frontier{Seq: recs[i].Seq, Hash: recs[i].Hash, Offset: 1} }
+	for i := range recs {
+		got, err := decodeMessages(testPacker(t), at(i), msgs([][]byte{body}, []string{"3"}))
+		require.NoError(t, err)
+		require.Len(t, got, len(recs)-i-1, "after record %d", i)
+		for j, r := range got {
+			require.Equal(t, recs[i+1+j].Hash, r.Hash)
+			require.Equal(t, int64(1), r.Offset, "a record's Offset is its message's stream sequence")
+		}
+	}
+	other := at(1)
+	other.Hash = recs[0].Hash
+	_, err = decodeMessages(testPacker(t), other, msgs([][]byte{body}, []string{"3"}))
+	require.ErrorIs(t, err, ledger.ErrCorrupt, "another hash at the frontier's seq")
+	past := at(2)
+	past.Seq = 7
+	_, err = decodeMessages(testPacker(t), past, msgs([][]byte{body}, []string{"3"}))
+	require.ErrorIs(t, err, ledger.ErrCorrupt, "the frontier's message does not hold its record")
+}
+
+// packLines keeps whole lines, in order, under the room it is given, and
+// splitMessage gives them back.
+func TestPackLines(t *testing.T) {
+	lines, _, err := encodeEvents(state.GenesisFrontier(), testEvents("p", 7, 1))
+	require.NoError(t, err)
+	for _, room := range []int{1, len(lines[0]), 2*len(lines[0]) + 10, 1 << 20} {
+		bodies, counts := packLines(lines, room)
+		require.Len(t, counts, len(bodies))
+		var back [][]byte
+		for i, b := range bodies {
+			require.True(t, len(b) <= room || counts[i] == 1, "room %d: message %d is %d bytes", room, i, len(b))
+			got, err := splitMessage(b, strconv.Itoa(counts[i]))
+			require.NoError(t, err)
+			back = append(back, got...)
+		}
+		require.Equal(t, lines, back, "room %d", room)
+	}
+	bodies, counts := packLines(lines, 1<<20)
+	require.Equal(t, []int{7}, counts, "an append that fits is one message")
+	require.Len(t, bodies, 1)
+}
+
+// FuzzSplitMessage: whatever splitMessage accepts is the header's count
+// (one without a header) of non-empty lines, each ending in its only
+// newline, that join back to the body byte for byte; and the header it
+// accepts spells the count it read in the one way packLines writes it.
+func FuzzSplitMessage(f *testing.F) {
+	lines, _, err := encodeEvents(state.GenesisFrontier(), testEvents("f", 3, 1))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(lines[0], "")
+	f.Add(bytes.Join(lines, nil), "3")
+	f.Add([]byte("a\nb\n"), "2")
+	f.Add([]byte("a\n\n"), "2")
+	f.Add([]byte("a\nb"), "1")
+	f.Add([]byte{}, "")
+	f.Add([]byte("x\n"), "01")
+	f.Fuzz(func(t *testing.T, body []byte, header string) {
+		got, err := splitMessage(body, header)
+		if err != nil {
+			return
+		}
+		want := 1
+		if header != "" {
+			want, err = strconv.Atoi(header)
+			if err != nil || strconv.Itoa(want) != header {
+				t.Fatalf("accepted header %q", header)
+			}
+		}
+		if len(got) != want {
+			t.Fatalf("header %q: %d lines", header, len(got))
+		}
+		for _, l := range got {
+			if len(l) < 2 || bytes.IndexByte(l, '\n') != len(l)-1 {
+				t.Fatalf("line %q", l)
+			}
+		}
+		if !bytes.Equal(bytes.Join(got, nil), body) {
+			t.Fatalf("lines do not join back to the body")
+		}
+		if _, c := packLines(got, len(body)); len(c) != 1 || c[0] != want {
+			t.Fatalf("packLines regroups the lines as %v", c)
+		}
+	})
 }

@@ -91,6 +91,7 @@ type Store struct {
 	opts   Options
 	nc     *nats.Conn
 	owned  bool // Close closes nc
+	pack   *packer
 }
 
 // Open creates the store's streams and buckets on nc's account, or
@@ -106,7 +107,11 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", o.Prefix, err)
 	}
-	return &Store{blocks: blocks, opts: o, nc: nc}, nil
+	p, err := newPacker()
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", o.Prefix, err)
+	}
+	return &Store{blocks: blocks, opts: o, nc: nc, pack: p}, nil
 }
 
 // Dial connects to the store a URL names and opens it; Close closes the

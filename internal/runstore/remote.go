@@ -310,7 +310,14 @@ func (m *Remote) Open(ctx context.Context, holder storage.Holder, opt Options) (
 }
 
 func (m *Remote) open(ctx context.Context, r *Run, opt Options) error {
-	snap, err := m.load()
+	// The driver commits through the handle that loaded the checkpoint:
+	// it knows the generation's last part, so the first commit reads
+	// nothing back.
+	cp := m.Run.Checkpoints()
+	snap, err := cp.Load()
+	if errors.Is(err, storage.ErrNoRun) {
+		return m.noRun()
+	}
 	if err != nil {
 		return err
 	}
@@ -355,7 +362,7 @@ func (m *Remote) open(ctx context.Context, r *Run, opt Options) error {
 	if err := dropConsumed(snap, m.Run.Inbox()); err != nil {
 		return err
 	}
-	return r.wire(ctx, opt, snap, driverParts{checkpoints: m.Run.Checkpoints(), ledger: led, inbox: m.Run.Inbox()})
+	return r.wire(ctx, opt, snap, driverParts{checkpoints: cp, ledger: led, inbox: m.Run.Inbox()})
 }
 
 // moveWorld puts the world of a run that an earlier release created,

@@ -1,0 +1,61 @@
+package runstore
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/acr-project/acr/internal/jetstream/natstest"
+	"github.com/acr-project/acr/internal/storage"
+)
+
+// TestRemoteMessagesPerActingCycle counts what one acting cycle of a run
+// kept in a JetStream store sends the server, from the server's own
+// counters (the in_msgs and in_bytes of its /varz): a queue run of 24
+// items, one effect per cycle, run in one open from its first cycle to
+// rest. The open itself (lease, checkpoint, world) and the rest at the
+// end are counted in too, spread over the 25 cycles; the bound is what
+// the store promises per acting cycle (docs/PERFORMANCE.md, the store
+// rows).
+func TestRemoteMessagesPerActingCycle(t *testing.T) {
+	t.Parallel()
+	const items = 24
+	srv := natstest.Start(t)
+	url := srv.ClientURL() + "/" + testPrefix
+	s, err := DialStore(t.Context(), url, Connection{})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	m, err := OpenRemote(t.Context(), s, url, "run:count", t.TempDir())
+	require.NoError(t, err)
+	_, err = m.Init(t.Context(), queueInputs(t, items, nil), testOptions())
+	require.NoError(t, err)
+
+	before, err := srv.Varz(nil)
+	require.NoError(t, err)
+	r, err := m.Open(t.Context(), storage.Holder{Name: "count"}, testOptions())
+	require.NoError(t, err)
+	rep, err := r.Driver.Run(r.Held, 100, nil)
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	after, err := srv.Varz(nil)
+	require.NoError(t, err)
+
+	require.Equal(t, items+1, rep.CyclesExecuted, "every item, then the cycle that finds none")
+	msgs := float64(after.InMsgs-before.InMsgs) / items
+	bytes := float64(after.InBytes-before.InBytes) / items
+	t.Logf("per acting cycle: %.2f messages, %.0f bytes into the server", msgs, bytes)
+	// One message per ledger record made this 34; one per append, 7.5.
+	require.LessOrEqual(t, msgs, maxMessagesPerActingCycle, "messages into the server per acting cycle")
+	// Uncompressed, the ledger lines and the checkpoint made this 69 KB.
+	require.LessOrEqual(t, bytes, maxBytesPerActingCycle, "bytes into the server per acting cycle")
+}
+
+// maxMessagesPerActingCycle is what TestRemoteMessagesPerActingCycle
+// allows: two appends (the intent, then the outcome with the next
+// cycle's start), the checkpoint and status batch, the world's file and
+// head, and the reads the open makes.
+const maxMessagesPerActingCycle = 8.0
+
+// maxBytesPerActingCycle is what it allows of bytes: the ledger lines and
+// the checkpoint, compressed, are most of them.
+const maxBytesPerActingCycle = 32 * 1024.0
