@@ -75,6 +75,9 @@ func ReadInputs(goalPath, contractPath, envPath string) (Inputs, error) {
 	if err := readDoc(envPath, &in.Spec, checkSpec); err != nil {
 		return in, err
 	}
+	if in.Spec.Git != nil {
+		return in, &ValidationError{File: envPath, Field: "git", Err: errors.New("a git world is declared, but this build does not carry one out yet")}
+	}
 	if err := readDoc(goalPath, &in.Goal, func() error { return in.Goal.Validate(&in.Spec) }); err != nil {
 		return in, err
 	}
@@ -182,8 +185,14 @@ func ReadAmendment(target, path string, s kernel.EngineState) (codec.Value, code
 // must name one place however acr is started later. The root must be a
 // directory now.
 func resolveRoot(spec *world.Spec, envPath string) error {
-	if err := spec.Validate(); err != nil || spec.Root == "" {
+	if err := spec.Validate(); err != nil {
 		return err
+	}
+	if spec.Git != nil {
+		return resolveRemote(spec.Git, envPath)
+	}
+	if spec.Root == "" {
+		return nil
 	}
 	root := spec.Root
 	if !filepath.IsAbs(root) {
@@ -592,3 +601,24 @@ type NoKnowledge struct{}
 
 // Poll implements kernel.KnowledgeSource.
 func (NoKnowledge) Poll(time.Time) ([]strategy.KnowledgeUpdate, error) { return nil, nil }
+
+// resolveRemote makes a git world's remote that is a relative local path
+// absolute, relative to the environment file, as a relative root is: the
+// pinned spec must name one repository wherever acr runs from. A URL
+// ("scheme://...") and git's scp-like form ("host:path", a colon before
+// any slash) are left as they are.
+func resolveRemote(g *world.GitSpec, envPath string) error {
+	r := g.Remote
+	if strings.Contains(r, "://") || filepath.IsAbs(r) {
+		return nil
+	}
+	if i := strings.IndexByte(r, ':'); i >= 0 && !strings.Contains(r[:i], "/") {
+		return nil
+	}
+	abs, err := filepath.Abs(filepath.Join(filepath.Dir(envPath), r))
+	if err != nil {
+		return &codec.FieldError{Path: "git.remote", Err: fmt.Errorf("%s: %w", r, err)}
+	}
+	g.Remote = abs
+	return nil
+}

@@ -36,6 +36,11 @@ type Spec struct {
 	// is read it is absolute (a relative root is resolved against the
 	// environment file's directory), so the pinned spec names one place.
 	Root string `json:"root,omitempty"`
+	// Git makes a branch of a git repository the world (GitSpec). It
+	// excludes Files and Root: the world is neither a sandbox copy nor a
+	// directory of this host, but the remote's branch, which any host
+	// that reaches the remote can run.
+	Git *GitSpec `json:"git,omitempty"`
 	// Checks define health; a failing check is an observed issue.
 	Checks []Check `json:"checks"`
 	// Evidence names artifacts that may appear in the world later and that
