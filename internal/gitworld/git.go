@@ -54,10 +54,7 @@ type Repo struct {
 }
 
 // Head is a commit and its tree: the world's state in a git world.
-type Head struct {
-	Commit string `json:"commit"`
-	Tree   string `json:"tree"`
-}
+type Head = world.GitHead
 
 // Open makes (or reopens) the clone of spec's remote in dir, a directory
 // of the state directory that acr owns; dir is created when missing.
@@ -270,6 +267,9 @@ type Effect struct {
 	Head string
 	// Subject is the commit message's first line.
 	Subject string
+	// Touches are the path patterns the change may change (none: any
+	// path). A change outside them is refused, not committed.
+	Touches []string
 }
 
 // Message is the effect's commit message: its subject, then the
@@ -298,6 +298,9 @@ const (
 	Stale Status = "stale"
 	// Unchanged: the change left the tree as it was; nothing to commit.
 	Unchanged Status = "unchanged"
+	// Refused: the change reached paths outside the effect's touches;
+	// nothing was committed (Result.Outside lists them).
+	Refused Status = "refused"
 )
 
 // Result is what Apply did: the commit now on the branch (Pushed,
@@ -307,6 +310,8 @@ type Result struct {
 	Status  Status
 	Commit  Head
 	Changed []string
+	// Outside are the changed paths the effect's touches do not cover.
+	Outside []string
 }
 
 // Change changes the files of the work tree at dir; the commit records
@@ -342,6 +347,12 @@ func (r *Repo) Apply(ctx context.Context, e Effect, change Change) (Result, erro
 	}
 	if len(changed) == 0 {
 		return Result{Status: Unchanged, Commit: cur}, nil
+	}
+	if outside := Outside(e.Touches, changed); len(outside) > 0 {
+		if err := r.Checkout(ctx, e.Head); err != nil {
+			return Result{}, err
+		}
+		return Result{Status: Refused, Commit: cur, Changed: changed, Outside: outside}, nil
 	}
 	if _, err := r.git(ctx, "commit", "-q", "--no-verify", "--allow-empty-message", "-m", e.Message()); err != nil {
 		return Result{}, err
@@ -415,4 +426,19 @@ func (r *Repo) push(ctx context.Context, commit, expect string) (bool, error) {
 		}
 	}
 	return false, fmt.Errorf("%w: push to %s: exit %d: %s %s", ErrGit, r.spec.Branch, res.exit, strings.TrimSpace(string(res.stdout)), strings.TrimSpace(res.stderr))
+}
+
+// Outside returns the paths no pattern of touches matches (none when
+// touches is empty: the change may touch anything).
+func Outside(touches, paths []string) []string {
+	if len(touches) == 0 {
+		return nil
+	}
+	var out []string
+	for _, p := range paths {
+		if !world.MatchAny(touches, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

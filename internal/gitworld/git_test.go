@@ -389,3 +389,29 @@ func TestHooksDoNotRun(t *testing.T) {
 	assert.Equal(t, gitworld.Pushed, res.Status)
 	assert.NoFileExists(t, marker)
 }
+
+func TestAChangeOutsideItsTouchesIsRefused(t *testing.T) {
+	ctx := context.Background()
+	remote := bareRemote(t, map[string]string{"main.go": "package main\n", "README.md": "x\n"})
+	r := open(t, t.TempDir(), remote)
+	head, err := r.Sync(ctx)
+	require.NoError(t, err)
+	e := effect("idem:k", head.Commit)
+	e.Touches = []string{"**/*.go"}
+	res, err := r.Apply(ctx, e, func(_ context.Context, dir string) error {
+		for _, n := range []string{"main.go", "README.md"} {
+			if err := os.WriteFile(filepath.Join(dir, n), []byte("changed\n"), 0o644); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, gitworld.Refused, res.Status)
+	assert.Equal(t, []string{"README.md", "main.go"}, res.Changed)
+	assert.Equal(t, []string{"README.md"}, res.Outside)
+	assert.Equal(t, head.Commit, sh(t, remote, "rev-parse", "refs/heads/acr/keep-healthy"), "nothing pushed")
+	b, err := os.ReadFile(filepath.Join(r.Dir(), "README.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "x\n", string(b), "the refused change is discarded")
+}

@@ -201,6 +201,9 @@ func (m *Remote) Init(ctx context.Context, in Inputs, opt Options) (Created, err
 	if in.Spec.Root != "" {
 		return Created{}, fmt.Errorf("--env %s: %w", in.EnvFile, ErrRootWorld)
 	}
+	if in.Spec.Git != nil {
+		return Created{}, &ValidationError{File: in.EnvFile, Field: "git", Err: errors.New("a nats:// store does not hold a git world yet; use a state directory")}
+	}
 	if commandFix(in.Spec) {
 		return Created{}, fmt.Errorf("--env %s: %w", in.EnvFile, ErrCommandWorld)
 	}

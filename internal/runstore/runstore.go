@@ -75,9 +75,6 @@ func ReadInputs(goalPath, contractPath, envPath string) (Inputs, error) {
 	if err := readDoc(envPath, &in.Spec, checkSpec); err != nil {
 		return in, err
 	}
-	if in.Spec.Git != nil {
-		return in, &ValidationError{File: envPath, Field: "git", Err: errors.New("a git world is declared, but this build does not carry one out yet")}
-	}
 	if err := readDoc(goalPath, &in.Goal, func() error { return in.Goal.Validate(&in.Spec) }); err != nil {
 		return in, err
 	}
@@ -116,6 +113,11 @@ func (in Inputs) InForce(now time.Time) error {
 // checked against the directory as it is now.
 func unresolvedPaths(spec *world.Spec, envPath string) ([]*ValidationError, error) {
 	exists := spec.Declares
+	if spec.Git != nil {
+		// The files are on the remote, not here: the first observation
+		// (acr init's) reads the branch, and checks judge what it holds.
+		return nil, nil
+	}
 	if spec.Root != "" {
 		exists = func(p string) bool {
 			fi, err := os.Stat(filepath.Join(spec.Root, filepath.FromSlash(p)))
@@ -341,6 +343,8 @@ type Run struct {
 	// stored, when set, wraps the sandbox before the driver sees it: a
 	// run in a JetStream store puts every effect in the store's world.
 	stored func(*sandbox.World) kernel.World
+	// spec is the run's environment, as pinned.
+	spec world.Spec
 	// openedAt is the cycle of the checkpoint the run was opened at, and
 	// verified what the ledger check before the first write established
 	// (nil if this invocation wrote nothing).
@@ -431,11 +435,16 @@ func (r *Run) open(ctx context.Context, opt Options) error {
 	led.Index = ix
 	led.OnStage = opt.Failpoint
 	led.CompressAhead = opt.SealBytes > 0
+	if spec.Git != nil {
+		if err := resetKeys(r.Dir); err != nil {
+			return err
+		}
+	}
 	w, err := sandbox.Open(r.Dir, spec, r.FS)
 	if err != nil {
 		return fmt.Errorf("open sandbox: %w", err)
 	}
-	r.World = w
+	r.World, r.spec = w, spec
 	if opt.Failpoint != nil {
 		r.Store.OnStage = opt.Failpoint
 	}
@@ -491,7 +500,14 @@ func (r *Run) wire(ctx context.Context, opt Options, snap storage.Snapshot, p dr
 		every = 1
 	}
 	var kw kernel.World = w
-	if r.stored != nil {
+	switch {
+	case r.spec.Git != nil:
+		gw, err := openGitWorld(ctx, w, r.spec, opt.Environ, opt.Failpoint)
+		if err != nil {
+			return err
+		}
+		kw = gw
+	case r.stored != nil:
 		kw = r.stored(w)
 	}
 	if opt.WrapWorld != nil {

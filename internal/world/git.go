@@ -22,6 +22,13 @@ type GitSpec struct {
 	Branch string `json:"branch"`
 }
 
+// GitHead is a commit of a git world and its tree: the world's state
+// there, as the ledger records it.
+type GitHead struct {
+	Commit string `json:"commit"`
+	Tree   string `json:"tree"`
+}
+
 // MaxRemoteLen bounds a git remote's length.
 const MaxRemoteLen = 4096
 
@@ -73,6 +80,12 @@ func ValidRemote(remote string) error {
 		}
 	}
 	return nil
+}
+
+// Describe names the world for a person: "the branch acr/x of
+// git@host:team/service.git (from main)".
+func (g *GitSpec) Describe() string {
+	return "the branch " + g.Branch + " of " + g.Remote + " (from " + g.Base + ")"
 }
 
 // validate checks the git world's fields; errors name the field under
