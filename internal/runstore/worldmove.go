@@ -47,6 +47,10 @@ const (
 // kept on the host that ran init is read from that host's copy, or is
 // ErrNoWorld elsewhere.
 func readRemoteWorld(m *Remote, spec world.Spec) (movedWorld, error) {
+	if spec.Git != nil {
+		// Its remote is the world; the store holds nothing of it.
+		return movedWorld{}, nil
+	}
 	files, err := m.Run.World().Load()
 	if errors.Is(err, jsstore.ErrNoWorld) {
 		if _, err := os.Stat(filepath.Join(m.WorldDir, filepath.FromSlash(sandbox.WorldDir))); errors.Is(err, fs.ErrNotExist) {
@@ -128,6 +132,9 @@ func writeRemoteWorld(m *Remote, spec world.Spec, w movedWorld) error {
 	led, err := m.Run.OpenLedger()
 	if err != nil {
 		return err
+	}
+	if spec.Git != nil {
+		return nil
 	}
 	if err := sw.Seal(files, led.Frontier().Offset); err != nil {
 		return fmt.Errorf("import world: %w", err)
