@@ -4,7 +4,7 @@ BIN      := bin/acr
 DEMO_DIR ?= $(CURDIR)/.demo_state
 FUZZTIME ?= 50000x
 
-.PHONY: build install demo example proposers test test-short lint fuzz bench bench-quick bench-peers bench-workers crash chaos fsync-mutants validate release-manifest mutants mutants-quick man clean
+.PHONY: build install demo example example-git proposers test test-short lint fuzz bench bench-quick bench-peers bench-workers crash chaos fsync-mutants validate release-manifest mutants mutants-quick man clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/acr
@@ -38,6 +38,11 @@ demo: build
 EXAMPLE_DIR ?= $(CURDIR)/.example_state
 example: build proposers
 	@scripts/example.sh $(BIN) $(EXAMPLE_DIR)
+
+# The git example: a bare repository made on the fly is the world; each
+# effect is one commit on the run's own branch (docs/providers.md).
+example-git: build
+	@scripts/example-git.sh $(BIN) .example_git
 
 # The example proposers: one asks any OpenAI-compatible endpoint, one
 # answers from a file of prepared proposals.
@@ -149,4 +154,4 @@ man: build
 	$(BIN) man --dir man
 
 clean:
-	rm -rf bin man $(DEMO_DIR) $(EXAMPLE_DIR)
+	rm -rf bin man $(DEMO_DIR) $(EXAMPLE_DIR) .example_git
