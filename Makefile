@@ -75,7 +75,7 @@ fuzz:
 # are commands; `make test` runs a short version of the same tests.
 CRASH_KILLS ?= 1000
 crash:
-	$(GO) test -count=1 -timeout 60m -run '^Test(Command)?CrashHarness$$' -v ./cmd/acr -crash.kills=$(CRASH_KILLS) | grep -E 'crash harness|PASS|FAIL|ok'
+	$(GO) test -count=1 -timeout 60m -run '^Test(Command|Git)?CrashHarness$$' -v ./cmd/acr -crash.kills=$(CRASH_KILLS) | grep -E 'crash harness|PASS|FAIL|ok'
 
 # The fault suite at full size (docs/operations.md, "Testing it"): real
 # nats-server processes (built from the version go.mod requires) and real

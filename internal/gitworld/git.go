@@ -408,6 +408,22 @@ func (r *Repo) Stage(ctx context.Context) ([]string, error) {
 	return paths, nil
 }
 
+// Changed lists the paths that differ between two commits, sorted.
+func (r *Repo) Changed(ctx context.Context, from, to string) ([]string, error) {
+	out, err := r.git(ctx, "diff", "--name-only", "-z", "--no-renames", from, to, "--")
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, p := range strings.Split(string(out), "\x00") {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	return paths, nil
+}
+
 // push pushes commit to the branch if the remote's branch is at expect.
 // A push the remote refuses because the branch is elsewhere returns
 // false; any other failure is an error.

@@ -192,7 +192,24 @@ func (g *gitWorld) Commit(ctx context.Context, key string, a world.Action, in wo
 		// branch. The work tree is put at it, for the readback.
 		out = in.Planned
 		out.Status, out.Detail, out.Git = world.OutcomeCommitted, "found on the branch by its key (commit "+short(head.Commit)+"); not pushed again", &head
-		return out, true, g.repo.Checkout(ctx, head.Commit)
+		if err := g.repo.Checkout(ctx, head.Commit); err != nil {
+			return world.Outcome{}, false, fmt.Errorf("commit %s: %w", key, err)
+		}
+		if a.OnSet() {
+			// What the effect left is the found commit's: its changed
+			// paths, and the hash of the files it may touch there (a
+			// command's after-hash is known only once it ran).
+			changed, err := g.repo.Changed(ctx, in.Git.Commit, head.Commit)
+			if err != nil {
+				return world.Outcome{}, false, fmt.Errorf("commit %s: %w", key, err)
+			}
+			rb, err := g.World.Readback(ctx, a, out)
+			if err != nil {
+				return world.Outcome{}, false, fmt.Errorf("commit %s: %w", key, err)
+			}
+			out.Changed, out.AfterSHA256 = changed, rb.SHA256
+		}
+		return out, true, nil
 	case gitworld.Stale:
 		out = world.Outcome{Schema: world.OutcomeSchema, Key: key, Operation: a.Operation, Target: in.Planned.Target, Status: world.OutcomeStale,
 			Detail: "the branch " + g.repo.Spec().Branch + " moved from " + short(in.Git.Commit) + " to " + short(head.Commit) + "; nothing pushed", Git: &head}
