@@ -15,6 +15,7 @@ import (
 
 	"github.com/acr-project/acr/internal/gitworld"
 	"github.com/acr-project/acr/internal/storage"
+	"github.com/acr-project/acr/internal/world"
 )
 
 // gitSh runs git for a test's own setup and inspection.
@@ -195,4 +196,56 @@ func TestRemoteGitWorlds(t *testing.T) {
 		assert.Error(t, err, "run %d: the store holds nothing of a git world", i)
 	}
 	assert.Equal(t, base, gitSh(t, remote, "rev-parse", "refs/heads/main"), "base is never written")
+}
+
+// TestGitWorldMovedBranchIsObservedAgain: someone pushes to the run's
+// branch after the decision and before the effect. The effect's push is
+// refused (stale, nothing written to the branch), the next cycle observes
+// the new head and carries the fix out on top of it, once.
+func TestGitWorldMovedBranchIsObservedAgain(t *testing.T) {
+	remote := gitRemote(t, map[string]string{"queue.txt": "p\n", "lower.txt": "ab\n"})
+	in := gitInputs(t, remote, "acr/moved")
+	dir := t.TempDir()
+	_, err := Init(t.Context(), dir, in, "run:moved", false, gitOptions(t))
+	require.NoError(t, err)
+	opt := gitOptions(t)
+	moved := false
+	opt.Failpoint = func(stage string) {
+		if stage != "after-decision" || moved {
+			return
+		}
+		moved = true
+		other := t.TempDir()
+		gitSh(t, other, "clone", "-q", "--branch", "acr/moved", remote, ".")
+		require.NoError(t, os.WriteFile(filepath.Join(other, "other.txt"), []byte("someone else\n"), 0o644))
+		gitSh(t, other, "add", "-A")
+		gitSh(t, other, "commit", "-q", "-m", "someone else")
+		gitSh(t, other, "push", "-q", "origin", "HEAD:refs/heads/acr/moved")
+	}
+	r, err := Open(t.Context(), dir, opt)
+	require.NoError(t, err)
+	_, err = r.Driver.Run(t.Context(), 10, nil)
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	require.True(t, moved)
+
+	h, err := OpenHistory(dir)
+	require.NoError(t, err)
+	recs, err := h.ReadAll()
+	require.NoError(t, err)
+	var statuses []string
+	for _, rec := range recs {
+		if rec.Event.Object == nil {
+			continue
+		}
+		var o world.Outcome
+		if rec.Event.Object.Decode(&o) == nil && o.Key != "" && o.Git != nil {
+			statuses = append(statuses, string(o.Status))
+		}
+	}
+	assert.Contains(t, statuses, "stale", "the refused push is recorded as stale")
+	assert.Equal(t, "d", gitSh(t, remote, "show", "refs/heads/acr/moved:queue.txt"))
+	assert.Equal(t, []string{"acr: apply_local_patch queue.txt", "someone else", "seed"},
+		strings.Split(gitSh(t, remote, "log", "--format=%s", "refs/heads/acr/moved"), "\n"), "the fix on top of the other commit, once")
+	assert.Len(t, branchKeys(t, remote, "acr/moved"), 1)
 }
