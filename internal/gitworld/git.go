@@ -178,9 +178,8 @@ func (r *Repo) Fetch(ctx context.Context) (Head, error) {
 		// Created only if still absent (an empty lease): two hosts that
 		// create it at once agree on base, and the loser's push is
 		// refused harmlessly.
-		if _, err := r.run(ctx, "push", "--porcelain", "--force-with-lease=refs/heads/"+r.spec.Branch+":", "origin",
-			tracking(r.spec.Base)+":refs/heads/"+r.spec.Branch); err != nil {
-			return Head{}, err
+		if _, err := r.push(ctx, tracking(r.spec.Base), ""); err != nil {
+			return Head{}, fmt.Errorf("create the branch %s from %s: %w", r.spec.Branch, r.spec.Base, err)
 		}
 	}
 	if _, err := r.git(ctx, "fetch", "-q", "--no-tags", "origin", "+refs/heads/"+r.spec.Branch+":"+tracking(r.spec.Branch)); err != nil {
@@ -424,9 +423,9 @@ func (r *Repo) Changed(ctx context.Context, from, to string) ([]string, error) {
 	return paths, nil
 }
 
-// push pushes commit to the branch if the remote's branch is at expect.
-// A push the remote refuses because the branch is elsewhere returns
-// false; any other failure is an error.
+// push pushes commit to the branch if the remote's branch is at expect
+// ("": if it does not exist). A push the remote refuses because the
+// branch is elsewhere returns false; any other failure is an error.
 func (r *Repo) push(ctx context.Context, commit, expect string) (bool, error) {
 	ref := "refs/heads/" + r.spec.Branch
 	res, err := r.run(ctx, "push", "--porcelain", "--force-with-lease="+ref+":"+expect, "origin", commit+":"+ref)
