@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acr-project/acr/internal/gitworld"
+	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/storage"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -248,4 +249,29 @@ func TestGitWorldMovedBranchIsObservedAgain(t *testing.T) {
 	assert.Equal(t, []string{"acr: apply_local_patch queue.txt", "someone else", "seed"},
 		strings.Split(gitSh(t, remote, "log", "--format=%s", "refs/heads/acr/moved"), "\n"), "the fix on top of the other commit, once")
 	assert.Len(t, branchKeys(t, remote, "acr/moved"), 1)
+}
+
+// TestGitWorldUnreachableRemoteIsAProviderFailure: a remote that cannot
+// be reached gives no observation: the cycle does not happen, the failure
+// is counted, and nothing is written to the branch.
+func TestGitWorldUnreachableRemoteIsAProviderFailure(t *testing.T) {
+	remote := gitRemote(t, map[string]string{"queue.txt": "p\n", "lower.txt": "ab\n"})
+	dir := t.TempDir()
+	_, err := Init(t.Context(), dir, gitInputs(t, remote, "acr/gone"), "run:gone", false, gitOptions(t))
+	require.NoError(t, err)
+	require.NoError(t, os.Rename(remote, remote+".moved"))
+	r, err := Open(t.Context(), dir, gitOptions(t))
+	require.NoError(t, err)
+	rep, err := r.Driver.Run(t.Context(), 5, nil)
+	require.ErrorIs(t, err, kernel.ErrProvider)
+	assert.Zero(t, rep.CyclesExecuted)
+	require.NoError(t, r.Close())
+	require.NoError(t, os.Rename(remote+".moved", remote))
+	r, err = Open(t.Context(), dir, gitOptions(t))
+	require.NoError(t, err)
+	rep, err = r.Driver.Run(t.Context(), 10, nil)
+	require.NoError(t, err)
+	assert.Positive(t, rep.CyclesExecuted, "back once the remote answers")
+	require.NoError(t, r.Close())
+	assert.Len(t, branchKeys(t, remote, "acr/gone"), 1)
 }
