@@ -4,7 +4,7 @@ BIN      := bin/acr
 DEMO_DIR ?= $(CURDIR)/.demo_state
 FUZZTIME ?= 50000x
 
-.PHONY: build install demo example proposers test test-short lint fuzz bench bench-quick bench-peers bench-workers crash chaos fsync-mutants validate release-manifest mutants mutants-quick man clean
+.PHONY: build install demo example example-git proposers test test-short lint fuzz bench bench-quick bench-peers bench-workers crash chaos fsync-mutants validate release-manifest mutants mutants-quick man clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/acr
@@ -39,6 +39,11 @@ EXAMPLE_DIR ?= $(CURDIR)/.example_state
 example: build proposers
 	@scripts/example.sh $(BIN) $(EXAMPLE_DIR)
 
+# The git example: a bare repository made on the fly is the world; each
+# effect is one commit on the run's own branch (docs/providers.md).
+example-git: build
+	@scripts/example-git.sh $(BIN) .example_git
+
 # The example proposers: one asks any OpenAI-compatible endpoint, one
 # answers from a file of prepared proposals.
 proposers:
@@ -59,7 +64,7 @@ test-short:
 
 lint:
 	$(GO) vet ./...
-	@out=$$(gofmt -l $$(git ls-files '*.go' ':!examples/go-project/project')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $$(git ls-files '*.go' ':!examples/go-project/project' ':!examples/git-project/project')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 # A short pass over every fuzz target.
 fuzz:
@@ -70,7 +75,7 @@ fuzz:
 # are commands; `make test` runs a short version of the same tests.
 CRASH_KILLS ?= 1000
 crash:
-	$(GO) test -count=1 -timeout 60m -run '^Test(Command)?CrashHarness$$' -v ./cmd/acr -crash.kills=$(CRASH_KILLS) | grep -E 'crash harness|PASS|FAIL|ok'
+	$(GO) test -count=1 -timeout 60m -run '^Test(Command|Git)?CrashHarness$$' -v ./cmd/acr -crash.kills=$(CRASH_KILLS) | grep -E 'crash harness|PASS|FAIL|ok'
 
 # The fault suite at full size (docs/operations.md, "Testing it"): real
 # nats-server processes (built from the version go.mod requires) and real
@@ -149,4 +154,4 @@ man: build
 	$(BIN) man --dir man
 
 clean:
-	rm -rf bin man $(DEMO_DIR) $(EXAMPLE_DIR)
+	rm -rf bin man $(DEMO_DIR) $(EXAMPLE_DIR) .example_git

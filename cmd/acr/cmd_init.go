@@ -133,6 +133,9 @@ func runInit(ctx context.Context, opts initOptions, a *app) error {
 		if in.Spec.Root != "" {
 			what = "ledger, checkpoint; the directory it looked after stays where it is"
 		}
+		if in.Spec.Git != nil {
+			what = "ledger, checkpoint; its branch stays on the remote"
+		}
 		a.printf("archived the previous run (%s) in %s\n  read it with: acr --state-dir %s log\n", what, archive, archive)
 	}
 	_, worldWhat := rs.WorldPlace(in.Spec)

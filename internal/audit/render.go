@@ -120,6 +120,13 @@ func (r *Report) WriteText(w io.Writer) error {
 		if len(o.Outside) > 0 {
 			p("  outside   %s (not covered by the command's touches)", strings.Join(o.Outside, ", "))
 		}
+		if g := o.Git; g != nil {
+			if o.Status == "committed" {
+				p("  commit    %s (tree %s)", g.Commit, g.Tree)
+			} else {
+				p("  branch at %s (tree %s)", g.Commit, g.Tree)
+			}
+		}
 		p("  key       %s", o.Key)
 	} else if r.IdempotencyKey != "" {
 		p("outcome     none recorded; idempotency key %s", r.IdempotencyKey)

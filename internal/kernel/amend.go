@@ -120,6 +120,9 @@ func checkAmendment(s EngineState, a state.Amendment, references bool) (amended,
 		if err == nil && (n.spec.Root != s.Spec.Root || !maps.Equal(n.spec.Files, s.Spec.Files)) {
 			err = &codec.FieldError{Path: "root", Err: errors.New("an amendment cannot change the world a run looks after (root and files stay as pinned)")}
 		}
+		if err == nil && !sameGit(n.spec.Git, s.Spec.Git) {
+			err = &codec.FieldError{Path: "git", Err: errors.New("an amendment cannot change the world a run looks after (git stays as pinned)")}
+		}
 		if err == nil && references {
 			err = s.Contract.CheckEnvironment(&n.spec)
 		}
@@ -282,4 +285,13 @@ func pinnedRefs(rs *state.RunState, refs map[string]codec.Ref) map[string]codec.
 		refs["goal"] = rs.GoalRefs[0]
 	}
 	return refs
+}
+
+// sameGit reports whether two git worlds are the same (both absent
+// included).
+func sameGit(a, b *world.GitSpec) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }

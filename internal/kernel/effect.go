@@ -45,7 +45,7 @@ func (d *Driver) prepare(ctx context.Context, p *Pending) (world.Intent, *world.
 		}
 		return world.Intent{}, nil, "", fmt.Errorf("cycle %d: prepare %s: %w", p.b.cycle, p.Effect.Key, err)
 	}
-	if d.state.Operations.Of(p.Effect.Action.Operation).Command {
+	if d.state.Operations.Of(p.Effect.Action.Operation).Command || in.Git != nil {
 		in.RunID, in.CycleSeq = d.state.Run.RunID, p.b.cycle
 	}
 	return in, prior, "", nil

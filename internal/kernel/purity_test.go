@@ -14,7 +14,7 @@ func TestPureCoreImportsNoIO(t *testing.T) {
 		"controller", "memory", "strategy", "semantic", "intent", "inbox", "kernel"}
 	forbidden := []string{"github.com/gofrs/flock", "github.com/google/renameio/v2", "os/exec", "github.com/rs/zerolog",
 		"github.com/spf13/viper", "github.com/acr-project/acr/internal/disk", "github.com/acr-project/acr/internal/ledger",
-		"github.com/acr-project/acr/internal/dirstore", "github.com/acr-project/acr/internal/sandbox", "net/http"}
+		"github.com/acr-project/acr/internal/dirstore", "github.com/acr-project/acr/internal/sandbox", "github.com/acr-project/acr/internal/gitworld", "net/http"}
 	for _, p := range core {
 		out, err := exec.Command("go", "list", "-deps", "github.com/acr-project/acr/internal/"+p).Output()
 		if err != nil {

@@ -144,6 +144,9 @@ func HeadOf(st kernel.EngineState) Head {
 	if st.Spec.Root != "" {
 		h.World = "the directory " + st.Spec.Root + " (in place)"
 	}
+	if st.Spec.Git != nil {
+		h.World = st.Spec.Git.Describe()
+	}
 	for _, p := range r.PendingApprovals {
 		if p.Resolution == nil {
 			action := p.Operation + " " + p.Target

@@ -240,6 +240,9 @@ func checkRun(r archive.Run) (kernel.EngineState, error) {
 	if st.Spec.Root != "" && len(r.World) > 0 {
 		return kernel.EngineState{}, &state.IntegrityError{File: "world", Msg: "the run's world is the directory " + st.Spec.Root + ", yet a world tree comes with it"}
 	}
+	if st.Spec.Git != nil && len(r.World) > 0 {
+		return kernel.EngineState{}, &state.IntegrityError{File: "world", Msg: "the run's world is " + st.Spec.Git.Describe() + ", yet a world tree comes with it"}
+	}
 	return st, nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/storage"
+	"github.com/acr-project/acr/internal/world"
 )
 
 // Init never builds a run in place. It builds the new run complete in a
@@ -442,7 +443,17 @@ func initParts(ctx context.Context, fsys disk.FS, buildDir, stateDir string, in 
 	}
 	defer w.Close()
 	w.Environ = opt.Environ
-	obs, err := w.Observe(ctx)
+	var observer interface {
+		Observe(context.Context) (world.Observation, error)
+	} = w
+	if in.Spec.Git != nil {
+		gw, err := openGitWorld(ctx, w, in.Spec, opt.Environ, nil)
+		if err != nil {
+			return kernel.EngineState{}, fmt.Errorf("git world: %w", err)
+		}
+		observer = gw
+	}
+	obs, err := observer.Observe(ctx)
 	if err != nil {
 		return kernel.EngineState{}, fmt.Errorf("first observation: %w", err)
 	}

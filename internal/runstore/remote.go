@@ -201,7 +201,11 @@ func (m *Remote) Init(ctx context.Context, in Inputs, opt Options) (Created, err
 	if in.Spec.Root != "" {
 		return Created{}, fmt.Errorf("--env %s: %w", in.EnvFile, ErrRootWorld)
 	}
-	if commandFix(in.Spec) {
+	// A git world is not bound to a host: its remote is the truth, and
+	// nothing of it goes into the store (its commands' effects are
+	// commits, found on the remote by their keys).
+	git := in.Spec.Git != nil
+	if !git && commandFix(in.Spec) {
 		return Created{}, fmt.Errorf("--env %s: %w", in.EnvFile, ErrCommandWorld)
 	}
 	if err := in.InForce(opt.Clock.Now()); err != nil {
@@ -240,7 +244,15 @@ func (m *Remote) Init(ctx context.Context, in Inputs, opt Options) (Created, err
 	}
 	defer w.Close()
 	w.Environ = opt.Environ
-	obs, err := w.Observe(ctx)
+	var observer kernel.World = w
+	if git {
+		gw, err := openGitWorld(ctx, w, in.Spec, opt.Environ, nil)
+		if err != nil {
+			return Created{}, fmt.Errorf("git world: %w", err)
+		}
+		observer = gw
+	}
+	obs, err := observer.Observe(ctx)
 	if err != nil {
 		return Created{}, fmt.Errorf("first observation: %w", err)
 	}
@@ -253,12 +265,14 @@ func (m *Remote) Init(ctx context.Context, in Inputs, opt Options) (Created, err
 	if _, err := led.Append(evs); err != nil {
 		return Created{}, err
 	}
-	files := make(map[string][]byte, len(in.Spec.Files))
-	for p, c := range in.Spec.Files {
-		files[p] = []byte(c)
-	}
-	if err := sw.Seal(files, led.Frontier().Offset); err != nil {
-		return Created{}, fmt.Errorf("init: %w", err)
+	if !git {
+		files := make(map[string][]byte, len(in.Spec.Files))
+		for p, c := range in.Spec.Files {
+			files[p] = []byte(c)
+		}
+		if err := sw.Seal(files, led.Frontier().Offset); err != nil {
+			return Created{}, fmt.Errorf("init: %w", err)
+		}
 	}
 	enc, err := st.Encode()
 	if err != nil {
@@ -337,6 +351,9 @@ func (m *Remote) open(ctx context.Context, r *Run, opt Options) error {
 		return err
 	}
 	r.unlock = unlock
+	if spec.Git != nil {
+		return m.openGit(ctx, r, opt, snap, spec, wfs, led)
+	}
 	sw := m.Run.World()
 	files, err := sw.Load()
 	switch {
@@ -363,6 +380,28 @@ func (m *Remote) open(ctx context.Context, r *Run, opt Options) error {
 		return err
 	}
 	return r.wire(ctx, opt, snap, driverParts{checkpoints: cp, ledger: led, inbox: m.Run.Inbox()})
+}
+
+// openGit opens a run whose world is a git repository's branch: this
+// host's clone of it (made empty when the host has none, and fetched by
+// the first observation) is its cache, the store holds nothing of it,
+// and its key table is emptied as on a state directory (the remote
+// decides whether an effect happened).
+func (m *Remote) openGit(ctx context.Context, r *Run, opt Options, snap storage.Snapshot, spec world.Spec, wfs disk.FS, led *jsstore.Ledger) error {
+	if _, err := os.Lstat(filepath.Join(m.WorldDir, filepath.FromSlash(sandbox.WorldDir))); err == nil {
+		if err := resetKeys(m.WorldDir); err != nil {
+			return err
+		}
+	}
+	w, err := openCache(m.WorldDir, spec, wfs)
+	if err != nil {
+		return err
+	}
+	r.World, r.spec = w, spec
+	if err := dropConsumed(snap, m.Run.Inbox()); err != nil {
+		return err
+	}
+	return r.wire(ctx, opt, snap, driverParts{checkpoints: m.Run.Checkpoints(), ledger: led, inbox: m.Run.Inbox()})
 }
 
 // moveWorld puts the world of a run that an earlier release created,

@@ -113,6 +113,11 @@ func (in Inputs) InForce(now time.Time) error {
 // checked against the directory as it is now.
 func unresolvedPaths(spec *world.Spec, envPath string) ([]*ValidationError, error) {
 	exists := spec.Declares
+	if spec.Git != nil {
+		// The files are on the remote, not here: the first observation
+		// (acr init's) reads the branch, and checks judge what it holds.
+		return nil, nil
+	}
 	if spec.Root != "" {
 		exists = func(p string) bool {
 			fi, err := os.Stat(filepath.Join(spec.Root, filepath.FromSlash(p)))
@@ -182,8 +187,14 @@ func ReadAmendment(target, path string, s kernel.EngineState) (codec.Value, code
 // must name one place however acr is started later. The root must be a
 // directory now.
 func resolveRoot(spec *world.Spec, envPath string) error {
-	if err := spec.Validate(); err != nil || spec.Root == "" {
+	if err := spec.Validate(); err != nil {
 		return err
+	}
+	if spec.Git != nil {
+		return resolveRemote(spec.Git, envPath)
+	}
+	if spec.Root == "" {
+		return nil
 	}
 	root := spec.Root
 	if !filepath.IsAbs(root) {
@@ -332,6 +343,8 @@ type Run struct {
 	// stored, when set, wraps the sandbox before the driver sees it: a
 	// run in a JetStream store puts every effect in the store's world.
 	stored func(*sandbox.World) kernel.World
+	// spec is the run's environment, as pinned.
+	spec world.Spec
 	// openedAt is the cycle of the checkpoint the run was opened at, and
 	// verified what the ledger check before the first write established
 	// (nil if this invocation wrote nothing).
@@ -422,11 +435,16 @@ func (r *Run) open(ctx context.Context, opt Options) error {
 	led.Index = ix
 	led.OnStage = opt.Failpoint
 	led.CompressAhead = opt.SealBytes > 0
+	if spec.Git != nil {
+		if err := resetKeys(r.Dir); err != nil {
+			return err
+		}
+	}
 	w, err := sandbox.Open(r.Dir, spec, r.FS)
 	if err != nil {
 		return fmt.Errorf("open sandbox: %w", err)
 	}
-	r.World = w
+	r.World, r.spec = w, spec
 	if opt.Failpoint != nil {
 		r.Store.OnStage = opt.Failpoint
 	}
@@ -482,7 +500,14 @@ func (r *Run) wire(ctx context.Context, opt Options, snap storage.Snapshot, p dr
 		every = 1
 	}
 	var kw kernel.World = w
-	if r.stored != nil {
+	switch {
+	case r.spec.Git != nil:
+		gw, err := openGitWorld(ctx, w, r.spec, opt.Environ, opt.Failpoint)
+		if err != nil {
+			return err
+		}
+		kw = gw
+	case r.stored != nil:
 		kw = r.stored(w)
 	}
 	if opt.WrapWorld != nil {
@@ -592,3 +617,24 @@ type NoKnowledge struct{}
 
 // Poll implements kernel.KnowledgeSource.
 func (NoKnowledge) Poll(time.Time) ([]strategy.KnowledgeUpdate, error) { return nil, nil }
+
+// resolveRemote makes a git world's remote that is a relative local path
+// absolute, relative to the environment file, as a relative root is: the
+// pinned spec must name one repository wherever acr runs from. A URL
+// ("scheme://...") and git's scp-like form ("host:path", a colon before
+// any slash) are left as they are.
+func resolveRemote(g *world.GitSpec, envPath string) error {
+	r := g.Remote
+	if strings.Contains(r, "://") || filepath.IsAbs(r) {
+		return nil
+	}
+	if i := strings.IndexByte(r, ':'); i >= 0 && !strings.Contains(r[:i], "/") {
+		return nil
+	}
+	abs, err := filepath.Abs(filepath.Join(filepath.Dir(envPath), r))
+	if err != nil {
+		return &codec.FieldError{Path: "git.remote", Err: fmt.Errorf("%s: %w", r, err)}
+	}
+	g.Remote = abs
+	return nil
+}

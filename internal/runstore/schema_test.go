@@ -407,7 +407,42 @@ func TestSchemasAgreeWithAcr(t *testing.T) {
 			{"limits", `{"max_depth": 10, "max_entries": 5, "max_bytes": 1000}`, true, true},
 			{"limits", `{"max_depth": -1}`, false, false},
 			{"limits", `{"depth": 1}`, false, false},
-			{"root", `"/srv/project"`, false, false}, // with files
+			{"root", `"/srv/project"`, false, false},                                             // with files
+			{"git", `{"remote": "/srv/r.git", "base": "main", "branch": "acr/x"}`, false, false}, // with files
+		}
+		// A git world: the same document without its files.
+		var doc map[string]any
+		if err := json.Unmarshal(base, &doc); err != nil {
+			t.Fatal(err)
+		}
+		delete(doc, "files")
+		doc["git"] = map[string]any{"remote": "git@host:team/service.git", "base": "main", "branch": "acr/keep-healthy"}
+		gitBase, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCases(t, s, gitBase, acr, []agreeCase{
+			{"label", `"ci"`, true, true},
+			{"root", `"/srv/project"`, false, false},
+			{"git/remote", `"file:///srv/r.git"`, true, true},
+			{"git/remote", `""`, false, false},
+			{"git/remote", `"-oProxyCommand=x"`, false, false},
+			{"git/remote", `"a\nb"`, false, false},
+			{"git/remote", del, false, false},
+			{"git/base", `"release/1.x"`, true, true},
+			{"git/base", `"-f"`, false, false},
+			{"git/base", `"a b"`, false, false},
+			{"git/base", `"a//b"`, false, false},
+			{"git/base", del, false, false},
+			{"git/branch", del, false, false},
+			{"git/extra", `1`, false, false},
+			// Beyond JSON Schema: what git refuses past the pattern, and
+			// a branch that is the base.
+			{"git/branch", `"a..b"`, false, true},
+			{"git/branch", `"a.lock"`, false, true},
+			{"git/branch", `"main"`, false, true},
+		})
+		cases = []agreeCase{
 			{"checks/0", `{"id": "vet", "kind": "command", "argv": ["go", "vet", "./..."], "timeout_seconds": 120, "files": ["main.go"]}`, true, true},
 			{"checks/0", `{"id": "vet", "kind": "command", "argv": ["go", "vet"], "path": "README.md", "fixes": [{"operation": "apply_local_patch", "find": "x"}]}`, true, true},
 			{"checks/0", `{"id": "vet", "kind": "command"}`, false, false},

@@ -221,5 +221,8 @@ func (r dirRun) WorldPlace(spec world.Spec) (string, string) {
 	if spec.Root != "" {
 		return spec.Root, "the directory " + spec.Root + " (in place)"
 	}
+	if spec.Git != nil {
+		return filepath.Join(r.dir, filepath.FromSlash(sandbox.WorldDir)), spec.Git.Describe() + ", one commit per effect"
+	}
 	return filepath.Join(r.dir, filepath.FromSlash(sandbox.WorldDir)), "a sandbox copy of the environment's files"
 }

@@ -133,6 +133,16 @@ func (r natsRun) Import(ctx context.Context, a archive.Run, st kernel.EngineStat
 // Preview computes the change on the store's world, read into a
 // temporary copy: this host's own copy may be behind, or absent.
 func (r natsRun) Preview(ctx context.Context, spec world.Spec, action world.Action) (string, error) {
+	if spec.Git != nil {
+		// The store holds nothing of a git world: this host's clone
+		// shows the change, as of its last fetch.
+		w, err := sandbox.OpenReadOnly(r.m.WorldDir, spec)
+		if err != nil {
+			return "", fmt.Errorf("preview: this host has no clone of %s yet (a host that runs the run makes one): %w", spec.Git.Describe(), err)
+		}
+		defer w.Close()
+		return w.Preview(ctx, action)
+	}
 	w, done, err := r.m.PreviewWorld(spec)
 	if err != nil {
 		return "", err
@@ -150,7 +160,10 @@ func (r natsRun) BreakLease(ctx context.Context, l storage.LeaseStatus, by, reas
 }
 
 // WorldPlace is this host's copy of the store's world.
-func (r natsRun) WorldPlace(world.Spec) (string, string) {
+func (r natsRun) WorldPlace(spec world.Spec) (string, string) {
 	dir := filepath.Join(r.m.WorldDir, filepath.FromSlash(sandbox.WorldDir))
+	if spec.Git != nil {
+		return dir, spec.Git.Describe() + ", one commit per effect (each host that runs it keeps a clone)"
+	}
 	return dir, "the environment's files, kept in the store " + r.m.URL + " (each host that runs it keeps a copy)"
 }

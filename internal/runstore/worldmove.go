@@ -47,6 +47,10 @@ const (
 // kept on the host that ran init is read from that host's copy, or is
 // ErrNoWorld elsewhere.
 func readRemoteWorld(m *Remote, spec world.Spec) (movedWorld, error) {
+	if spec.Git != nil {
+		// Its remote is the world; the store holds nothing of it.
+		return movedWorld{}, nil
+	}
 	files, err := m.Run.World().Load()
 	if errors.Is(err, jsstore.ErrNoWorld) {
 		if _, err := os.Stat(filepath.Join(m.WorldDir, filepath.FromSlash(sandbox.WorldDir))); errors.Is(err, fs.ErrNotExist) {
@@ -129,6 +133,9 @@ func writeRemoteWorld(m *Remote, spec world.Spec, w movedWorld) error {
 	if err != nil {
 		return err
 	}
+	if spec.Git != nil {
+		return nil
+	}
 	if err := sw.Seal(files, led.Frontier().Offset); err != nil {
 		return fmt.Errorf("import world: %w", err)
 	}
@@ -142,7 +149,9 @@ func writeRemoteWorld(m *Remote, spec world.Spec, w movedWorld) error {
 // Temporary files a crash left (which the sandbox sweeps) are skipped.
 func readWorldDir(base string, spec world.Spec) (movedWorld, error) {
 	var w movedWorld
-	if spec.Root == "" {
+	// A git world's tree is the remote's branch: what moves with the run
+	// is its coordinates (the pinned spec) and its head (the ledger).
+	if spec.Root == "" && spec.Git == nil {
 		top := filepath.Join(base, filepath.FromSlash(sandbox.WorldDir))
 		err := walk(top, func(rel string, fi fs.FileInfo) error {
 			e := archive.Entry{Path: rel, Mode: fi.Mode().Perm()}
@@ -254,6 +263,16 @@ func writeWorldDir(base string, keys disk.FS, spec world.Spec, w movedWorld) err
 	}
 	var modes []dirMode
 	switch {
+	case spec.Git != nil:
+		if len(w.Tree) > 0 {
+			return fail(fmt.Errorf("the environment's world is %s, but the archive carries a world tree", spec.Git.Describe()))
+		}
+		// An empty clone: the first open fetches the branch.
+		top := filepath.Join(base, filepath.FromSlash(sandbox.WorldDir))
+		if err := os.Mkdir(top, 0o755); err != nil {
+			return fail(err)
+		}
+		dirs = append(dirs, top)
 	case spec.Root == "":
 		top := filepath.Join(base, filepath.FromSlash(sandbox.WorldDir))
 		if err := os.Mkdir(top, 0o755); err != nil {

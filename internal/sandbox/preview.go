@@ -35,7 +35,7 @@ func (w *World) Preview(ctx context.Context, a world.Action) (string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if a.Operation == world.OpRunCommand {
-		return commandPreview(a), nil
+		return commandPreview(a, w.spec.Git != nil), nil
 	}
 	if a.OnSet() {
 		return fmt.Sprintf("%s on the files matching %s\n", a.Operation, strings.Join(a.Touches, ", ")), nil
@@ -64,7 +64,9 @@ func (w *World) Preview(ctx context.Context, a world.Action) (string, error) {
 }
 
 // commandPreview is a run_command's preview: everything the action binds.
-func commandPreview(a world.Action) string {
+// In a git world (git) the command's effect is one commit, and after a
+// crash the remote says whether it happened, so no person is asked.
+func commandPreview(a world.Action, git bool) string {
 	var b strings.Builder
 	quoted := make([]string, len(a.Argv))
 	for i, s := range a.Argv {
@@ -80,7 +82,10 @@ func commandPreview(a world.Action) string {
 	if a.TimeoutSeconds > 0 {
 		fmt.Fprintf(&b, "time limit %d s\n", a.TimeoutSeconds)
 	}
-	if !a.Idempotent {
+	switch {
+	case git:
+		b.WriteString("commits   what it changes, as one commit on the run's branch; after a crash the remote tells whether it ran\n")
+	case !a.Idempotent:
 		b.WriteString("not idempotent: if a crash interrupts it, a person decides whether it ran\n")
 	}
 	return b.String()

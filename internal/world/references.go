@@ -11,8 +11,8 @@ import (
 // check of the paths the environment names can be.
 type Backing struct {
 	// Kind is "files" (a sandbox copy of exactly the files the
-	// environment declares) or "root" (a directory of the person's own,
-	// looked after in place).
+	// environment declares), "root" (a directory of the person's own,
+	// looked after in place) or "git" (a branch of a repository).
 	Kind string
 	// FilesMayAppear says the world may hold files the environment does
 	// not name, now or later (a real directory that people and programs
@@ -26,10 +26,14 @@ type Backing struct {
 const (
 	BackingFiles = "files"
 	BackingRoot  = "root"
+	BackingGit   = "git"
 )
 
 // Backing returns what the spec's world is made of.
 func (s *Spec) Backing() Backing {
+	if s.Git != nil {
+		return Backing{Kind: BackingGit, FilesMayAppear: true}
+	}
 	if s.Root != "" {
 		return Backing{Kind: BackingRoot, FilesMayAppear: true}
 	}

@@ -22,6 +22,17 @@ func (s *Spec) ValidateFor(ops Catalog) error {
 	if s.Root != "" && len(s.Files) > 0 {
 		return &codec.FieldError{Path: "root", Err: fmt.Errorf("root and files exclude each other: the world is either a directory of yours or a sandbox copy of files")}
 	}
+	if s.Git != nil {
+		if s.Root != "" {
+			return &codec.FieldError{Path: "git", Err: fmt.Errorf("git and root exclude each other: the world is either a branch of a repository or a directory of yours")}
+		}
+		if len(s.Files) > 0 {
+			return &codec.FieldError{Path: "git", Err: fmt.Errorf("git and files exclude each other: the world is the branch's tree, not a sandbox copy of files")}
+		}
+		if err := s.Git.validate(); err != nil {
+			return err
+		}
+	}
 	if strings.ContainsRune(s.Root, 0) {
 		return &codec.FieldError{Path: "root", Err: fmt.Errorf("contains a NUL byte")}
 	}

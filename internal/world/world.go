@@ -36,6 +36,11 @@ type Spec struct {
 	// is read it is absolute (a relative root is resolved against the
 	// environment file's directory), so the pinned spec names one place.
 	Root string `json:"root,omitempty"`
+	// Git makes a branch of a git repository the world (GitSpec). It
+	// excludes Files and Root: the world is neither a sandbox copy nor a
+	// directory of this host, but the remote's branch, which any host
+	// that reaches the remote can run.
+	Git *GitSpec `json:"git,omitempty"`
 	// Checks define health; a failing check is an observed issue.
 	Checks []Check `json:"checks"`
 	// Evidence names artifacts that may appear in the world later and that
@@ -303,6 +308,11 @@ type Observation struct {
 	// lead outside the world (symlinks, special files, files with other
 	// hard links), at most MaxRefusedListed of them, in path order.
 	Refused []Refusal `json:"refused,omitempty"`
+	// Git is the commit and tree of a git world's branch head the
+	// observation looked at (nil for any other world). The files' hashes
+	// already say what the tree holds, so it is not part of the verdict:
+	// a new commit with the same tree is the same world.
+	Git *GitHead `json:"git,omitempty"`
 	// Runs are the durations of the command checks run for this
 	// observation. They are not part of what was observed (a slower run
 	// of the same check sees the same world), so they are not encoded
@@ -543,6 +553,11 @@ type Outcome struct {
 	// it declared is for a person to review.
 	Changed []string `json:"changed,omitempty"`
 	Outside []string `json:"outside,omitempty"`
+	// Git, in a git world, is the commit that carries the effect on the
+	// run's branch (committed), or the head the branch had moved to
+	// instead (stale): the ledger alone then says which commit each
+	// cycle made.
+	Git *GitHead `json:"git_commit,omitempty"`
 }
 
 // IntentSchema names an effect's intent record.
@@ -575,6 +590,11 @@ type Intent struct {
 	// command runs in; it gets them as ACR_RUN_ID and ACR_CYCLE.
 	RunID    string `json:"run_id,omitempty"`
 	CycleSeq int64  `json:"cycle_seq,omitempty"`
+	// Git, in a git world, is the branch head the effect is carried out
+	// on: its commit goes on top of it, and is pushed only while the
+	// branch is still there. RunID and CycleSeq are then set for every
+	// operation (the commit's trailers name them).
+	Git *GitHead `json:"git_head,omitempty"`
 }
 
 // RollbackBundle holds what a target was before an effect, as a delta

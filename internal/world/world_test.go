@@ -90,6 +90,34 @@ func TestSpecValidateNamesTheField(t *testing.T) {
 		{"bad exclude pattern", func(s *world.Spec) { s.Exclude = append(s.Exclude, "[") }, "exclude[2]", "syntax"},
 		{"bad exclude pattern behind **/", func(s *world.Spec) { s.Exclude = []string{"**/[a-"} }, "exclude[0]", "syntax"},
 		{"root and files", func(s *world.Spec) { s.Root = "/srv/project" }, "root", "exclude each other"},
+		{"git and files", func(s *world.Spec) { s.Git = &world.GitSpec{Remote: "/srv/r.git", Base: "main", Branch: "acr/x"} }, "git", "git and files exclude each other"},
+		{"git and root", func(s *world.Spec) {
+			s.Files, s.Root, s.Git = nil, "/srv/project", &world.GitSpec{Remote: "/srv/r.git", Base: "main", Branch: "acr/x"}
+		}, "git", "git and root exclude each other"},
+		{"git without remote", func(s *world.Spec) { s.Files, s.Git = nil, &world.GitSpec{Base: "main", Branch: "acr/x"} }, "git.remote", "required"},
+		{"git remote as an option", func(s *world.Spec) {
+			s.Files, s.Git = nil, &world.GitSpec{Remote: "--upload-pack=evil", Base: "main", Branch: "acr/x"}
+		}, "git.remote", "starts with '-'"},
+		{"git remote with a newline", func(s *world.Spec) {
+			s.Files, s.Git = nil, &world.GitSpec{Remote: "/srv/r.git\n[core]", Base: "main", Branch: "acr/x"}
+		}, "git.remote", "control character"},
+		{"git without base", func(s *world.Spec) { s.Files, s.Git = nil, &world.GitSpec{Remote: "/r.git", Branch: "acr/x"} }, "git.base", "required"},
+		{"git without branch", func(s *world.Spec) { s.Files, s.Git = nil, &world.GitSpec{Remote: "/r.git", Base: "main"} }, "git.branch", "required"},
+		{"git branch is base", func(s *world.Spec) {
+			s.Files, s.Git = nil, &world.GitSpec{Remote: "/r.git", Base: "main", Branch: "main"}
+		}, "git.branch", "never to base"},
+		{"git branch with ..", func(s *world.Spec) {
+			s.Files, s.Git = nil, &world.GitSpec{Remote: "/r.git", Base: "main", Branch: "acr..x"}
+		}, "git.branch", `".."`},
+		{"git branch as an option", func(s *world.Spec) {
+			s.Files, s.Git = nil, &world.GitSpec{Remote: "/r.git", Base: "main", Branch: "-f"}
+		}, "git.branch", "not a branch name"},
+		{"git branch ending in .lock", func(s *world.Spec) {
+			s.Files, s.Git = nil, &world.GitSpec{Remote: "/r.git", Base: "main", Branch: "acr/x.lock"}
+		}, "git.branch", ".lock"},
+		{"git base with a space", func(s *world.Spec) {
+			s.Files, s.Git = nil, &world.GitSpec{Remote: "/r.git", Base: "ma in", Branch: "acr/x"}
+		}, "git.base", "not a branch name"},
 		{"pass_env not a name", func(s *world.Spec) { s.PassEnv = []string{"GOPATH", "A-B"} }, "pass_env[1]", "not an environment variable name"},
 		{"pass_env reserved", func(s *world.Spec) { s.PassEnv = []string{"ACR_IDEMPOTENCY_KEY"} }, "pass_env[0]", "set by acr"},
 		{"negative limits", func(s *world.Spec) { s.Limits = &world.Limits{MaxDepth: -1} }, "limits", ">= 0"},
@@ -166,6 +194,15 @@ func TestSpecValidateAcceptsBoundaries(t *testing.T) {
 		{"no fixes at all", func(s *world.Spec) { s.Checks[0].Fixes = nil }},
 		{"no files", func(s *world.Spec) { s.Files = nil }},
 		{"id with dots, digits, underscores", func(s *world.Spec) { s.Checks[0].ID = "a1.b_c-d" }},
+		{"git world over ssh", func(s *world.Spec) {
+			s.Files, s.Git = nil, &world.GitSpec{Remote: "git@host:team/service.git", Base: "main", Branch: "acr/keep-healthy"}
+		}},
+		{"git world on a path", func(s *world.Spec) {
+			s.Files, s.Git = nil, &world.GitSpec{Remote: "/srv/git/service.git", Base: "release/1.x", Branch: "acr_fix-1.2"}
+		}},
+		{"git world on a file URL", func(s *world.Spec) {
+			s.Files, s.Git = nil, &world.GitSpec{Remote: "file:///srv/git/service.git", Base: "main", Branch: "acr"}
+		}},
 	}
 	require.NotEmpty(t, cases)
 	for _, tc := range cases {

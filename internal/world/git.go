@@ -1,0 +1,117 @@
+package world
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/acr-project/acr/internal/codec"
+)
+
+// GitSpec makes a branch of a git repository the world. The remote is
+// the truth: the world is the tree at the head of Branch there, every
+// host that runs the run keeps a clone of it as a cache, and an effect is
+// one commit pushed to Branch. Base is where Branch starts when it does
+// not exist yet; it is never written.
+type GitSpec struct {
+	// Remote is any URL git accepts: ssh, https, file:// or a path.
+	Remote string `json:"remote"`
+	// Base is the branch the run starts from.
+	Base string `json:"base"`
+	// Branch is the run's own branch, created from Base when missing.
+	Branch string `json:"branch"`
+}
+
+// GitHead is a commit of a git world and its tree: the world's state
+// there, as the ledger records it.
+type GitHead struct {
+	Commit string `json:"commit"`
+	Tree   string `json:"tree"`
+}
+
+// MaxRemoteLen bounds a git remote's length.
+const MaxRemoteLen = 4096
+
+// branchRE is the shape of a branch name acr accepts: slash-separated
+// components of letters, digits, '.', '_' and '-', none starting with '.'
+// or '-'. It is narrower than git check-ref-format on purpose: a name
+// that passes it is safe on a command line and in a file name.
+var branchRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*$`)
+
+// ValidBranch checks a branch name: branchRE, at most 200 bytes, and what
+// git itself refuses beyond the pattern (no "..", no component ending in
+// ".lock", no trailing '.').
+func ValidBranch(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("required: a branch name such as \"main\"")
+	case len(name) > 200:
+		return fmt.Errorf("%q is longer than 200 bytes", name)
+	case !branchRE.MatchString(name):
+		return fmt.Errorf("%q is not a branch name acr accepts (slash-separated parts of letters, digits, . _ -, none starting with . or -)", name)
+	case strings.Contains(name, ".."):
+		return fmt.Errorf("%q contains \"..\", which git refuses in a ref", name)
+	case strings.HasSuffix(name, "."):
+		return fmt.Errorf("%q ends with '.', which git refuses in a ref", name)
+	}
+	for _, part := range strings.Split(name, "/") {
+		if strings.HasSuffix(part, ".lock") {
+			return fmt.Errorf("%q has a part ending in \".lock\", which git refuses in a ref", name)
+		}
+	}
+	return nil
+}
+
+// ValidRemote checks a git remote: not empty, at most MaxRemoteLen bytes,
+// no control characters (a newline would split a git config entry), and
+// not starting with '-' (git would read it as an option).
+func ValidRemote(remote string) error {
+	switch {
+	case remote == "":
+		return fmt.Errorf("required: a URL git accepts, e.g. \"git@host:team/service.git\" or a path")
+	case len(remote) > MaxRemoteLen:
+		return fmt.Errorf("longer than %d bytes", MaxRemoteLen)
+	case strings.HasPrefix(remote, "-"):
+		return fmt.Errorf("%q starts with '-', which git would read as an option", remote)
+	}
+	for _, r := range remote {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("contains a control character")
+		}
+	}
+	return nil
+}
+
+// Describe names the world for a person: "the branch acr/x of
+// git@host:team/service.git (from main)".
+func (g *GitSpec) Describe() string {
+	return "the branch " + g.Branch + " of " + g.Remote + " (from " + g.Base + ")"
+}
+
+// validate checks the git world's fields; errors name the field under
+// "git".
+func (g *GitSpec) validate() error {
+	if err := ValidRemote(g.Remote); err != nil {
+		return &codec.FieldError{Path: "git.remote", Err: err}
+	}
+	if err := ValidBranch(g.Base); err != nil {
+		return &codec.FieldError{Path: "git.base", Err: err}
+	}
+	if err := ValidBranch(g.Branch); err != nil {
+		return &codec.FieldError{Path: "git.branch", Err: err}
+	}
+	if g.Base == g.Branch {
+		return &codec.FieldError{Path: "git.branch", Err: fmt.Errorf("%q is the base branch: the run writes to its own branch, never to base", g.Branch)}
+	}
+	return nil
+}
+
+// Trailers an effect's commit carries in a git world: they name the run,
+// the cycle and the intent the commit carries out, and the effect's
+// idempotency key, by which recovery finds the commit on the remote.
+const (
+	TrailerRun            = "Acr-Run"
+	TrailerCycle          = "Acr-Cycle"
+	TrailerIntent         = "Acr-Intent"
+	TrailerIdempotencyKey = "Acr-Idempotency-Key"
+)
