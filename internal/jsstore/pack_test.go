@@ -2,6 +2,8 @@ package jsstore
 
 import (
 	"bytes"
+	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -44,4 +46,17 @@ func TestPackNeverWritesWhatUnpackRefuses(t *testing.T) {
 	require.Less(t, len(bomb), limit/16)
 	_, err = p.unpack(bomb, enc)
 	require.Error(t, err, "a frame past the limit")
+}
+
+// An Acr-Lines header is the message's own word, not to be trusted for
+// memory: a tiny body that claims the most lines a reader accepts is
+// refused without setting aside room for that many lines.
+func TestSplitMessageTrustsNoCountForMemory(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := splitMessage([]byte("a\n"), strconv.Itoa(maxLines))
+	runtime.ReadMemStats(&after)
+	require.Error(t, err)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<10), "bytes allocated for a 2-byte message")
 }
