@@ -276,3 +276,45 @@ func TestSingleRecordAppend(t *testing.T) {
 		t.Fatalf("second append: %+v", c4)
 	}
 }
+
+// A one-message append with headers of the caller's (what acr's ledger
+// writes since it packs an append into one message) is a plain publish:
+// its retry after a lost answer, within the dedup window and after it, is
+// refused by the server and then recognised by the stored message's id
+// and bytes as the same write (Duplicate, the first frontier), stored
+// once with its headers as they were; another writer's message at the
+// same frontier is a conflict.
+func TestRetriedSingleMessageIsDeduplicated(t *testing.T) {
+	_, nc, st := open(t, Options{LedgerDedup: time.Second})
+	l := st.Ledger
+	b := Batch{Records: records("one", 1, 300), RecordHeaders: []nats.Header{{"Acr-Lines": {"3"}}}}
+	c1, err := l.CommitBatch(ctx(t), run, Frontier{}, b)
+	must(t, err)
+
+	msgs, _ := l.batch(run, Frontier{}, b)
+	// The server refuses the copy: by its expected sequence, which it
+	// checks before the message id on a plain publish.
+	if _, err := publishOne(ctx(t), nc, msgs[0], nil); apiCode(err) != codeBatchDuplicate && !errors.Is(err, ErrConflict) {
+		t.Fatalf("raw retry: %v, want a duplicate or a conflict", err)
+	}
+	c2, err := l.CommitBatch(ctx(t), run, Frontier{}, b)
+	must(t, err)
+	if !c2.Duplicate || c2.Frontier != c1.Frontier || c2.First != c1.First {
+		t.Fatalf("retry: %+v, first: %+v", c2, c1)
+	}
+
+	time.Sleep(1500 * time.Millisecond) // past the dedup window
+	c3, err := l.CommitBatch(ctx(t), run, Frontier{}, b)
+	must(t, err)
+	if !c3.Duplicate || c3.Frontier != c1.Frontier {
+		t.Fatalf("late retry: %+v", c3)
+	}
+	_, err = l.CommitBatch(ctx(t), run, Frontier{}, Batch{Records: records("other", 1, 300), RecordHeaders: b.RecordHeaders})
+	wantErr(t, err, ErrConflict)
+
+	got := readAll(t, l, run, 0)
+	sameData(t, got, b.Records)
+	if got[0].Header.Get("Acr-Lines") != "3" {
+		t.Fatalf("stored headers %v", got[0].Header)
+	}
+}

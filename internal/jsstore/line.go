@@ -99,7 +99,9 @@ func splitMessage(body []byte, lines string) ([][]byte, error) {
 	if len(body) == 0 || body[len(body)-1] != '\n' {
 		return nil, fmt.Errorf("message body does not end a ledger line")
 	}
-	out := make([][]byte, 0, want)
+	// Room for the lines the body can hold (each is at least a byte and
+	// its newline), not for what the header claims.
+	out := make([][]byte, 0, min(want, len(body)/2))
 	for rest := body; len(rest) > 0; {
 		i := bytes.IndexByte(rest, '\n')
 		if i == 0 {
