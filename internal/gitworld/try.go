@@ -43,6 +43,10 @@ func (r *Repo) Try(ctx context.Context, change Change) (t Trial, err error) {
 	if err != nil {
 		return Trial{}, fmt.Errorf("try: the branch %s as last fetched: %w", r.spec.Branch, err)
 	}
+	src, err := filepath.Abs(r.dir)
+	if err != nil {
+		return Trial{}, fmt.Errorf("try: %w", err)
+	}
 	tmp, err := os.MkdirTemp("", "acr-try-")
 	if err != nil {
 		return Trial{}, fmt.Errorf("try: %w", err)
@@ -52,8 +56,11 @@ func (r *Repo) Try(ctx context.Context, change Change) (t Trial, err error) {
 			err = errors.Join(err, fmt.Errorf("try: remove the throwaway clone: %w", rerr))
 		}
 	}()
-	dir := filepath.Join(tmp, "work")
-	if _, err := r.git(ctx, "clone", "-q", "--shared", "--no-checkout", "--no-tags", r.dir, dir); err != nil {
+	dir, err := filepath.Abs(filepath.Join(tmp, "work"))
+	if err != nil {
+		return Trial{}, fmt.Errorf("try: %w", err)
+	}
+	if _, err := r.git(ctx, "clone", "-q", "--shared", "--no-checkout", "--no-tags", src, dir); err != nil {
 		return Trial{}, fmt.Errorf("try: %w", err)
 	}
 	// The throwaway clone has no remote acr could push to by mistake.
