@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/acr-project/acr/internal/codec"
@@ -40,7 +41,7 @@ func (a *app) previewOn(ctx context.Context, rs runstore.RunStore, st kernel.Eng
 			return "", err
 		}
 	}
-	return rs.Preview(ctx, st.Spec, act)
+	return rs.Preview(ctx, st.Spec, act, os.LookupEnv)
 }
 
 // indentLines indents every line of text by prefix, keeping at most max

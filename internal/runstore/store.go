@@ -86,8 +86,11 @@ type RunStore interface {
 	// where there is none.
 	Import(ctx context.Context, r archive.Run, st kernel.EngineState, holder storage.Holder, opt Options) (Imported, error)
 	// Preview says what action would change in the run's world as it is
-	// now (a unified diff, or a command line), writing nothing.
-	Preview(ctx context.Context, spec world.Spec, action world.Action) (string, error)
+	// now (a unified diff, or a command line), writing nothing. In a git
+	// world a run_command is tried in a throwaway clone and its diff
+	// shown; environ is what that command's environment is built from
+	// (as Options.Environ).
+	Preview(ctx context.Context, spec world.Spec, action world.Action, environ func(string) (string, bool)) (string, error)
 	// Lease returns who holds the run now; ok is false when nobody does.
 	// A store without leases says so with ErrNoLeases.
 	Lease(ctx context.Context) (l storage.LeaseStatus, ok bool, err error)

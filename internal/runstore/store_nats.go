@@ -132,7 +132,7 @@ func (r natsRun) Import(ctx context.Context, a archive.Run, st kernel.EngineStat
 
 // Preview computes the change on the store's world, read into a
 // temporary copy: this host's own copy may be behind, or absent.
-func (r natsRun) Preview(ctx context.Context, spec world.Spec, action world.Action) (string, error) {
+func (r natsRun) Preview(ctx context.Context, spec world.Spec, action world.Action, environ func(string) (string, bool)) (string, error) {
 	if spec.Git != nil {
 		// The store holds nothing of a git world: this host's clone
 		// shows the change, as of its last fetch.
@@ -141,7 +141,7 @@ func (r natsRun) Preview(ctx context.Context, spec world.Spec, action world.Acti
 			return "", fmt.Errorf("preview: this host has no clone of %s yet (a host that runs the run makes one): %w", spec.Git.Describe(), err)
 		}
 		defer w.Close()
-		return w.Preview(ctx, action)
+		return previewGit(ctx, w, spec, action, environ)
 	}
 	w, done, err := r.m.PreviewWorld(spec)
 	if err != nil {

@@ -223,3 +223,83 @@ func (g *gitWorld) Commit(ctx context.Context, key string, a world.Action, in wo
 }
 
 func short(commit string) string { return commit[:min(12, len(commit))] }
+
+// previewExcerptLines bounds the output a failed trial shows.
+const previewExcerptLines = 20
+
+// previewGit is a git world's preview: the sandbox's, and for a
+// run_command what the command changes when it is tried now, in a
+// throwaway clone at the branch head as this host's clone last fetched
+// it (gitworld.Repo.Try): its unified diff, the changed paths its
+// touches do not cover, or how it failed. Nothing is committed or pushed
+// and the clone is not written, so it works on a read-only state
+// directory. What the approval binds is still the action, not this
+// tree: the effect is carried out on the head its intent records.
+func previewGit(ctx context.Context, w *sandbox.World, spec world.Spec, a world.Action, environ func(string) (string, bool)) (string, error) {
+	text, err := w.Preview(ctx, a)
+	if err != nil || a.Operation != world.OpRunCommand {
+		return text, err
+	}
+	repo, err := gitworld.Attach(w.Dir(), *spec.Git, gitEnviron(spec, environ))
+	if err != nil {
+		return "", fmt.Errorf("preview %s: %w", a.Describe(), err)
+	}
+	w.Environ = environ
+	var (
+		res    command.Result
+		runErr error
+	)
+	trial, err := repo.Try(ctx, func(ctx context.Context, dir string) error {
+		res, runErr = w.TryCommand(ctx, a, dir)
+		if runErr != nil && !errors.Is(runErr, command.ErrStart) {
+			return runErr
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("preview %s: %w", a.Describe(), err)
+	}
+	var b strings.Builder
+	b.WriteString(text)
+	fmt.Fprintf(&b, "tried     on %s (the branch head as this host last fetched it), in a throwaway clone: nothing committed or pushed\n", short(trial.Head.Commit))
+	cr := res.CommandResult
+	switch {
+	case runErr != nil:
+		fmt.Fprintf(&b, "would fail: could not be started: %v\n", runErr)
+		return b.String(), nil
+	case cr.TimedOut:
+		fmt.Fprintf(&b, "would fail: timed out after %d s; its process group was killed\n", world.Timeout(a.TimeoutSeconds))
+	case cr.Signal != "":
+		fmt.Fprintf(&b, "would fail: killed by signal %s\n", cr.Signal)
+	case cr.ExitCode != 0:
+		fmt.Fprintf(&b, "would fail: exit %d\n", cr.ExitCode)
+	}
+	if !cr.Ended() || cr.ExitCode != 0 {
+		out := strings.TrimSpace(cr.Stderr + "\n" + cr.Stdout)
+		if out != "" {
+			b.WriteString("its output:\n")
+			lines := strings.Split(out, "\n")
+			if len(lines) > previewExcerptLines {
+				lines = append(lines[:previewExcerptLines], fmt.Sprintf("... %d more lines", len(lines)-previewExcerptLines))
+			}
+			for _, l := range lines {
+				b.WriteString("  " + l + "\n")
+			}
+		}
+		b.WriteString("nothing would be committed\n")
+		return b.String(), nil
+	}
+	if len(trial.Changed) == 0 {
+		b.WriteString("changes   nothing (exit 0): nothing would be committed\n")
+		return b.String(), nil
+	}
+	fmt.Fprintf(&b, "changes   %s\n", strings.Join(trial.Changed, ", "))
+	if outside := gitworld.Outside(a.Touches, trial.Changed); len(outside) > 0 {
+		fmt.Fprintf(&b, "would be refused: outside touches: %s; nothing would be committed\n", strings.Join(outside, ", "))
+	}
+	b.WriteString(trial.Diff)
+	if !strings.HasSuffix(trial.Diff, "\n") {
+		b.WriteString("\n")
+	}
+	return b.String(), nil
+}

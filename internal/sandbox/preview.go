@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/acr-project/acr/internal/command"
 	"github.com/acr-project/acr/internal/diff"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -101,4 +102,23 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// TryCommand runs a's command as Commit would (declared in exactly this
+// form, a scrubbed environment with the spec's pass_env, its own process
+// group, the action's time limit) but in dir, a throwaway copy of the
+// world, so that a preview can show what it would change. It gets none
+// of the ACR_IDEMPOTENCY_KEY, ACR_RUN_ID and ACR_CYCLE an effect gets:
+// a trial is no effect. A command that cannot start is returned as
+// command.ErrStart.
+func (w *World) TryCommand(ctx context.Context, a world.Action, dir string) (command.Result, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if a.Operation != world.OpRunCommand {
+		return command.Result{}, fmt.Errorf("try %s: not a command", a.Describe())
+	}
+	if err := w.validateCommand(a); err != nil {
+		return command.Result{}, fmt.Errorf("try %s: %w", a.Describe(), err)
+	}
+	return command.Run(ctx, command.Spec{Argv: a.Argv, Dir: dir, Env: w.env(nil), Timeout: timeout(a.TimeoutSeconds)})
 }

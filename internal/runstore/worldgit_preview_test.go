@@ -1,0 +1,91 @@
+package runstore
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acr-project/acr/internal/sandbox"
+	"github.com/acr-project/acr/internal/world"
+)
+
+// TestGitWorldPreviewShowsACommandsDiff: the preview of a run_command in
+// a git world tries the command in a throwaway clone at the branch head
+// and shows its diff, the paths outside its touches, or how it failed;
+// the branch head, the clone's work tree and refs, and the remote are as
+// they were afterwards.
+func TestGitWorldPreviewShowsACommandsDiff(t *testing.T) {
+	remote := gitRemote(t, map[string]string{"queue.txt": "d\n", "lower.txt": "aXb\nkeep\n"})
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	in := gitInputs(t, remote, "acr/preview")
+	dir := t.TempDir()
+	_, err := Init(t.Context(), dir, in, "run:preview", false, gitOptions(t))
+	require.NoError(t, err)
+	clone := filepath.Join(dir, filepath.FromSlash(sandbox.WorldDir))
+	snapshot := func() []string {
+		return []string{
+			gitSh(t, remote, "show-ref"),
+			gitSh(t, clone, "show-ref"),
+			gitSh(t, clone, "rev-parse", "HEAD"),
+			gitSh(t, clone, "status", "--porcelain", "--ignored"),
+			gitSh(t, clone, "worktree", "list", "--porcelain"),
+		}
+	}
+	before := snapshot()
+	head := gitSh(t, remote, "rev-parse", "refs/heads/acr/preview")
+
+	for _, tc := range []struct {
+		name    string
+		argv    []string
+		want    []string
+		wantNot []string
+	}{
+		{name: "diff", argv: []string{"sed", "-i", "s/X/x/g", "lower.txt"},
+			want: []string{"runs      sed -i s/X/x/g lower.txt", "tried     on " + head[:12], "changes   lower.txt",
+				"--- a/lower.txt", "+++ b/lower.txt", "-aXb", "+axb", " keep"},
+			wantNot: []string{"would be refused", "would fail"}},
+		{name: "outside touches", argv: []string{"sh", "-c", "sed -i s/X/x/g lower.txt && printf 'new\\n' > other.txt"},
+			want: []string{"changes   lower.txt, other.txt", "would be refused: outside touches: other.txt", "+++ b/other.txt", "+new"}},
+		{name: "fails", argv: []string{"sh", "-c", "echo boom >&2; exit 3"},
+			want: []string{"would fail: exit 3", "its output:", "  boom", "nothing would be committed"}, wantNot: []string{"changes   "}},
+		{name: "no change", argv: []string{"true"}, want: []string{"changes   nothing (exit 0)"}},
+		{name: "cannot start", argv: []string{"no-such-program-acr"}, want: []string{"would fail: could not be started"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := in.Spec
+			spec.Checks = append([]world.Check(nil), in.Spec.Checks...)
+			var c *world.Check
+			for i := range spec.Checks {
+				if spec.Checks[i].ID == "lower" {
+					c = &spec.Checks[i]
+				}
+			}
+			require.NotNil(t, c)
+			c.Fixes = []world.Fix{c.Fixes[0]}
+			c.Fixes[0].Argv = tc.argv
+			act := world.CommandAction(c.ID, c.Fixes[0])
+			text, err := dirRun{dir: dir}.Preview(t.Context(), spec, act, gitOptions(t).Environ)
+			require.NoError(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, text, w)
+			}
+			for _, w := range tc.wantNot {
+				assert.NotContains(t, text, w)
+			}
+			assert.Equal(t, before, snapshot(), "the preview wrote nothing")
+			assert.Equal(t, head, gitSh(t, remote, "rev-parse", "refs/heads/acr/preview"))
+			left, err := filepath.Glob(filepath.Join(tmp, "acr-try-*"))
+			require.NoError(t, err)
+			assert.Empty(t, left, "the throwaway clone is removed")
+		})
+	}
+
+	// A command the environment does not declare in this form is not run.
+	act := world.CommandAction("lower", world.Fix{ID: "lower", Operation: world.OpRunCommand, Argv: []string{"sh", "-c", "touch pwned"}, Touches: []string{"lower.txt"}})
+	_, err = dirRun{dir: dir}.Preview(t.Context(), in.Spec, act, gitOptions(t).Environ)
+	require.Error(t, err)
+	assert.Equal(t, before, snapshot())
+}
