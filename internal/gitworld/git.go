@@ -397,14 +397,7 @@ func (r *Repo) Stage(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var paths []string
-	for _, p := range strings.Split(string(out), "\x00") {
-		if p != "" {
-			paths = append(paths, p)
-		}
-	}
-	slices.Sort(paths)
-	return paths, nil
+	return pathList(out), nil
 }
 
 // Changed lists the paths that differ between two commits, sorted.
@@ -413,14 +406,7 @@ func (r *Repo) Changed(ctx context.Context, from, to string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var paths []string
-	for _, p := range strings.Split(string(out), "\x00") {
-		if p != "" {
-			paths = append(paths, p)
-		}
-	}
-	slices.Sort(paths)
-	return paths, nil
+	return pathList(out), nil
 }
 
 // push pushes commit to the branch if the remote's branch is at expect
@@ -456,4 +442,17 @@ func Outside(touches, paths []string) []string {
 		}
 	}
 	return out
+}
+
+// pathList reads the NUL-separated path list `git diff --name-only -z`
+// prints (NUL because a path may hold any other byte), sorted.
+func pathList(out []byte) []string {
+	var paths []string
+	for _, p := range strings.Split(string(out), "\x00") {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	return paths
 }
