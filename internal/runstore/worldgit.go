@@ -237,7 +237,7 @@ const previewExcerptLines = 20
 // tree: the effect is carried out on the head its intent records.
 func previewGit(ctx context.Context, w *sandbox.World, spec world.Spec, a world.Action, environ func(string) (string, bool)) (string, error) {
 	text, err := w.Preview(ctx, a)
-	if err != nil || a.Operation != world.OpRunCommand {
+	if err != nil || !(world.Catalog{}).Of(a.Operation).Command {
 		return text, err
 	}
 	repo, err := gitworld.Attach(w.Dir(), *spec.Git, gitEnviron(spec, environ))

@@ -74,7 +74,11 @@ func commandPreview(a world.Action, git bool) string {
 		quoted[i] = shellQuote(s)
 	}
 	fmt.Fprintf(&b, "runs      %s\n", strings.Join(quoted, " "))
-	b.WriteString("in        the world's directory, stdin closed, a scrubbed environment\n")
+	if git {
+		b.WriteString("in        a clean work tree of the run's branch at the head its intent records, stdin closed, a scrubbed environment\n")
+	} else {
+		b.WriteString("in        the world's directory, stdin closed, a scrubbed environment\n")
+	}
 	if len(a.Touches) > 0 {
 		fmt.Fprintf(&b, "may change %s\n", strings.Join(a.Touches, ", "))
 	} else {
