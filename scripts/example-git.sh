@@ -18,6 +18,9 @@ say() { printf '\n$ %s\n' "$*"; }
 git init -q --bare "$remote"
 seed=$dir/seed
 cp -R examples/git-project/project "$seed"
+# main.go is unformatted on purpose (the gofmt fix's work); the repository
+# keeps it under a name gofmt does not read.
+mv "$seed/main.go.planted" "$seed/main.go"
 git -C "$seed" init -q
 git -C "$seed" add -A
 git -C "$seed" -c user.name=example -c user.email=example@localhost commit -q -m "greeter: first version"
