@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/acr-project/acr/internal/gitworld"
+	"github.com/acr-project/acr/internal/gitworld/gittest"
 	"github.com/acr-project/acr/internal/scenario"
 )
 
@@ -26,9 +26,7 @@ const gitItems = 12
 // work tree unless the remote already has its commit.
 func TestGitCrashHarness(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	gittest.Need(t)
 	h, kills := newHarness(t, "git crash harness", 0x617)
 	h.points = append(scenario.Failpoints(), gitworld.StageAfterCommit, gitworld.StageAfterPush)
 	stats := map[string]int{}
@@ -53,18 +51,7 @@ func (h *harness) gitProject() (remote, stateDir string) {
 	h.t.Helper()
 	base := h.t.TempDir()
 	remote, stateDir = filepath.Join(base, "remote.git"), filepath.Join(base, "state")
-	seed := filepath.Join(base, "seed")
-	if err := os.MkdirAll(seed, 0o755); err != nil {
-		h.t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(seed, "log.txt"), []byte("# log\n"), 0o644); err != nil {
-		h.t.Fatal(err)
-	}
-	git(h.t, base, "init", "-q", "--bare", remote)
-	git(h.t, seed, "init", "-q")
-	git(h.t, seed, "add", "-A")
-	git(h.t, seed, "commit", "-q", "-m", "seed")
-	git(h.t, seed, "push", "-q", remote, "HEAD:refs/heads/main")
+	gittest.BareRemote(h.t, remote, map[string]string{"log.txt": "# log\n"})
 	var checks []string
 	for i := 1; i <= gitItems; i++ {
 		checks = append(checks, fmt.Sprintf(`{"id": "item-%d", "kind": "command", "priority": %d,
@@ -87,24 +74,19 @@ func (h *harness) gitProject() (remote, stateDir string) {
 	return remote, stateDir
 }
 
+// git runs git in dir for a test's own setup and inspection.
 func git(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return string(out)
+	return gittest.Run(t, dir, args...)
 }
 
 // branchKeys counts the keys on the branch, failing on any there twice.
 func (h *harness) branchKeys(remote string) map[string]int {
 	h.t.Helper()
-	keys := map[string]int{}
-	for _, k := range strings.Fields(git(h.t, remote, "log", "--format=%(trailers:key=Acr-Idempotency-Key,valueonly)", "refs/heads/acr/log")) {
-		if keys[k]++; keys[k] > 1 {
-			h.t.Fatalf("key %s is on the branch twice", k)
+	keys := gittest.Keys(h.t, remote, "acr/log")
+	for k, n := range keys {
+		if n > 1 {
+			h.t.Fatalf("key %s is on the branch %d times", k, n)
 		}
 	}
 	return keys

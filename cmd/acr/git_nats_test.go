@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/gitworld/gittest"
 	"github.com/acr-project/acr/internal/jetstream/natstest"
 )
 
@@ -22,9 +23,8 @@ import (
 func TestNATSStoreGitWorld(t *testing.T) {
 	t.Parallel()
 	for _, p := range []string{"git", "gofmt", "sh"} {
-		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("%s is not installed", p)
-		}
+		_, err := exec.LookPath(p)
+		require.NoError(t, err, "this test runs %s", p)
 	}
 	srv := natstest.Start(t)
 	store := srv.ClientURL() + "/acrgit"
@@ -32,21 +32,9 @@ func TestNATSStoreGitWorld(t *testing.T) {
 	remote := filepath.Join(base, "remote.git")
 	gitIn := func(dir string, args ...string) string {
 		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "git %v: %s", args, out)
-		return strings.TrimSpace(string(out))
+		return strings.TrimSpace(gittest.Run(t, dir, args...))
 	}
-	gitIn(base, "init", "-q", "--bare", remote)
-	seed := filepath.Join(base, "seed")
-	require.NoError(t, os.MkdirAll(seed, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(seed, "README.md"), []byte("This is teh project.\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(seed, "main.go"), []byte("package main\nfunc main(){\n}\n"), 0o644))
-	gitIn(seed, "init", "-q")
-	gitIn(seed, "add", "-A")
-	gitIn(seed, "commit", "-q", "-m", "seed")
-	gitIn(seed, "push", "-q", remote, "HEAD:refs/heads/main")
+	gittest.BareRemote(t, remote, map[string]string{"README.md": "This is teh project.\n", "main.go": "package main\nfunc main(){\n}\n"})
 	mainHead := gitIn(remote, "rev-parse", "refs/heads/main")
 	docs := map[string]string{
 		"goal.json": `{"schema": "acr.goal/v0.1", "id": "tidy", "mission": "keep the project tidy", "success": {"all_checks_pass": true}}`,

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acr-project/acr/internal/gitworld"
+	"github.com/acr-project/acr/internal/gitworld/gittest"
 	"github.com/acr-project/acr/internal/jetstream/natstest"
 )
 
@@ -25,9 +26,8 @@ import (
 func TestGitWorkersOnThreeHosts(t *testing.T) {
 	t.Parallel()
 	for _, p := range []string{"git", "sh", "sed"} {
-		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("%s is not installed", p)
-		}
+		_, err := exec.LookPath(p)
+		require.NoError(t, err, "this test runs %s", p)
 	}
 	bin := filepath.Join(t.TempDir(), "acr")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
@@ -38,15 +38,7 @@ func TestGitWorkersOnThreeHosts(t *testing.T) {
 	store := srv.ClientURL() + "/" + prefix
 	base := t.TempDir()
 	remote := filepath.Join(base, "remote.git")
-	seed := filepath.Join(base, "seed")
-	require.NoError(t, os.MkdirAll(seed, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(seed, "queue.txt"), []byte("p\np\np\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(seed, "lower.txt"), []byte("aXb\n"), 0o644))
-	git(t, base, "init", "-q", "--bare", remote)
-	git(t, seed, "init", "-q")
-	git(t, seed, "add", "-A")
-	git(t, seed, "commit", "-q", "-m", "seed")
-	git(t, seed, "push", "-q", remote, "HEAD:refs/heads/main")
+	gittest.BareRemote(t, remote, map[string]string{"queue.txt": "p\np\np\n", "lower.txt": "aXb\n"})
 	mainHead := git(t, remote, "rev-parse", "refs/heads/main")
 	docs := map[string]string{
 		"goal.json": `{"schema": "acr.goal/v0.1", "id": "queue", "mission": "drain the queue", "success": {"all_checks_pass": true}}`,

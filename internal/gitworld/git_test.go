@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/gitworld"
+	"github.com/acr-project/acr/internal/gitworld/gittest"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -28,32 +28,7 @@ func testEnv(t *testing.T) []string {
 // sh runs git in dir for a test's own setup and inspection.
 func sh(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = testEnv(t)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "git %v: %s", args, out)
-	return strings.TrimSpace(string(out))
-}
-
-// bareRemote makes a bare repository whose main branch holds files.
-func bareRemote(t *testing.T, files map[string]string) string {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	sh(t, t.TempDir(), "init", "-q", "--bare", remote)
-	seed := t.TempDir()
-	sh(t, seed, "init", "-q")
-	for name, text := range files {
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(seed, name)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(seed, name), []byte(text), 0o644))
-	}
-	sh(t, seed, "add", "-A")
-	sh(t, seed, "commit", "-q", "-m", "seed")
-	sh(t, seed, "push", "-q", remote, "HEAD:refs/heads/main")
-	return remote
+	return strings.TrimSpace(gittest.Run(t, dir, args...))
 }
 
 // pushAside moves the remote's branch with a commit of someone else's.
@@ -94,23 +69,9 @@ func replace(name, find, with string) gitworld.Change {
 	}
 }
 
-// keysOnBranch counts the idempotency keys of the commits on the remote's
-// branch, by key.
-func keysOnBranch(t *testing.T, remote, branch string) map[string]int {
-	t.Helper()
-	out := sh(t, remote, "log", "--format=%(trailers:key=Acr-Idempotency-Key,valueonly)", "refs/heads/"+branch)
-	n := map[string]int{}
-	for _, line := range strings.Split(out, "\n") {
-		if line = strings.TrimSpace(line); line != "" {
-			n[line]++
-		}
-	}
-	return n
-}
-
 func TestApplyCommitsOneEffectWithTrailers(t *testing.T) {
 	ctx := context.Background()
-	remote := bareRemote(t, map[string]string{"README.md": "This is teh project.\n"})
+	remote := gittest.BareRemote(t, "", map[string]string{"README.md": "This is teh project.\n"})
 	base := sh(t, remote, "rev-parse", "refs/heads/main")
 	r := open(t, t.TempDir(), remote)
 	head, err := r.Sync(ctx)
@@ -140,12 +101,12 @@ func TestApplyCommitsOneEffectWithTrailers(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, gitworld.Found, again.Status)
 	assert.Equal(t, res.Commit, again.Commit)
-	assert.Equal(t, map[string]int{"idem:k1": 1}, keysOnBranch(t, remote, "acr/keep-healthy"))
+	assert.Equal(t, map[string]int{"idem:k1": 1}, gittest.Keys(t, remote, "acr/keep-healthy"))
 }
 
 func TestApplyWithoutChangeCommitsNothing(t *testing.T) {
 	ctx := context.Background()
-	remote := bareRemote(t, map[string]string{"README.md": "fine\n"})
+	remote := gittest.BareRemote(t, "", map[string]string{"README.md": "fine\n"})
 	r := open(t, t.TempDir(), remote)
 	head, err := r.Sync(ctx)
 	require.NoError(t, err)
@@ -157,7 +118,7 @@ func TestApplyWithoutChangeCommitsNothing(t *testing.T) {
 
 func TestChecksLeaveNothingBehind(t *testing.T) {
 	ctx := context.Background()
-	remote := bareRemote(t, map[string]string{"README.md": "teh\n", ".gitignore": "build/\n"})
+	remote := gittest.BareRemote(t, "", map[string]string{"README.md": "teh\n", ".gitignore": "build/\n"})
 	r := open(t, t.TempDir(), remote)
 	head, err := r.Sync(ctx)
 	require.NoError(t, err)
@@ -176,7 +137,7 @@ func TestChecksLeaveNothingBehind(t *testing.T) {
 func TestPushRefusedByAMovedBranchIsStale(t *testing.T) {
 	ctx := context.Background()
 	t.Run("moved before the effect", func(t *testing.T) {
-		remote := bareRemote(t, map[string]string{"README.md": "teh\n"})
+		remote := gittest.BareRemote(t, "", map[string]string{"README.md": "teh\n"})
 		r := open(t, t.TempDir(), remote)
 		head, err := r.Sync(ctx)
 		require.NoError(t, err)
@@ -186,10 +147,10 @@ func TestPushRefusedByAMovedBranchIsStale(t *testing.T) {
 		assert.Equal(t, gitworld.Stale, res.Status)
 		assert.Equal(t, moved, res.Commit.Commit, "the new head, for the next observation")
 		assert.Equal(t, moved, sh(t, remote, "rev-parse", "refs/heads/acr/keep-healthy"))
-		assert.Empty(t, keysOnBranch(t, remote, "acr/keep-healthy"))
+		assert.Empty(t, gittest.Keys(t, remote, "acr/keep-healthy"))
 	})
 	t.Run("moved between the commit and the push", func(t *testing.T) {
-		remote := bareRemote(t, map[string]string{"README.md": "teh\n"})
+		remote := gittest.BareRemote(t, "", map[string]string{"README.md": "teh\n"})
 		r := open(t, t.TempDir(), remote)
 		head, err := r.Sync(ctx)
 		require.NoError(t, err)
@@ -204,7 +165,7 @@ func TestPushRefusedByAMovedBranchIsStale(t *testing.T) {
 		assert.Equal(t, gitworld.Stale, res.Status, "the lease refused the push")
 		assert.Equal(t, moved, res.Commit.Commit)
 		assert.Equal(t, moved, sh(t, remote, "rev-parse", "refs/heads/acr/keep-healthy"))
-		assert.Empty(t, keysOnBranch(t, remote, "acr/keep-healthy"))
+		assert.Empty(t, gittest.Keys(t, remote, "acr/keep-healthy"))
 	})
 }
 
@@ -245,7 +206,7 @@ func TestRecoveryFindsTheEffectByItsKey(t *testing.T) {
 	} {
 		for _, sameHost := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/same-host=%v", tc.stage, sameHost), func(t *testing.T) {
-				remote := bareRemote(t, map[string]string{"README.md": "teh\n"})
+				remote := gittest.BareRemote(t, "", map[string]string{"README.md": "teh\n"})
 				dir := t.TempDir()
 				r := open(t, dir, remote)
 				head, err := r.Sync(ctx)
@@ -264,7 +225,7 @@ func TestRecoveryFindsTheEffectByItsKey(t *testing.T) {
 				res, err := r2.Apply(ctx, e, replace("README.md", "teh", "the"))
 				require.NoError(t, err)
 				assert.Equal(t, tc.want, res.Status)
-				assert.Equal(t, map[string]int{"idem:k": 1}, keysOnBranch(t, remote, "acr/keep-healthy"), "exactly once")
+				assert.Equal(t, map[string]int{"idem:k": 1}, gittest.Keys(t, remote, "acr/keep-healthy"), "exactly once")
 				assert.Equal(t, res.Commit.Commit, sh(t, remote, "rev-parse", "refs/heads/acr/keep-healthy"))
 				assert.Equal(t, "the", sh(t, remote, "show", "refs/heads/acr/keep-healthy:README.md"))
 			})
@@ -274,7 +235,7 @@ func TestRecoveryFindsTheEffectByItsKey(t *testing.T) {
 
 func TestACommandCutShortIsDiscarded(t *testing.T) {
 	ctx := context.Background()
-	remote := bareRemote(t, map[string]string{"a.txt": "1\n", "b.txt": "1\n"})
+	remote := gittest.BareRemote(t, "", map[string]string{"a.txt": "1\n", "b.txt": "1\n"})
 	r := open(t, t.TempDir(), remote)
 	head, err := r.Sync(ctx)
 	require.NoError(t, err)
@@ -288,7 +249,7 @@ func TestACommandCutShortIsDiscarded(t *testing.T) {
 			panic(errKilled)
 		})
 	}()
-	assert.Empty(t, keysOnBranch(t, remote, "acr/keep-healthy"))
+	assert.Empty(t, gittest.Keys(t, remote, "acr/keep-healthy"))
 	both := func(_ context.Context, dir string) error {
 		for _, n := range []string{"a.txt", "b.txt"} {
 			if err := os.WriteFile(filepath.Join(dir, n), []byte("2\n"), 0o644); err != nil {
@@ -301,12 +262,12 @@ func TestACommandCutShortIsDiscarded(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, gitworld.Pushed, res.Status)
 	assert.Equal(t, []string{"a.txt", "b.txt"}, res.Changed, "the interrupted work tree was discarded")
-	assert.Equal(t, map[string]int{"idem:k": 1}, keysOnBranch(t, remote, "acr/keep-healthy"))
+	assert.Equal(t, map[string]int{"idem:k": 1}, gittest.Keys(t, remote, "acr/keep-healthy"))
 }
 
 func TestAChangeThatFailsCommitsNothing(t *testing.T) {
 	ctx := context.Background()
-	remote := bareRemote(t, map[string]string{"a.txt": "1\n"})
+	remote := gittest.BareRemote(t, "", map[string]string{"a.txt": "1\n"})
 	r := open(t, t.TempDir(), remote)
 	head, err := r.Sync(ctx)
 	require.NoError(t, err)
@@ -327,7 +288,7 @@ func TestEffectsExactlyOnceUnderKills(t *testing.T) {
 	for i := range n {
 		files[fmt.Sprintf("item%02d.txt", i)] = "todo\n"
 	}
-	remote := bareRemote(t, files)
+	remote := gittest.BareRemote(t, "", files)
 	hosts := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	rng := rand.New(rand.NewPCG(35, 1))
 	stages := []string{gitworld.StageAfterCommit, gitworld.StageAfterPush, ""}
@@ -352,7 +313,7 @@ func TestEffectsExactlyOnceUnderKills(t *testing.T) {
 		}
 	}
 	require.Positive(t, kills, "the seed must kill some attempts")
-	keys := keysOnBranch(t, remote, "acr/keep-healthy")
+	keys := gittest.Keys(t, remote, "acr/keep-healthy")
 	require.Len(t, keys, n)
 	for k, c := range keys {
 		assert.Equal(t, 1, c, "key %s", k)
@@ -364,9 +325,7 @@ func TestEffectsExactlyOnceUnderKills(t *testing.T) {
 }
 
 func TestOpenRefusesAMissingRemote(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	gittest.Need(t)
 	r := open(t, t.TempDir(), filepath.Join(t.TempDir(), "nothing.git"))
 	_, err := r.Sync(context.Background())
 	require.ErrorIs(t, err, gitworld.ErrGit)
@@ -374,7 +333,7 @@ func TestOpenRefusesAMissingRemote(t *testing.T) {
 
 func TestHooksDoNotRun(t *testing.T) {
 	ctx := context.Background()
-	remote := bareRemote(t, map[string]string{"a.txt": "1\n"})
+	remote := gittest.BareRemote(t, "", map[string]string{"a.txt": "1\n"})
 	dir := t.TempDir()
 	r := open(t, dir, remote)
 	head, err := r.Sync(ctx)
@@ -392,7 +351,7 @@ func TestHooksDoNotRun(t *testing.T) {
 
 func TestAChangeOutsideItsTouchesIsRefused(t *testing.T) {
 	ctx := context.Background()
-	remote := bareRemote(t, map[string]string{"main.go": "package main\n", "README.md": "x\n"})
+	remote := gittest.BareRemote(t, "", map[string]string{"main.go": "package main\n", "README.md": "x\n"})
 	r := open(t, t.TempDir(), remote)
 	head, err := r.Sync(ctx)
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acr-project/acr/internal/gitworld"
+	"github.com/acr-project/acr/internal/gitworld/gittest"
 )
 
 // TestTryShowsTheDiffAndWritesNothing: a change tried on a clone (given
@@ -20,7 +21,7 @@ import (
 // returned as an error, and no throwaway clone remains either way.
 func TestTryShowsTheDiffAndWritesNothing(t *testing.T) {
 	ctx := context.Background()
-	remote := bareRemote(t, map[string]string{"README.md": "teh project\nsecond line\n"})
+	remote := gittest.BareRemote(t, "", map[string]string{"README.md": "teh project\nsecond line\n"})
 	base := t.TempDir()
 	cloneDir := filepath.Join(base, "clone")
 	head, err := open(t, cloneDir, remote).Sync(ctx)

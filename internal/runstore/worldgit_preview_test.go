@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acr-project/acr/internal/gitworld/gittest"
 	"github.com/acr-project/acr/internal/sandbox"
 	"github.com/acr-project/acr/internal/world"
 )
@@ -17,7 +18,7 @@ import (
 // the branch head, the clone's work tree and refs, and the remote are as
 // they were afterwards.
 func TestGitWorldPreviewShowsACommandsDiff(t *testing.T) {
-	remote := gitRemote(t, map[string]string{"queue.txt": "d\n", "lower.txt": "aXb\nkeep\n"})
+	remote := gittest.BareRemote(t, "", map[string]string{"queue.txt": "d\n", "lower.txt": "aXb\nkeep\n"})
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	in := gitInputs(t, remote, "acr/preview")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acr-project/acr/internal/gitworld"
+	"github.com/acr-project/acr/internal/gitworld/gittest"
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/storage"
 	"github.com/acr-project/acr/internal/world"
@@ -22,31 +22,7 @@ import (
 // gitSh runs git for a test's own setup and inspection.
 func gitSh(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "git %v: %s", args, out)
-	return strings.TrimSpace(string(out))
-}
-
-// gitRemote makes a bare repository whose main branch holds files.
-func gitRemote(t *testing.T, files map[string]string) string {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	gitSh(t, t.TempDir(), "init", "-q", "--bare", remote)
-	seed := t.TempDir()
-	gitSh(t, seed, "init", "-q")
-	for name, text := range files {
-		require.NoError(t, os.WriteFile(filepath.Join(seed, name), []byte(text), 0o644))
-	}
-	gitSh(t, seed, "add", "-A")
-	gitSh(t, seed, "commit", "-q", "-m", "seed")
-	gitSh(t, seed, "push", "-q", remote, "HEAD:refs/heads/main")
-	return remote
+	return strings.TrimSpace(gittest.Run(t, dir, args...))
 }
 
 // gitInputs is a run on branch of remote that drains queue.txt (n items,
@@ -99,18 +75,6 @@ func gitOptions(t *testing.T) Options {
 	return opt
 }
 
-// branchKeys counts the idempotency keys on the remote's branch.
-func branchKeys(t *testing.T, remote, branch string) map[string]int {
-	t.Helper()
-	n := map[string]int{}
-	for _, line := range strings.Split(gitSh(t, remote, "log", "--format=%(trailers:key=Acr-Idempotency-Key,valueonly)", "refs/heads/"+branch), "\n") {
-		if line = strings.TrimSpace(line); line != "" {
-			n[line]++
-		}
-	}
-	return n
-}
-
 // errGitKill stands for a kill -9 at a failpoint.
 var errGitKill = errors.New("killed")
 
@@ -122,7 +86,7 @@ var errGitKill = errors.New("killed")
 func TestRemoteGitWorlds(t *testing.T) {
 	rs := startStore(t)
 	const items = 3
-	remote := gitRemote(t, map[string]string{"queue.txt": strings.Repeat("p\n", items), "lower.txt": "aXb\n"})
+	remote := gittest.BareRemote(t, "", map[string]string{"queue.txt": strings.Repeat("p\n", items), "lower.txt": "aXb\n"})
 	base := gitSh(t, remote, "rev-parse", "refs/heads/main")
 	hosts := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	const runs = 4
@@ -172,7 +136,7 @@ func TestRemoteGitWorlds(t *testing.T) {
 	require.Equal(t, 2, killed, "both kills happened")
 	for i := range runs {
 		id, branch := fmt.Sprintf("run:git-%d", i), fmt.Sprintf("acr/run-%d", i)
-		keys := branchKeys(t, remote, branch)
+		keys := gittest.Keys(t, remote, branch)
 		assert.Len(t, keys, items+1, "run %d: one commit per effect", i)
 		for k, n := range keys {
 			assert.Equal(t, 1, n, "run %d: key %s", i, k)
@@ -204,7 +168,7 @@ func TestRemoteGitWorlds(t *testing.T) {
 // refused (stale, nothing written to the branch), the next cycle observes
 // the new head and carries the fix out on top of it, once.
 func TestGitWorldMovedBranchIsObservedAgain(t *testing.T) {
-	remote := gitRemote(t, map[string]string{"queue.txt": "p\n", "lower.txt": "ab\n"})
+	remote := gittest.BareRemote(t, "", map[string]string{"queue.txt": "p\n", "lower.txt": "ab\n"})
 	in := gitInputs(t, remote, "acr/moved")
 	dir := t.TempDir()
 	_, err := Init(t.Context(), dir, in, "run:moved", false, gitOptions(t))
@@ -248,14 +212,14 @@ func TestGitWorldMovedBranchIsObservedAgain(t *testing.T) {
 	assert.Equal(t, "d", gitSh(t, remote, "show", "refs/heads/acr/moved:queue.txt"))
 	assert.Equal(t, []string{"acr: apply_local_patch queue.txt", "someone else", "seed"},
 		strings.Split(gitSh(t, remote, "log", "--format=%s", "refs/heads/acr/moved"), "\n"), "the fix on top of the other commit, once")
-	assert.Len(t, branchKeys(t, remote, "acr/moved"), 1)
+	assert.Len(t, gittest.Keys(t, remote, "acr/moved"), 1)
 }
 
 // TestGitWorldUnreachableRemoteIsAProviderFailure: a remote that cannot
 // be reached gives no observation: the cycle does not happen, the failure
 // is counted, and nothing is written to the branch.
 func TestGitWorldUnreachableRemoteIsAProviderFailure(t *testing.T) {
-	remote := gitRemote(t, map[string]string{"queue.txt": "p\n", "lower.txt": "ab\n"})
+	remote := gittest.BareRemote(t, "", map[string]string{"queue.txt": "p\n", "lower.txt": "ab\n"})
 	dir := t.TempDir()
 	_, err := Init(t.Context(), dir, gitInputs(t, remote, "acr/gone"), "run:gone", false, gitOptions(t))
 	require.NoError(t, err)
@@ -273,5 +237,5 @@ func TestGitWorldUnreachableRemoteIsAProviderFailure(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, rep.CyclesExecuted, "back once the remote answers")
 	require.NoError(t, r.Close())
-	assert.Len(t, branchKeys(t, remote, "acr/gone"), 1)
+	assert.Len(t, gittest.Keys(t, remote, "acr/gone"), 1)
 }
