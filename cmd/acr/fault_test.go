@@ -358,6 +358,14 @@ func (f *fleet) count() {
 			}
 		}
 		done()
+		twice := 0
+		for _, n := range keys {
+			if n > 1 {
+				twice++
+			}
+		}
+		f.t.Logf("count %s: %d effects in the world, %d committed records, %d items, %d keys committed more than once",
+			id, strings.Count(string(files["queue.txt"]), "d\n"), len(keys), f.items, twice)
 		assert.Len(f.t, keys, f.items, "%s: committed records", id)
 		for k, n := range keys {
 			assert.Equal(f.t, 1, n, "%s: idempotency key %s committed %d times", id, k, n)
