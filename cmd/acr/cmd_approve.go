@@ -128,12 +128,23 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 		}
 		return err
 	}
+	// Show the change before anything is recorded; a person at a terminal
+	// confirms an approval of it. An approval of a git world's command
+	// fix binds to the tree its trial produced (signed with it): the
+	// effect commits exactly that tree on the head it was tried on, or
+	// nothing.
+	change, trial, perr := a.preview(ctx, rs.State, p)
+	if ap.Verdict == state.VerdictApprove && trial != nil {
+		ap.Trial = trial
+	}
+	if ap.Verdict == state.VerdictApprove && ap.Trial == nil && gitCommand(rs.State, p) {
+		// Nothing a person did not see is committed: without a trial
+		// there is no tree to bind the approval to.
+		return dataf("%s cannot be approved unseen: its change could not be tried on this host (%v); run acr approve where the run's clone is", p.Ref, perr)
+	}
 	if done, err := a.sign(opts.signOptions, run.RunID, &rs.State.Contract, ap, ap.By); err != nil || done {
 		return err
 	}
-	// Show the change before anything is recorded; a person at a terminal
-	// confirms an approval of it.
-	change, perr := a.preview(ctx, rs.State, p)
 	if p.Incident() && !a.cfg.JSON {
 		a.printf("uncertain effect (cycle %d, idempotency key %s); approving runs it again (acr resolve %s --ran records it as done instead):\n%s",
 			p.CycleSeq, p.Key, p.Ref, indentLines(evidenceText(p), "  ", 0))
@@ -159,10 +170,16 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 	if perr == nil {
 		out["change"] = change
 	}
+	if ap.Trial != nil {
+		out["approved_tree"], out["approved_head"] = ap.Trial.Tree, ap.Trial.Head
+	}
 	if p.Incident() {
 		out["idempotency_key"], out["evidence"] = p.Key, p.Evidence
 	}
 	text := fmt.Sprintf("queued %s of %s %s (%s, requested in cycle %d)\n", ap.Verdict, p.Operation, p.Target, p.Ref, p.CycleSeq)
+	if ap.Trial != nil {
+		text += fmt.Sprintf("bound to the tree %s on %s: exactly that tree is committed, or nothing\n", ap.Trial.Tree, ap.Trial.Head)
+	}
 	if prev != nil {
 		out["replaces"] = prev.ID
 		text = fmt.Sprintf("replaced the queued %s (%s) with %s of %s %s (%s, requested in cycle %d)\n",

@@ -1,7 +1,9 @@
 package runstore
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -38,21 +40,34 @@ func TestGitWorldPreviewShowsACommandsDiff(t *testing.T) {
 	before := snapshot()
 	head := gitSh(t, remote, "rev-parse", "refs/heads/acr/preview")
 
+	// The tree the sed fix gives on the head, made by hand: the trial
+	// must name it, since an approval binds to it.
+	scratch := t.TempDir()
+	gitSh(t, scratch, "clone", "-q", "--branch", "acr/preview", remote, ".")
+	gitSh(t, scratch, "config", "core.autocrlf", "false")
+	require.NoError(t, os.WriteFile(filepath.Join(scratch, "lower.txt"), []byte("axb\nkeep\n"), 0o644))
+	gitSh(t, scratch, "add", "-A")
+	fixed := gitSh(t, scratch, "write-tree")
+	headTree := gitSh(t, remote, "rev-parse", "refs/heads/acr/preview^{tree}")
+
 	for _, tc := range []struct {
 		name    string
 		argv    []string
 		want    []string
 		wantNot []string
+		// tree is the tree the trial must name ("": not checked).
+		tree    string
+		changed []string
 	}{
 		{name: "diff", argv: []string{"sed", "-i", "s/X/x/g", "lower.txt"},
 			want: []string{"runs      sed -i s/X/x/g lower.txt", "tried     on " + head[:12], "changes   lower.txt",
 				"--- a/lower.txt", "+++ b/lower.txt", "-aXb", "+axb", " keep"},
-			wantNot: []string{"would be refused", "would fail"}},
+			wantNot: []string{"would be refused", "would fail"}, tree: fixed, changed: []string{"lower.txt"}},
 		{name: "outside touches", argv: []string{"sh", "-c", "sed -i s/X/x/g lower.txt && printf 'new\\n' > other.txt"},
 			want: []string{"changes   lower.txt, other.txt", "would be refused: outside touches: other.txt", "+++ b/other.txt", "+new"}},
 		{name: "fails", argv: []string{"sh", "-c", "echo boom >&2; exit 3"},
 			want: []string{"would fail: exit 3", "its output:", "  boom", "nothing would be committed"}, wantNot: []string{"changes   "}},
-		{name: "no change", argv: []string{"true"}, want: []string{"changes   nothing (exit 0)"}},
+		{name: "no change", argv: []string{"true"}, want: []string{"changes   nothing (exit 0)"}, tree: headTree},
 		{name: "cannot start", argv: []string{"no-such-program-acr"}, want: []string{"would fail: could not be started"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,8 +83,18 @@ func TestGitWorldPreviewShowsACommandsDiff(t *testing.T) {
 			c.Fixes = []world.Fix{c.Fixes[0]}
 			c.Fixes[0].Argv = tc.argv
 			act := world.CommandAction(c.ID, c.Fixes[0])
-			text, err := dirRun{dir: dir}.Preview(t.Context(), spec, act, gitOptions(t).Environ)
+			text, trial, err := dirRun{dir: dir}.Preview(t.Context(), spec, act, gitOptions(t).Environ)
 			require.NoError(t, err)
+			require.NotNil(t, trial, "a command's trial is returned, for the approval to bind to")
+			assert.Equal(t, head, trial.Head)
+			assert.True(t, trial.Valid())
+			if tc.tree != "" {
+				assert.Equal(t, tc.tree, trial.Tree)
+				assert.Equal(t, tc.changed, trial.Changed)
+			}
+			if len(trial.Changed) > 0 && !strings.Contains(text, "would") {
+				assert.Contains(t, text, "tree      "+trial.Tree+": an approval binds to it")
+			}
 			for _, w := range tc.want {
 				assert.Contains(t, text, w)
 			}
@@ -86,7 +111,7 @@ func TestGitWorldPreviewShowsACommandsDiff(t *testing.T) {
 
 	// A command the environment does not declare in this form is not run.
 	act := world.CommandAction("lower", world.Fix{ID: "lower", Operation: world.OpRunCommand, Argv: []string{"sh", "-c", "touch pwned"}, Touches: []string{"lower.txt"}})
-	_, err = dirRun{dir: dir}.Preview(t.Context(), in.Spec, act, gitOptions(t).Environ)
+	_, _, err = dirRun{dir: dir}.Preview(t.Context(), in.Spec, act, gitOptions(t).Environ)
 	require.Error(t, err)
 	assert.Equal(t, before, snapshot())
 }
