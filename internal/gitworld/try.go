@@ -22,6 +22,28 @@ func Attach(dir string, spec world.GitSpec, env []string) (*Repo, error) {
 	return &Repo{spec: spec, dir: dir, env: gitEnv(env)}, nil
 }
 
+// Peek makes a clone in dir of the run's branch as the remote holds it
+// now, for a host that keeps no clone of the world and only looks (a
+// preview). Unlike Fetch it writes nothing to the remote: a branch that
+// does not exist yet is an error, not created.
+func Peek(ctx context.Context, dir string, spec world.GitSpec, env []string) (*Repo, error) {
+	r, err := Open(ctx, dir, spec, env)
+	if err != nil {
+		return nil, err
+	}
+	_, branch, err := r.remoteHeads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if branch == "" {
+		return nil, fmt.Errorf("%w: the remote %s has no branch %s yet (the run's first observation makes it)", ErrGit, spec.Remote, spec.Branch)
+	}
+	if _, err := r.git(ctx, "fetch", "-q", "--no-tags", "origin", "+refs/heads/"+spec.Branch+":"+tracking(spec.Branch)); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // Trial is what a change did when tried in a throwaway work tree: the
 // head it was tried on, the tree it produced (the head's own when it
 // changed nothing), the paths it made differ from that head (sorted) and

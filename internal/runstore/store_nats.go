@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 
 	"github.com/acr-project/acr/internal/archive"
@@ -137,8 +138,13 @@ func (r natsRun) Preview(ctx context.Context, spec world.Spec, action world.Acti
 		// The store holds nothing of a git world: this host's clone
 		// shows the change, as of its last fetch.
 		w, err := sandbox.OpenReadOnly(r.m.WorldDir, spec)
+		if errors.Is(err, fs.ErrNotExist) {
+			// This host has no clone yet: the branch is fetched for the
+			// preview alone.
+			return previewGitFresh(ctx, spec, action, environ)
+		}
 		if err != nil {
-			return "", nil, fmt.Errorf("preview: this host has no clone of %s yet (a host that runs the run makes one): %w", spec.Git.Describe(), err)
+			return "", nil, fmt.Errorf("preview: this host's clone of %s yet (a host that runs the run makes one): %w", spec.Git.Describe(), err)
 		}
 		defer w.Close()
 		return previewGit(ctx, w, spec, action, environ)

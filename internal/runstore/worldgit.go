@@ -242,6 +242,32 @@ func (g *gitWorld) Commit(ctx context.Context, key string, a world.Action, in wo
 
 func short(commit string) string { return commit[:min(12, len(commit))] }
 
+// previewGitFresh is previewGit on a host that keeps no clone of the
+// run's world (a host that never ran the run, on a nats:// store): the
+// branch is fetched, as the remote holds it now, into a temporary
+// directory removed before it returns. Nothing is written to the remote
+// or to this host's state directory.
+func previewGitFresh(ctx context.Context, spec world.Spec, a world.Action, environ func(string) (string, bool)) (text string, trial *world.GitTrial, err error) {
+	tmp, err := os.MkdirTemp("", "acr-preview-")
+	if err != nil {
+		return "", nil, fmt.Errorf("preview %s: %w", a.Describe(), err)
+	}
+	defer func() {
+		if rerr := os.RemoveAll(tmp); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("preview: remove the temporary clone: %w", rerr))
+		}
+	}()
+	if _, err := gitworld.Peek(ctx, filepath.Join(tmp, filepath.FromSlash(sandbox.WorldDir)), *spec.Git, gitEnviron(spec, environ)); err != nil {
+		return "", nil, fmt.Errorf("preview %s: this host has no clone of %s, and fetching one failed: %w", a.Describe(), spec.Git.Describe(), err)
+	}
+	w, err := sandbox.OpenReadOnly(tmp, spec)
+	if err != nil {
+		return "", nil, err
+	}
+	defer w.Close()
+	return previewGit(ctx, w, spec, a, environ)
+}
+
 // previewExcerptLines bounds the output a failed trial shows.
 const previewExcerptLines = 20
 

@@ -115,3 +115,67 @@ func TestGitWorldPreviewShowsACommandsDiff(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, before, snapshot())
 }
+
+// TestNATSGitPreview: on a nats:// store the preview of a git world's
+// command fix is tried on the host's own clone, or, on a host that keeps
+// none (it never ran the run), on a clone fetched for the preview alone
+// and removed afterwards; both show the same diff and name the same head
+// and tree, the remote and the first host's clone are left as they were,
+// and the second host's state directory gets no clone.
+func TestNATSGitPreview(t *testing.T) {
+	rs := startStore(t)
+	remote := gittest.BareRemote(t, "", map[string]string{"queue.txt": "d\n", "lower.txt": "aXb\nkeep\n"})
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	const id = "run:nats-preview"
+	in := gitInputs(t, remote, "acr/nats-preview")
+	hostA, hostB := t.TempDir(), t.TempDir()
+	a := rs.on(t, hostA, id)
+	_, err := a.Init(t.Context(), in, gitOptions(t))
+	require.NoError(t, err)
+	head := gitSh(t, remote, "rev-parse", "refs/heads/acr/nats-preview")
+	headTree := gitSh(t, remote, "rev-parse", "refs/heads/acr/nats-preview^{tree}")
+	scratch := t.TempDir()
+	gitSh(t, scratch, "clone", "-q", "--branch", "acr/nats-preview", remote, ".")
+	require.NoError(t, os.WriteFile(filepath.Join(scratch, "lower.txt"), []byte("axb\nkeep\n"), 0o644))
+	gitSh(t, scratch, "add", "-A")
+	fixed := gitSh(t, scratch, "write-tree")
+	require.NotEqual(t, headTree, fixed)
+
+	var act world.Action
+	for _, c := range in.Spec.Checks {
+		if c.ID == "lower" {
+			act = world.CommandAction(c.ID, c.Fixes[0])
+		}
+	}
+	require.NotEmpty(t, act.Argv)
+	cloneA := filepath.Join(a.WorldDir, filepath.FromSlash(sandbox.WorldDir))
+	snapshot := func() []string {
+		return []string{gitSh(t, remote, "show-ref"), gitSh(t, cloneA, "show-ref"), gitSh(t, cloneA, "rev-parse", "HEAD"),
+			gitSh(t, cloneA, "status", "--porcelain", "--ignored")}
+	}
+	before := snapshot()
+
+	var texts []string
+	for _, host := range []string{hostA, hostB} {
+		text, trial, err := natsRun{m: rs.on(t, host, id), ctx: t.Context()}.Preview(t.Context(), in.Spec, act, gitOptions(t).Environ)
+		require.NoError(t, err, "host %s", host)
+		require.NotNil(t, trial)
+		assert.Equal(t, world.GitTrial{Head: head, Tree: fixed, Changed: []string{"lower.txt"}}, *trial)
+		assert.Contains(t, text, "tried     on "+head[:12])
+		assert.Contains(t, text, "-aXb\n+axb\n keep\n")
+		assert.Contains(t, text, "tree      "+fixed+": an approval binds to it")
+		texts = append(texts, text)
+		assert.Equal(t, before, snapshot(), "the preview wrote nothing")
+		left, err := os.ReadDir(tmp)
+		require.NoError(t, err)
+		assert.Empty(t, left, "no temporary clone is left")
+	}
+	assert.Equal(t, texts[0], texts[1])
+	_, err = os.Stat(filepath.Join(rs.on(t, hostB, id).WorldDir, filepath.FromSlash(sandbox.WorldDir)))
+	assert.ErrorIs(t, err, os.ErrNotExist, "the host that never ran the run keeps no clone")
+	r, err := rs.s.Run(t.Context(), id)
+	require.NoError(t, err)
+	_, err = r.World().Load()
+	assert.ErrorContains(t, err, "the store holds no world for the run", "the store holds nothing of a git world")
+}
