@@ -21,8 +21,9 @@ import (
 // are drained by real acr worker processes (--once) on three hosts, each
 // with a state directory of its own; one worker is killed (SIGKILL, by
 // the git-after-push failpoint) with the effect on the branch and not in
-// the ledger. Every branch ends with one commit per effect (3 patches and
-// a command), no key twice, and every ledger verifies.
+// the ledger. Every branch ends with one commit per effect (eleven
+// patches and a command: the issue's twelve), no key twice, and every
+// ledger verifies.
 func TestGitWorkersOnThreeHosts(t *testing.T) {
 	t.Parallel()
 	for _, p := range []string{"git", "sh", "sed"} {
@@ -38,7 +39,8 @@ func TestGitWorkersOnThreeHosts(t *testing.T) {
 	store := srv.ClientURL() + "/" + prefix
 	base := t.TempDir()
 	remote := filepath.Join(base, "remote.git")
-	gittest.BareRemote(t, remote, map[string]string{"queue.txt": "p\np\np\n", "lower.txt": "aXb\n"})
+	const patches, effects = 11, 12
+	gittest.BareRemote(t, remote, map[string]string{"queue.txt": strings.Repeat("p\n", patches), "lower.txt": "aXb\n"})
 	mainHead := git(t, remote, "rev-parse", "refs/heads/main")
 	docs := map[string]string{
 		"goal.json": `{"schema": "acr.goal/v0.1", "id": "queue", "mission": "drain the queue", "success": {"all_checks_pass": true}}`,
@@ -88,7 +90,7 @@ func TestGitWorkersOnThreeHosts(t *testing.T) {
 	}
 	done := func() bool {
 		for i := range runs {
-			if len(strings.Fields(git(t, remote, "log", "--format=%(trailers:key=Acr-Idempotency-Key,valueonly)", fmt.Sprintf("refs/heads/acr/run-%d", i)))) < 4 {
+			if len(strings.Fields(git(t, remote, "log", "--format=%(trailers:key=Acr-Idempotency-Key,valueonly)", fmt.Sprintf("refs/heads/acr/run-%d", i)))) < effects {
 				return false
 			}
 		}
@@ -97,16 +99,16 @@ func TestGitWorkersOnThreeHosts(t *testing.T) {
 	hosts := []string{filepath.Join(base, "host-0"), filepath.Join(base, "host-1"), filepath.Join(base, "host-2")}
 	killed := 0
 	for pass := 0; !done(); pass++ {
-		require.Less(t, pass, 30, "the runs did not settle")
+		require.Less(t, pass, 60, "the runs did not settle")
 		host := hosts[pass%len(hosts)]
 		if pass == 1 {
-			out, err := acr(host, []string{"ACR_FAILPOINT=" + gitworld.StageAfterPush}, "worker", "--once", "--max-cycles", "2").CombinedOutput()
+			out, err := acr(host, []string{"ACR_FAILPOINT=" + gitworld.StageAfterPush}, "worker", "--once", "--max-cycles", "4").CombinedOutput()
 			require.True(t, killedBySIGKILL(err), "the worker was to be killed after a push: %v\n%s", err, out)
 			killed++
 			purge()
 			continue
 		}
-		must(host, "worker", "--once", "--max-cycles", "2")
+		must(host, "worker", "--once", "--max-cycles", "4")
 	}
 	require.Equal(t, 1, killed)
 	for i := range runs {
@@ -117,8 +119,8 @@ func TestGitWorkersOnThreeHosts(t *testing.T) {
 			assert.False(t, seen[k], "run %d: key %s twice", i, k)
 			seen[k] = true
 		}
-		assert.Len(t, keys, 4, "run %d: one commit per effect", i)
-		assert.Equal(t, "d\nd\nd\n", git(t, remote, "show", branch+":queue.txt"))
+		assert.Len(t, keys, effects, "run %d: one commit per effect", i)
+		assert.Equal(t, strings.Repeat("d\n", patches), git(t, remote, "show", branch+":queue.txt"))
 		assert.Equal(t, "axb\n", git(t, remote, "show", branch+":lower.txt"))
 		out := must(hosts[i%len(hosts)], "--run-id", fmt.Sprintf("run:g%d", i), "ledger", "verify")
 		assert.Contains(t, out, "ledger ok")

@@ -164,6 +164,14 @@ func (r *Repo) remoteHeads(ctx context.Context) (base, branch string, err error)
 // first when it does not exist (the only write acr makes there besides
 // effects; base itself is never written), and returns its head.
 func (r *Repo) Fetch(ctx context.Context) (Head, error) {
+	// The branch exists on every observation but the run's first, so it
+	// is fetched straight away: one conversation with the remote instead
+	// of two (an ls-remote first would cost a second ssh connection an
+	// observation on a real remote). Only a failed fetch asks the remote
+	// where the branches are.
+	if err := r.fetch(ctx, r.spec.Branch); err == nil {
+		return r.head(ctx, tracking(r.spec.Branch))
+	}
 	base, branch, err := r.remoteHeads(ctx)
 	if err != nil {
 		return Head{}, err
@@ -172,7 +180,7 @@ func (r *Repo) Fetch(ctx context.Context) (Head, error) {
 		if base == "" {
 			return Head{}, fmt.Errorf("%w: the remote %s has neither branch %s nor its base %s", ErrGit, r.spec.Remote, r.spec.Branch, r.spec.Base)
 		}
-		if _, err := r.git(ctx, "fetch", "-q", "--no-tags", "origin", "+refs/heads/"+r.spec.Base+":"+tracking(r.spec.Base)); err != nil {
+		if err := r.fetch(ctx, r.spec.Base); err != nil {
 			return Head{}, err
 		}
 		// Created only if still absent (an empty lease): two hosts that
@@ -182,10 +190,20 @@ func (r *Repo) Fetch(ctx context.Context) (Head, error) {
 			return Head{}, fmt.Errorf("create the branch %s from %s: %w", r.spec.Branch, r.spec.Base, err)
 		}
 	}
-	if _, err := r.git(ctx, "fetch", "-q", "--no-tags", "origin", "+refs/heads/"+r.spec.Branch+":"+tracking(r.spec.Branch)); err != nil {
+	// The branch is there now (made above, or by another host since the
+	// first fetch, which may also have failed for a passing reason): a
+	// second failure is the error.
+	if err := r.fetch(ctx, r.spec.Branch); err != nil {
 		return Head{}, err
 	}
 	return r.head(ctx, tracking(r.spec.Branch))
+}
+
+// fetch brings one branch of the remote into its tracking ref, forced:
+// the remote is the truth, even when someone rewrote the branch.
+func (r *Repo) fetch(ctx context.Context, branch string) error {
+	_, err := r.git(ctx, "fetch", "-q", "--no-tags", "origin", "+refs/heads/"+branch+":"+tracking(branch))
+	return err
 }
 
 // head resolves a revision to its commit and tree.
