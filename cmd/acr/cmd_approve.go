@@ -42,7 +42,15 @@ Before it records anything it shows the change: a unified diff of the
 target from the world as it is now (or, for a command, the exact command
 line, what it may change and its time limit). At a terminal it then asks
 for confirmation; --yes skips the question. Without a terminal on stdin
-(cron, scripts) nothing is asked.`
+(cron, scripts) nothing is asked.
+
+In a git world a command fix is tried first, in a throwaway clone at the
+branch head, and the approval binds to what the trial produced: the head,
+the tree and the changed paths go with the answer (and into its
+signature). The effect then commits exactly that tree on that head, or
+nothing: if the branch moved or the command gives other files, nothing is
+pushed and the fix waits for approval again. A fix that cannot be tried
+here cannot be approved (exit 65).`
 	if verb == "deny" {
 		short = "Deny a pending action request"
 		long = `Deny the pending action request REF. The next cycle records the refusal and
