@@ -179,3 +179,71 @@ func TestNATSGitPreview(t *testing.T) {
 	_, err = r.World().Load()
 	assert.ErrorContains(t, err, "the store holds no world for the run", "the store holds nothing of a git world")
 }
+
+// TestGitWorldCommitsOnlyTheApprovedTree: the git world carries out a
+// command fix whose intent carries an approved trial only on the trial's
+// head, and commits only the trial's tree: the tree the preview named is
+// committed on that head; an approval of another head (the branch moved
+// since) or of another tree (the command gives other files) pushes
+// nothing and gives a stale outcome that says why.
+func TestGitWorldCommitsOnlyTheApprovedTree(t *testing.T) {
+	ctx := t.Context()
+	remote := gittest.BareRemote(t, "", map[string]string{"queue.txt": "d\n", "lower.txt": "aXb\nkeep\n"})
+	in := gitInputs(t, remote, "acr/bound")
+	dir := t.TempDir()
+	_, err := Init(ctx, dir, in, "run:bound", false, gitOptions(t))
+	require.NoError(t, err)
+	var act world.Action
+	for _, c := range in.Spec.Checks {
+		if c.ID == "lower" {
+			act = world.CommandAction(c.ID, c.Fixes[0])
+		}
+	}
+	_, trial, err := dirRun{dir: dir}.Preview(ctx, in.Spec, act, gitOptions(t).Environ)
+	require.NoError(t, err)
+	require.NotNil(t, trial)
+	branch := func() string { return gitSh(t, remote, "rev-parse", "refs/heads/acr/bound") }
+
+	r, err := Open(ctx, dir, gitOptions(t))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, r.Close()) }()
+	w := r.Driver.World
+	commit := func(key string, approved world.GitTrial) world.Outcome {
+		t.Helper()
+		_, err := w.Observe(ctx)
+		require.NoError(t, err)
+		intent, prior, err := w.Prepare(ctx, key, act)
+		require.NoError(t, err)
+		require.Nil(t, prior)
+		require.NotNil(t, intent.Git)
+		intent.RunID, intent.CycleSeq, intent.Approved = "run:bound", 7, &approved
+		out, _, err := w.Commit(ctx, key, act, intent)
+		require.NoError(t, err)
+		return out
+	}
+
+	// Another tree than the one approved: nothing pushed.
+	before := branch()
+	other := *trial
+	other.Tree = strings.Repeat("3", len(trial.Tree))
+	out := commit("idem:sha256:"+strings.Repeat("a", 64), other)
+	assert.Equal(t, world.OutcomeStale, out.Status)
+	assert.Equal(t, "the tree differs from the approved tree "+other.Tree+" (the command produced "+trial.Tree+"); nothing pushed", out.Detail)
+	assert.Equal(t, before, branch())
+
+	// Approved on another head than the branch's now: nothing carried out.
+	other = *trial
+	other.Head = strings.Repeat("4", len(trial.Head))
+	out = commit("idem:sha256:"+strings.Repeat("b", 64), other)
+	assert.Equal(t, world.OutcomeStale, out.Status)
+	assert.Contains(t, out.Detail, "not at "+other.Head[:12]+" where the approved tree "+trial.Tree+" was tried; nothing pushed")
+	assert.Equal(t, before, branch())
+	assert.Empty(t, gittest.Keys(t, remote, "acr/bound"))
+
+	// The tree the preview named, on its head: committed, exactly.
+	out = commit("idem:sha256:"+strings.Repeat("c", 64), *trial)
+	assert.Equal(t, world.OutcomeCommitted, out.Status)
+	assert.Equal(t, trial.Tree, gitSh(t, remote, "rev-parse", "refs/heads/acr/bound^{tree}"))
+	assert.Equal(t, trial.Head, gitSh(t, remote, "rev-parse", "refs/heads/acr/bound^"))
+	assert.Equal(t, map[string]int{"idem:sha256:" + strings.Repeat("c", 64): 1}, gittest.Keys(t, remote, "acr/bound"))
+}
