@@ -42,7 +42,15 @@ Before it records anything it shows the change: a unified diff of the
 target from the world as it is now (or, for a command, the exact command
 line, what it may change and its time limit). At a terminal it then asks
 for confirmation; --yes skips the question. Without a terminal on stdin
-(cron, scripts) nothing is asked.`
+(cron, scripts) nothing is asked.
+
+In a git world a command fix is tried first, in a throwaway clone at the
+branch head, and the approval binds to what the trial produced: the head,
+the tree and the changed paths go with the answer (and into its
+signature). The effect then commits exactly that tree on that head, or
+nothing: if the branch moved or the command gives other files, nothing is
+pushed and the fix waits for approval again. A fix that cannot be tried
+here cannot be approved (exit 65).`
 	if verb == "deny" {
 		short = "Deny a pending action request"
 		long = `Deny the pending action request REF. The next cycle records the refusal and
@@ -128,12 +136,23 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 		}
 		return err
 	}
+	// Show the change before anything is recorded; a person at a terminal
+	// confirms an approval of it. An approval of a git world's command
+	// fix binds to the tree its trial produced (signed with it): the
+	// effect commits exactly that tree on the head it was tried on, or
+	// nothing.
+	change, trial, perr := a.preview(ctx, rs.State, p)
+	if ap.Verdict == state.VerdictApprove && trial != nil {
+		ap.Trial = trial
+	}
+	if ap.Verdict == state.VerdictApprove && ap.Trial == nil && gitCommand(rs.State, p) {
+		// Nothing a person did not see is committed: without a trial
+		// there is no tree to bind the approval to.
+		return dataf("%s cannot be approved unseen: its change could not be tried on this host (%v); run acr approve where the run's clone is", p.Ref, perr)
+	}
 	if done, err := a.sign(opts.signOptions, run.RunID, &rs.State.Contract, ap, ap.By); err != nil || done {
 		return err
 	}
-	// Show the change before anything is recorded; a person at a terminal
-	// confirms an approval of it.
-	change, perr := a.preview(ctx, rs.State, p)
 	if p.Incident() && !a.cfg.JSON {
 		a.printf("uncertain effect (cycle %d, idempotency key %s); approving runs it again (acr resolve %s --ran records it as done instead):\n%s",
 			p.CycleSeq, p.Key, p.Ref, indentLines(evidenceText(p), "  ", 0))
@@ -159,10 +178,16 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 	if perr == nil {
 		out["change"] = change
 	}
+	if ap.Trial != nil {
+		out["approved_tree"], out["approved_head"] = ap.Trial.Tree, ap.Trial.Head
+	}
 	if p.Incident() {
 		out["idempotency_key"], out["evidence"] = p.Key, p.Evidence
 	}
 	text := fmt.Sprintf("queued %s of %s %s (%s, requested in cycle %d)\n", ap.Verdict, p.Operation, p.Target, p.Ref, p.CycleSeq)
+	if ap.Trial != nil {
+		text += fmt.Sprintf("bound to the tree %s on %s: exactly that tree is committed, or nothing\n", ap.Trial.Tree, ap.Trial.Head)
+	}
 	if prev != nil {
 		out["replaces"] = prev.ID
 		text = fmt.Sprintf("replaced the queued %s (%s) with %s of %s %s (%s, requested in cycle %d)\n",

@@ -5,12 +5,15 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/report"
 	"github.com/acr-project/acr/internal/runstore"
+	"github.com/acr-project/acr/internal/state"
 )
 
 // reportOptions are acr report's flags.
@@ -93,7 +96,21 @@ func runReport(ctx context.Context, opts reportOptions, a *app) error {
 	if err != nil {
 		return err
 	}
-	v, err := report.Read(h, report.HeadOf(rs.State), report.Options{Generator: "acr " + version, TimeAxis: axis == "time"})
+	head := report.HeadOf(rs.State)
+	// A git world's command fix waiting for approval shows its diff, as
+	// acr status does: tried in a throwaway work tree, nothing written.
+	head.Preview(func(ref codec.Ref) (string, bool) {
+		i := slices.IndexFunc(rs.State.Run.PendingApprovals, func(p state.PendingApproval) bool { return p.Ref == ref && p.Resolution == nil })
+		if i < 0 || !gitCommand(rs.State, rs.State.Run.PendingApprovals[i]) {
+			return "", false
+		}
+		text, _, err := a.preview(ctx, rs.State, rs.State.Run.PendingApprovals[i])
+		if err != nil {
+			return "change: cannot be shown: " + err.Error() + "\n", true
+		}
+		return text, true
+	})
+	v, err := report.Read(h, head, report.Options{Generator: "acr " + version, TimeAxis: axis == "time"})
 	if err != nil {
 		return err
 	}

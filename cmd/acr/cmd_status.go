@@ -109,7 +109,7 @@ func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 		for _, s := range p.Approvals {
 			a.printf("    approved by %s (%s %s); more approvers needed\n", s.ID, s.KeyType, s.Fingerprint)
 		}
-		if change, err := a.preview(ctx, rs.State, p); err != nil {
+		if change, _, err := a.preview(ctx, rs.State, p); err != nil {
 			a.printf("    change: cannot be shown: %v\n", err)
 		} else {
 			a.printf("    change:\n%s", indentLines(change, "      ", statusDiffLines))

@@ -60,7 +60,7 @@ func (a *app) notifyAfter(opts notifyOptions, rs runstore.RunStore, r *runstore.
 	st := r.Driver.State()
 	ctx := context.Background() // an interrupted run still tells its person
 	change := func(p state.PendingApproval) string {
-		c, perr := a.previewOn(ctx, rs, st, p)
+		c, _, perr := a.previewOn(ctx, rs, st, p)
 		if perr != nil {
 			return ""
 		}

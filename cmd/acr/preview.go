@@ -23,25 +23,32 @@ const statusDiffLines = 24
 // unified diff of its target from the world as it is (or its command
 // line), computed by the store without writing anything (a JetStream
 // store's world is read from the store: this host's own copy may be
-// behind, or absent).
-func (a *app) preview(ctx context.Context, st kernel.EngineState, p state.PendingApproval) (string, error) {
+// behind, or absent). In a git world a command fix is tried, and its
+// trial is returned too: an approval binds to it (nil otherwise).
+func (a *app) preview(ctx context.Context, st kernel.EngineState, p state.PendingApproval) (string, *world.GitTrial, error) {
 	return a.previewOn(ctx, nil, st, p)
 }
 
 // previewOn is preview on the run rs (nil: the run the command line
 // names).
-func (a *app) previewOn(ctx context.Context, rs runstore.RunStore, st kernel.EngineState, p state.PendingApproval) (string, error) {
+func (a *app) previewOn(ctx context.Context, rs runstore.RunStore, st kernel.EngineState, p state.PendingApproval) (string, *world.GitTrial, error) {
 	var act world.Action
 	if err := codec.DecodeValue(p.Action, &act); err != nil {
-		return "", fmt.Errorf("pending action %s: %w", p.Ref, err)
+		return "", nil, fmt.Errorf("pending action %s: %w", p.Ref, err)
 	}
 	if rs == nil {
 		var err error
 		if rs, err = a.run(ctx); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
 	return rs.Preview(ctx, st.Spec, act, os.LookupEnv)
+}
+
+// gitCommand reports whether p is a command fix in a git world, whose
+// approval binds to the tree its trial produced.
+func gitCommand(st kernel.EngineState, p state.PendingApproval) bool {
+	return st.Spec.Git != nil && st.Operations.Of(world.Operation(p.Operation)).Command
 }
 
 // indentLines indents every line of text by prefix, keeping at most max

@@ -66,6 +66,15 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if in := r.Intent; in != nil {
 		p("intent      %s %s, recorded before the effect: before %s, after %s", in.Planned.Operation, in.Planned.Target, orDash(string(in.Planned.BeforeSHA256)), orDash(string(in.Planned.AfterSHA256)))
+		if g := in.Git; g != nil {
+			p("  on head   %s (tree %s)", g.Commit, g.Tree)
+		}
+		if ap := in.Approved; ap != nil {
+			p("  approved  tree %s, tried on %s: committed exactly, or nothing", ap.Tree, ap.Head)
+			if len(ap.Changed) > 0 {
+				p("  approved  changes %s", strings.Join(ap.Changed, ", "))
+			}
+		}
 		if in.Diff != "" {
 			p("  change    as recorded with the intent:")
 			for _, l := range strings.Split(strings.TrimSuffix(in.Diff, "\n"), "\n") {

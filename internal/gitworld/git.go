@@ -287,6 +287,10 @@ type Effect struct {
 	// Touches are the path patterns the change may change (none: any
 	// path). A change outside them is refused, not committed.
 	Touches []string
+	// Tree, when set, is the only tree the effect may commit (the tree a
+	// person approved): a change that produces another is not committed
+	// (Differs).
+	Tree string
 }
 
 // Message is the effect's commit message: its subject, then the
@@ -318,6 +322,9 @@ const (
 	// Refused: the change reached paths outside the effect's touches;
 	// nothing was committed (Result.Outside lists them).
 	Refused Status = "refused"
+	// Differs: the change produced a tree other than the effect's Tree
+	// (Result.Tree); nothing was committed.
+	Differs Status = "differs"
 )
 
 // Result is what Apply did: the commit now on the branch (Pushed,
@@ -329,6 +336,9 @@ type Result struct {
 	Changed []string
 	// Outside are the changed paths the effect's touches do not cover.
 	Outside []string
+	// Tree is the tree the change produced (set when it changed
+	// something).
+	Tree string
 }
 
 // Change changes the files of the work tree at dir; the commit records
@@ -363,13 +373,29 @@ func (r *Repo) Apply(ctx context.Context, e Effect, change Change) (Result, erro
 		return Result{}, err
 	}
 	if len(changed) == 0 {
+		if e.Tree != "" && cur.Tree != e.Tree {
+			return Result{Status: Differs, Commit: cur, Tree: cur.Tree}, nil
+		}
 		return Result{Status: Unchanged, Commit: cur}, nil
+	}
+	tree, err := r.writeTree(ctx)
+	if err != nil {
+		return Result{}, err
 	}
 	if outside := Outside(e.Touches, changed); len(outside) > 0 {
 		if err := r.Checkout(ctx, e.Head); err != nil {
 			return Result{}, err
 		}
-		return Result{Status: Refused, Commit: cur, Changed: changed, Outside: outside}, nil
+		return Result{Status: Refused, Commit: cur, Changed: changed, Outside: outside, Tree: tree}, nil
+	}
+	if e.Tree != "" && tree != e.Tree {
+		// Not the tree the person approved (a command that does not give
+		// the same files twice): nothing the person did not see is
+		// committed.
+		if err := r.Checkout(ctx, e.Head); err != nil {
+			return Result{}, err
+		}
+		return Result{Status: Differs, Commit: cur, Changed: changed, Tree: tree}, nil
 	}
 	if _, err := r.git(ctx, "commit", "-q", "--no-verify", "--allow-empty-message", "-m", e.Message()); err != nil {
 		return Result{}, err
@@ -396,7 +422,7 @@ func (r *Repo) Apply(ctx context.Context, e Effect, change Change) (Result, erro
 		return Result{Status: Stale, Commit: now, Changed: changed}, err
 	}
 	r.stage(StageAfterPush)
-	return Result{Status: Pushed, Commit: h, Changed: changed}, nil
+	return Result{Status: Pushed, Commit: h, Changed: changed, Tree: tree}, nil
 }
 
 func (r *Repo) stage(name string) {
@@ -416,6 +442,16 @@ func (r *Repo) Stage(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	return pathList(out), nil
+}
+
+// writeTree writes the index as a tree object and returns its id: the
+// tree a commit of the staged work tree gets.
+func (r *Repo) writeTree(ctx context.Context) (string, error) {
+	out, err := r.git(ctx, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // Changed lists the paths that differ between two commits, sorted.

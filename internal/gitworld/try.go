@@ -22,13 +22,43 @@ func Attach(dir string, spec world.GitSpec, env []string) (*Repo, error) {
 	return &Repo{spec: spec, dir: dir, env: gitEnv(env)}, nil
 }
 
+// Peek makes a clone in dir of the run's branch as the remote holds it
+// now, for a host that keeps no clone of the world and only looks (a
+// preview). Unlike Fetch it writes nothing to the remote: a branch that
+// does not exist yet is an error, not created.
+func Peek(ctx context.Context, dir string, spec world.GitSpec, env []string) (*Repo, error) {
+	r, err := Open(ctx, dir, spec, env)
+	if err != nil {
+		return nil, err
+	}
+	_, branch, err := r.remoteHeads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if branch == "" {
+		return nil, fmt.Errorf("%w: the remote %s has no branch %s yet (the run's first observation makes it)", ErrGit, spec.Remote, spec.Branch)
+	}
+	if _, err := r.git(ctx, "fetch", "-q", "--no-tags", "origin", "+refs/heads/"+spec.Branch+":"+tracking(spec.Branch)); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // Trial is what a change did when tried in a throwaway work tree: the
-// head it was tried on, the paths it made differ from that head (sorted)
-// and the unified diff of them (git diff, binary files named only).
+// head it was tried on, the tree it produced (the head's own when it
+// changed nothing), the paths it made differ from that head (sorted) and
+// the unified diff of them (git diff, binary files named only).
 type Trial struct {
 	Head    Head
+	Tree    string
 	Changed []string
 	Diff    string
+}
+
+// Approved is the trial as an approval binds to it: the head, the tree
+// and the changed paths, without the diff.
+func (t Trial) Approved() world.GitTrial {
+	return world.GitTrial{Head: t.Head.Commit, Tree: t.Tree, Changed: t.Changed}
 }
 
 // Try runs change in a throwaway clone checked out at the branch head as
@@ -78,9 +108,12 @@ func (r *Repo) Try(ctx context.Context, change Change) (t Trial, err error) {
 	if err != nil {
 		return Trial{}, fmt.Errorf("try: %w", err)
 	}
-	t = Trial{Head: head, Changed: changed}
+	t = Trial{Head: head, Tree: head.Tree, Changed: changed}
 	if len(changed) == 0 {
 		return t, nil
+	}
+	if t.Tree, err = tr.writeTree(ctx); err != nil {
+		return Trial{}, fmt.Errorf("try: %w", err)
 	}
 	out, err := tr.git(ctx, "diff", "--cached", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv", "HEAD", "--")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/acr-project/acr/internal/gitworld"
 	"github.com/acr-project/acr/internal/gitworld/gittest"
+	"github.com/acr-project/acr/internal/world"
 )
 
 // TestTryShowsTheDiffAndWritesNothing: a change tried on a clone (given
@@ -58,4 +59,53 @@ func TestTryShowsTheDiffAndWritesNothing(t *testing.T) {
 
 	_, err = gitworld.Attach(filepath.Join(base, "none"), spec(remote), testEnv(t))
 	require.ErrorIs(t, err, os.ErrNotExist, "attach makes no clone")
+}
+
+// TestApplyCommitsOnlyTheApprovedTree: a trial's tree is the tree the
+// same change commits on the same head; an effect bound to a tree
+// commits it, and one whose change produces another tree (a command that
+// does not give the same files twice) commits and pushes nothing.
+func TestApplyCommitsOnlyTheApprovedTree(t *testing.T) {
+	ctx := context.Background()
+	remote := gittest.BareRemote(t, "", map[string]string{"README.md": "teh project\n"})
+	r := open(t, t.TempDir(), remote)
+	head, err := r.Sync(ctx)
+	require.NoError(t, err)
+
+	tr, err := r.Try(ctx, replace("README.md", "teh", "the"))
+	require.NoError(t, err)
+	require.NotEqual(t, head.Tree, tr.Tree, "the trial's tree is the changed one")
+	approved := tr.Approved()
+	assert.True(t, approved.Valid())
+	assert.Equal(t, world.GitTrial{Head: head.Commit, Tree: tr.Tree, Changed: []string{"README.md"}}, approved)
+
+	// Another change than the one tried: nothing committed or pushed.
+	e := effect("idem:other", head.Commit)
+	e.Tree = tr.Tree
+	res, err := r.Apply(ctx, e, replace("README.md", "teh", "THE"))
+	require.NoError(t, err)
+	assert.Equal(t, gitworld.Differs, res.Status)
+	assert.NotEqual(t, tr.Tree, res.Tree)
+	assert.Equal(t, head.Commit, sh(t, remote, "rev-parse", "refs/heads/acr/keep-healthy"), "nothing pushed")
+	assert.Empty(t, sh(t, r.Dir(), "status", "--porcelain"), "the work tree is put back at the head")
+	assert.Empty(t, gittest.Keys(t, remote, "acr/keep-healthy"))
+
+	// A change that leaves the tree as it was is not the approved tree
+	// either.
+	e = effect("idem:none", head.Commit)
+	e.Tree = tr.Tree
+	res, err = r.Apply(ctx, e, func(context.Context, string) error { return nil })
+	require.NoError(t, err)
+	assert.Equal(t, gitworld.Differs, res.Status)
+	assert.Equal(t, head.Commit, sh(t, remote, "rev-parse", "refs/heads/acr/keep-healthy"))
+
+	// The change tried: its tree, exactly, is committed on the head.
+	e = effect("idem:same", head.Commit)
+	e.Tree = tr.Tree
+	res, err = r.Apply(ctx, e, replace("README.md", "teh", "the"))
+	require.NoError(t, err)
+	assert.Equal(t, gitworld.Pushed, res.Status)
+	assert.Equal(t, tr.Tree, res.Commit.Tree)
+	assert.Equal(t, tr.Tree, sh(t, remote, "rev-parse", "refs/heads/acr/keep-healthy^{tree}"))
+	assert.Equal(t, head.Commit, sh(t, remote, "rev-parse", "refs/heads/acr/keep-healthy^"))
 }

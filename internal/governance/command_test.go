@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/acr-project/acr/internal/governance"
+	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/world"
 )
 
@@ -84,5 +85,47 @@ func TestSingleTargetsKeepFirstMatch(t *testing.T) {
 		a := world.Action{Schema: world.ActionSchema, Operation: world.OpApplyPatch, Target: tc.target, Find: "a"}
 		d := governance.Decide(&c, &spec, governance.Request{Action: a, ActionRef: a.Ref(), StillNeeded: true})
 		assert.Equal(t, tc.want, d.Verdict, tc.target)
+	}
+}
+
+// TestTrialRulesOnTheRealChange: a command fix approved with its trial is
+// ruled on the paths the trial changed, not on its declared touches, and
+// a trial that changed a path outside those touches is refused.
+func TestTrialRulesOnTheRealChange(t *testing.T) {
+	rule := func(op, path string, e governance.Effect) governance.Rule {
+		return governance.Rule{Operation: op, Paths: []string{path}, Effect: e}
+	}
+	head, tree := "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	trial := func(changed ...string) *world.GitTrial {
+		return &world.GitTrial{Head: head, Tree: tree, Changed: changed}
+	}
+	vendorForbidden := []governance.Rule{rule("run_command", "vendor/**", governance.Forbid), rule("run_command", "**/*.go", governance.Allow)}
+	cases := []struct {
+		name    string
+		rules   []governance.Rule
+		trial   *world.GitTrial
+		verdict governance.Verdict
+		reason  string
+	}{
+		{"declared touches may reach vendor: forbidden", vendorForbidden, nil, governance.Refuse, "contract_forbids"},
+		{"the real change stays out of vendor: allowed", vendorForbidden, trial("cmd/main.go"), governance.Execute, "operator_approved"},
+		{"the real change reaches vendor: forbidden", vendorForbidden, trial("cmd/main.go", "vendor/x.go"), governance.Refuse, "contract_forbids"},
+		{"a change outside the touches is refused", []governance.Rule{rule("run_command", "**", governance.Allow)}, trial("main.go", "notes.txt"),
+			governance.Refuse, "changed_outside_touches"},
+		{"a trial without a valid tree is refused", []governance.Rule{rule("run_command", "**", governance.Allow)},
+			&world.GitTrial{Head: head, Tree: "HEAD", Changed: []string{"main.go"}}, governance.Refuse, "approved_trial_invalid"},
+		{"no change: ruled on the touches", []governance.Rule{rule("run_command", "**/*.go", governance.Allow)}, trial(), governance.Execute, "operator_approved"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := fmtSpec()
+			c := quickstartContract()
+			c.Rules = tc.rules
+			a := cmdAction(spec, "gofmt-w")
+			ap := &state.Approval{ActionRef: a.Ref(), Verdict: state.VerdictApprove, Trial: tc.trial}
+			d := governance.Decide(&c, &spec, governance.Request{Action: a, ActionRef: a.Ref(), StillNeeded: true, Approval: ap, Trial: tc.trial})
+			assert.Equal(t, tc.verdict, d.Verdict)
+			assert.Equal(t, []string{tc.reason}, d.ReasonCodes)
+		})
 	}
 }

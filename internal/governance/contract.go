@@ -512,6 +512,12 @@ type Ruling struct {
 // touches **/*.go is forbidden by a forbid rule on vendor/** above a rule
 // that allows **, because it could change vendor/x.go.
 func (c *Contract) Rule(ops world.Catalog, a world.Action) Ruling {
+	return c.RuleOn(ops, a, ops.Paths(a))
+}
+
+// RuleOn is Rule over the given paths instead of the ones the action's
+// operation names: the paths a trial of the change actually changed.
+func (c *Contract) RuleOn(ops world.Catalog, a world.Action, paths []string) Ruling {
 	rl := Ruling{Rule: -1}
 	rank := map[Effect]int{Allow: 1, Approve: 2, Forbid: 3}
 	note := func(i int, e Effect) {
@@ -525,7 +531,7 @@ func (c *Contract) Rule(ops world.Catalog, a world.Action) Ruling {
 		}
 	}
 	k := ops.Of(a.Operation)
-	for _, p := range k.Paths(a) {
+	for _, p := range paths {
 		covered := false
 		for i, r := range c.Rules {
 			if !r.governs(k, r.Effect) {

@@ -85,6 +85,13 @@ type Request struct {
 	// Operations is the run's catalog: what governance knows of the
 	// action's operation (the zero value holds the built-in ones).
 	Operations world.Catalog
+	// Trial, for a command fix of a git world approved with its trial
+	// (state.Approval.Trial), is what the change actually did: the
+	// contract's rules rule on the paths it changed rather than the
+	// command's declared touches, and a change outside those touches is
+	// refused. The effect then commits exactly its tree, so these paths
+	// are the effect's.
+	Trial *world.GitTrial
 }
 
 // Decision is governance's ruling on one action request.
@@ -174,6 +181,20 @@ func Decide(c *Contract, spec *world.Spec, req Request) Decision {
 	if c.Authority.Mode.Rank() < requiredAuthority(k).Rank() {
 		return refuse("authority_insufficient")
 	}
+	if t := req.Trial; t != nil {
+		if !t.Valid() {
+			return refuse("approved_trial_invalid")
+		}
+		declared := k.Paths(a)
+		for _, p := range t.Changed {
+			if world.ValidPattern(p) != nil {
+				return refuse("approved_trial_invalid")
+			}
+			if !world.MatchAny(declared, p) {
+				return refuse("changed_outside_touches")
+			}
+		}
+	}
 	var r Rule
 	if k.Undoes {
 		// Undoing the run's own effect through its rollback bundle needs
@@ -182,7 +203,11 @@ func Decide(c *Contract, spec *world.Spec, req Request) Decision {
 		d.Rule, d.Effect = "rollback_of_own_effect", Allow
 		r = Rule{Effect: Allow}
 	} else {
-		rl := c.Rule(ops, a)
+		paths := k.Paths(a)
+		if req.Trial != nil && len(req.Trial.Changed) > 0 {
+			paths = req.Trial.Changed
+		}
+		rl := c.RuleOn(ops, a, paths)
 		if rl.Effect == "" {
 			d.Rule = "default"
 			return refuse("no_rule_allows")

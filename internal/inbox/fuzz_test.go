@@ -2,10 +2,12 @@ package inbox
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
 )
 
 // FuzzDecode: an inbox file either decodes into exactly one kind of item
@@ -16,7 +18,10 @@ func FuzzDecode(f *testing.F) {
 		CreatedAt: "2026-01-01T00:00:00Z", ExpiresAt: "2026-01-02T00:00:00Z", By: "op"}
 	a := &state.Approval{Schema: state.ApprovalSchema, ID: "approval-1", ActionRef: codec.Ref("areq:sha256:" + codec.Digest([]byte("x"))), Verdict: "approve", By: "op", CreatedAt: "2026-01-01T00:00:00Z"}
 	s := &state.StopRequest{Schema: state.StopSchema, ID: "stop-1", By: "op", CreatedAt: "2026-01-01T00:00:00Z"}
-	for _, v := range []any{w, a, s} {
+	// An approval of a git world's command fix carries its trial.
+	tr := *a
+	tr.Trial = &world.GitTrial{Head: strings.Repeat("1", 40), Tree: strings.Repeat("2", 40), Changed: []string{"main.go"}}
+	for _, v := range []any{w, a, s, &tr} {
 		f.Add("wake-1", codec.MustMarshal(v))
 		f.Add("approval-1", codec.MustMarshal(v))
 		f.Add("stop-1", codec.MustMarshal(v))

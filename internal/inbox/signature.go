@@ -9,6 +9,7 @@ import (
 	"github.com/acr-project/acr/internal/codec"
 	"github.com/acr-project/acr/internal/sshsig"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
 )
 
 // Namespace is the SSH signature namespace of acr's statements: a
@@ -38,7 +39,10 @@ type Statement struct {
 	Document     *codec.Value `json:"document,omitempty"`
 	By           string       `json:"by"`
 	Reason       string       `json:"reason,omitempty"`
-	Nonce        string       `json:"nonce"`
+	// Trial is the trial an approval binds to (state.Approval.Trial):
+	// signed with it, so that a signature never counts for another tree.
+	Trial *world.GitTrial `json:"trial,omitempty"`
+	Nonce string          `json:"nonce"`
 }
 
 // StatementOf is the statement an answer (*state.Approval) or amendment
@@ -48,6 +52,7 @@ func StatementOf(runID string, v any, nonce string) (Statement, error) {
 	switch x := v.(type) {
 	case *state.Approval:
 		st.Kind, st.Ref, st.RequestCycle, st.Verdict, st.By, st.Reason = "answer", x.ActionRef, x.RequestCycle, x.Verdict, x.By, x.Reason
+		st.Trial = x.Trial
 	case *state.Amendment:
 		doc := x.Document
 		st.Kind, st.Target, st.Amends, st.Document, st.By, st.Reason = "amendment", x.Target, x.Amends, &doc, x.By, x.Reason

@@ -27,6 +27,10 @@ type Effect struct {
 	Action      world.Action `json:"action"`
 	ActionRef   codec.Ref    `json:"action_ref"`
 	DecisionRef codec.Ref    `json:"decision_ref"`
+	// Approved is the trial the approval of a git world's command fix
+	// binds to (nil otherwise): the intent carries it to the world, which
+	// commits exactly its tree on its head, or nothing.
+	Approved *world.GitTrial `json:"approved_tree,omitempty"`
 }
 
 // Pending is a cycle stopped at the governance boundary.

@@ -48,6 +48,11 @@ func (d *Driver) prepare(ctx context.Context, p *Pending) (world.Intent, *world.
 	if d.state.Operations.Of(p.Effect.Action.Operation).Command || in.Git != nil {
 		in.RunID, in.CycleSeq = d.state.Run.RunID, p.b.cycle
 	}
+	if p.Effect.Approved != nil && in.Git != nil {
+		// The tree the person approved goes with the intent, durable
+		// before the effect: the world commits it or nothing.
+		in.Approved = p.Effect.Approved
+	}
 	return in, prior, "", nil
 }
 

@@ -108,7 +108,7 @@ func (b *governor) govern(action world.Action, approval *state.Approval, commitm
 		Action: action, ActionRef: actionRef, ContractRef: rs.ContractRef, CycleSeq: b.cycle, Now: b.at,
 		EvidencePresent: present, RequiredEvidence: b.check.RequiresEvidence, ObservationRef: b.envRef,
 		StillNeeded: !known || result.Status == world.CheckFail || action.CheckID == "" || b.s.Operations.Of(action.Operation).Undoes, Approval: approval,
-		Operations: b.s.Operations,
+		Operations: b.s.Operations, Trial: approvedTrial(b.s, action, approval),
 	}
 	d := governance.Decide(&b.s.Contract, &b.s.Spec, req)
 	decRef := b.record(event.DecisionRecorded, "gdec", d, map[string]codec.Ref{"action": actionRef}, d.ReasonCodes...)
@@ -160,7 +160,7 @@ func (b *governor) govern(action world.Action, approval *state.Approval, commitm
 			return
 		}
 		key := world.IdempotencyKey(rs.RunID, b.cycle, actionRef, decRef)
-		b.effect = &Effect{Key: key, Action: action, ActionRef: actionRef, DecisionRef: decRef}
+		b.effect = &Effect{Key: key, Action: action, ActionRef: actionRef, DecisionRef: decRef, Approved: req.Trial}
 		b.rec.IdempotencyKey = key
 		b.sum.IdempotencyKey = key
 		b.move(controller.Checkpoint, "governance_execute", decRef, rcptRef)
@@ -204,6 +204,16 @@ func (b *governor) govern(action world.Action, approval *state.Approval, commitm
 		b.deferItem(d, decRef, commitmentID)
 		b.conclude(b.orResting(more), append([]string{"governance_deferred"}, d.MissingEvidence...))
 	}
+}
+
+// approvedTrial is the trial an approval of a command fix in a git world
+// binds to (nil for any other action or answer): governance rules on the
+// paths it changed, and the effect commits its tree or nothing.
+func approvedTrial(s *EngineState, action world.Action, approval *state.Approval) *world.GitTrial {
+	if approval == nil || approval.Trial == nil || approval.Verdict != state.VerdictApprove || s.Spec.Git == nil || !s.Operations.Of(action.Operation).Command {
+		return nil
+	}
+	return approval.Trial
 }
 
 func ptr[T any](v T) *T { return &v }

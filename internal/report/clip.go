@@ -144,6 +144,7 @@ func clipHead(h Head) Head {
 	for i := range h.Pending {
 		p := &h.Pending[i]
 		p.Ref, p.Action, p.Reason, p.RequestedAt = codec.Ref(clip(string(p.Ref))), clip(p.Action), clip(p.Reason), clip(p.RequestedAt)
+		p.Change = clipTo(p.Change, maxDiff)
 	}
 	return h
 }

@@ -131,6 +131,22 @@ type PendingApproval struct {
 	// held in the intent and holds now ("counter.txt changed (...)"); a
 	// person answers it with acr resolve.
 	Evidence []string
+	// Change, for a command fix of a git world, is what it changes when
+	// tried now in a throwaway work tree at the branch head (its diff, as
+	// acr status shows it): the tree an approval binds to. The shell
+	// fills it (Head.Preview); the report reads only the ledger.
+	Change string
+}
+
+// Preview fills the Change of each pending approval for which change
+// gives one (ok), before the page is rendered: the shell tries the
+// change, the report only shows it.
+func (h *Head) Preview(change func(ref codec.Ref) (text string, ok bool)) {
+	for i := range h.Pending {
+		if text, ok := change(h.Pending[i].Ref); ok {
+			h.Pending[i].Change = text
+		}
+	}
 }
 
 // HeadOf takes the report's header from a checkpoint.

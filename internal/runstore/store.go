@@ -89,8 +89,9 @@ type RunStore interface {
 	// now (a unified diff, or a command line), writing nothing. In a git
 	// world a run_command is tried in a throwaway clone and its diff
 	// shown; environ is what that command's environment is built from
-	// (as Options.Environ).
-	Preview(ctx context.Context, spec world.Spec, action world.Action, environ func(string) (string, bool)) (string, error)
+	// (as Options.Environ), and the trial is returned too: an approval
+	// carries it and binds to its tree (nil for any other preview).
+	Preview(ctx context.Context, spec world.Spec, action world.Action, environ func(string) (string, bool)) (string, *world.GitTrial, error)
 	// Lease returns who holds the run now; ok is false when nobody does.
 	// A store without leases says so with ErrNoLeases.
 	Lease(ctx context.Context) (l storage.LeaseStatus, ok bool, err error)

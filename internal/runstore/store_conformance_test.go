@@ -98,7 +98,7 @@ func TestStoreConformance(t *testing.T) {
 			// Preview writes nothing and shows the change.
 			act := world.Action{Schema: world.ActionSchema, Operation: world.Operation("apply_local_patch"), Target: "queue.txt",
 				ExpectSHA256: codec.FingerprintOf([]byte(strings.Repeat("p\n", 4))), Find: "p", Replace: "d", Occurrences: 1}
-			diff, err := rs.Preview(ctx, st.Spec, act, nil)
+			diff, _, err := rs.Preview(ctx, st.Spec, act, nil)
 			require.NoError(t, err)
 			assert.Contains(t, diff, "queue.txt")
 			assert.Contains(t, diff, "+d")

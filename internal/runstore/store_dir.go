@@ -198,16 +198,17 @@ func (r dirRun) Import(_ context.Context, a archive.Run, st kernel.EngineState, 
 }
 
 // Preview opens the world read-only in the state directory.
-func (r dirRun) Preview(ctx context.Context, spec world.Spec, action world.Action, environ func(string) (string, bool)) (string, error) {
+func (r dirRun) Preview(ctx context.Context, spec world.Spec, action world.Action, environ func(string) (string, bool)) (string, *world.GitTrial, error) {
 	w, err := sandbox.OpenReadOnly(r.dir, spec)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer w.Close()
 	if spec.Git != nil {
 		return previewGit(ctx, w, spec, action, environ)
 	}
-	return w.Preview(ctx, action)
+	text, err := w.Preview(ctx, action)
+	return text, nil, err
 }
 
 func (r dirRun) Lease(context.Context) (storage.LeaseStatus, bool, error) {

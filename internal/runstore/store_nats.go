@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 
 	"github.com/acr-project/acr/internal/archive"
@@ -132,23 +133,29 @@ func (r natsRun) Import(ctx context.Context, a archive.Run, st kernel.EngineStat
 
 // Preview computes the change on the store's world, read into a
 // temporary copy: this host's own copy may be behind, or absent.
-func (r natsRun) Preview(ctx context.Context, spec world.Spec, action world.Action, environ func(string) (string, bool)) (string, error) {
+func (r natsRun) Preview(ctx context.Context, spec world.Spec, action world.Action, environ func(string) (string, bool)) (string, *world.GitTrial, error) {
 	if spec.Git != nil {
 		// The store holds nothing of a git world: this host's clone
 		// shows the change, as of its last fetch.
 		w, err := sandbox.OpenReadOnly(r.m.WorldDir, spec)
+		if errors.Is(err, fs.ErrNotExist) {
+			// This host has no clone yet: the branch is fetched for the
+			// preview alone.
+			return previewGitFresh(ctx, spec, action, environ)
+		}
 		if err != nil {
-			return "", fmt.Errorf("preview: this host has no clone of %s yet (a host that runs the run makes one): %w", spec.Git.Describe(), err)
+			return "", nil, fmt.Errorf("preview: this host's clone of %s yet (a host that runs the run makes one): %w", spec.Git.Describe(), err)
 		}
 		defer w.Close()
 		return previewGit(ctx, w, spec, action, environ)
 	}
 	w, done, err := r.m.PreviewWorld(spec)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer done()
-	return w.Preview(ctx, action)
+	text, err := w.Preview(ctx, action)
+	return text, nil, err
 }
 
 func (r natsRun) Lease(ctx context.Context) (storage.LeaseStatus, bool, error) {

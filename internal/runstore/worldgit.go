@@ -158,6 +158,19 @@ func (g *gitWorld) Commit(ctx context.Context, key string, a world.Action, in wo
 	if a.OnSet() {
 		e.Touches = a.Touches
 	}
+	if ap := in.Approved; ap != nil {
+		if ap.Head != in.Git.Commit {
+			// The person approved the tree tried on another head: what
+			// the command gives here was never shown, so nothing is
+			// carried out (this intent never ran anywhere: its head is
+			// its own). The next observation decides, and asks, again.
+			out := world.Outcome{Schema: world.OutcomeSchema, Key: key, Operation: a.Operation, Target: in.Planned.Target, Status: world.OutcomeStale,
+				Detail: "the branch " + g.repo.Spec().Branch + " is at " + short(in.Git.Commit) + ", not at " + short(ap.Head) +
+					" where the approved tree " + ap.Tree + " was tried; nothing pushed", Git: in.Git}
+			return out, false, nil
+		}
+		e.Tree = ap.Tree
+	}
 	res, err := g.repo.Apply(ctx, e, func(ctx context.Context, _ string) error {
 		var err error
 		out, reused, err = g.World.Commit(ctx, key, a, in)
@@ -214,6 +227,11 @@ func (g *gitWorld) Commit(ctx context.Context, key string, a world.Action, in wo
 		out = world.Outcome{Schema: world.OutcomeSchema, Key: key, Operation: a.Operation, Target: in.Planned.Target, Status: world.OutcomeStale,
 			Detail: "the branch " + g.repo.Spec().Branch + " moved from " + short(in.Git.Commit) + " to " + short(head.Commit) + "; nothing pushed", Git: &head}
 		return out, false, g.repo.Checkout(ctx, head.Commit)
+	case gitworld.Differs:
+		out = world.Outcome{Schema: world.OutcomeSchema, Key: key, Operation: a.Operation, Target: in.Planned.Target, Status: world.OutcomeStale,
+			Detail:  "the tree differs from the approved tree " + in.Approved.Tree + " (the command produced " + res.Tree + "); nothing pushed",
+			Changed: res.Changed, Git: &head}
+		return out, false, nil
 	case gitworld.Refused:
 		out.Status, out.Changed, out.Outside, out.Git = world.OutcomeFailed, res.Changed, res.Outside, &head
 		out.Detail = "the command changed paths outside its touches (" + strings.Join(res.Outside, ", ") + "); nothing committed"
@@ -224,6 +242,32 @@ func (g *gitWorld) Commit(ctx context.Context, key string, a world.Action, in wo
 
 func short(commit string) string { return commit[:min(12, len(commit))] }
 
+// previewGitFresh is previewGit on a host that keeps no clone of the
+// run's world (a host that never ran the run, on a nats:// store): the
+// branch is fetched, as the remote holds it now, into a temporary
+// directory removed before it returns. Nothing is written to the remote
+// or to this host's state directory.
+func previewGitFresh(ctx context.Context, spec world.Spec, a world.Action, environ func(string) (string, bool)) (text string, trial *world.GitTrial, err error) {
+	tmp, err := os.MkdirTemp("", "acr-preview-")
+	if err != nil {
+		return "", nil, fmt.Errorf("preview %s: %w", a.Describe(), err)
+	}
+	defer func() {
+		if rerr := os.RemoveAll(tmp); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("preview: remove the temporary clone: %w", rerr))
+		}
+	}()
+	if _, err := gitworld.Peek(ctx, filepath.Join(tmp, filepath.FromSlash(sandbox.WorldDir)), *spec.Git, gitEnviron(spec, environ)); err != nil {
+		return "", nil, fmt.Errorf("preview %s: this host has no clone of %s, and fetching one failed: %w", a.Describe(), spec.Git.Describe(), err)
+	}
+	w, err := sandbox.OpenReadOnly(tmp, spec)
+	if err != nil {
+		return "", nil, err
+	}
+	defer w.Close()
+	return previewGit(ctx, w, spec, a, environ)
+}
+
 // previewExcerptLines bounds the output a failed trial shows.
 const previewExcerptLines = 20
 
@@ -233,16 +277,16 @@ const previewExcerptLines = 20
 // it (gitworld.Repo.Try): its unified diff, the changed paths its
 // touches do not cover, or how it failed. Nothing is committed or pushed
 // and the clone is not written, so it works on a read-only state
-// directory. What the approval binds is still the action, not this
-// tree: the effect is carried out on the head its intent records.
-func previewGit(ctx context.Context, w *sandbox.World, spec world.Spec, a world.Action, environ func(string) (string, bool)) (string, error) {
+// directory. The trial is returned with the text: an approval carries
+// it, and binds to its tree (world.GitTrial).
+func previewGit(ctx context.Context, w *sandbox.World, spec world.Spec, a world.Action, environ func(string) (string, bool)) (string, *world.GitTrial, error) {
 	text, err := w.Preview(ctx, a)
 	if err != nil || !(world.Catalog{}).Of(a.Operation).Command {
-		return text, err
+		return text, nil, err
 	}
 	repo, err := gitworld.Attach(w.Dir(), *spec.Git, gitEnviron(spec, environ))
 	if err != nil {
-		return "", fmt.Errorf("preview %s: %w", a.Describe(), err)
+		return "", nil, fmt.Errorf("preview %s: %w", a.Describe(), err)
 	}
 	w.Environ = environ
 	var (
@@ -257,8 +301,11 @@ func previewGit(ctx context.Context, w *sandbox.World, spec world.Spec, a world.
 		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("preview %s: %w", a.Describe(), err)
+		return "", nil, fmt.Errorf("preview %s: %w", a.Describe(), err)
 	}
+	// The trial binds an approval even when the command failed: the effect
+	// then commits nothing unless it gives, on that head, this tree.
+	approved := trial.Approved()
 	var b strings.Builder
 	b.WriteString(text)
 	fmt.Fprintf(&b, "tried     on %s (the branch head as this host last fetched it), in a throwaway clone: nothing committed or pushed\n", short(trial.Head.Commit))
@@ -266,7 +313,7 @@ func previewGit(ctx context.Context, w *sandbox.World, spec world.Spec, a world.
 	switch {
 	case runErr != nil:
 		fmt.Fprintf(&b, "would fail: could not be started: %v\n", runErr)
-		return b.String(), nil
+		return b.String(), &approved, nil
 	case cr.TimedOut:
 		fmt.Fprintf(&b, "would fail: timed out after %d s; its process group was killed\n", world.Timeout(a.TimeoutSeconds))
 	case cr.Signal != "":
@@ -287,19 +334,21 @@ func previewGit(ctx context.Context, w *sandbox.World, spec world.Spec, a world.
 			}
 		}
 		b.WriteString("nothing would be committed\n")
-		return b.String(), nil
+		return b.String(), &approved, nil
 	}
 	if len(trial.Changed) == 0 {
 		b.WriteString("changes   nothing (exit 0): nothing would be committed\n")
-		return b.String(), nil
+		return b.String(), &approved, nil
 	}
 	fmt.Fprintf(&b, "changes   %s\n", strings.Join(trial.Changed, ", "))
 	if outside := gitworld.Outside(a.Touches, trial.Changed); len(outside) > 0 {
 		fmt.Fprintf(&b, "would be refused: outside touches: %s; nothing would be committed\n", strings.Join(outside, ", "))
+	} else {
+		fmt.Fprintf(&b, "tree      %s: an approval binds to it; exactly this tree is committed on %s, or nothing\n", trial.Tree, short(trial.Head.Commit))
 	}
 	b.WriteString(trial.Diff)
 	if !strings.HasSuffix(trial.Diff, "\n") {
 		b.WriteString("\n")
 	}
-	return b.String(), nil
+	return b.String(), &approved, nil
 }

@@ -515,6 +515,13 @@ type Approval struct {
 	// Signature proves who gave the answer, when the contract lists
 	// approvers (absent otherwise).
 	Signature *Signature `json:"signature,omitempty"`
+	// Trial, on an approval of a command fix in a git world, is the trial
+	// the person saw (acr approve shows its diff): the head it was tried
+	// on, the tree it produced and the paths it changed. The approval
+	// binds to that tree: the effect commits exactly it on that head, or
+	// nothing. Absent on other answers and on answers written before it
+	// existed.
+	Trial *world.GitTrial `json:"trial,omitempty"`
 }
 
 // Signature proves who gave an answer or proposed an amendment: an SSH

@@ -29,6 +29,35 @@ type GitHead struct {
 	Tree   string `json:"tree"`
 }
 
+// GitTrial is a command fix of a git world as a person saw it before
+// approving it: tried in a throwaway work tree at the branch head Head,
+// it produced the tree Tree, changing the paths Changed (sorted). An
+// approval that carries it binds to that tree: the effect commits
+// exactly Tree on Head, or nothing.
+type GitTrial struct {
+	Head    string   `json:"head"`
+	Tree    string   `json:"tree"`
+	Changed []string `json:"changed,omitempty"`
+}
+
+// Valid reports whether the trial names a head and a tree as git prints
+// them (hexadecimal object ids).
+func (t GitTrial) Valid() bool { return objectID(t.Head) && objectID(t.Tree) }
+
+// objectID reports whether s is a git object id: 40 (SHA-1) or 64
+// (SHA-256) lowercase hexadecimal digits.
+func objectID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // MaxRemoteLen bounds a git remote's length.
 const MaxRemoteLen = 4096
 

@@ -595,6 +595,12 @@ type Intent struct {
 	// branch is still there. RunID and CycleSeq are then set for every
 	// operation (the commit's trailers name them).
 	Git *GitHead `json:"git_head,omitempty"`
+	// Approved, for a command fix of a git world a person approved after
+	// seeing its trial, is that trial: the effect is carried out only on
+	// its head and committed only if it produces its tree; otherwise
+	// nothing is pushed (the outcome is stale, and the item is decided,
+	// and asked about, again).
+	Approved *GitTrial `json:"approved_tree,omitempty"`
 }
 
 // RollbackBundle holds what a target was before an effect, as a delta
