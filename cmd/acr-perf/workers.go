@@ -17,11 +17,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/acr-project/acr/internal/jetstream"
+	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/perf"
 )
 
@@ -191,9 +191,9 @@ type storeMsg struct {
 // subscription: it sees each message as it is published, batch messages
 // included) and calls fn with each, stamped on arrival.
 func (b *bench) tap(prefix string, fn func(storeMsg)) (*nats.Subscription, error) {
-	// Ledger messages and checkpoints are zstd-compressed (jsstore's
-	// Acr-Encoding); the harness reads their lines.
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	// Ledger messages and checkpoints are zstd-compressed, with acr's
+	// dictionary (jsstore's Acr-Encoding); the harness reads their lines.
+	dec, err := jsstore.NewDecoder()
 	if err != nil {
 		return nil, fmt.Errorf("tap %s: %w", prefix, err)
 	}
@@ -204,8 +204,8 @@ func (b *bench) tap(prefix string, fn func(storeMsg)) (*nats.Subscription, error
 			return
 		}
 		data := m.Data
-		if m.Header.Get("Acr-Encoding") == "zstd" {
-			d, derr := dec.DecodeAll(m.Data, nil)
+		if enc := m.Header.Get(jsstore.HeaderEncoding); enc != "" {
+			d, derr := dec.Decode(enc, m.Data)
 			if derr != nil {
 				d = nil // not a ledger line: seen, never matched
 			}

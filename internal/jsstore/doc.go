@@ -44,9 +44,11 @@
 //	Acr-Lines n        ledger messages: the body is n whole ledger lines (the
 //	                   packed format; a message without it is one line, as
 //	                   earlier releases wrote)
-//	Acr-Encoding: zstd ledger messages and checkpoint parts: the body (the
-//	                   checkpoint's whole document) is zstd-compressed; without
-//	                   it, the bytes as they are (pack.go)
+//	Acr-Encoding       ledger messages and checkpoint parts: zstd-d1, the body
+//	                   (the checkpoint's whole document) is zstd-compressed with
+//	                   acr's dictionary 1 (what is written); zstd, compressed
+//	                   without a dictionary (the release before); without it,
+//	                   the bytes as they are (pack.go)
 //	Acr-Key            inbox and quarantined items: the item id
 //	Acr-World, Acr-Path  world messages: put, del or head; the file's path as
 //	                   jetstream.Token(path). A file message carries
