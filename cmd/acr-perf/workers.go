@@ -38,17 +38,21 @@ type workersSizes struct {
 	straceRuns int
 }
 
-// workersSizesFor is the full benchmark (three to five minutes on two
+// workersSizesFor is the full benchmark (about five minutes on two
 // cores) or, quick, a smoke test of the harness (under ten seconds).
 func workersSizesFor(quick bool) workersSizes {
 	if quick {
 		return workersSizes{runs: 4, items: 3, rounds: 1, wakes: 3, wakeRuns: 2,
 			setups: []setup{{nats: true, procs: 1, conc: 1}, {nats: true, procs: 2, conc: 1}, {procs: 1, conc: 1}, {procs: 2, conc: 1}}}
 	}
-	return workersSizes{runs: 40, items: 10, rounds: 3, wakes: 25, wakeRuns: 4, straceRuns: 8,
+	// The shape: 12 runs of 40 effects; one worker at
+	// --concurrency 1, 2, 4, 8 (and 16, past where the curve bends), and
+	// two workers, against 1, 2 and 4 directory loops.
+	return workersSizes{runs: 12, items: 40, rounds: 3, wakes: 25, wakeRuns: 4, straceRuns: 4,
 		setups: []setup{
 			{procs: 1, conc: 1}, {procs: 2, conc: 1}, {procs: 4, conc: 1},
-			{nats: true, procs: 1, conc: 1}, {nats: true, procs: 2, conc: 1}, {nats: true, procs: 4, conc: 1}, {nats: true, procs: 1, conc: 4},
+			{nats: true, procs: 1, conc: 1}, {nats: true, procs: 1, conc: 2}, {nats: true, procs: 1, conc: 4}, {nats: true, procs: 1, conc: 8},
+			{nats: true, procs: 1, conc: 16}, {nats: true, procs: 2, conc: 1},
 		}}
 }
 
@@ -812,8 +816,11 @@ func loadAvg() string {
 
 // runWorkers runs the workers benchmark and writes its section of out
 // (quick: prints it only).
-func runWorkers(out, bin, work string, quick bool) error {
+func runWorkers(out, bin, work string, quick bool, rounds int) error {
 	sz := workersSizesFor(quick)
+	if rounds > 0 {
+		sz.rounds = rounds
+	}
 	abs, err := filepath.Abs(bin)
 	if err != nil {
 		return err

@@ -89,11 +89,12 @@
 //	                     1024 runs) and the inbox stream's per-subject counts
 //	Store.WatchInbox     a plain subscription on P.inbox.*: a worker hears of an
 //	                     item as it is put
-//	World.Load           batched direct get of P.world.<R>.*: every file and the head
+//	World.Load           message gets of P.world.<R>.* from the stream's leader
+//	                     (never a lagging replica): every file and the head
 //	World.Take           publish of a new head expecting the head Load read
-//	World.Put, Remove    one atomic batch: the file (guarded by the ledger's end
-//	                     the caller gives) and a new head (guarded by the head
-//	                     this handle last took or wrote); storage.ErrConflict
+//	World.Put, Remove    one publish of the file, guarded by the ledger's end the
+//	                     caller gives (the effect's intent); storage.ErrConflict
+//	                     (earlier releases: an atomic batch with a new head)
 //	World.Seal           each file published alone, guarded by the ledger's end,
 //	                     then the first head (init; a world an earlier release
 //	                     kept on one host, moved into the store)
@@ -124,12 +125,12 @@
 // # Safety
 //
 // The lease saves work; the expected sequences keep a run intact. A writer
-// that lost its lease and another writer took over stores nothing: its
+// that lost its lease to another stores nothing the other would not: its
 // append expects a stale ledger end, its checkpoint a stale generation or
-// a stale ledger end, its world write a stale head (every open for cycles
-// takes the world, moving the head) or a stale ledger end (a world write
+// a stale ledger end, its world write a stale ledger end (a world write
 // is stored only while the intent that authorises it is the ledger's last
-// record).
+// record: until the new holder appends, that is the one write its own
+// recovery of the intent would make, byte for byte).
 //
 // # The world and the hosts' copies
 //
