@@ -41,6 +41,11 @@
 //	Nats-Batch-*       the atomic batch of a write of more than one message
 //	Nats-TTL           wake signals: expires_at − now + Options.ExpiryGrace
 //	Acr-Part i/n, Acr-Ledger, Acr-Generation   checkpoint parts
+//	Acr-Frontier: batch  first checkpoint part of a Joint commit: the manifest's
+//	                   ledger frontier has stream sequence 0, its record is in
+//	                   the ledger message right before the part (Acr-Ledger: -1);
+//	                   Load fills the sequence in. Without it the manifest names
+//	                   the sequence itself.
 //	Acr-Lines n        ledger messages: the body is n whole ledger lines (the
 //	                   packed format; a message without it is one line, as
 //	                   earlier releases wrote)
@@ -72,6 +77,9 @@
 //	Checkpoints.Commit   one atomic batch: the parts (the first rolls the old ones
 //	                     up) and the status, guarded by the generation's last part
 //	                     and by the ledger's end; storage.ErrConflict otherwise
+//	Joint.AppendAndCommit  one atomic batch: the held records' message (guarded by
+//	                     the ledger's end), the parts and the status
+//	                     (storage.JointCommitter: the checkpoint after a held batch)
 //	Inbox.List           batched direct get of P.inbox.<R>, sorted as the directory
 //	                     inbox sorts
 //	Inbox.Consumed       deletes the items' messages (after the checkpoint that

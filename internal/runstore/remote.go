@@ -392,7 +392,7 @@ func (m *Remote) open(ctx context.Context, r *Run, opt Options) error {
 	if err := dropConsumed(snap, ib); err != nil {
 		return err
 	}
-	return r.wire(ctx, opt, snap, driverParts{checkpoints: cp, ledger: led, inbox: ib})
+	return r.wire(ctx, opt, snap, driverParts{checkpoints: cp, ledger: led, inbox: ib, joint: jsstore.Joint{Ledger: led, Checkpoints: cp}})
 }
 
 // openGit opens a run whose world is a git repository's branch: this
@@ -414,7 +414,8 @@ func (m *Remote) openGit(ctx context.Context, r *Run, opt Options, snap storage.
 	if err := dropConsumed(snap, ib); err != nil {
 		return err
 	}
-	return r.wire(ctx, opt, snap, driverParts{checkpoints: m.Run.Checkpoints(), ledger: led, inbox: ib})
+	cp := m.Run.Checkpoints()
+	return r.wire(ctx, opt, snap, driverParts{checkpoints: cp, ledger: led, inbox: ib, joint: jsstore.Joint{Ledger: led, Checkpoints: cp}})
 }
 
 // moveWorld puts the world of a run that an earlier release created,
