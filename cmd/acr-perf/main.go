@@ -41,6 +41,7 @@ func main() {
 	peers := flag.String("peers", "", "run DIR/side-by-side.sh (the peers' folder) against -acr and write its section of -out")
 	acr := flag.String("acr", "bin/acr", "the binary -peers and -workers measure")
 	workers := flag.Bool("workers", false, "measure acr worker processes on one NATS server against state directories, and acr wake's latency, and write that section of -out")
+	rounds := flag.Int("rounds", 0, "with -workers: rounds of every setup (0: the default, 3; 1 for a first look)")
 	serve := flag.String("serve-nats", "", "run a NATS server with its JetStream store in this directory until SIGTERM (used by -workers)")
 	flag.Parse()
 	do := run
@@ -51,7 +52,7 @@ func main() {
 		do = func(out, work string, _ bool) error { return runPeers(out, *peers, *acr, work) }
 	}
 	if *workers {
-		do = func(out, work string, quick bool) error { return runWorkers(out, *acr, work, quick) }
+		do = func(out, work string, quick bool) error { return runWorkers(out, *acr, work, quick, *rounds) }
 	}
 	if *serve != "" {
 		do = func(string, string, bool) error { return serveNATS(*serve) }

@@ -17,11 +17,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/acr-project/acr/internal/jetstream"
+	"github.com/acr-project/acr/internal/jsstore"
 	"github.com/acr-project/acr/internal/perf"
 )
 
@@ -38,17 +38,21 @@ type workersSizes struct {
 	straceRuns int
 }
 
-// workersSizesFor is the full benchmark (three to five minutes on two
+// workersSizesFor is the full benchmark (about five minutes on two
 // cores) or, quick, a smoke test of the harness (under ten seconds).
 func workersSizesFor(quick bool) workersSizes {
 	if quick {
 		return workersSizes{runs: 4, items: 3, rounds: 1, wakes: 3, wakeRuns: 2,
 			setups: []setup{{nats: true, procs: 1, conc: 1}, {nats: true, procs: 2, conc: 1}, {procs: 1, conc: 1}, {procs: 2, conc: 1}}}
 	}
-	return workersSizes{runs: 40, items: 10, rounds: 3, wakes: 25, wakeRuns: 4, straceRuns: 8,
+	// The shape: 12 runs of 40 effects; one worker at
+	// --concurrency 1, 2, 4, 8 (and 16, past where the curve bends), and
+	// two workers, against 1, 2 and 4 directory loops.
+	return workersSizes{runs: 12, items: 40, rounds: 3, wakes: 25, wakeRuns: 4, straceRuns: 4,
 		setups: []setup{
 			{procs: 1, conc: 1}, {procs: 2, conc: 1}, {procs: 4, conc: 1},
-			{nats: true, procs: 1, conc: 1}, {nats: true, procs: 2, conc: 1}, {nats: true, procs: 4, conc: 1}, {nats: true, procs: 1, conc: 4},
+			{nats: true, procs: 1, conc: 1}, {nats: true, procs: 1, conc: 2}, {nats: true, procs: 1, conc: 4}, {nats: true, procs: 1, conc: 8},
+			{nats: true, procs: 1, conc: 16}, {nats: true, procs: 2, conc: 1},
 		}}
 }
 
@@ -191,9 +195,9 @@ type storeMsg struct {
 // subscription: it sees each message as it is published, batch messages
 // included) and calls fn with each, stamped on arrival.
 func (b *bench) tap(prefix string, fn func(storeMsg)) (*nats.Subscription, error) {
-	// Ledger messages and checkpoints are zstd-compressed (jsstore's
-	// Acr-Encoding); the harness reads their lines.
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	// Ledger messages and checkpoints are zstd-compressed, with acr's
+	// dictionary (jsstore's Acr-Encoding); the harness reads their lines.
+	dec, err := jsstore.NewDecoder()
 	if err != nil {
 		return nil, fmt.Errorf("tap %s: %w", prefix, err)
 	}
@@ -204,8 +208,8 @@ func (b *bench) tap(prefix string, fn func(storeMsg)) (*nats.Subscription, error
 			return
 		}
 		data := m.Data
-		if m.Header.Get("Acr-Encoding") == "zstd" {
-			d, derr := dec.DecodeAll(m.Data, nil)
+		if enc := m.Header.Get(jsstore.HeaderEncoding); enc != "" {
+			d, derr := dec.Decode(enc, m.Data)
 			if derr != nil {
 				d = nil // not a ledger line: seen, never matched
 			}
@@ -812,8 +816,11 @@ func loadAvg() string {
 
 // runWorkers runs the workers benchmark and writes its section of out
 // (quick: prints it only).
-func runWorkers(out, bin, work string, quick bool) error {
+func runWorkers(out, bin, work string, quick bool, rounds int) error {
 	sz := workersSizesFor(quick)
+	if rounds > 0 {
+		sz.rounds = rounds
+	}
 	abs, err := filepath.Abs(bin)
 	if err != nil {
 		return err

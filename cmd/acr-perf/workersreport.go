@@ -352,6 +352,50 @@ func workersLabel(s setup) string {
 	return w
 }
 
+// concurrencyNote describes how one worker's rate grows with
+// --concurrency, where the curve bends (the first doubling that gains
+// less than 10%), and what bounds it there, from the measured figures:
+// cores busy against the machine's, CPU per cycle.
+func concurrencyNote(r workersReport, sums []setupSummary, one setupSummary) string {
+	var curve []string
+	var ones []setupSummary
+	for _, s := range sums {
+		if !s.setup.nats || s.setup.procs != 1 {
+			continue
+		}
+		curve = append(curve, fmt.Sprintf("--concurrency %d: %.1f cycles/s (%.2f× of 1; %.2f cores busy; CPU per cycle %s + %s)",
+			s.setup.conc, s.median, sameRound(r.trials, s.setup, one.setup), s.busy, ms(s.acrCPU), ms(s.srvCPU)))
+		ones = append(ones, s)
+	}
+	if len(ones) < 2 {
+		return ""
+	}
+	cores := runtime.NumCPU()
+	n := "**Concurrency.** One worker, more runs at once (medians; ratios of same-round trials): " + strings.Join(curve, "; ") + ". "
+	bend := ones[len(ones)-1]
+	for i := 1; i < len(ones); i++ {
+		if sameRound(r.trials, ones[i].setup, ones[i-1].setup) < 1.1 {
+			bend = ones[i-1]
+			break
+		}
+	}
+	both := bend.acrCPU + bend.srvCPU
+	n += fmt.Sprintf("The curve bends at --concurrency %d: past it, more runs at once gain under 10%%. There the worker and "+
+		"the server spend %s of CPU per cycle together, so %d cores could run at most %.0f cycles/s, and they keep %.2f of "+
+		"the %d cores busy. ", bend.setup.conc, ms(both), cores, float64(cores)*float64(time.Second)/float64(max(both, time.Microsecond)),
+		bend.busy, cores)
+	if bend.busy >= 0.7*float64(cores) {
+		n += "The cores are the limit: runs at once fill each other's waits for the server until no core is idle, and more " +
+			"of them only queue for the cores (on this shared machine, other agents' work took part of them too). "
+	} else {
+		n += "The cores are not all busy, yet more runs at once do not help: what is left is serial (the one stream's " +
+			"lock, the server's writes to its disk, the worker's own turns between its runs' answers) or taken by other " +
+			"agents' work on this shared machine. "
+	}
+	n += "The directory loops share nothing but the disk and the cores."
+	return n
+}
+
 // orDash is s, or a dash if empty.
 func orDash(s string) string {
 	if s == "" {
@@ -376,9 +420,9 @@ func boundNotes(r workersReport, sums []setupSummary) []string {
 		n := fmt.Sprintf("**NATS.** A cycle is %.2f atomic batches on the server: the driver holds a cycle's "+
 			"outcome until the next cycle's decision and intent and appends the two together, and jsstore stores the "+
 			"append's lines as one message (ledger format 2) with a plain publish where a state directory makes one write "+
-			"and fsync; an atomic batch is left for writes of several messages: the world's file and its head (each effect) "+
-			"and the checkpoint and status at rest (one per run). Before format 2 every append was an atomic batch as well "+
-			"(and this column, until 2026-12-06, did not see the world's batches: 1.09 then was the appends and the rests). "+
+			"and fsync; the effect's file is one more plain publish, guarded by the ledger's end. An atomic batch is left "+
+			"for the checkpoint and status at rest (one per run). Before format 2 every append was an atomic batch as well, "+
+			"and until this release each effect's file and the world's head were one (1.00 per cycle). "+
 			"A single-replica file stream stages each atomic batch "+
 			"in a small store of its own with synchronous writes, under the stream's lock, and every run's records go to the "+
 			"one stream `PREFIX-runs`.", one.batches)
@@ -398,9 +442,9 @@ func boundNotes(r workersReport, sums []setupSummary) []string {
 		}
 		both := one.srvCPU + one.acrCPU
 		n += fmt.Sprintf(" The server spent %s of CPU per cycle, %.0f%% of it in the kernel, and the worker %s: %s together, "+
-			"so %d free cores could run at most %.0f cycles/s of this workload even if nothing were serial, and the staging "+
-			"under the stream's lock is serial besides. With one worker the two take turns (the worker waits for each "+
-			"commit's answer, the server for the next batch), so a cycle's %s of wall time is at least their sum; the rest "+
+			"so %d free cores could run at most %.0f cycles/s of this workload even if nothing were serial. With one worker "+
+			"the two take turns (the worker waits for each write's answer, the server for the next write), so a cycle's %s "+
+			"of wall time is at least their sum; the rest "+
 			"is waiting for the disk and for a core (load average %s at the start). More workers let a worker's CPU overlap "+
 			"the server's, and contend with it for the same cores: against one worker (medians of same-round ratios), %s. On two shared cores the stream's "+
 			"lock and the cores cannot be told apart as the bound; sharding runs over several streams, or a 3-node cluster "+
@@ -409,17 +453,27 @@ func boundNotes(r workersReport, sums []setupSummary) []string {
 			float64(cores)*float64(time.Second)/float64(max(both, time.Microsecond)), ms(wall), r.env.loadStart, strings.Join(scaling, ", "))
 		notes = append(notes, n)
 		notes = append(notes, fmt.Sprintf("**Store rows.** One worker sent the server %.2f messages and %.1f KiB per acting "+
-			"cycle, and the server spent %s of CPU on it. Since ledger format 2 an append is one message (`Acr-Lines: n`, "+
-			"the append's lines byte for byte as a state directory's ledger holds them, zstd-compressed: `Acr-Encoding`) "+
-			"stored with a plain publish, where it was one message per record (about 27 an acting cycle) in an atomic batch. "+
-			"The same harness on the release before format 2, on this machine on 2026-12-06: 33.7 messages, 40.6 KiB and "+
-			"8.78 ms of server CPU per acting cycle, 0.57× the directory. The rest of a cycle's messages are the inbox read "+
-			"every cycle makes, and, per run rather than per cycle, the lease, the open's reads (checkpoint, ledger end, "+
-			"world), the world's take and the listing of due runs; a run whose cycles checkpoint and write a world file "+
-			"adds an atomic batch of two for each (runstore's TestRemoteMessagesPerActingCycle counts such a run from the "+
-			"server's counters and bounds it: 34 messages and 73 KB per acting cycle before format 2, 7.5 and 26 KB after). "+
-			"Reaching 4 there needs the world's file and the checkpoint in the same atomic batch as the cycle's records, and "+
-			"the inbox heard rather than read: not done.", one.msgs, one.bytes/1024, ms(one.srvActing)))
+			"cycle, and the server spent %s of CPU on it. A cycle's messages: one ledger append (the cycle's decision and "+
+			"intent with the last cycle's held outcome: since ledger format 2 one message, `Acr-Lines: n`, the lines byte for "+
+			"byte as a state directory's ledger holds them, stored with a plain publish, where it was one message per record, "+
+			"about 27 an acting cycle, in an atomic batch) and the effect's file (one message; until this release an atomic "+
+			"batch of the file and the world's head, whose staging was most of the server's CPU per cycle); per run "+
+			"rather than per cycle, the lease, the open's reads (checkpoint, ledger end, world, inbox), the world's take, the "+
+			"checkpoint at rest and the listing of due runs. The inbox is heard (a subscription on the run's inbox subject), "+
+			"not read every cycle: a cycle that finds nothing new sends nothing. Bytes are mostly the ledger message, "+
+			"compressed with zstd and a dictionary built from the reference scenarios' ledgers and checkpoints "+
+			"(`Acr-Encoding: zstd-d1`), which takes a queue cycle's lines from 3.3 to 5.4 times smaller. The same harness "+
+			"on the release before format 2, on this machine on 2026-12-06 (40 runs of 10 items): 33.7 messages, 40.6 KiB and "+
+			"8.78 ms of server CPU per acting cycle; on the release before this one (inbox read every cycle, no dictionary, "+
+			"the world's file and head in an atomic batch), 5.17 messages, 11.4 KiB and 4.25–5.10 ms (40 runs of 10 items), "+
+			"and 3.32 messages, 7.5 KiB and 4.54 ms in this shape with the inbox heard and the dictionary (one round, "+
+			"0.51× the directory). A run that checkpoints every cycle adds the checkpoint and status (an atomic batch of "+
+			"two) and a second append per cycle: runstore's TestRemoteMessagesPerActingCycle counts such a run from the "+
+			"server's counters and bounds it (34 messages and 73 KB per acting cycle before format 2, 7.5 and 26 KB after, "+
+			"5.5 and 19.5 KB now).", one.msgs, one.bytes/1024, ms(one.srvActing)))
+		if curve := concurrencyNote(r, sums, one); curve != "" {
+			notes = append(notes, curve)
+		}
 	}
 	if d1, ok := find(sums, setup{procs: 1, conc: 1}); ok && d1.median > 0 {
 		var scaling []string

@@ -18,7 +18,7 @@ import (
 // writers still land exactly one batch, and when the runs stream's leader
 // is killed, commits fail with ErrUnavailable until a new leader is
 // elected, then the writer's retry at its frontier lands, and nothing
-// acknowledged is lost.
+// acknowledged is lost; a world read right after each write sees it.
 func TestClusterLeaderLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node cluster")
@@ -87,6 +87,18 @@ func TestClusterLeaderLoss(t *testing.T) {
 	}
 	at := res[winner].Frontier
 	want := append(records("c0", 10, 300), records("w"+strconv.Itoa(winner), 10, 300)...)
+
+	// A world is read from the stream's leader: each write acknowledged
+	// is there at once, never lagging as a replica's direct get may.
+	for i := range 50 {
+		data := "v" + strconv.Itoa(i)
+		must(t, st.Worlds.Upload(ctx(t), run, "f", []byte(data), false, at.Ledger))
+		ws, err := st.Worlds.Read(ctx(t), run)
+		must(t, err)
+		if got := string(ws.Files["f"]); got != data {
+			t.Fatalf("world read right after write %d: %q, want %q", i, got, data)
+		}
+	}
 
 	// Kill the runs stream's leader.
 	js, err := natsjs.New(nc)

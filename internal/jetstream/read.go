@@ -298,3 +298,74 @@ func scanLastPerSubject(ctx context.Context, pol *policy, nc *nats.Conn, stream,
 	}
 	return nil
 }
+
+// msgGetRequest is the body of a $JS.API.STREAM.MSG.GET.<stream> request:
+// the first message on NextFor with sequence >= Seq.
+type msgGetRequest struct {
+	Seq     uint64 `json:"seq"`
+	NextFor string `json:"next_by_subj"`
+}
+
+// msgGetResponse is its answer (nats-server JSApiMsgGetResponse).
+type msgGetResponse struct {
+	Message *struct {
+		Subject string `json:"subject"`
+		Seq     uint64 `json:"seq"`
+		Header  []byte `json:"hdrs,omitempty"`
+		Data    []byte `json:"data,omitempty"`
+	} `json:"message"`
+	Error *natsjs.APIError `json:"error"`
+}
+
+// codeNoMessage is the API error of a message get that finds nothing.
+const codeNoMessage = 10037
+
+// readSubjectLeader is readSubject answered by the stream's leader
+// alone, one message per request (the stream message get API, which
+// only the leader answers): for a read that must not lag the last
+// acknowledged write, as a direct get answered by a replica may. Each
+// message's headers carry Nats-Subject as a direct get's do.
+func readSubjectLeader(ctx context.Context, pol *policy, nc *nats.Conn, stream, subject string, from uint64, fn func(seq uint64, m *nats.Msg) error) error {
+	api := "$JS.API.STREAM.MSG.GET." + stream
+	for seq := max(from, 1); ; {
+		req, err := json.Marshal(msgGetRequest{Seq: seq, NextFor: subject})
+		if err != nil {
+			return err
+		}
+		var resp msgGetResponse
+		err = pol.do(ctx, "read", func(ctx context.Context) error {
+			m, err := nc.RequestWithContext(ctx, api, req)
+			if err != nil {
+				return classify(err)
+			}
+			resp = msgGetResponse{}
+			if err := json.Unmarshal(m.Data, &resp); err != nil {
+				return fmt.Errorf("message get %s: %w", subject, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if resp.Error != nil {
+			if resp.Error.ErrorCode == codeNoMessage {
+				return nil
+			}
+			return classify(resp.Error)
+		}
+		if resp.Message == nil || resp.Message.Seq < seq {
+			return fmt.Errorf("message get %s: an answer without the message at or after %d", subject, seq)
+		}
+		m := &nats.Msg{Subject: resp.Message.Subject, Data: resp.Message.Data, Header: nats.Header{}}
+		if len(resp.Message.Header) > 0 {
+			if m.Header, err = nats.DecodeHeadersMsg(resp.Message.Header); err != nil {
+				return fmt.Errorf("message get %s: headers of %d: %w", subject, resp.Message.Seq, err)
+			}
+		}
+		m.Header.Set(hdrSubject, resp.Message.Subject)
+		if err := fn(resp.Message.Seq, m); err != nil {
+			return err
+		}
+		seq = resp.Message.Seq + 1
+	}
+}

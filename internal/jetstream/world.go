@@ -50,24 +50,33 @@ var ErrBadWorld = errors.New("malformed world message")
 // Three writes:
 //
 //   - Take stores a new head that expects the head the taker read. A
-//     process takes a run's world before it runs the run's cycles: every
-//     process that held it before now has a stale head, and the taker
-//     learns that what it read was the world's last state (a world written
-//     after the read, or a read answered by a replica behind its leader,
-//     makes the take fail with ErrConflict).
-//   - Write stores a file (or its removal) and a new head in one atomic
-//     batch. The file expects the run's ledger to end where the writer's
-//     does (Nats-Expected-Last-Subject-Sequence on the ledger subject: the
-//     record that authorises the write, the effect's intent, is still the
-//     last one), the head expects the head the writer last took or wrote.
-//     Both hold or nothing is stored (ErrConflict).
-//   - Upload stores a file alone, guarded by the ledger's end, for a world
-//     nobody can hold yet (a new run's, or one moved into the store for
-//     the first time); Take with no head expected then seals it.
+//     process takes a run's world before it runs the run's cycles (two
+//     processes that open the run at once: one take fails with
+//     ErrConflict).
+//   - Upload stores a file (or its removal) alone, one plain publish,
+//     guarded by the run's ledger end (Nats-Expected-Last-Subject-Sequence
+//     on the ledger subject: the record that authorises the write, the
+//     effect's intent, must still be the last one), with a message id
+//     derived from it, so that a retry is stored once. It is how an
+//     effect's file is stored, and how a world nobody holds yet is
+//     uploaded (a new run's, or one moved into the store for the first
+//     time; Take with no head expected then seals it).
+//   - Write stores a file and a new head in one atomic batch, the head
+//     expecting the head the writer last took or wrote (what effects were
+//     stored with before; kept for its tests and for readers of its
+//     heads).
 //
-// The head is always the last world message of its run in the stream (a
-// write puts it after the file), so a reader that sees head h has seen
-// every file written before h.
+// Why the ledger's end alone fences an effect's file: while the ledger
+// ends at intent I, the only file write the store takes is I's effect,
+// whose bytes I fixes (its after-hash); a process that lost the run can
+// store it only while nobody appended after I, and then it stores what the
+// new holder's recovery of I would store. Once anything is appended after
+// I, every write that claims I is refused. An atomic batch would cost a
+// single-replica file stream several synchronous writes per effect.
+//
+// Read asks the stream's leader, so that it never lags an acknowledged
+// write: a process opening the run must not run its cycles on a world
+// older than its ledger.
 type Worlds struct {
 	nc     *nats.Conn
 	pol    *policy
@@ -111,11 +120,13 @@ type headBody struct {
 }
 
 // Read returns run's world: every file's last message in stream order,
-// checked (its subject must be its path's), and the head.
+// checked (its subject must be its path's), and the head. It is read
+// from the stream's leader (one request per message), never from a
+// replica that may lag it.
 func (w *Worlds) Read(ctx context.Context, run string) (WorldState, error) {
 	st := WorldState{Files: map[string][]byte{}}
 	head := w.names.WorldHeadSubject(run)
-	err := readSubject(ctx, w.pol, w.nc, w.stream, w.names.WorldFilter(run), 1, func(seq uint64, m *nats.Msg) error {
+	err := readSubjectLeader(ctx, w.pol, w.nc, w.stream, w.names.WorldFilter(run), 1, func(seq uint64, m *nats.Msg) error {
 		subj, op := m.Header.Get(hdrSubject), m.Header.Get(hdrWorld)
 		if subj == head {
 			if op != worldHd {
@@ -227,10 +238,10 @@ func (w *Worlds) recognised(run string, head *nats.Msg, g Guard, seq *uint64, at
 
 // Upload stores data as the file at path of run's world (or, with
 // remove, the file's removal) without moving the head, provided the run's
-// ledger ends at ledger (ErrConflict if not): for a world that nobody can
-// hold yet, sealed by a Take after the last file. An upload whose answer
-// was lost is sent again with the same message id, which the server
-// stores once.
+// ledger ends at ledger (ErrConflict if not): an effect's file, or a file
+// of a world that nobody can hold yet, sealed by a Take after the last
+// file. An upload whose answer was lost is sent again with the same
+// message id, which the server stores once.
 func (w *Worlds) Upload(ctx context.Context, run, path string, data []byte, remove bool, ledger uint64) error {
 	op := worldPut
 	if remove {

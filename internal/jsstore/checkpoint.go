@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/acr-project/acr/internal/codec"
+	"github.com/acr-project/acr/internal/event"
 	"github.com/acr-project/acr/internal/jetstream"
 	"github.com/acr-project/acr/internal/state"
 	"github.com/acr-project/acr/internal/storage"
@@ -73,6 +74,21 @@ func (c *Checkpoints) Load() (storage.Snapshot, error) {
 	snap, err := decodeCheckpoint(c.run.ID, doc)
 	if err != nil {
 		return storage.Snapshot{}, err
+	}
+	switch f := h.Get(hdrFrontier); f {
+	case "":
+	case frontierInBatch:
+		// Committed with the records before it: the frontier's record
+		// is in the message right before the checkpoint (Acr-Ledger:
+		// -1), which the manifest, written before the batch was stored,
+		// could not name.
+		if h.Get(hdrLedgerAt) != "-1" || snap.Manifest.LedgerFrontier.Offset != 0 || snap.Manifest.LedgerFrontier.Seq == 0 {
+			return storage.Snapshot{}, &state.IntegrityError{File: "checkpoint of " + c.run.ID, Msg: fmt.Sprintf(
+				"%s %s with %s %q and a manifest frontier at stream sequence %d", hdrFrontier, f, hdrLedgerAt, h.Get(hdrLedgerAt), snap.Manifest.LedgerFrontier.Offset)}
+		}
+		snap.Manifest = withOffset(snap.Manifest, fr.Ledger)
+	default:
+		return storage.Snapshot{}, &state.IntegrityError{File: "checkpoint of " + c.run.ID, Msg: fmt.Sprintf("unknown %s %q (written by a newer acr?)", hdrFrontier, f)}
 	}
 	c.gen, c.seq, c.known = snap.Manifest.Generation, fr.Checkpoint, true
 	return snap, nil
@@ -227,4 +243,119 @@ func decodeCheckpoint(run string, doc []byte) (storage.Snapshot, error) {
 		return storage.Snapshot{}, &state.IntegrityError{File: where, Msg: fmt.Sprintf("%d bytes after the last file", len(rest))}
 	}
 	return snap, nil
+}
+
+// hdrFrontier, on a checkpoint's first part, says where its manifest's
+// ledger frontier is: "batch" for a checkpoint committed in one atomic
+// batch with the records before it (Joint), whose stream sequence was not
+// known when the manifest was written: the manifest holds Offset 0, and
+// the frontier's record is in the ledger message right before the
+// checkpoint's first part (Acr-Ledger: -1). Without it the manifest holds
+// the frontier's stream sequence (every checkpoint before this release,
+// and every commit without records).
+const hdrFrontier = "Acr-Frontier"
+
+// frontierInBatch is hdrFrontier's one value.
+const frontierInBatch = "batch"
+
+// hdrLedgerAt is the header internal/jetstream sets on a checkpoint's
+// first part: where the ledger stood, "-1" when the commit's records are
+// right before it.
+const hdrLedgerAt = "Acr-Ledger"
+
+// Joint is a run's ledger and checkpoint handles as one
+// storage.JointCommitter: the records a driver held and the checkpoint
+// after them in one atomic batch. Both handles must be the driver's own
+// (the frontier and the generation they know move with the commit).
+type Joint struct {
+	Ledger      *Ledger
+	Checkpoints *Checkpoints
+}
+
+var _ storage.JointCommitter = Joint{}
+
+// AppendAndCommit implements storage.JointCommitter: events are appended
+// after the ledger handle's frontier and cm (its Frontier set to the
+// ledger's end after them) is committed, in one atomic batch guarded by
+// the ledger's end and the checkpoint's generation, all or nothing:
+// storage.ErrConflict if another writer moved either, and nothing is
+// stored. The returned manifest is the one a separate Append and Commit
+// would have returned, byte for byte. Records that need more than one
+// message go as a separate Append and Commit.
+func (j Joint) AppendAndCommit(events []event.Event, cm storage.Commit) (storage.Manifest, error) {
+	l, c := j.Ledger, j.Checkpoints
+	if l.poisoned {
+		return storage.Manifest{}, storage.ErrPoisoned
+	}
+	if len(events) == 0 {
+		cm.Frontier = l.front
+		return c.Commit(cm)
+	}
+	lines, recs, err := encodeEvents(l.front, events)
+	if err != nil {
+		return storage.Manifest{}, err
+	}
+	bodies, counts := packLines(lines, l.run.s.blocks.Ledger.RecordRoom())
+	if len(bodies) != 1 {
+		if _, err := l.Append(events); err != nil {
+			return storage.Manifest{}, err
+		}
+		cm.Frontier = l.front
+		return c.Commit(cm)
+	}
+	if cm.RunID != c.run.ID || cm.Expect < 0 {
+		return storage.Manifest{}, fmt.Errorf("commit checkpoint of %s: the checkpoint is of run %q, generation %d", c.run.ID, cm.RunID, cm.Expect)
+	}
+	at, err := c.expected(cm.Expect)
+	if err != nil {
+		return storage.Manifest{}, err
+	}
+	last := recs[len(recs)-1]
+	cm.Frontier = state.Frontier{Seq: last.Seq, Hash: last.Hash}
+	m, doc, err := encodeCheckpoint(cm)
+	if err != nil {
+		return storage.Manifest{}, fmt.Errorf("commit checkpoint of %s: %w", c.run.ID, err)
+	}
+	st, err := json.Marshal(statusOf(cm, m))
+	if err != nil {
+		return storage.Manifest{}, err
+	}
+	hdrs := linesHeaders(counts)
+	var enc string
+	if bodies[0], enc = l.run.s.pack.pack(bodies[0]); enc != "" {
+		hdrs[0].Set(hdrEncoding, enc)
+	}
+	h := nats.Header{hdrGeneration: {strconv.FormatInt(m.Generation, 10)}, hdrFrontier: {frontierInBatch}}
+	packed, penc := l.run.s.pack.pack(doc)
+	if penc != "" {
+		h.Set(hdrEncoding, penc)
+	}
+	res, err := l.run.s.blocks.Ledger.CommitBatch(l.run.ctx, l.run.ID,
+		jetstream.Frontier{Ledger: uint64(l.front.Offset), Checkpoint: at},
+		jetstream.Batch{Records: bodies, RecordHeaders: hdrs, Checkpoint: packed, Header: h, Status: st})
+	if errors.Is(err, jetstream.ErrConflict) {
+		c.known = false
+		return storage.Manifest{}, fmt.Errorf("append to the ledger of %s and commit its checkpoint: %w: expected generation %d with the ledger at seq %d: %w",
+			l.run.ID, storage.ErrConflict, cm.Expect, l.front.Seq, err)
+	}
+	if err != nil {
+		c.known = false
+		if !errors.Is(err, jetstream.ErrTooLarge) {
+			l.poisoned = true
+		}
+		return storage.Manifest{}, fmt.Errorf("append to the ledger of %s and commit its checkpoint: %w", l.run.ID, err)
+	}
+	l.front = state.Frontier{Seq: last.Seq, Hash: last.Hash, Offset: int64(res.Frontier.Ledger)}
+	l.last = jetstream.Record{Seq: res.Frontier.Ledger, Header: hdrs[0], Data: bodies[0]}
+	c.gen, c.seq, c.known = m.Generation, res.Frontier.Checkpoint, true
+	return withOffset(m, res.Frontier.Ledger), nil
+}
+
+// withOffset is m with its ledger frontier's stream sequence set, and its
+// checksum over that: the manifest of a checkpoint committed with the
+// records before it as a separate commit would have written it.
+func withOffset(m storage.Manifest, seq uint64) storage.Manifest {
+	m.LedgerFrontier.Offset = int64(seq)
+	m.Checksum = m.Sum()
+	return m
 }

@@ -41,12 +41,19 @@
 //	Nats-Batch-*       the atomic batch of a write of more than one message
 //	Nats-TTL           wake signals: expires_at − now + Options.ExpiryGrace
 //	Acr-Part i/n, Acr-Ledger, Acr-Generation   checkpoint parts
+//	Acr-Frontier: batch  first checkpoint part of a Joint commit: the manifest's
+//	                   ledger frontier has stream sequence 0, its record is in
+//	                   the ledger message right before the part (Acr-Ledger: -1);
+//	                   Load fills the sequence in. Without it the manifest names
+//	                   the sequence itself.
 //	Acr-Lines n        ledger messages: the body is n whole ledger lines (the
 //	                   packed format; a message without it is one line, as
 //	                   earlier releases wrote)
-//	Acr-Encoding: zstd ledger messages and checkpoint parts: the body (the
-//	                   checkpoint's whole document) is zstd-compressed; without
-//	                   it, the bytes as they are (pack.go)
+//	Acr-Encoding       ledger messages and checkpoint parts: zstd-d1, the body
+//	                   (the checkpoint's whole document) is zstd-compressed with
+//	                   acr's dictionary 1 (what is written); zstd, compressed
+//	                   without a dictionary (the release before); without it,
+//	                   the bytes as they are (pack.go)
 //	Acr-Key            inbox and quarantined items: the item id
 //	Acr-World, Acr-Path  world messages: put, del or head; the file's path as
 //	                   jetstream.Token(path). A file message carries
@@ -70,6 +77,9 @@
 //	Checkpoints.Commit   one atomic batch: the parts (the first rolls the old ones
 //	                     up) and the status, guarded by the generation's last part
 //	                     and by the ledger's end; storage.ErrConflict otherwise
+//	Joint.AppendAndCommit  one atomic batch: the held records' message (guarded by
+//	                     the ledger's end), the parts and the status
+//	                     (storage.JointCommitter: the checkpoint after a held batch)
 //	Inbox.List           batched direct get of P.inbox.<R>, sorted as the directory
 //	                     inbox sorts
 //	Inbox.Consumed       deletes the items' messages (after the checkpoint that
@@ -87,11 +97,12 @@
 //	                     1024 runs) and the inbox stream's per-subject counts
 //	Store.WatchInbox     a plain subscription on P.inbox.*: a worker hears of an
 //	                     item as it is put
-//	World.Load           batched direct get of P.world.<R>.*: every file and the head
+//	World.Load           message gets of P.world.<R>.* from the stream's leader
+//	                     (never a lagging replica): every file and the head
 //	World.Take           publish of a new head expecting the head Load read
-//	World.Put, Remove    one atomic batch: the file (guarded by the ledger's end
-//	                     the caller gives) and a new head (guarded by the head
-//	                     this handle last took or wrote); storage.ErrConflict
+//	World.Put, Remove    one publish of the file, guarded by the ledger's end the
+//	                     caller gives (the effect's intent); storage.ErrConflict
+//	                     (earlier releases: an atomic batch with a new head)
 //	World.Seal           each file published alone, guarded by the ledger's end,
 //	                     then the first head (init; a world an earlier release
 //	                     kept on one host, moved into the store)
@@ -122,12 +133,12 @@
 // # Safety
 //
 // The lease saves work; the expected sequences keep a run intact. A writer
-// that lost its lease and another writer took over stores nothing: its
+// that lost its lease to another stores nothing the other would not: its
 // append expects a stale ledger end, its checkpoint a stale generation or
-// a stale ledger end, its world write a stale head (every open for cycles
-// takes the world, moving the head) or a stale ledger end (a world write
+// a stale ledger end, its world write a stale ledger end (a world write
 // is stored only while the intent that authorises it is the ledger's last
-// record).
+// record: until the new holder appends, that is the one write its own
+// recovery of the intent would make, byte for byte).
 //
 // # The world and the hosts' copies
 //

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
@@ -101,7 +102,7 @@ func TestFormatOneStaysReadable(t *testing.T) {
 		headers = append(headers, rec.Header.Get(hdrLines)+" "+rec.Header.Get(hdrEncoding))
 		return nil
 	}))
-	require.Equal(t, []string{" ", " ", " ", " ", "4 zstd"}, headers, "four format 1 messages, then one packed and compressed")
+	require.Equal(t, []string{" ", " ", " ", " ", "4 zstd-d1"}, headers, "four format 1 messages, then one packed and compressed")
 	require.True(t, bytes.Equal(file, stored))
 
 	h, err := r.History()
@@ -146,7 +147,7 @@ func TestUncompressedCheckpointStaysReadable(t *testing.T) {
 	require.NoError(t, err)
 	_, h, _, err := s.blocks.Ledger.CheckpointWithHeader(ctx(t), r.ID)
 	require.NoError(t, err)
-	require.Equal(t, encZstd, h.Get(hdrEncoding), "this release compresses")
+	require.Equal(t, encZstdDict, h.Get(hdrEncoding), "this release compresses")
 	snap, err = r.Checkpoints().Load()
 	require.NoError(t, err)
 	require.Equal(t, m2, snap.Manifest)
@@ -206,4 +207,75 @@ func TestAppendPastOneMessage(t *testing.T) {
 	h, err := r.History()
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(file, h.Bytes()))
+}
+
+// TestZstdWithoutDictionaryStaysReadable: the release before this one
+// compressed ledger messages and checkpoints without a dictionary
+// (Acr-Encoding: zstd). Such a ledger message and such a checkpoint are
+// read by this one (the records, the frontier, the snapshot), and what
+// is appended and committed over them is written with dictionary 1
+// (Acr-Encoding: zstd-d1) and read across both.
+func TestZstdWithoutDictionaryStaysReadable(t *testing.T) {
+	srv := natstest.Start(t)
+	_, s := openStore(t, srv.ClientURL())
+	r, err := s.Run(ctx(t), "run:zstd")
+	require.NoError(t, err)
+	plain, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	require.NoError(t, err)
+
+	// The ledger message and the checkpoint as the release before wrote
+	// them.
+	lines, recs, err := encodeEvents(state.GenesisFrontier(), testEvents("z", 6, 1))
+	require.NoError(t, err)
+	h := linesHeaders([]int{len(lines)})
+	h[0].Set(hdrEncoding, encZstd)
+	c, err := s.blocks.Ledger.CommitBatch(ctx(t), r.ID, jetstream.Frontier{},
+		jetstream.Batch{Records: [][]byte{plain.EncodeAll(bytes.Join(lines, nil), nil)}, RecordHeaders: h})
+	require.NoError(t, err)
+	front := state.Frontier{Seq: recs[5].Seq, Hash: recs[5].Hash, Offset: int64(c.Frontier.Ledger)}
+	files := runState("SLEEP", "")
+	files["big"] = bytes.Repeat([]byte(`{"a":"compressible"}`), 4000)
+	cm := storage.Commit{RunID: r.ID, CycleSeq: 1, Frontier: front, Files: files}
+	m, doc, err := encodeCheckpoint(cm)
+	require.NoError(t, err)
+	_, err = s.blocks.Ledger.CommitBatch(ctx(t), r.ID, jetstream.Frontier{Ledger: c.Frontier.Ledger},
+		jetstream.Batch{Checkpoint: plain.EncodeAll(doc, nil), Header: nats.Header{hdrGeneration: {"1"}, hdrEncoding: {encZstd}}, Status: []byte("{}")})
+	require.NoError(t, err)
+
+	l, err := r.OpenLedger()
+	require.NoError(t, err)
+	require.Equal(t, front, l.Frontier())
+	require.NoError(t, l.CheckFrontier(front))
+	cp := r.Checkpoints()
+	snap, err := cp.Load()
+	require.NoError(t, err)
+	require.Equal(t, m, snap.Manifest)
+	require.Equal(t, files, snap.Files)
+
+	more, err := l.Append(testEvents("d", 3, 2))
+	require.NoError(t, err)
+	cm.Expect, cm.CycleSeq, cm.Frontier = 1, 2, l.Frontier()
+	m2, err := cp.Commit(cm)
+	require.NoError(t, err)
+	var encs []string
+	require.NoError(t, s.blocks.Ledger.Read(ctx(t), r.ID, 0, func(rec jetstream.Record) error {
+		encs = append(encs, rec.Header.Get(hdrEncoding))
+		return nil
+	}))
+	require.Equal(t, []string{encZstd, encZstdDict}, encs, "the old message, then one with the dictionary")
+	_, ch, _, err := s.blocks.Ledger.CheckpointWithHeader(ctx(t), r.ID)
+	require.NoError(t, err)
+	require.Equal(t, encZstdDict, ch.Get(hdrEncoding))
+
+	l2, err := r.OpenLedger()
+	require.NoError(t, err)
+	all, err := l2.After(state.GenesisFrontier())
+	require.NoError(t, err)
+	require.Len(t, all, 9)
+	require.Equal(t, more[2].Hash, all[8].Hash)
+	require.Equal(t, recs[0].Hash, all[0].Hash)
+	snap, err = r.Checkpoints().Load()
+	require.NoError(t, err)
+	require.Equal(t, m2, snap.Manifest)
+	require.Equal(t, files, snap.Files)
 }

@@ -5,7 +5,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/acr-project/acr/internal/inbox"
 	"github.com/acr-project/acr/internal/jetstream"
@@ -23,11 +26,36 @@ import (
 // signal Nats-TTL its expiry plus the store's ExpiryGrace. Consumption is
 // the run state's record of consumed ids, made durable by the checkpoint;
 // Consumed then deletes the messages.
+//
+// A handle that Watch was called on hears every item put in the run's
+// inbox (a plain subscription: a JetStream publish is delivered to core
+// subscribers of its subject too), and List reads the stream only when
+// something was put since its last read: a cycle that finds nothing new
+// costs the server no message.
 type Inbox struct {
 	run *Run
 	// seqs maps the name of every item the last List saw (its id, or
 	// "seq-N" for a message without one) to its stream sequences.
 	seqs map[string][]uint64
+	// w is the watch, nil until Watch.
+	w *watch
+}
+
+// watch is what an Inbox that watches its subject knows: whether an item
+// was put since its last read, and what that read found (less what was
+// consumed or quarantined since).
+type watch struct {
+	sub *nats.Subscription
+	// heard is set by the subscription's handler for every message put.
+	heard atomic.Bool
+	// fresh: items and bad are what the stream holds, unless heard, the
+	// connection reconnected since (reconnects; a subscriber misses what
+	// is published while it is away) or the subscription dropped a
+	// message (a slow consumer).
+	fresh      bool
+	reconnects uint64
+	items      []inbox.Item
+	bad        []inbox.Rejected
 }
 
 // Inbox returns the run's inbox.
@@ -79,11 +107,74 @@ func (ib *Inbox) putRaw(name string, b []byte) error {
 	return err
 }
 
+// Watch subscribes to the run's inbox subject, so that List reads the
+// stream only when an item was put since its last read (see Inbox). Call
+// it before the first List: an item put before the subscription is then
+// found by that List's read, one put after it is heard. stop ends the
+// watch (List then reads every time); the handle watches once.
+func (ib *Inbox) Watch() (stop func(), err error) {
+	if ib.w != nil {
+		return nil, fmt.Errorf("watch inbox of %s: already watched", ib.run.ID)
+	}
+	w := &watch{}
+	w.sub, err = ib.run.s.nc.Subscribe(ib.run.s.blocks.Names.InboxSubject(ib.run.ID), func(*nats.Msg) { w.heard.Store(true) })
+	if err != nil {
+		return nil, fmt.Errorf("watch inbox of %s: %w", ib.run.ID, err)
+	}
+	if err := w.sub.SetPendingLimits(-1, -1); err != nil {
+		_ = w.sub.Unsubscribe()
+		return nil, fmt.Errorf("watch inbox of %s: %w", ib.run.ID, err)
+	}
+	ib.w = w
+	// Once unsubscribed, Dropped fails and List reads every time.
+	return func() { _ = w.sub.Unsubscribe() }, nil
+}
+
 // List implements storage.Inbox: every item waiting, decoded and checked,
 // sorted by creation time then id as the directory inbox sorts them, and
 // the messages that failed to decode (named "<id>.json", as the directory
 // inbox names its files). A message stored twice under one id is one item.
+//
+// A watched inbox answers from its last read when nothing was heard
+// since. The connection is flushed first (a ping, not a message): what
+// the server handed this connection before it answers the ping has
+// arrived by then, which covers an item put a moment before. An item
+// heard later, or not at all (the connection was away), is never lost:
+// the next List reads the stream again, as a List that ran just before
+// the put would have had to.
 func (ib *Inbox) List() ([]inbox.Item, []inbox.Rejected, error) {
+	if w := ib.w; w != nil && w.fresh && ib.unchanged(w) {
+		return slices.Clone(w.items), slices.Clone(w.bad), nil
+	}
+	return ib.read()
+}
+
+// unchanged reports whether a watched inbox certainly holds what its last
+// read found: the flush succeeded, nothing was heard, the connection did
+// not reconnect and the subscription dropped nothing.
+func (ib *Inbox) unchanged(w *watch) bool {
+	ctx, cancel := ib.run.requestCtx()
+	defer cancel()
+	nc := ib.run.s.nc
+	if nc.FlushWithContext(ctx) != nil || w.heard.Load() || nc.Stats().Reconnects != w.reconnects {
+		return false
+	}
+	dropped, err := w.sub.Dropped()
+	return err == nil && dropped == 0
+}
+
+// read reads the run's inbox from the stream (see List) and, when
+// watched, remembers what it found.
+func (ib *Inbox) read() ([]inbox.Item, []inbox.Rejected, error) {
+	w := ib.w
+	var reconnects uint64
+	if w != nil {
+		// Cleared before the read: an item put during it is heard again,
+		// and the next List reads once more.
+		w.heard.Store(false)
+		w.fresh = false
+		reconnects = ib.run.s.nc.Stats().Reconnects
+	}
 	seqs := map[string][]uint64{}
 	var items []inbox.Item
 	var bad []inbox.Rejected
@@ -115,6 +206,10 @@ func (ib *Inbox) List() ([]inbox.Item, []inbox.Rejected, error) {
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
+	if w != nil {
+		w.items, w.bad = slices.Clone(items), slices.Clone(bad)
+		w.reconnects, w.fresh = reconnects, true
+	}
 	return items, bad, nil
 }
 
@@ -131,6 +226,9 @@ func (ib *Inbox) Consumed(ids []string) error {
 	}
 	for _, id := range ids {
 		delete(ib.seqs, id)
+	}
+	if w := ib.w; w != nil {
+		w.items = slices.DeleteFunc(w.items, func(it inbox.Item) bool { return slices.Contains(ids, it.ID) })
 	}
 	return nil
 }
@@ -153,6 +251,10 @@ func (ib *Inbox) Quarantine(name string) error {
 		}
 	}
 	delete(ib.seqs, id)
+	if w := ib.w; w != nil {
+		w.bad = slices.DeleteFunc(w.bad, func(r inbox.Rejected) bool { return r.Name == name })
+		w.items = slices.DeleteFunc(w.items, func(it inbox.Item) bool { return it.ID == id })
+	}
 	return nil
 }
 
@@ -161,7 +263,7 @@ func (ib *Inbox) Quarantine(name string) error {
 func (ib *Inbox) lookup(names []string) ([]uint64, error) {
 	for _, n := range names {
 		if _, ok := ib.seqs[n]; !ok {
-			if _, _, err := ib.List(); err != nil {
+			if _, _, err := ib.read(); err != nil {
 				return nil, err
 			}
 			break

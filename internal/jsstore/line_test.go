@@ -184,7 +184,7 @@ func TestDecodeCompressed(t *testing.T) {
 	require.NoError(t, err)
 	body := bytes.Join(lines, nil)
 	z, enc := p.pack(body)
-	require.Equal(t, encZstd, enc, "ledger lines compress")
+	require.Equal(t, encZstdDict, enc, "ledger lines compress")
 	require.Less(t, len(z), len(body))
 	m := msgs([][]byte{z}, []string{"5"})
 	m[0].Header.Set(hdrEncoding, enc)
@@ -198,8 +198,8 @@ func TestDecodeCompressed(t *testing.T) {
 		body []byte
 		enc  string
 	}{
-		"damaged frame":    {flipped, encZstd},
-		"cut frame":        {z[:len(z)-3], encZstd},
+		"damaged frame":    {flipped, encZstdDict},
+		"cut frame":        {z[:len(z)-3], encZstdDict},
 		"unknown encoding": {z, "gzip"},
 		"raw, said zstd":   {body, encZstd},
 	} {

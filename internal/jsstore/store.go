@@ -194,6 +194,20 @@ type Run struct {
 	ctx context.Context
 }
 
+// requestCtx is the run's context bounded, when it has no deadline, by
+// the store's request timeout (5 s by default): for a request made
+// outside internal/jetstream's policy (a flush).
+func (r *Run) requestCtx() (context.Context, context.CancelFunc) {
+	if _, ok := r.ctx.Deadline(); ok {
+		return context.WithCancel(r.ctx)
+	}
+	t := r.s.opts.Timeout
+	if t <= 0 {
+		t = 5 * time.Second
+	}
+	return context.WithTimeout(r.ctx, t)
+}
+
 // Run returns the handle of run id. Nothing is read or written: a run
 // exists once its first checkpoint is committed (Checkpoints.Load says
 // storage.ErrNoRun before).

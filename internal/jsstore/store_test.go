@@ -3,6 +3,7 @@ package jsstore
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -382,4 +383,87 @@ func TestWatchInbox(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no notification")
 	}
+}
+
+// A watched inbox reads the stream only when an item was put since its
+// last read: a List that finds nothing new sends the server nothing,
+// an item put by another process on another connection between two Lists
+// is seen, an item consumed is gone without a read, and after the
+// connection was away (what was put meanwhile was not heard) the next
+// List reads again.
+func TestWatchedInboxReadsWhatCame(t *testing.T) {
+	srv := natstest.Start(t)
+	var mu sync.Mutex
+	reads := 0
+	opts := testOptions
+	opts.Observe = func(c jetstream.Call) {
+		if c.Op == "read" {
+			mu.Lock()
+			reads++
+			mu.Unlock()
+		}
+	}
+	nc := connect(t, srv.ClientURL(), nats.MaxReconnects(-1))
+	s, err := Open(ctx(t), nc, opts)
+	require.NoError(t, err)
+	readsNow := func() int { mu.Lock(); defer mu.Unlock(); return reads }
+	r, err := s.Run(ctx(t), "run:watched")
+	require.NoError(t, err)
+	ib := r.Inbox()
+	stop, err := ib.Watch()
+	require.NoError(t, err)
+	defer stop()
+
+	items, _, err := ib.List()
+	require.NoError(t, err)
+	require.Empty(t, items)
+	require.Equal(t, 1, readsNow(), "the first List reads the stream")
+	for range 3 {
+		items, _, err = ib.List()
+		require.NoError(t, err)
+		require.Empty(t, items)
+	}
+	require.Equal(t, 1, readsNow(), "Lists with nothing put since read nothing")
+
+	// Another process answers, on a connection of its own.
+	_, other := openStore(t, srv.ClientURL())
+	ro, err := other.Run(ctx(t), "run:watched")
+	require.NoError(t, err)
+	id, err := ro.Inbox().Put(&state.StopRequest{Schema: state.StopSchema, By: "op", CreatedAt: "2026-01-01T00:00:00Z"})
+	require.NoError(t, err)
+	for i := 0; len(items) == 0; i++ {
+		// Seen by the first List after the put in practice; a delivery
+		// that came later would be seen by a later List, never missed.
+		require.Less(t, i, 10000, "the item put is never seen")
+		items, _, err = ib.List()
+		require.NoError(t, err)
+	}
+	require.Len(t, items, 1)
+	require.Equal(t, id, items[0].ID)
+	n := readsNow()
+	items, _, err = ib.List()
+	require.NoError(t, err)
+	require.Len(t, items, 1, "the item stays until consumed")
+	require.Equal(t, n, readsNow(), "nothing put since the read that found it")
+
+	require.NoError(t, ib.Consumed([]string{id}))
+	items, _, err = ib.List()
+	require.NoError(t, err)
+	require.Empty(t, items)
+	require.Equal(t, n, readsNow(), "a consumed item is gone from what the handle knows without a read")
+
+	// The connection goes away and comes back: what was put meanwhile
+	// was not heard, so the next List reads.
+	srv.Restart()
+	require.Eventually(t, func() bool { return nc.Stats().Reconnects > 0 && nc.IsConnected() }, 10*time.Second, 10*time.Millisecond)
+	items, _, err = ib.List()
+	require.NoError(t, err)
+	require.Empty(t, items)
+	require.Equal(t, n+1, readsNow(), "after a reconnect List reads the stream")
+
+	// Unwatched, every List reads.
+	stop()
+	_, _, err = ib.List()
+	require.NoError(t, err)
+	require.Equal(t, n+2, readsNow())
 }

@@ -22,14 +22,15 @@ var ErrNoWorld = errors.New("the store holds no world for the run")
 // subjects in the runs stream, and the head that fences its writers (see
 // jetstream.Worlds).
 //
-// A World is one writer's handle. Load reads the world and remembers its
-// head; Take makes this handle the world's writer; Put and Remove then
-// change one file each, each write guarded by the run's ledger end the
-// caller gives (the stream sequence of its last record: the intent that
-// authorises the change) and by the head this handle last read or wrote.
-// Another process that took the world since, or appended to the ledger
-// since, makes the write fail with storage.ErrConflict, and nothing of it
-// is stored.
+// A World is one writer's handle. Load reads the world (from the stream's
+// leader) and remembers its head; Take makes this handle the world's
+// writer; Put and Remove then change one file each, one message each,
+// guarded by the run's ledger end the caller gives (the stream sequence
+// of its last record: the intent that authorises the change). Another
+// process that appended to the ledger since makes the write fail with
+// storage.ErrConflict, and nothing of it is stored; one that only took
+// the world since does not (see jetstream.Worlds: the intent at the
+// ledger's end fixes the only file write the store then takes).
 type World struct {
 	run  *Run
 	head uint64
@@ -115,9 +116,8 @@ func (w *World) Seal(files map[string][]byte, ledgerAt int64) error {
 }
 
 // Put stores data as the file at path, provided the run's ledger still
-// ends at ledgerAt and nobody took the world since this handle's last
-// Take or write (storage.ErrConflict otherwise, nothing stored). A file
-// larger than Room is ErrTooLarge.
+// ends at ledgerAt (storage.ErrConflict otherwise, nothing stored). A
+// file larger than Room is ErrTooLarge.
 func (w *World) Put(path string, data []byte, ledgerAt int64) error {
 	return w.write(path, data, false, ledgerAt)
 }
@@ -131,11 +131,9 @@ func (w *World) write(path string, data []byte, remove bool, ledgerAt int64) err
 	if w.head == 0 {
 		return fmt.Errorf("write the world of %s: %w (take it first)", w.run.ID, ErrNoWorld)
 	}
-	h, err := w.run.s.blocks.Worlds.Write(w.run.ctx, w.run.ID, path, data, remove, jetstream.Guard{Ledger: uint64(ledgerAt), Head: w.head, Writer: w.writer})
-	if err != nil {
+	if err := w.run.s.blocks.Worlds.Upload(w.run.ctx, w.run.ID, path, data, remove, uint64(ledgerAt)); err != nil {
 		return w.failed(err)
 	}
-	w.head = h
 	return nil
 }
 

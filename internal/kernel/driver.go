@@ -110,7 +110,11 @@ type Driver struct {
 	Split storage.SplitLedger
 	// Sealer moves Ledger's committed history into compressed segments
 	// when its backend can (a state directory's); nil otherwise.
-	Sealer    storage.Sealer
+	Sealer storage.Sealer
+	// Joint stores the held batch and the checkpoint after it in one
+	// write when its backend can (a JetStream store's); nil otherwise:
+	// the driver then appends the batch and commits the checkpoint.
+	Joint     storage.JointCommitter
 	World     World
 	Inbox     storage.Inbox
 	Clock     Clock

@@ -24,15 +24,29 @@ func (d *Driver) commit() error {
 	if err := d.complete(); err != nil {
 		return err
 	}
-	if err := d.sync(); err != nil {
+	joint := d.Joint != nil && d.held != nil
+	if joint {
+		// The held batch goes with the checkpoint, in one write.
+		if err := d.settleEffect(); err != nil {
+			return d.stop(err)
+		}
+	} else if err := d.sync(); err != nil {
 		return err
 	}
 	files, err := d.state.Encode()
 	if err != nil {
 		return err
 	}
-	m, err := d.Store.Commit(storage.Commit{Expect: d.manifest.Generation, RunID: d.state.Run.RunID, CycleSeq: d.state.Run.CycleSeq, Revision: d.Revision,
-		Frontier: d.Ledger.Frontier(), Files: files})
+	c := storage.Commit{Expect: d.manifest.Generation, RunID: d.state.Run.RunID, CycleSeq: d.state.Run.CycleSeq, Revision: d.Revision, Files: files}
+	var m storage.Manifest
+	if joint {
+		held := d.held
+		d.held = nil
+		m, err = d.Joint.AppendAndCommit(held, c)
+	} else {
+		c.Frontier = d.Ledger.Frontier()
+		m, err = d.Store.Commit(c)
+	}
 	if err != nil {
 		return d.stop(err)
 	}

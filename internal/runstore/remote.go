@@ -351,8 +351,21 @@ func (m *Remote) open(ctx context.Context, r *Run, opt Options) error {
 		return err
 	}
 	r.unlock = unlock
+	// The driver's inbox hears what is put in it, so that a cycle reads
+	// the inbox from the server only when something came (watched before
+	// its first read, so nothing put in between is missed).
+	ib := m.Run.Inbox()
+	unwatch, err := ib.Watch()
+	if err != nil {
+		return err
+	}
+	release := r.release
+	r.release = func() error {
+		unwatch()
+		return release()
+	}
 	if spec.Git != nil {
-		return m.openGit(ctx, r, opt, snap, spec, wfs, led)
+		return m.openGit(ctx, r, opt, snap, spec, wfs, led, ib)
 	}
 	sw := m.Run.World()
 	files, err := sw.Load()
@@ -376,10 +389,10 @@ func (m *Remote) open(ctx context.Context, r *Run, opt Options) error {
 	r.stored = func(w *sandbox.World) kernel.World {
 		return newStoredWorld(w, sw, files, func() int64 { return led.Frontier().Offset }, opt.Failpoint)
 	}
-	if err := dropConsumed(snap, m.Run.Inbox()); err != nil {
+	if err := dropConsumed(snap, ib); err != nil {
 		return err
 	}
-	return r.wire(ctx, opt, snap, driverParts{checkpoints: cp, ledger: led, inbox: m.Run.Inbox()})
+	return r.wire(ctx, opt, snap, driverParts{checkpoints: cp, ledger: led, inbox: ib, joint: jsstore.Joint{Ledger: led, Checkpoints: cp}})
 }
 
 // openGit opens a run whose world is a git repository's branch: this
@@ -387,7 +400,7 @@ func (m *Remote) open(ctx context.Context, r *Run, opt Options) error {
 // the first observation) is its cache, the store holds nothing of it,
 // and its key table is emptied as on a state directory (the remote
 // decides whether an effect happened).
-func (m *Remote) openGit(ctx context.Context, r *Run, opt Options, snap storage.Snapshot, spec world.Spec, wfs disk.FS, led *jsstore.Ledger) error {
+func (m *Remote) openGit(ctx context.Context, r *Run, opt Options, snap storage.Snapshot, spec world.Spec, wfs disk.FS, led *jsstore.Ledger, ib *jsstore.Inbox) error {
 	if _, err := os.Lstat(filepath.Join(m.WorldDir, filepath.FromSlash(sandbox.WorldDir))); err == nil {
 		if err := resetKeys(m.WorldDir); err != nil {
 			return err
@@ -398,10 +411,11 @@ func (m *Remote) openGit(ctx context.Context, r *Run, opt Options, snap storage.
 		return err
 	}
 	r.World, r.spec = w, spec
-	if err := dropConsumed(snap, m.Run.Inbox()); err != nil {
+	if err := dropConsumed(snap, ib); err != nil {
 		return err
 	}
-	return r.wire(ctx, opt, snap, driverParts{checkpoints: m.Run.Checkpoints(), ledger: led, inbox: m.Run.Inbox()})
+	cp := m.Run.Checkpoints()
+	return r.wire(ctx, opt, snap, driverParts{checkpoints: cp, ledger: led, inbox: ib, joint: jsstore.Joint{Ledger: led, Checkpoints: cp}})
 }
 
 // moveWorld puts the world of a run that an earlier release created,

@@ -245,50 +245,66 @@ func TestRemoteWorldOnAnyHost(t *testing.T) {
 }
 
 // Two processes forced onto one run (the lease bypassed): on one host the
-// second is busy (the host's copy is locked); on two hosts, the one whose
-// world another took since stores nothing of its effect and fails with a
-// conflict; the other, whose ledger the first wrote to since, fails too;
-// whoever opens the run next applies the effect once, from the store's
-// world, whatever the first one's copy holds.
+// second is busy (the host's copy is locked); on two hosts, whichever
+// appends first goes on and the other stores nothing and fails with a
+// conflict, however the two took the world. The ledger's end fences an
+// effect's file: while a writer's intent is the ledger's last record its
+// effect is the only file write the store takes (what the other's recovery
+// of it would store), and once the other appended, none of the first's.
+// Whoever opens the run next applies every effect once, from the store's
+// world, whatever the copies hold.
 func TestRemoteForcedSecondWriter(t *testing.T) {
 	t.Parallel()
-	rs := startStore(t)
-	in := queueInputs(t, 3, nil)
-	want, effects := reference(t, in)
-	hostA, hostB := t.TempDir(), t.TempDir()
-	const id = "run:two"
-	onA, onB := rs.on(t, hostA, id), rs.on(t, hostB, id)
-	_, err := onA.Init(t.Context(), in, testOptions())
-	require.NoError(t, err)
-	initial := rs.world(t, id)
+	for _, first := range []string{"the first to open", "the second to open"} {
+		t.Run("appends first: "+first, func(t *testing.T) {
+			t.Parallel()
+			rs := startStore(t)
+			in := queueInputs(t, 3, nil)
+			want, effects := reference(t, in)
+			hostA, hostB := t.TempDir(), t.TempDir()
+			const id = "run:two"
+			onA, onB := rs.on(t, hostA, id), rs.on(t, hostB, id)
+			_, err := onA.Init(t.Context(), in, testOptions())
+			require.NoError(t, err)
+			initial := rs.world(t, id)
 
-	a, err := onA.Open(t.Context(), storage.Holder{Name: "a"}, testOptions())
-	require.NoError(t, err)
-	rs.freeLease(t, id)
-	// On the same host the copy of the world is locked.
-	_, err = onA.Open(t.Context(), storage.Holder{Name: "a-again"}, testOptions())
-	require.ErrorIs(t, err, storage.ErrBusy)
-	rs.freeLease(t, id)
-	// B reads another time than A: the same time would make its first
-	// batch A's byte for byte, which the store takes for a retry of A's.
-	optB := testOptions()
-	optB.Clock = &stepClock{t: time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)}
-	b, err := onB.Open(t.Context(), storage.Holder{Name: "b"}, optB)
-	require.NoError(t, err)
-	_, err = a.Driver.Step(t.Context())
-	require.ErrorIs(t, err, storage.ErrConflict, "A's effect is refused by the store: B took the world")
-	assert.Equal(t, initial, rs.world(t, id), "nothing of A's effect is stored")
-	assert.NotEqual(t, initial, hostCopy(t, hostA, id), "A's copy has its effect (the store does not)")
-	_, err = b.Driver.Step(t.Context())
-	require.ErrorIs(t, err, storage.ErrConflict, "B's ledger is behind A's intent")
-	a.Abandon()
-	b.Abandon()
-	rs.freeLease(t, id)
+			a, err := onA.Open(t.Context(), storage.Holder{Name: "a"}, testOptions())
+			require.NoError(t, err)
+			rs.freeLease(t, id)
+			// On the same host the copy of the world is locked.
+			_, err = onA.Open(t.Context(), storage.Holder{Name: "a-again"}, testOptions())
+			require.ErrorIs(t, err, storage.ErrBusy)
+			rs.freeLease(t, id)
+			// B reads another time than A: the same time would make its
+			// first batch A's byte for byte, which the store takes for a
+			// retry of A's.
+			optB := testOptions()
+			optB.Clock = &stepClock{t: time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)}
+			b, err := onB.Open(t.Context(), storage.Holder{Name: "b"}, optB)
+			require.NoError(t, err)
+			winner, loser, winHost, loseHost := a, b, hostA, hostB
+			if first == "the second to open" {
+				winner, loser, winHost, loseHost = b, a, hostB, hostA
+			}
+			_, err = winner.Driver.Step(t.Context())
+			require.NoError(t, err, "its intent is the ledger's last record: its effect is stored")
+			won := rs.world(t, id)
+			assert.NotEqual(t, initial, won, "the effect is in the store")
+			assert.Equal(t, won["queue.txt"], hostCopy(t, winHost, id)["queue.txt"])
+			_, err = loser.Driver.Step(t.Context())
+			require.ErrorIs(t, err, storage.ErrConflict, "its ledger is behind the other's intent")
+			assert.Equal(t, won, rs.world(t, id), "nothing of the other's effect is stored")
+			assert.Equal(t, initial["queue.txt"], hostCopy(t, loseHost, id)["queue.txt"], "it stopped before its effect")
+			a.Abandon()
+			b.Abandon()
+			rs.freeLease(t, id)
 
-	_, err = cycles(t, onA, "a2", 100)
-	require.NoError(t, err)
-	assert.Equal(t, want, hostCopy(t, hostA, id))
-	settled(t, rs, onA, want, effects)
+			_, err = cycles(t, onA, "a2", 100)
+			require.NoError(t, err)
+			assert.Equal(t, want, hostCopy(t, hostA, id))
+			settled(t, rs, onA, want, effects)
+		})
+	}
 }
 
 // Init refuses, before writing anything, an environment the store cannot

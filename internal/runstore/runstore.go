@@ -467,6 +467,7 @@ type driverParts struct {
 	ledger      storage.Ledger
 	split       storage.SplitLedger
 	sealer      storage.Sealer
+	joint       storage.JointCommitter
 	inbox       storage.Inbox
 	killSwitch  func() (bool, error)
 }
@@ -514,7 +515,7 @@ func (r *Run) wire(ctx context.Context, opt Options, snap storage.Snapshot, p dr
 		kw = opt.WrapWorld(kw)
 	}
 	r.Driver = &kernel.Driver{
-		Store: p.checkpoints, Ledger: p.ledger, Split: p.split, Sealer: p.sealer, World: kw, Inbox: p.inbox, Clock: clock, Knowledge: opt.Knowledge,
+		Store: p.checkpoints, Ledger: p.ledger, Split: p.split, Sealer: p.sealer, Joint: p.joint, World: kw, Inbox: p.inbox, Clock: clock, Knowledge: opt.Knowledge,
 		Revision: opt.Revision, CheckpointEvery: every, SealBytes: opt.SealBytes, UncertainErr: sandbox.ErrUncertain, RefusedErr: sandbox.ErrConfinement,
 		Failpoint: opt.Failpoint, Phase: phaseHook(opt.Phases), Proposer: prop, Notify: opt.Notify,
 		KillSwitch: p.killSwitch, Snapshot: &snap,

@@ -167,8 +167,9 @@ func (s *storedWorld) Prepare(ctx context.Context, key string, a world.Action) (
 
 // Commit implements kernel.World: the sandbox commits the effect to the
 // host's copy at most once, then the changed file is put in the store,
-// guarded by the ledger's end (the effect's intent) and the world's head.
-// A put the store refuses (another process took the run) is an error
+// guarded by the ledger's end (the effect's intent).
+// A put the store refuses (another process appended to the run's ledger
+// since the intent) is an error
 // wrapping storage.ErrConflict: the effect does not count as done here,
 // and whoever holds the run now decides it from the store's world.
 func (s *storedWorld) Commit(ctx context.Context, key string, a world.Action, in world.Intent) (world.Outcome, bool, error) {

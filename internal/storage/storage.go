@@ -144,6 +144,17 @@ type SplitLedger interface {
 	Sync() error
 }
 
+// JointCommitter is what a backend offers whose ledger and checkpoints
+// can be written in one atomic step: AppendAndCommit appends events after
+// the ledger's frontier and commits c at the ledger's end after them (its
+// Frontier is set there, whatever c holds), all stored or none, guarded as
+// an Append and a Commit are. The driver uses it for the checkpoint that
+// follows a held batch: one write instead of two, and no moment in which
+// the ledger holds a cycle's last records and the checkpoint does not yet.
+type JointCommitter interface {
+	AppendAndCommit(events []event.Event, c Commit) (Manifest, error)
+}
+
 // Sealer is what a Ledger that keeps its history in local files may
 // offer: Seal moves committed history into compressed segments once the
 // uncompressed part holds minBytes. It changes where the bytes are kept,
