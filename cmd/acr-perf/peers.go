@@ -205,7 +205,7 @@ func renderPeers(s sideBySide, q queueRun, raw, date, load string) string {
 	p("")
 	p("| figure | goal | measured | |")
 	p("| --- | --- | --- | --- |")
-	goals := map[string]float64{"dbos": 1.0, "langgraph": 3.0}
+	goals := map[string]float64{"dbos": 1.3, "langgraph": 3.0}
 	for _, r := range s.ratios {
 		goal := 1.0
 		for k, g := range goals {

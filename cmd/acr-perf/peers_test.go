@@ -81,7 +81,7 @@ func TestSectionSplicing(t *testing.T) {
 	sec := renderPeers(s, q, sampleSideBySide, "2026-12-01", "1.0 1.0 1.0")
 	assert.Contains(t, sec, "2000 ms of its 2500 ms were inside")
 	assert.Contains(t, sec, "| `decision-append` | 0.600 ms | 30% | 1000 |")
-	assert.Contains(t, sec, "| acr throughput vs dbos-go 3-step sqlite FULL | ≥ 1.0× | 0.50×")
+	assert.Contains(t, sec, "| acr throughput vs dbos-go 3-step sqlite FULL | ≥ 1.3× | 0.50×")
 	assert.Contains(t, sec, "| acr throughput vs langgraph.js 3-node sqlite durable | ≥ 3.0× | 2.00×")
 	assert.Contains(t, sec, "| 31.0 KB | **missed** |")
 	assert.Contains(t, sec, "| fsyncs per acting cycle (strace) | ≤ 3 | 3.10 | **missed** |")
