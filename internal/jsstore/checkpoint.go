@@ -109,11 +109,7 @@ func (c *Checkpoints) Commit(cm storage.Commit) (storage.Manifest, error) {
 	if err != nil {
 		return storage.Manifest{}, err
 	}
-	m, doc, err := encodeCheckpoint(cm)
-	if err != nil {
-		return storage.Manifest{}, fmt.Errorf("commit checkpoint of %s: %w", c.run.ID, err)
-	}
-	st, err := json.Marshal(statusOf(cm, m))
+	m, doc, st, err := c.encode(cm)
 	if err != nil {
 		return storage.Manifest{}, err
 	}
@@ -170,6 +166,20 @@ func (c *Checkpoints) expected(gen int64) (uint64, error) {
 // the same on both backends.
 func checkpointPath(name string, data []byte) string {
 	return "checkpoint/" + name + "." + codec.Digest(data)[:16] + ".json"
+}
+
+// encode is a commit's checkpoint document, its manifest and the status
+// the runs table shows beside it: what both ways of committing store.
+func (c *Checkpoints) encode(cm storage.Commit) (storage.Manifest, []byte, []byte, error) {
+	m, doc, err := encodeCheckpoint(cm)
+	if err != nil {
+		return storage.Manifest{}, nil, nil, fmt.Errorf("commit checkpoint of %s: %w", c.run.ID, err)
+	}
+	st, err := json.Marshal(statusOf(cm, m))
+	if err != nil {
+		return storage.Manifest{}, nil, nil, fmt.Errorf("commit checkpoint of %s: status: %w", c.run.ID, err)
+	}
+	return m, doc, st, nil
 }
 
 // encodeCheckpoint builds generation cm.Expect+1's manifest, as the
@@ -312,11 +322,7 @@ func (j Joint) AppendAndCommit(events []event.Event, cm storage.Commit) (storage
 	}
 	last := recs[len(recs)-1]
 	cm.Frontier = state.Frontier{Seq: last.Seq, Hash: last.Hash}
-	m, doc, err := encodeCheckpoint(cm)
-	if err != nil {
-		return storage.Manifest{}, fmt.Errorf("commit checkpoint of %s: %w", c.run.ID, err)
-	}
-	st, err := json.Marshal(statusOf(cm, m))
+	m, doc, st, err := c.encode(cm)
 	if err != nil {
 		return storage.Manifest{}, err
 	}
