@@ -45,6 +45,12 @@ type Pending struct {
 	// asks the proposer and hands the reply to Answer, which goes on; Events
 	// and Effect are then those of the answered cycle.
 	Ask *cognition.ProposalRequest
+	// Try, when set, is a command fix of a git world to be tried before
+	// governance rules on it: the cycle is stopped after its plan. The
+	// driver tries it in a throwaway work tree at the branch head (Trier)
+	// and hands what it did to Tried, which records it and goes on;
+	// Events and Effect are then those of the tried cycle.
+	Try *world.Action
 
 	b *builder
 }
@@ -204,7 +210,11 @@ func (b *builder) pending() (*Pending, error) {
 		req := b.thought.request
 		p.Ask = &req
 	}
-	if p.Ask == nil && p.Effect != nil {
+	if tr := b.trying; p.Ask == nil && tr != nil && !tr.tried && b.err == nil {
+		a := tr.action
+		p.Try = &a
+	}
+	if p.Ask == nil && p.Try == nil && p.Effect != nil {
 		// The first batch ends here, durable before the effect: its
 		// transitions go with it. A cycle without an effect is one
 		// batch, so they wait for the end of the cycle.
