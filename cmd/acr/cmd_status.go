@@ -110,7 +110,9 @@ func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 			a.printf("    approved by %s (%s %s); more approvers needed\n", s.ID, s.KeyType, s.Fingerprint)
 		}
 		change, fresh, err := a.preview(ctx, rs.State, p)
-		a.printf("%s", indentLines(ruledTrial(p, fresh), "    ", 0))
+		if rt := ruledTrial(p, fresh); rt != "" {
+			a.printf("%s", indentLines(rt, "    ", 0))
+		}
 		if err != nil {
 			a.printf("    change: cannot be shown: %v\n", err)
 		} else {
