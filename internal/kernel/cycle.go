@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -231,6 +232,10 @@ func (b *builder) pending() (*Pending, error) {
 // (the zero Settlement when there was none).
 func Finish(p *Pending, st Settlement) (*Result, error) {
 	b := p.b
+	if p.Try != nil {
+		// Governance has not ruled yet: the cycle goes on with Tried.
+		return nil, fmt.Errorf("cycle %d stopped to try its command fix before governance: it goes on with Tried, not Finish", b.cycle)
+	}
 	b.events = make([]event.Event, 0, batchCap) // the first batch belongs to Pending
 	if p.Effect != nil {
 		if st.Outcome != nil {

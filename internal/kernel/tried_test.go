@@ -88,6 +88,8 @@ func TestTriedBeforeGovernance(t *testing.T) {
 			assert.Nil(t, p.Effect)
 			assert.False(t, slices.ContainsFunc(p.Events, func(e event.Event) bool { return e.Type == event.DecisionRecorded }),
 				"governance has not ruled yet")
+			_, err = Finish(p, Settlement{})
+			assert.Error(t, err, "a cycle stopped for its trial is not finished before governance rules")
 			p, err = Tried(p, &world.CommandTried{Head: trialHead, Tree: trialTree, Changed: tc.changed, Failure: tc.failure})
 			require.NoError(t, err)
 			assert.Nil(t, p.Try)
