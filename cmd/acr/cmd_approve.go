@@ -158,6 +158,7 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 			p.CycleSeq, p.Key, p.Ref, indentLines(evidenceText(p), "  ", 0))
 	}
 	if !a.cfg.JSON {
+		a.printf("%s", ruledTrial(p, trial))
 		if perr != nil {
 			a.printf("change: cannot be shown: %v\n", perr)
 		} else {

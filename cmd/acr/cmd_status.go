@@ -109,7 +109,11 @@ func runStatus(ctx context.Context, opts statusOptions, a *app) error {
 		for _, s := range p.Approvals {
 			a.printf("    approved by %s (%s %s); more approvers needed\n", s.ID, s.KeyType, s.Fingerprint)
 		}
-		if change, _, err := a.preview(ctx, rs.State, p); err != nil {
+		change, fresh, err := a.preview(ctx, rs.State, p)
+		if rt := ruledTrial(p, fresh); rt != "" {
+			a.printf("%s", indentLines(rt, "    ", 0))
+		}
+		if err != nil {
 			a.printf("    change: cannot be shown: %v\n", err)
 		} else {
 			a.printf("    change:\n%s", indentLines(change, "      ", statusDiffLines))
@@ -571,4 +575,24 @@ func (a *app) lastFailure(rs runState, recs []event.Record, now time.Time) strin
 	}
 	limit := rs.State.Contract.Policy.Defaults().MaxProviderFailures
 	return fmt.Sprintf("%s (%s; %d in a row, the run faults at %d)", body.Error, when(last.Event.At, now), body.Consecutive, limit)
+}
+
+// ruledTrial says which trial of a git world's command fix governance
+// ruled on when it asked (the cycle's own, recorded in the ledger), and
+// whether the change tried again now (fresh, nil when none) differs from
+// it; "" when the request carries no trial.
+func ruledTrial(p state.PendingApproval, fresh *world.GitTrial) string {
+	t := p.Trial
+	if t == nil {
+		return ""
+	}
+	changed := "nothing"
+	if len(t.Changed) > 0 {
+		changed = strings.Join(t.Changed, ", ")
+	}
+	out := fmt.Sprintf("ruled on: the trial of cycle %d on %s: tree %s, changed %s\n", p.CycleSeq, t.Head, t.Tree, changed)
+	if fresh != nil && (fresh.Head != t.Head || fresh.Tree != t.Tree) {
+		out += fmt.Sprintf("differs:  tried again now, it gives the tree %s on %s: an approval binds to the change shown below\n", fresh.Tree, fresh.Head)
+	}
+	return out
 }

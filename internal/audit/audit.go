@@ -45,13 +45,17 @@ type Report struct {
 	InboxItems []InboxItem       `json:"inbox_items"`
 	// Answers are what the cycle made of the answers and amendments it
 	// consumed, with who signed each when the contract lists approvers.
-	Answers     []Answer             `json:"answers,omitempty"`
-	Chain       []Step               `json:"causal_chain"`
-	Agenda      *agenda.Resolution   `json:"agenda,omitempty"`
-	Program     *cognition.Program   `json:"cognitive_program,omitempty"`
-	Dialogue    *cognition.Dialogue  `json:"self_dialogue,omitempty"`
-	Action      *world.Action        `json:"action_request,omitempty"`
-	ActionRef   codec.Ref            `json:"action_ref,omitempty"`
+	Answers   []Answer            `json:"answers,omitempty"`
+	Chain     []Step              `json:"causal_chain"`
+	Agenda    *agenda.Resolution  `json:"agenda,omitempty"`
+	Program   *cognition.Program  `json:"cognitive_program,omitempty"`
+	Dialogue  *cognition.Dialogue `json:"self_dialogue,omitempty"`
+	Action    *world.Action       `json:"action_request,omitempty"`
+	ActionRef codec.Ref           `json:"action_ref,omitempty"`
+	// Trial is what a git world's command fix did when the cycle tried
+	// it before governance ruled on it (action.request.tried): the paths
+	// it really changed, and those outside its declared touches.
+	Trial       *world.CommandTried  `json:"trial,omitempty"`
 	Decision    *governance.Decision `json:"decision,omitempty"`
 	DecisionRef codec.Ref            `json:"decision_ref,omitempty"`
 	Receipt     *governance.Receipt  `json:"decision_receipt,omitempty"`
@@ -364,6 +368,8 @@ func (r *Report) absorb(rec event.Record) error {
 	case ev.Type == event.ActionProposed:
 		r.Action, err = decode[world.Action](ev.Object)
 		r.ActionRef = ev.Object.Ref
+	case ev.Type == event.ActionTried:
+		r.Trial, err = decode[world.CommandTried](ev.Object)
 	case ev.Type == event.DecisionRecorded:
 		r.Decision, err = decode[governance.Decision](ev.Object)
 		r.DecisionRef = ev.Object.Ref

@@ -64,6 +64,20 @@ func (r *Report) WriteText(w io.Writer) error {
 	if a := r.Action; a != nil {
 		p("action      %s %s for check %s (%s)", a.Operation, a.Target, a.CheckID, r.ActionRef)
 	}
+	if t := r.Trial; t != nil {
+		p("tried       before governance, in a throwaway work tree on %s (tree %s): nothing committed or pushed", t.Head, t.Tree)
+		if len(t.Changed) > 0 {
+			p("  changed   %s", strings.Join(t.Changed, ", "))
+		} else {
+			p("  changed   nothing")
+		}
+		if len(t.Outside) > 0 {
+			p("  outside   touches: %s", strings.Join(t.Outside, ", "))
+		}
+		if t.Failure != "" {
+			p("  failed    %s", t.Failure)
+		}
+	}
 	if in := r.Intent; in != nil {
 		p("intent      %s %s, recorded before the effect: before %s, after %s", in.Planned.Operation, in.Planned.Target, orDash(string(in.Planned.BeforeSHA256)), orDash(string(in.Planned.AfterSHA256)))
 		if g := in.Git; g != nil {

@@ -139,7 +139,12 @@ const (
 
 // The governance boundary.
 const (
-	ActionProposed   Kind = "action.request.proposed"
+	ActionProposed Kind = "action.request.proposed"
+	// ActionTried records what a command fix of a git world did when the
+	// driver tried it in a throwaway work tree before governance ruled on
+	// it (world.CommandTried): the paths it really changed, which are the
+	// ones governance rules on. Ledgers written before it have none.
+	ActionTried      Kind = "action.request.tried"
 	DecisionRecorded Kind = "governance.decision.recorded"
 	ReceiptRecorded  Kind = "governance.receipt.recorded"
 )

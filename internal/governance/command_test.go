@@ -129,3 +129,23 @@ func TestTrialRulesOnTheRealChange(t *testing.T) {
 		})
 	}
 }
+
+// TestFailedTrialIsRefused: a command fix whose trial failed is refused
+// (trial_failed), whatever the rules and the paths it changed say; a
+// trial that did not fail is ruled on its paths.
+func TestFailedTrialIsRefused(t *testing.T) {
+	spec := fmtSpec()
+	c := quickstartContract()
+	c.Rules = []governance.Rule{{Operation: "run_command", Paths: []string{"**"}, Effect: governance.Allow}}
+	a := cmdAction(spec, "gofmt-w")
+	tr := &world.GitTrial{Head: "1111111111111111111111111111111111111111", Tree: "2222222222222222222222222222222222222222", Changed: []string{"main.go"}}
+	for _, tc := range []struct {
+		failure string
+		verdict governance.Verdict
+		reason  string
+	}{{"exit 2", governance.Refuse, "trial_failed"}, {"timed out after 60 s", governance.Refuse, "trial_failed"}, {"", governance.Execute, "contract_allows"}} {
+		d := governance.Decide(&c, &spec, governance.Request{Action: a, ActionRef: a.Ref(), StillNeeded: true, Trial: tr, TrialFailure: tc.failure})
+		assert.Equal(t, tc.verdict, d.Verdict, tc.failure)
+		assert.Equal(t, []string{tc.reason}, d.ReasonCodes, tc.failure)
+	}
+}

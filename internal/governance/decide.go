@@ -85,13 +85,18 @@ type Request struct {
 	// Operations is the run's catalog: what governance knows of the
 	// action's operation (the zero value holds the built-in ones).
 	Operations world.Catalog
-	// Trial, for a command fix of a git world approved with its trial
-	// (state.Approval.Trial), is what the change actually did: the
-	// contract's rules rule on the paths it changed rather than the
-	// command's declared touches, and a change outside those touches is
-	// refused. The effect then commits exactly its tree, so these paths
-	// are the effect's.
+	// Trial, for a command fix of a git world, is what the change
+	// actually did when it was tried: the trial the cycle made before
+	// governance (the ActionTried event), or the one a person approved
+	// with (state.Approval.Trial). The contract's rules rule on the paths
+	// it changed rather than the command's declared touches, and a change
+	// outside those touches is refused. An approved effect commits
+	// exactly its tree, so these paths are the effect's.
 	Trial *world.GitTrial
+	// TrialFailure, when not empty, is how the cycle's trial of the
+	// command failed (an exit other than 0, a timeout): the fix failed
+	// before anyone could approve it, and it is refused.
+	TrialFailure string
 }
 
 // Decision is governance's ruling on one action request.
@@ -180,6 +185,9 @@ func Decide(c *Contract, spec *world.Spec, req Request) Decision {
 	}
 	if c.Authority.Mode.Rank() < requiredAuthority(k).Rank() {
 		return refuse("authority_insufficient")
+	}
+	if req.TrialFailure != "" {
+		return refuse("trial_failed")
 	}
 	if t := req.Trial; t != nil {
 		if !t.Valid() {

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -45,6 +46,12 @@ type Pending struct {
 	// asks the proposer and hands the reply to Answer, which goes on; Events
 	// and Effect are then those of the answered cycle.
 	Ask *cognition.ProposalRequest
+	// Try, when set, is a command fix of a git world to be tried before
+	// governance rules on it: the cycle is stopped after its plan. The
+	// driver tries it in a throwaway work tree at the branch head (Trier)
+	// and hands what it did to Tried, which records it and goes on;
+	// Events and Effect are then those of the tried cycle.
+	Try *world.Action
 
 	b *builder
 }
@@ -204,7 +211,11 @@ func (b *builder) pending() (*Pending, error) {
 		req := b.thought.request
 		p.Ask = &req
 	}
-	if p.Ask == nil && p.Effect != nil {
+	if tr := b.trying; p.Ask == nil && tr != nil && !tr.tried && b.err == nil {
+		a := tr.action
+		p.Try = &a
+	}
+	if p.Ask == nil && p.Try == nil && p.Effect != nil {
 		// The first batch ends here, durable before the effect: its
 		// transitions go with it. A cycle without an effect is one
 		// batch, so they wait for the end of the cycle.
@@ -221,6 +232,10 @@ func (b *builder) pending() (*Pending, error) {
 // (the zero Settlement when there was none).
 func Finish(p *Pending, st Settlement) (*Result, error) {
 	b := p.b
+	if p.Try != nil {
+		// Governance has not ruled yet: the cycle goes on with Tried.
+		return nil, fmt.Errorf("cycle %d stopped to try its command fix before governance: it goes on with Tried, not Finish", b.cycle)
+	}
 	b.events = make([]event.Event, 0, batchCap) // the first batch belongs to Pending
 	if p.Effect != nil {
 		if st.Outcome != nil {

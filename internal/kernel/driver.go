@@ -46,6 +46,17 @@ type gatedWorld interface {
 	CommitWhen(ctx context.Context, key string, a world.Action, in world.Intent, ready func() error) (world.Outcome, bool, error)
 }
 
+// Trier is a world that can try a command fix before governance rules on
+// it (a git world: in a throwaway work tree at the branch head, nothing
+// committed or pushed). A command that fails is a trial that failed
+// (world.CommandTried.Failure), not an error; an error is the world's
+// failure (git could not clone or read the head), a provider failure
+// after which the cycle does not happen. A world that is not a Trier
+// leaves such a fix untried: governance rules on its declared touches.
+type Trier interface {
+	Try(ctx context.Context, a world.Action) (world.CommandTried, error)
+}
+
 // Clock tells the time. Cycles never read the wall clock themselves.
 type Clock interface {
 	Now() time.Time
@@ -360,6 +371,7 @@ const (
 	PhaseGather         = "gather"          // the providers, and whether a cycle is due (docs/cli.md lists the rest)
 	PhaseBegin          = "begin"           // the cycle up to its action request (pure)
 	PhasePropose        = "propose"         // waiting for the proposer
+	PhaseTry            = "try"             // a git world's command fix tried before governance
 	PhasePrepare        = "prepare"         // the effect's controls and intent
 	PhaseEffectDurable  = "effect-durable"  // waiting until the last cycle's effect is durable, before this cycle's append
 	PhaseDecisionAppend = "decision-append" // decision and intent written (their fsync runs on during PhaseEffect when it can)
@@ -436,6 +448,24 @@ func (d *Driver) Step(ctx context.Context) (sum Summary, err error) {
 		}
 		d.phase(PhaseBegin)
 		if p, err = Answer(p, reply, d.Clock.Now()); err != nil {
+			return Summary{}, err
+		}
+	}
+	for p.Try != nil {
+		d.phase(PhaseTry)
+		var t *world.CommandTried
+		if tw, ok := d.World.(Trier); ok {
+			tried, err := tw.Try(ctx, *p.Try)
+			if err != nil && ctx.Err() != nil {
+				return Summary{}, fmt.Errorf("%w: try: %w", ErrInterrupted, err)
+			}
+			if err != nil {
+				return Summary{}, d.providerFailed(fmt.Errorf("%w: try %s: %w", ErrProvider, p.Try.Describe(), err))
+			}
+			t = &tried
+		}
+		d.phase(PhaseBegin)
+		if p, err = Tried(p, t); err != nil {
 			return Summary{}, err
 		}
 	}

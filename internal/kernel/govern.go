@@ -30,6 +30,9 @@ type governor struct {
 	*work
 	*schedule
 	*control
+	// trying is the action request the cycle stopped for, to be tried
+	// before governance rules on it (nil when it did not stop).
+	trying *trying
 }
 
 // resumeApproval acts on a resolved approval: governance rules again on
@@ -92,23 +95,32 @@ func (b *governor) rollback() {
 
 // govern takes an action request across the governance boundary (the
 // controller's plan and preflight) and maps the decision onto the
-// scheduler without altering it.
+// scheduler without altering it. A command fix of a git world that no
+// approval's trial covers is tried first: the cycle stops after the plan
+// (Pending.Try) and Tried goes on with what the trial did.
 func (b *governor) govern(action world.Action, approval *state.Approval, commitmentID string) {
-	rs := &b.s.Run
 	actionRef := action.Ref()
 	b.rec.ActionRequestRef = b.record(event.ActionProposed, "areq", action, nil)
 	b.areqRef = b.rec.ActionRequestRef
 	fitRef := b.plan(action, actionRef, b.areqRef)
-	result, known := b.s.Environment.Check(action.CheckID)
-	present := map[string]bool{}
-	for _, e := range b.s.Environment.Evidence {
-		present[e.ID] = e.Present
+	if b.needsTrial(action, approval) {
+		b.trying = &trying{action: action, commitmentID: commitmentID, fitRef: fitRef}
+		return
 	}
-	req := governance.Request{
-		Action: action, ActionRef: actionRef, ContractRef: rs.ContractRef, CycleSeq: b.cycle, Now: b.at,
-		EvidencePresent: present, RequiredEvidence: b.check.RequiresEvidence, ObservationRef: b.envRef,
-		StillNeeded: !known || result.Status == world.CheckFail || action.CheckID == "" || b.s.Operations.Of(action.Operation).Undoes, Approval: approval,
-		Operations: b.s.Operations, Trial: approvedTrial(b.s, action, approval),
+	b.rule(action, approval, commitmentID, fitRef, nil)
+}
+
+// rule asks governance for its decision on an action request whose plan
+// is fixed, and maps the decision onto the scheduler. t is the cycle's
+// own trial of the action (nil when it was not tried).
+func (b *governor) rule(action world.Action, approval *state.Approval, commitmentID string, fitRef codec.Ref, t *tried) {
+	rs := &b.s.Run
+	actionRef := action.Ref()
+	approved := approvedTrial(b.s, action, approval)
+	req := b.request(action, approval)
+	req.Trial = approved
+	if t != nil {
+		req.Trial, req.TrialFailure = t.trial, t.failure
 	}
 	d := governance.Decide(&b.s.Contract, &b.s.Spec, req)
 	decRef := b.record(event.DecisionRecorded, "gdec", d, map[string]codec.Ref{"action": actionRef}, d.ReasonCodes...)
@@ -160,7 +172,7 @@ func (b *governor) govern(action world.Action, approval *state.Approval, commitm
 			return
 		}
 		key := world.IdempotencyKey(rs.RunID, b.cycle, actionRef, decRef)
-		b.effect = &Effect{Key: key, Action: action, ActionRef: actionRef, DecisionRef: decRef, Approved: req.Trial}
+		b.effect = &Effect{Key: key, Action: action, ActionRef: actionRef, DecisionRef: decRef, Approved: approved}
 		b.rec.IdempotencyKey = key
 		b.sum.IdempotencyKey = key
 		b.move(controller.Checkpoint, "governance_execute", decRef, rcptRef)
@@ -176,6 +188,15 @@ func (b *governor) govern(action world.Action, approval *state.Approval, commitm
 			sp.EvidenceRef = b.evidence
 		}
 		b.suppress(sp)
+		if req.TrialFailure != "" {
+			// The fix failed its trial: it counts as a failed attempt,
+			// so that cognition turns to another remedy.
+			if ai := slices.IndexFunc(rs.Attempts, func(a state.Attempt) bool {
+				return a.ItemID == b.item && a.Fingerprint == b.fp && a.EvidenceRef == b.evidence
+			}); ai >= 0 {
+				rs.Attempts[ai].Failures++
+			}
+		}
 		b.noteDenial(action, approval, d)
 		b.conclude(b.orResting(more), append([]string{"governance_refused"}, d.ReasonCodes...))
 	case governance.IdleVerdict:
@@ -186,7 +207,7 @@ func (b *governor) govern(action world.Action, approval *state.Approval, commitm
 		rs.PendingApprovals = append(rs.PendingApprovals, state.PendingApproval{
 			Ref: actionRef, DecisionRef: decRef, Operation: string(action.Operation), Target: action.Target, CheckID: action.CheckID,
 			ItemID: b.item, Reason: d.ReasonCodes[0], RequestedAt: b.at, CycleSeq: b.cycle, Action: mustValue(action),
-			ProposalOnly: b.coords.AutonomyLevel() <= 1, FitnessRef: fitRef, Fitness: ptr(mustValue(b.fitness)),
+			ProposalOnly: b.coords.AutonomyLevel() <= 1, FitnessRef: fitRef, Fitness: ptr(mustValue(b.fitness)), Trial: req.Trial,
 		})
 		b.emit(event.ApprovalRequested, nil, map[string]codec.Ref{"action": actionRef, "decision": decRef}, d.ReasonCodes...)
 		// The commitment whose work this was is interrupted at the
@@ -203,6 +224,22 @@ func (b *governor) govern(action world.Action, approval *state.Approval, commitm
 		b.block(controller.IntentCustodian, "evidence_missing", decRef, rcptRef)
 		b.deferItem(d, decRef, commitmentID)
 		b.conclude(b.orResting(more), append([]string{"governance_deferred"}, d.MissingEvidence...))
+	}
+}
+
+// request is what governance is asked about an action request, without
+// a trial.
+func (b *governor) request(action world.Action, approval *state.Approval) governance.Request {
+	result, known := b.s.Environment.Check(action.CheckID)
+	present := map[string]bool{}
+	for _, e := range b.s.Environment.Evidence {
+		present[e.ID] = e.Present
+	}
+	return governance.Request{
+		Action: action, ActionRef: action.Ref(), ContractRef: b.s.Run.ContractRef, CycleSeq: b.cycle, Now: b.at,
+		EvidencePresent: present, RequiredEvidence: b.check.RequiresEvidence, ObservationRef: b.envRef,
+		StillNeeded: !known || result.Status == world.CheckFail || action.CheckID == "" || b.s.Operations.Of(action.Operation).Undoes, Approval: approval,
+		Operations: b.s.Operations,
 	}
 }
 

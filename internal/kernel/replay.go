@@ -221,6 +221,13 @@ func rederive(s EngineState, recs, all []event.Record) (*rederived, error) {
 	if !answered {
 		return nil, fmt.Errorf("%w: the cycle asked the proposer, and the ledger records no reply", errUnrecorded)
 	}
+	p, tried, err := triedRecorded(p, recs)
+	if err != nil {
+		return nil, fmt.Errorf("cycle %d: %w", recs[0].Event.CycleSeq, err)
+	}
+	if !tried {
+		return nil, fmt.Errorf("%w: the cycle stopped to try its command fix, and the ledger records no trial", errUnrecorded)
+	}
 	if div := compare(recs, p.Events); div != nil {
 		return nil, div
 	}

@@ -289,17 +289,7 @@ func previewGit(ctx context.Context, w *sandbox.World, spec world.Spec, a world.
 		return "", nil, fmt.Errorf("preview %s: %w", a.Describe(), err)
 	}
 	w.Environ = environ
-	var (
-		res    command.Result
-		runErr error
-	)
-	trial, err := repo.Try(ctx, func(ctx context.Context, dir string) error {
-		res, runErr = w.TryCommand(ctx, a, dir)
-		if runErr != nil && !errors.Is(runErr, command.ErrStart) {
-			return runErr
-		}
-		return nil
-	})
+	trial, res, runErr, err := tryCommand(ctx, w, repo, a)
 	if err != nil {
 		return "", nil, fmt.Errorf("preview %s: %w", a.Describe(), err)
 	}
@@ -351,4 +341,53 @@ func previewGit(ctx context.Context, w *sandbox.World, spec world.Spec, a world.
 		b.WriteString("\n")
 	}
 	return b.String(), &approved, nil
+}
+
+// tryCommand runs a's command as an effect would, but in a throwaway
+// clone of repo at the branch head as repo last fetched it
+// (gitworld.Repo.Try): nothing is committed or pushed. runErr is a
+// command that could not be started; err is any other failure.
+func tryCommand(ctx context.Context, w *sandbox.World, repo *gitworld.Repo, a world.Action) (trial gitworld.Trial, res command.Result, runErr, err error) {
+	trial, err = repo.Try(ctx, func(ctx context.Context, dir string) error {
+		res, runErr = w.TryCommand(ctx, a, dir)
+		if runErr != nil && !errors.Is(runErr, command.ErrStart) {
+			return runErr
+		}
+		return nil
+	})
+	return trial, res, runErr, err
+}
+
+// Try implements kernel.Trier: a command fix is tried before governance
+// rules on it, in a throwaway clone at the head the last observation
+// fetched, through the one runner with the environment a real run gives
+// it. The cycle records what it changed; governance rules on that. A
+// command that fails (cannot start, exits other than 0, is killed or
+// times out) is a trial that failed, not an error.
+func (g *gitWorld) Try(ctx context.Context, a world.Action) (world.CommandTried, error) {
+	trial, res, runErr, err := tryCommand(ctx, g.World, g.repo, a)
+	if err != nil {
+		return world.CommandTried{}, g.fault(ctx, fmt.Errorf("try %s: %w", a.Describe(), err))
+	}
+	return world.CommandTried{Head: trial.Head.Commit, Tree: trial.Tree, Changed: trial.Changed, Failure: trialFailure(a, res, runErr)}, nil
+}
+
+var _ kernel.Trier = (*gitWorld)(nil)
+
+// trialFailure says how a tried command failed, "" when it exited 0.
+func trialFailure(a world.Action, res command.Result, runErr error) string {
+	cr := res.CommandResult
+	switch {
+	case runErr != nil:
+		return "could not be started: " + runErr.Error()
+	case cr.TimedOut:
+		return fmt.Sprintf("timed out after %d s", world.Timeout(a.TimeoutSeconds))
+	case cr.Signal != "":
+		return "killed by signal " + cr.Signal
+	case cr.ExitCode != 0:
+		return fmt.Sprintf("exit %d", cr.ExitCode)
+	case !cr.Ended():
+		return "did not end"
+	}
+	return ""
 }

@@ -337,6 +337,11 @@ type PendingApproval struct {
 	// contract, not one derived again.
 	FitnessRef codec.Ref    `json:"fitness_ref,omitempty"`
 	Fitness    *codec.Value `json:"fitness,omitempty"`
+	// Trial, for a command fix of a git world, is the cycle's own trial of
+	// it (the head it was tried on, the tree it produced, the paths it
+	// changed): what governance ruled on when it asked. Absent for other
+	// actions and in runs written before trials were recorded.
+	Trial *world.GitTrial `json:"trial,omitempty"`
 	// Key, Cause and Evidence describe an uncertain effect (Reason
 	// uncertain_effect) recorded as an incident: Ref is then the
 	// incident's ref, so that each incident has a ref of its own; Key is

@@ -144,3 +144,26 @@ const (
 	TrailerIntent         = "Acr-Intent"
 	TrailerIdempotencyKey = "Acr-Idempotency-Key"
 )
+
+// CommandTried is what a command fix of a git world did when the driver
+// tried it in a throwaway work tree at the branch head, before governance
+// ruled on it: the head, the tree it produced and the paths it changed
+// (sorted), or, when the command failed (an exit other than 0, a signal,
+// a timeout, a program that could not be started), how it failed. The
+// cycle records it (kernel.Tried), so that replay and audit see the paths
+// governance ruled on without the remote. Outside is the kernel's own
+// reading of Changed against the action's declared paths: a trial's
+// provider does not fill it.
+type CommandTried struct {
+	Head    string   `json:"head"`
+	Tree    string   `json:"tree"`
+	Changed []string `json:"changed"`
+	Outside []string `json:"outside,omitempty"`
+	Failure string   `json:"failure,omitempty"`
+}
+
+// Trial is the tried change as governance and an approval see it: its
+// head, tree and changed paths.
+func (t CommandTried) Trial() GitTrial {
+	return GitTrial{Head: t.Head, Tree: t.Tree, Changed: t.Changed}
+}
