@@ -67,6 +67,11 @@ func (b *Inbox) Put(ctx context.Context, run, key string, data []byte, ttl time.
 // the run prefixed).
 const hdrInboxKey = "Acr-Key"
 
+// ItemKey is the dedup key an inbox message was put with ("" for a
+// message without one), as Read's Item.Key gives it: what a subscriber
+// to the inbox subject heard can be matched with what a read finds.
+func ItemKey(m *nats.Msg) string { return m.Header.Get(hdrInboxKey) }
+
 // Read calls fn, in order, for each of run's unexpired items with a
 // sequence greater than after.
 func (b *Inbox) Read(ctx context.Context, run string, after uint64, fn func(Item) error) error {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,14 +49,53 @@ type watch struct {
 	sub *nats.Subscription
 	// heard is set by the subscription's handler for every message put.
 	heard atomic.Bool
+	// mu guards awaited: the keys of the messages heard that no read has
+	// found yet, with when each was heard. A subscriber hears a put as
+	// the server receives it, before the stream stores it, and on a
+	// replicated stream a read may be answered by a replica still
+	// without it: until a read finds the key (or awaitLimit passes),
+	// every List reads again.
+	mu      sync.Mutex
+	awaited map[string]time.Time
 	// fresh: items and bad are what the stream holds, unless heard, the
 	// connection reconnected since (reconnects; a subscriber misses what
-	// is published while it is away) or the subscription dropped a
-	// message (a slow consumer).
+	// is published while it is away), the subscription dropped a message
+	// (a slow consumer), or the read is older than maxAge (readAt).
 	fresh      bool
 	reconnects uint64
-	items      []inbox.Item
-	bad        []inbox.Rejected
+	readAt     time.Time
+	// maxAge bounds how long a read answers for (Options.InboxRecheck):
+	// a put that was never heard (a route between cluster servers lost
+	// it: core delivery is at most once) is found by the next read after
+	// it.
+	maxAge time.Duration
+	items  []inbox.Item
+	bad    []inbox.Rejected
+}
+
+// awaitLimit is how long a heard key is read for before it is given up
+// (a put the stream refused, or a duplicate it dropped, is heard and
+// never stored); the reads every watchMaxAge go on after it.
+const awaitLimit = 10 * time.Second
+
+// pending reports whether a heard key is still waiting to be found by a
+// read.
+func (w *watch) pending() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.awaited) > 0
+}
+
+// found forgets the awaited keys a read found (in seqs) and those heard
+// longer than awaitLimit before now.
+func (w *watch) found(seqs map[string][]uint64, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, at := range w.awaited {
+		if len(seqs[k]) > 0 || now.Sub(at) > awaitLimit {
+			delete(w.awaited, k)
+		}
+	}
 }
 
 // Inbox returns the run's inbox.
@@ -116,8 +156,17 @@ func (ib *Inbox) Watch() (stop func(), err error) {
 	if ib.w != nil {
 		return nil, fmt.Errorf("watch inbox of %s: already watched", ib.run.ID)
 	}
-	w := &watch{}
-	w.sub, err = ib.run.s.nc.Subscribe(ib.run.s.blocks.Names.InboxSubject(ib.run.ID), func(*nats.Msg) { w.heard.Store(true) })
+	w := &watch{awaited: map[string]time.Time{}, maxAge: ib.run.s.opts.InboxRecheck}
+	w.sub, err = ib.run.s.nc.Subscribe(ib.run.s.blocks.Names.InboxSubject(ib.run.ID), func(m *nats.Msg) {
+		if k := jetstream.ItemKey(m); k != "" {
+			w.mu.Lock()
+			if _, ok := w.awaited[k]; !ok {
+				w.awaited[k] = time.Now()
+			}
+			w.mu.Unlock()
+		}
+		w.heard.Store(true)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("watch inbox of %s: %w", ib.run.ID, err)
 	}
@@ -136,12 +185,15 @@ func (ib *Inbox) Watch() (stop func(), err error) {
 // inbox names its files). A message stored twice under one id is one item.
 //
 // A watched inbox answers from its last read when nothing was heard
-// since. The connection is flushed first (a ping, not a message): what
-// the server handed this connection before it answers the ping has
-// arrived by then, which covers an item put a moment before. An item
-// heard later, or not at all (the connection was away), is never lost:
-// the next List reads the stream again, as a List that ran just before
-// the put would have had to.
+// since and the read is younger than Options.InboxRecheck (a second).
+// The connection is flushed first (a ping, not a message): what the
+// server handed this connection before it answers the ping has arrived
+// by then, which covers an item put a moment before. An item heard
+// later, or not at all (the connection was away, a route lost it), is
+// never lost: the next List reads the stream again, as a List that ran
+// just before the put would have had to, and one past InboxRecheck reads
+// it anyway. An item heard before the stream (or the replica answering
+// the read) stored it is read for until a read finds it.
 func (ib *Inbox) List() ([]inbox.Item, []inbox.Rejected, error) {
 	if w := ib.w; w != nil && w.fresh && ib.unchanged(w) {
 		return slices.Clone(w.items), slices.Clone(w.bad), nil
@@ -156,6 +208,9 @@ func (ib *Inbox) unchanged(w *watch) bool {
 	ctx, cancel := ib.run.requestCtx()
 	defer cancel()
 	nc := ib.run.s.nc
+	if time.Since(w.readAt) > w.maxAge || w.pending() {
+		return false
+	}
 	if nc.FlushWithContext(ctx) != nil || w.heard.Load() || nc.Stats().Reconnects != w.reconnects {
 		return false
 	}
@@ -173,6 +228,7 @@ func (ib *Inbox) read() ([]inbox.Item, []inbox.Rejected, error) {
 		// and the next List reads once more.
 		w.heard.Store(false)
 		w.fresh = false
+		w.readAt = time.Now()
 		reconnects = ib.run.s.nc.Stats().Reconnects
 	}
 	seqs := map[string][]uint64{}
@@ -207,6 +263,7 @@ func (ib *Inbox) read() ([]inbox.Item, []inbox.Rejected, error) {
 		return strings.Compare(a.ID, b.ID)
 	})
 	if w != nil {
+		w.found(seqs, time.Now())
 		w.items, w.bad = slices.Clone(items), slices.Clone(bad)
 		w.reconnects, w.fresh = reconnects, true
 	}

@@ -68,6 +68,10 @@ type Options struct {
 	Timeout time.Duration
 	// Observe, when set, hears every request to the server.
 	Observe func(jetstream.Call)
+	// InboxRecheck is how long a watched inbox's last read answers for
+	// when nothing was heard (default 1 s, as a directory inbox's memo):
+	// the bound on how late an item is seen whose put was never heard.
+	InboxRecheck time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -79,6 +83,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.InboxRecheck <= 0 {
+		o.InboxRecheck = time.Second
 	}
 	return o
 }

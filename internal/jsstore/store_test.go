@@ -403,6 +403,9 @@ func TestWatchedInboxReadsWhatCame(t *testing.T) {
 			mu.Unlock()
 		}
 	}
+	// Counted reads must not depend on the machine's speed: a read
+	// answers for an hour here (TestWatchedInboxRecheck takes the bound).
+	opts.InboxRecheck = time.Hour
 	nc := connect(t, srv.ClientURL(), nats.MaxReconnects(-1))
 	s, err := Open(ctx(t), nc, opts)
 	require.NoError(t, err)
@@ -466,4 +469,89 @@ func TestWatchedInboxReadsWhatCame(t *testing.T) {
 	_, _, err = ib.List()
 	require.NoError(t, err)
 	require.Equal(t, n+2, readsNow())
+}
+
+// TestWatchedInboxRecheck: a subscriber hears a put as the server
+// receives it, before the stream stores it, and on a replicated stream
+// a read may be answered by a replica still without it. A key heard
+// and not yet found is read for by every List until a read finds it;
+// and a read answers for InboxRecheck at most, whatever was heard.
+func TestWatchedInboxRecheck(t *testing.T) {
+	srv := natstest.Start(t)
+	var mu sync.Mutex
+	reads := 0
+	opts := testOptions
+	opts.Observe = func(c jetstream.Call) {
+		if c.Op == "read" {
+			mu.Lock()
+			reads++
+			mu.Unlock()
+		}
+	}
+	opts.InboxRecheck = time.Hour
+	nc := connect(t, srv.ClientURL())
+	s, err := Open(ctx(t), nc, opts)
+	require.NoError(t, err)
+	readsNow := func() int { mu.Lock(); defer mu.Unlock(); return reads }
+	r, err := s.Run(ctx(t), "run:recheck")
+	require.NoError(t, err)
+	ib := r.Inbox()
+	stop, err := ib.Watch()
+	require.NoError(t, err)
+	defer stop()
+	_, _, err = ib.List()
+	require.NoError(t, err)
+	require.Equal(t, 1, readsNow())
+
+	// Heard, not stored: the stream refuses the message (its expected
+	// last sequence is wrong), the subscriber hears it all the same, as
+	// it would hear a put a lagging replica does not hold yet.
+	ghost := &nats.Msg{Subject: s.blocks.Names.InboxSubject(r.ID), Header: nats.Header{}, Data: []byte("{}")}
+	ghost.Header.Set("Acr-Key", "ghost")
+	ghost.Header.Set("Nats-Expected-Last-Sequence", "999999")
+	other := connect(t, srv.ClientURL())
+	require.NoError(t, other.PublishMsg(ghost))
+	require.NoError(t, other.Flush())
+	for i := 0; readsNow() == 1; i++ {
+		require.Less(t, i, 10000, "the message is never heard")
+		_, _, err = ib.List()
+		require.NoError(t, err)
+	}
+	n := readsNow()
+	for range 3 {
+		items, _, err := ib.List()
+		require.NoError(t, err)
+		require.Empty(t, items)
+	}
+	require.Equal(t, n+3, readsNow(), "a key heard and not found is read for by every List")
+
+	// The stream holds it now (a garbage body under the same key): the
+	// read that finds it ends the reading.
+	require.NoError(t, ib.putRaw("ghost", []byte("not json")))
+	for i := 0; ; i++ {
+		require.Less(t, i, 10000, "the stored message is never found")
+		_, bad, err := ib.List()
+		require.NoError(t, err)
+		if len(bad) == 1 {
+			break
+		}
+	}
+	// The put's own delivery may come after the read that found it: the
+	// next List's flush takes it in (and reads once more for it).
+	_, _, err = ib.List()
+	require.NoError(t, err)
+	n = readsNow()
+	for range 3 {
+		_, bad, err := ib.List()
+		require.NoError(t, err)
+		require.Len(t, bad, 1)
+	}
+	require.Equal(t, n, readsNow(), "found: nothing more to read for")
+
+	// A read answers for InboxRecheck at most: past it, a List reads
+	// again though nothing was heard (a put whose delivery was lost).
+	ib.w.maxAge = 0
+	_, _, err = ib.List()
+	require.NoError(t, err)
+	require.Equal(t, n+1, readsNow())
 }

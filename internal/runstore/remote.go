@@ -88,6 +88,9 @@ type Connection struct {
 	Patience time.Duration
 	// Observe, when set, hears every request to the server (metrics).
 	Observe func(jetstream.Call)
+	// InboxRecheck is how long a run's watched inbox trusts its last read
+	// when it heard nothing (jsstore.Options.InboxRecheck; 0: 1 s).
+	InboxRecheck time.Duration
 }
 
 // Dial connects to the JetStream store at url and names run id in it;
@@ -128,7 +131,7 @@ func DialStore(ctx context.Context, url string, c Connection) (*jsstore.Store, e
 		}
 		opts = append(opts, nats.UserCredentials(c.Creds))
 	}
-	s, err := jsstore.Dial(ctx, url, jsstore.Options{Replicas: c.Replicas, Patience: c.Patience, Observe: c.Observe}, opts...)
+	s, err := jsstore.Dial(ctx, url, jsstore.Options{Replicas: c.Replicas, Patience: c.Patience, Observe: c.Observe, InboxRecheck: c.InboxRecheck}, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the store %s: %w", url, err)
 	}

@@ -2,6 +2,7 @@ package runstore
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -75,7 +76,9 @@ func TestRemoteIdleCycleSendsNothing(t *testing.T) {
 	t.Parallel()
 	srv := natstest.Start(t)
 	url := srv.ClientURL() + "/" + testPrefix
-	s, err := DialStore(t.Context(), url, Connection{})
+	// A read answers for an hour, so that what the idle cycles send does
+	// not depend on the machine's speed (a read a second is the default).
+	s, err := DialStore(t.Context(), url, Connection{InboxRecheck: time.Hour})
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
 	m, err := OpenRemote(t.Context(), s, url, "run:idle", t.TempDir())
