@@ -47,9 +47,9 @@ var dict1 []byte
 const maxUnpacked = 256 << 20
 
 // packer compresses what a store writes and decompresses what it reads.
-// Its encoder and decoder are safe for concurrent use (EncodeAll,
-// DecodeAll, as many at once as the machine has processors), so one
-// serves a whole Store.
+// Its encoder and decoder are safe for concurrent use (EncodeAll as
+// many at once as the machine has processors, DecodeAll one at a time),
+// so one serves a whole Store.
 type packer struct {
 	enc *zstd.Encoder
 	dec *zstd.Decoder
@@ -74,7 +74,10 @@ func newPackerLimit(limit int) (*packer, error) {
 	}
 	// The decoder knows dictionary 1; a frame made without a dictionary
 	// (encZstd) decodes as before.
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(procs), zstd.WithDecoderMaxMemory(uint64(limit)),
+	// One decode at a time: each may hold up to limit while it runs, so
+	// a decoder per processor would multiply what a hostile store could
+	// make a worker allocate.
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(limit)),
 		zstd.WithDecoderMaxWindow(uint64(limit)), zstd.WithDecoderDicts(dict1))
 	if err != nil {
 		return nil, fmt.Errorf("zstd decoder: %w", err)
@@ -106,9 +109,22 @@ func (p *packer) unpack(b []byte, enc string) ([]byte, error) {
 	case "":
 		return b, nil
 	case encZstd, encZstdDict:
-		out, err := p.dec.DecodeAll(b, nil)
+		// Every body this package compressed is one frame that declares
+		// its size (EncodeAll): a frame that declares none, or more than
+		// limit, is refused before any memory is asked for it.
+		var h zstd.Header
+		if err := h.Decode(b); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", hdrEncoding, enc, err)
+		}
+		if !h.HasFCS || h.FrameContentSize > uint64(p.limit) {
+			return nil, fmt.Errorf("%s %s: the frame declares no size, or more than %d bytes", hdrEncoding, enc, p.limit)
+		}
+		out, err := p.dec.DecodeAll(b, make([]byte, 0, h.FrameContentSize))
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", hdrEncoding, enc, err)
+		}
+		if uint64(len(out)) != h.FrameContentSize {
+			return nil, fmt.Errorf("%s %s: %d bytes where the frame declares %d", hdrEncoding, enc, len(out), h.FrameContentSize)
 		}
 		return out, nil
 	default:

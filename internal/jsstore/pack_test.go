@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/require"
 )
 
@@ -46,6 +47,18 @@ func TestPackNeverWritesWhatUnpackRefuses(t *testing.T) {
 	require.Less(t, len(bomb), limit/16)
 	_, err = p.unpack(bomb, enc)
 	require.Error(t, err, "a frame past the limit")
+
+	// A frame that declares no size (a streaming encoder's, which this
+	// package never writes) is refused before it is decoded, however
+	// little it holds: only the declared size bounds what a decode asks.
+	var streamed bytes.Buffer
+	w, err := zstd.NewWriter(&streamed, zstd.WithEncoderDict(dict1))
+	require.NoError(t, err)
+	_, err = w.Write([]byte("a small body"))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	_, err = p.unpack(streamed.Bytes(), encZstdDict)
+	require.ErrorContains(t, err, "declares no size")
 }
 
 // An Acr-Lines header is the message's own word, not to be trusted for
