@@ -291,6 +291,11 @@ type Effect struct {
 	// person approved): a change that produces another is not committed
 	// (Differs).
 	Tree string
+	// Changed, with Tree, is the paths the approval says that tree
+	// changes, which governance ruled on: a change whose real paths are
+	// others (an answer that named the right tree and the wrong paths) is
+	// not committed either (Differs).
+	Changed []string
 }
 
 // Message is the effect's commit message: its subject, then the
@@ -388,7 +393,7 @@ func (r *Repo) Apply(ctx context.Context, e Effect, change Change) (Result, erro
 		}
 		return Result{Status: Refused, Commit: cur, Changed: changed, Outside: outside, Tree: tree}, nil
 	}
-	if e.Tree != "" && tree != e.Tree {
+	if e.Tree != "" && (tree != e.Tree || !slices.Equal(changed, sortedPaths(e.Changed))) {
 		// Not the tree the person approved (a command that does not give
 		// the same files twice): nothing the person did not see is
 		// committed.
@@ -442,6 +447,13 @@ func (r *Repo) Stage(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	return pathList(out), nil
+}
+
+// sortedPaths is paths sorted, as Stage returns them.
+func sortedPaths(paths []string) []string {
+	out := slices.Clone(paths)
+	slices.Sort(out)
+	return out
 }
 
 // writeTree writes the index as a tree object and returns its id: the

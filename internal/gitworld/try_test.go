@@ -99,9 +99,20 @@ func TestApplyCommitsOnlyTheApprovedTree(t *testing.T) {
 	assert.Equal(t, gitworld.Differs, res.Status)
 	assert.Equal(t, head.Commit, sh(t, remote, "rev-parse", "refs/heads/acr/keep-healthy"))
 
+	// The tree tried, with other paths than those it changes (what an
+	// answer made by hand could name, for governance to rule on): not
+	// committed either.
+	e = effect("idem:paths", head.Commit)
+	e.Tree, e.Changed = tr.Tree, []string{"elsewhere.txt"}
+	res, err = r.Apply(ctx, e, replace("README.md", "teh", "the"))
+	require.NoError(t, err)
+	assert.Equal(t, gitworld.Differs, res.Status)
+	assert.Equal(t, tr.Tree, res.Tree)
+	assert.Equal(t, head.Commit, sh(t, remote, "rev-parse", "refs/heads/acr/keep-healthy"), "nothing pushed")
+
 	// The change tried: its tree, exactly, is committed on the head.
 	e = effect("idem:same", head.Commit)
-	e.Tree = tr.Tree
+	e.Tree, e.Changed = tr.Tree, tr.Changed
 	res, err = r.Apply(ctx, e, replace("README.md", "teh", "the"))
 	require.NoError(t, err)
 	assert.Equal(t, gitworld.Pushed, res.Status)

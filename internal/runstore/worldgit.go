@@ -169,7 +169,7 @@ func (g *gitWorld) Commit(ctx context.Context, key string, a world.Action, in wo
 					" where the approved tree " + ap.Tree + " was tried; nothing pushed", Git: in.Git}
 			return out, false, nil
 		}
-		e.Tree = ap.Tree
+		e.Tree, e.Changed = ap.Tree, ap.Changed
 	}
 	res, err := g.repo.Apply(ctx, e, func(ctx context.Context, _ string) error {
 		var err error
@@ -228,9 +228,15 @@ func (g *gitWorld) Commit(ctx context.Context, key string, a world.Action, in wo
 			Detail: "the branch " + g.repo.Spec().Branch + " moved from " + short(in.Git.Commit) + " to " + short(head.Commit) + "; nothing pushed", Git: &head}
 		return out, false, g.repo.Checkout(ctx, head.Commit)
 	case gitworld.Differs:
+		detail := "the tree differs from the approved tree " + in.Approved.Tree + " (the command produced " + res.Tree + "); nothing pushed"
+		if res.Tree == in.Approved.Tree {
+			// The tree is the approved one, the paths the approval named
+			// are not what it changes: governance ruled on other paths.
+			detail = "the approval names paths (" + strings.Join(in.Approved.Changed, ", ") + ") other than those its tree changes (" +
+				strings.Join(res.Changed, ", ") + "); nothing pushed"
+		}
 		out = world.Outcome{Schema: world.OutcomeSchema, Key: key, Operation: a.Operation, Target: in.Planned.Target, Status: world.OutcomeStale,
-			Detail:  "the tree differs from the approved tree " + in.Approved.Tree + " (the command produced " + res.Tree + "); nothing pushed",
-			Changed: res.Changed, Git: &head}
+			Detail: detail, Changed: res.Changed, Git: &head}
 		return out, false, nil
 	case gitworld.Refused:
 		out.Status, out.Changed, out.Outside, out.Git = world.OutcomeFailed, res.Changed, res.Outside, &head

@@ -231,6 +231,16 @@ func TestGitWorldCommitsOnlyTheApprovedTree(t *testing.T) {
 	assert.Equal(t, "the tree differs from the approved tree "+other.Tree+" (the command produced "+trial.Tree+"); nothing pushed", out.Detail)
 	assert.Equal(t, before, branch())
 
+	// The approved tree, with other paths than those it changes (an
+	// answer made by hand: governance ruled on paths the commit would
+	// not have): nothing pushed.
+	other = *trial
+	other.Changed = []string{"elsewhere.txt"}
+	out = commit("idem:sha256:"+strings.Repeat("d", 64), other)
+	assert.Equal(t, world.OutcomeStale, out.Status)
+	assert.Contains(t, out.Detail, "the approval names paths (elsewhere.txt) other than those its tree changes")
+	assert.Equal(t, before, branch())
+
 	// Approved on another head than the branch's now: nothing carried out.
 	other = *trial
 	other.Head = strings.Repeat("4", len(trial.Head))
