@@ -61,10 +61,14 @@ func (w *World) Load() (map[string][]byte, error) {
 }
 
 // Take makes this handle the world's writer: it moves the head from the
-// one Load read, so that any handle that took the world before stores
-// nothing more, and so that a world that changed after Load (or that Load
-// read from a replica behind its leader) is a storage.ErrConflict rather
-// than a stale copy run on. ledgerAt is recorded with the head.
+// one Load read, so that two handles that open the run at once do not
+// both go on (the second take is a storage.ErrConflict). It does not
+// fence an earlier holder's effect: an effect's file is guarded by the
+// ledger's end alone (see jetstream.Worlds), so such a write can land
+// only while the ledger still ends at its intent, and then holds what
+// this handle's recovery of that intent would store. Load reads the
+// stream's leader, so a take never starts on a world older than an
+// acknowledged write. ledgerAt is recorded with the head.
 func (w *World) Take(ledgerAt int64) error {
 	if w.head == 0 {
 		return fmt.Errorf("take the world of %s: %w (load it first)", w.run.ID, ErrNoWorld)
@@ -147,7 +151,7 @@ func (w *World) Room(path string) int { return w.run.s.blocks.Worlds.Room(w.run.
 func (w *World) failed(err error) error {
 	w.head = 0
 	if errors.Is(err, jetstream.ErrConflict) {
-		return fmt.Errorf("world of %s: %w: another writer took the run's world or appended to its ledger: %w", w.run.ID, storage.ErrConflict, err)
+		return fmt.Errorf("world of %s: %w: another writer took the run's world or appended to its ledger since: %w", w.run.ID, storage.ErrConflict, err)
 	}
 	return fmt.Errorf("world of %s: %w", w.run.ID, err)
 }

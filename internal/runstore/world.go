@@ -188,6 +188,17 @@ func (s *storedWorld) Commit(ctx context.Context, key string, a world.Action, in
 	return out, reused, nil
 }
 
+// CommitWhen is Commit once ready has returned (the intent is durable).
+// It shadows the sandbox's own CommitWhen, which a driver that gates its
+// effects would otherwise reach through the embedded copy: that would
+// change the copy and never put the change in the store.
+func (s *storedWorld) CommitWhen(ctx context.Context, key string, a world.Action, in world.Intent, ready func() error) (world.Outcome, bool, error) {
+	if err := ready(); err != nil {
+		return world.Outcome{}, false, err
+	}
+	return s.Commit(ctx, key, a, in)
+}
+
 // push puts the host's copy of target in the store, unless the store
 // already holds it. after is what the effect left there; the copy must
 // hold it, or something besides this process changed the copy.
