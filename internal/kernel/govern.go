@@ -61,6 +61,7 @@ func (b *governor) resumeApproval(i int) {
 		a.ActionRef = action.Ref()
 		approval = &a
 	}
+	approval = withAskedTrial(p, approval)
 	if p.ProposalOnly {
 		// A1: the person reviewed a proposal. The loop acts on nothing;
 		// the item waits for its target to change.
@@ -251,6 +252,20 @@ func approvedTrial(s *EngineState, action world.Action, approval *state.Approval
 		return nil
 	}
 	return approval.Trial
+}
+
+// withAskedTrial binds an approval that carries no trial (one written by
+// hand, or by a tool that does not try the fix) to the trial governance
+// ruled on when it asked (p.Trial, which acr status showed): the effect
+// then commits that tree or nothing, never a tree nobody saw. An answer
+// with its own trial, or to a request asked without one, is as it came.
+func withAskedTrial(p state.PendingApproval, approval *state.Approval) *state.Approval {
+	if approval == nil || approval.Trial != nil || p.Trial == nil || approval.Verdict != state.VerdictApprove {
+		return approval
+	}
+	a := *approval
+	a.Trial = p.Trial
+	return &a
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -40,3 +40,35 @@ func TestApprovedTrial(t *testing.T) {
 		})
 	}
 }
+
+// TestAnswerWithoutTrialBindsToTheAskedOne: an approval without a trial
+// of a request governance asked with a trial binds to that trial (what
+// acr status showed), so that no tree nobody saw is committed; an answer
+// with its own trial, a denial, and a request asked without a trial are
+// left as they came.
+func TestAnswerWithoutTrialBindsToTheAskedOne(t *testing.T) {
+	asked := &world.GitTrial{Head: "1111111111111111111111111111111111111111", Tree: "2222222222222222222222222222222222222222", Changed: []string{"main.go"}}
+	own := &world.GitTrial{Head: asked.Head, Tree: "3333333333333333333333333333333333333333", Changed: []string{"main.go"}}
+	answer := func(verdict string, tr *world.GitTrial) *state.Approval {
+		return &state.Approval{Schema: state.ApprovalSchema, Verdict: verdict, By: "alice", Trial: tr}
+	}
+	for _, tc := range []struct {
+		name     string
+		asked    *world.GitTrial
+		approval *state.Approval
+		want     *world.GitTrial
+	}{
+		{"approved without a trial, asked with one", asked, answer(state.VerdictApprove, nil), asked},
+		{"approved with its own trial", asked, answer(state.VerdictApprove, own), own},
+		{"denied", asked, answer(state.VerdictDeny, nil), nil},
+		{"asked without a trial (an older run, another world)", nil, answer(state.VerdictApprove, nil), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			had := tc.approval.Trial
+			got := withAskedTrial(state.PendingApproval{Trial: tc.asked}, tc.approval)
+			assert.Equal(t, tc.want, got.Trial)
+			assert.Equal(t, had, tc.approval.Trial, "the answer itself is not changed")
+		})
+	}
+	assert.Nil(t, withAskedTrial(state.PendingApproval{Trial: asked}, nil))
+}
