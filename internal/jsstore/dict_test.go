@@ -32,11 +32,13 @@ const dict1SHA256 = "e6817a4e2b8b759ef52ca65a4e44ca985fa11a5db7dbd1ba61da128b35a
 
 // TestDictionary holds dictionary 1 to its bytes and ID, and checks that
 // it makes ledger lines smaller than zstd alone does. Dictionary 1 was
-// built by
+// built by the command below with -dict-id 1 (which the test now refuses:
+// dictionary 1 is shipped); a dictionary 2 is built the same way with
+// -dict-id 2:
 //
 //	for s in $(ls scenarios | grep -v crash-harness); do
 //	    acr --ledger-seal-bytes 0 scenario run $s --keep; done   # kept in /tmp/acr-scenario-*
-//	go test ./internal/jsstore -run TestDictionary -dict-from /tmp -dict-id 1 -dict-to dict1.zdict
+//	go test ./internal/jsstore -run TestDictionary -dict-from /tmp -dict-id 2 -dict-to dict2.zdict
 //
 // (the scenarios' ledgers cut into one sample per cycle, and each
 // scenario's checkpoint as one document; a few of them as its history).

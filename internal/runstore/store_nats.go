@@ -144,7 +144,7 @@ func (r natsRun) Preview(ctx context.Context, spec world.Spec, action world.Acti
 			return previewGitFresh(ctx, spec, action, environ)
 		}
 		if err != nil {
-			return "", nil, fmt.Errorf("preview: this host's clone of %s yet (a host that runs the run makes one): %w", spec.Git.Describe(), err)
+			return "", nil, fmt.Errorf("preview: open this host's clone of %s: %w", spec.Git.Describe(), err)
 		}
 		defer w.Close()
 		return previewGit(ctx, w, spec, action, environ)
