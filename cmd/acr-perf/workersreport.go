@@ -460,7 +460,7 @@ func boundNotes(r workersReport, sums []setupSummary) []string {
 			"batch of the file and the world's head, whose staging was most of the server's CPU per cycle); per run "+
 			"rather than per cycle, the lease, the open's reads (checkpoint, ledger end, world, inbox), the world's take, the "+
 			"checkpoint at rest and the listing of due runs. The inbox is heard (a subscription on the run's inbox subject), "+
-			"not read every cycle: a cycle that finds nothing new sends nothing. Bytes are mostly the ledger message, "+
+			"not read every cycle: a cycle that finds nothing new sends nothing (a watched inbox is read again once a second at most). Bytes are mostly the ledger message, "+
 			"compressed with zstd and a dictionary built from the reference scenarios' ledgers and checkpoints "+
 			"(`Acr-Encoding: zstd-d1`), which takes a queue cycle's lines from 3.3 to 5.4 times smaller. The same harness "+
 			"on the release before format 2, on this machine on 2026-12-06 (40 runs of 10 items): 33.7 messages, 40.6 KiB and "+
