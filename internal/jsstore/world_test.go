@@ -36,7 +36,7 @@ func TestWorldWriteFencedByTheLedger(t *testing.T) {
 
 	intent := l.Frontier().Offset
 	require.NoError(t, first.Put("a", []byte("2"), intent), "the intent is the ledger's last record")
-	require.NoError(t, first.Put("a", []byte("2"), intent), "a retry is stored once")
+	require.NoError(t, first.Put("a", []byte("2"), intent), "a retry is accepted (the message id makes the server store it once)")
 	require.NoError(t, second.Put("a", []byte("2"), intent), "the same effect, as the other's recovery would store it")
 
 	_, err = l.Append(testEvents("next", 1, 1))
