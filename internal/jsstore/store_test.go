@@ -385,14 +385,11 @@ func TestWatchInbox(t *testing.T) {
 	}
 }
 
-// A watched inbox reads the stream only when an item was put since its
-// last read: a List that finds nothing new sends the server nothing,
-// an item put by another process on another connection between two Lists
-// is seen, an item consumed is gone without a read, and after the
-// connection was away (what was put meanwhile was not heard) the next
-// List reads again.
-func TestWatchedInboxReadsWhatCame(t *testing.T) {
-	srv := natstest.Start(t)
+// readCountingStore opens a store on nc that counts its reads (readsNow).
+// Counted reads must not depend on the machine's speed, so a watched
+// inbox's read answers for an hour here (TestWatchedInboxRecheck takes
+// that bound away).
+func readCountingStore(t *testing.T, nc *nats.Conn) (*Store, func() int) {
 	var mu sync.Mutex
 	reads := 0
 	opts := testOptions
@@ -403,13 +400,22 @@ func TestWatchedInboxReadsWhatCame(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	// Counted reads must not depend on the machine's speed: a read
-	// answers for an hour here (TestWatchedInboxRecheck takes the bound).
 	opts.InboxRecheck = time.Hour
-	nc := connect(t, srv.ClientURL(), nats.MaxReconnects(-1))
 	s, err := Open(ctx(t), nc, opts)
 	require.NoError(t, err)
-	readsNow := func() int { mu.Lock(); defer mu.Unlock(); return reads }
+	return s, func() int { mu.Lock(); defer mu.Unlock(); return reads }
+}
+
+// A watched inbox reads the stream only when an item was put since its
+// last read: a List that finds nothing new sends the server nothing,
+// an item put by another process on another connection between two Lists
+// is seen, an item consumed is gone without a read, and after the
+// connection was away (what was put meanwhile was not heard) the next
+// List reads again.
+func TestWatchedInboxReadsWhatCame(t *testing.T) {
+	srv := natstest.Start(t)
+	nc := connect(t, srv.ClientURL(), nats.MaxReconnects(-1))
+	s, readsNow := readCountingStore(t, nc)
 	r, err := s.Run(ctx(t), "run:watched")
 	require.NoError(t, err)
 	ib := r.Inbox()
@@ -478,21 +484,7 @@ func TestWatchedInboxReadsWhatCame(t *testing.T) {
 // and a read answers for InboxRecheck at most, whatever was heard.
 func TestWatchedInboxRecheck(t *testing.T) {
 	srv := natstest.Start(t)
-	var mu sync.Mutex
-	reads := 0
-	opts := testOptions
-	opts.Observe = func(c jetstream.Call) {
-		if c.Op == "read" {
-			mu.Lock()
-			reads++
-			mu.Unlock()
-		}
-	}
-	opts.InboxRecheck = time.Hour
-	nc := connect(t, srv.ClientURL())
-	s, err := Open(ctx(t), nc, opts)
-	require.NoError(t, err)
-	readsNow := func() int { mu.Lock(); defer mu.Unlock(); return reads }
+	s, readsNow := readCountingStore(t, connect(t, srv.ClientURL()))
 	r, err := s.Run(ctx(t), "run:recheck")
 	require.NoError(t, err)
 	ib := r.Inbox()
