@@ -75,7 +75,7 @@ type watch struct {
 
 // awaitLimit is how long a heard key is read for before it is given up
 // (a put the stream refused, or a duplicate it dropped, is heard and
-// never stored); the reads every watchMaxAge go on after it.
+// never stored); the read every Options.InboxRecheck goes on after it.
 const awaitLimit = 10 * time.Second
 
 // pending reports whether a heard key is still waiting to be found by a
