@@ -3,6 +3,7 @@ package jsstore
 import (
 	"testing"
 
+	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/acr-project/acr/internal/jetstream/natstest"
@@ -17,7 +18,7 @@ import (
 // once writes nothing more).
 func TestWorldWriteFencedByTheLedger(t *testing.T) {
 	srv := natstest.Start(t)
-	_, s := openStore(t, srv.ClientURL())
+	nc, s := openStore(t, srv.ClientURL())
 	r, err := s.Run(ctx(t), "run:world")
 	require.NoError(t, err)
 	l, err := r.CreateLedger()
@@ -36,7 +37,20 @@ func TestWorldWriteFencedByTheLedger(t *testing.T) {
 
 	intent := l.Frontier().Offset
 	require.NoError(t, first.Put("a", []byte("2"), intent), "the intent is the ledger's last record")
-	require.NoError(t, first.Put("a", []byte("2"), intent), "a retry is accepted (the message id makes the server store it once)")
+	js, err := natsjs.New(nc)
+	require.NoError(t, err)
+	lastSeq := func() uint64 {
+		name, err := js.StreamNameBySubject(ctx(t), s.blocks.Names.WorldSubject(r.ID, "a"))
+		require.NoError(t, err)
+		st, err := js.Stream(ctx(t), name)
+		require.NoError(t, err)
+		info, err := st.Info(ctx(t))
+		require.NoError(t, err)
+		return info.State.LastSeq
+	}
+	stored := lastSeq()
+	require.NoError(t, first.Put("a", []byte("2"), intent), "a retry is accepted")
+	require.Equal(t, stored, lastSeq(), "a retry is stored once: the message id makes the server drop it")
 	require.NoError(t, second.Put("a", []byte("2"), intent), "the same effect, as the other's recovery would store it")
 
 	_, err = l.Append(testEvents("next", 1, 1))
