@@ -92,7 +92,7 @@ func TestClusterLeaderLoss(t *testing.T) {
 	// is there at once, never lagging as a replica's direct get may.
 	for i := range 50 {
 		data := "v" + strconv.Itoa(i)
-		must(t, st.Worlds.Upload(ctx(t), run, "f", []byte(data), false, at.Ledger))
+		must(t, upload(st.Worlds, run, "f", []byte(data), false, at.Ledger))
 		ws, err := st.Worlds.Read(ctx(t), run)
 		must(t, err)
 		if got := string(ws.Files["f"]); got != data {

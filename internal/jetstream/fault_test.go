@@ -75,7 +75,7 @@ func TestCallsRideOutAPausedServer(t *testing.T) {
 	sameData(t, readAll(t, st.Ledger, run, 0), records("a", 3, 200))
 
 	at := c.Frontier.Ledger
-	must(t, pause(func() error { return st.Worlds.Upload(ctx(t), run, "f", []byte("one"), false, at) }))
+	must(t, pause(func() error { return upload(st.Worlds, run, "f", []byte("one"), false, at) }))
 	var head uint64
 	must(t, pause(func() (err error) {
 		head, err = st.Worlds.Take(ctx(t), run, Guard{Ledger: at, Writer: "w1"})

@@ -98,3 +98,12 @@ func wantErr(t testing.TB, err, target error) {
 		t.Fatalf("got error %v, want %v", err, target)
 	}
 }
+
+// upload is Worlds.Upload of a write that replaces nothing named: each
+// call of a test writes other bytes, or means to be a retry.
+func upload(w *Worlds, run, path string, data []byte, remove bool, at uint64) error {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := w.Upload(c, run, path, data, remove, at, "")
+	return err
+}

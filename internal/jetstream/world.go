@@ -92,6 +92,10 @@ type WorldState struct {
 	// Head is the stream sequence of the world's head: 0 when the run's
 	// world was never stored.
 	Head uint64
+	// Seqs are the stream sequences of the last message on each path's
+	// subject, a removal's included: what a write of the path replaces
+	// (see Upload).
+	Seqs map[string]uint64
 }
 
 // Guard is what a world write expects.
@@ -124,7 +128,7 @@ type headBody struct {
 // from the stream's leader (one request per message), never from a
 // replica that may lag it.
 func (w *Worlds) Read(ctx context.Context, run string) (WorldState, error) {
-	st := WorldState{Files: map[string][]byte{}}
+	st := WorldState{Files: map[string][]byte{}, Seqs: map[string]uint64{}}
 	head := w.names.WorldHeadSubject(run)
 	err := readSubjectLeader(ctx, w.pol, w.nc, w.stream, w.names.WorldFilter(run), 1, func(seq uint64, m *nats.Msg) error {
 		subj, op := m.Header.Get(hdrSubject), m.Header.Get(hdrWorld)
@@ -139,6 +143,7 @@ func (w *Worlds) Read(ctx context.Context, run string) (WorldState, error) {
 		if err != nil || w.names.WorldSubject(run, path) != subj {
 			return fmt.Errorf("%w: stream sequence %d on %s: %s %q is not its path", ErrBadWorld, seq, subj, hdrPath, m.Header.Get(hdrPath))
 		}
+		st.Seqs[path] = seq
 		switch op {
 		case worldPut:
 			st.Files[path] = append([]byte{}, m.Data...)
@@ -240,15 +245,24 @@ func (w *Worlds) recognised(run string, head *nats.Msg, g Guard, seq *uint64, at
 // remove, the file's removal) without moving the head, provided the run's
 // ledger ends at ledger (ErrConflict if not): an effect's file, or a file
 // of a world that nobody can hold yet, sealed by a Take after the last
-// file. An upload whose answer was lost is sent again with the same
-// message id, which the server stores once.
-func (w *Worlds) Upload(ctx context.Context, run, path string, data []byte, remove bool, ledger uint64) error {
+// file. It returns the write's message id.
+//
+// replaces names the message the write follows on the path's subject, as
+// the writer knows it: the id an earlier Upload returned, or
+// SeqIdentity of the sequence Read found (empty when the path has none).
+// It is part of the message id with the subject, the ledger position and
+// the bytes, so that a write sent again (its answer lost) is stored once,
+// while the same bytes written again after another write of the path at
+// the same ledger position (A, B, then A) are a write of their own and
+// are stored, not dropped as a duplicate of the first.
+func (w *Worlds) Upload(ctx context.Context, run, path string, data []byte, remove bool, ledger uint64, replaces string) (string, error) {
 	op := worldPut
 	if remove {
 		op, data = worldDel, nil
 	}
 	m := w.fileMsg(run, path, op, data, ledger)
-	m.Header.Set(hdrMsgID, msgID(m.Subject+" "+op, ledger, 0, data))
+	id := msgID(m.Subject+" "+op+" "+replaces, ledger, 0, data)
+	m.Header.Set(hdrMsgID, id)
 	err := w.pol.do(ctx, "world.upload", func(ctx context.Context) error {
 		err := retryInFlight(ctx, func() error {
 			_, err := publishOne(ctx, w.nc, m, nil)
@@ -260,9 +274,18 @@ func (w *Worlds) Upload(ctx context.Context, run, path string, data []byte, remo
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("upload %s to the world of %s: %w", path, run, err)
+		return "", fmt.Errorf("upload %s to the world of %s: %w", path, run, err)
 	}
-	return nil
+	return id, nil
+}
+
+// SeqIdentity is how Upload's replaces names a message known by its
+// stream sequence (from Read) rather than by an id Upload returned.
+func SeqIdentity(seq uint64) string {
+	if seq == 0 {
+		return ""
+	}
+	return "seq:" + strconv.FormatUint(seq, 10)
 }
 
 // Room is the largest file at path that a world message of run holds at

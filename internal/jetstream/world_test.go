@@ -44,11 +44,11 @@ func TestWorldWritesAreGuardedByLedgerAndHead(t *testing.T) {
 	long := strings.Repeat("deep/", 600) + "f.txt" // 3005 bytes, as long as a world path gets
 	odd := "docs/ünïcode name.v2.md"
 	for p, b := range map[string]string{"README.md": "# hi\n", "empty": "", long: "long", odd: "odd"} {
-		must(t, w.Upload(ctx(t), run, p, []byte(b), false, at))
+		must(t, upload(w, run, p, []byte(b), false, at))
 	}
-	wantErr(t, w.Upload(ctx(t), run, "late", []byte("x"), false, at-1), ErrConflict)
-	must(t, w.Upload(ctx(t), run, "gone", []byte("x"), false, at))
-	must(t, w.Upload(ctx(t), run, "gone", nil, true, at))
+	wantErr(t, upload(w, run, "late", []byte("x"), false, at-1), ErrConflict)
+	must(t, upload(w, run, "gone", []byte("x"), false, at))
+	must(t, upload(w, run, "gone", nil, true, at))
 	world := map[string]string{"README.md": "# hi\n", "empty": "", long: "long", odd: "odd"}
 	sameWorld(t, w, run, world, 0)
 	if st, _ := w.Read(ctx(t), run); st.Files["empty"] == nil {
@@ -139,7 +139,7 @@ func TestWorldReadRefusesForeignMessages(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			run := "run:" + name
-			must(t, st.Worlds.Upload(ctx(t), run, "z", []byte("z"), false, 0))
+			must(t, upload(st.Worlds, run, "z", []byte("z"), false, 0))
 			_, err := st.Worlds.Read(ctx(t), run)
 			must(t, err)
 			m := bad(run)
@@ -167,7 +167,7 @@ func TestOpenAddsWorldSubjectsToAnOlderStore(t *testing.T) {
 	st := openOn(t, nc, Options{})
 	c, err := st.Ledger.Append(ctx(t), run, 0, records("old", 1, 50))
 	must(t, err)
-	must(t, st.Worlds.Upload(ctx(t), run, "a", []byte("a"), false, c.Frontier.Ledger))
+	must(t, upload(st.Worlds, run, "a", []byte("a"), false, c.Frontier.Ledger))
 	info, err := js.Stream(ctx(t), testNames.RunsStream())
 	must(t, err)
 	if got := info.CachedInfo().Config.Subjects; len(got) != 4 || got[3] != "t.world.*.*" {
@@ -185,9 +185,50 @@ func TestWorldReadPagesThroughManyFiles(t *testing.T) {
 	for i := range n {
 		p := fmt.Sprintf("dir%d/file-%04d.txt", i%7, i)
 		want[p] = fmt.Sprint(i)
-		must(t, st.Worlds.Upload(ctx(t), run, p, []byte(want[p]), false, c.Frontier.Ledger))
+		must(t, upload(st.Worlds, run, p, []byte(want[p]), false, c.Frontier.Ledger))
 	}
 	h, err := st.Worlds.Take(ctx(t), run, Guard{Ledger: c.Frontier.Ledger})
 	must(t, err)
 	sameWorld(t, st.Worlds, run, want, h)
+}
+
+// The same bytes written again after another write of the path, at the
+// same ledger position, are stored: a message id made of the bytes and
+// the position alone would have the server drop the third write of A, B,
+// A as a duplicate of the first and leave B. A write sent again (the same
+// replaces) is still stored once.
+func TestUploadAgainAfterAnotherWrite(t *testing.T) {
+	_, _, st := open(t, Options{})
+	w := st.Worlds
+	c, err := st.Ledger.Append(ctx(t), run, 0, records("init", 1, 100))
+	must(t, err)
+	at := c.Frontier.Ledger
+	ws, err := w.Read(ctx(t), run)
+	must(t, err)
+	known := SeqIdentity(ws.Seqs["f"])
+	var ids []string
+	for _, data := range []string{"A", "B", "A"} {
+		id, err := w.Upload(ctx(t), run, "f", []byte(data), false, at, known)
+		must(t, err)
+		ids, known = append(ids, id), id
+	}
+	sameWorld(t, w, run, map[string]string{"f": "A"}, 0)
+	if ids[0] == ids[2] {
+		t.Fatalf("A after B has the first A's message id %s", ids[0])
+	}
+
+	ws, err = w.Read(ctx(t), run)
+	must(t, err)
+	last := ws.Seqs["f"]
+	again, err := w.Upload(ctx(t), run, "f", []byte("A"), false, at, ids[1])
+	must(t, err)
+	if again != ids[2] {
+		t.Fatalf("the third write sent again has id %s, want %s", again, ids[2])
+	}
+	ws, err = w.Read(ctx(t), run)
+	must(t, err)
+	if ws.Seqs["f"] != last {
+		t.Fatalf("a write sent again was stored again: sequence %d, was %d", ws.Seqs["f"], last)
+	}
+	sameWorld(t, w, run, map[string]string{"f": "A"}, 0)
 }

@@ -35,7 +35,9 @@
 //	Nats-Expected-Last-Subject-Sequence-Subject = P.ledger.<R>: the ledger's
 //	                                     end at the commit's frontier
 //	Nats-Msg-Id        records and parts: derived from subject, frontier, place and
-//	                   bytes (a retried write is recognised); inbox items: <R>.<item id>
+//	                   bytes (a retried write is recognised); world files: also
+//	                   from the message the write replaces, so that A, B, A at one
+//	                   ledger position stores the last A; inbox items: <R>.<item id>
 //	Nats-Rollup: sub   first checkpoint part and the status: the subject keeps only
 //	                   the last commit's messages
 //	Nats-Batch-*       the atomic batch of a write of more than one message

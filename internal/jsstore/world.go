@@ -2,6 +2,7 @@ package jsstore
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
@@ -37,6 +38,20 @@ type World struct {
 	// writer names this handle in the heads it writes, so that a write
 	// whose answer was lost is recognised as its own.
 	writer string
+	// known names, for each path, the last message on its subject as this
+	// handle knows it (jetstream.Worlds.Upload's replaces); last is this
+	// handle's last write of each path, so that the same write made again
+	// replaces what it replaced the first time.
+	known map[string]string
+	last  map[string]upload
+}
+
+// upload is a write World made: where, what, and what it replaced.
+type upload struct {
+	ledger   int64
+	remove   bool
+	sum      [sha256.Size]byte
+	replaced string
 }
 
 // World returns the run's world handle; nothing is read.
@@ -57,6 +72,7 @@ func (w *World) Load() (map[string][]byte, error) {
 		return nil, fmt.Errorf("world of %s: %w", w.run.ID, ErrNoWorld)
 	}
 	w.head = st.Head
+	w.learn(st.Seqs)
 	return st.Files, nil
 }
 
@@ -98,8 +114,9 @@ func (w *World) Seal(files map[string][]byte, ledgerAt int64) error {
 	if err != nil {
 		return fmt.Errorf("seal the world of %s: %w", w.run.ID, err)
 	}
+	w.learn(st.Seqs)
 	for _, p := range slices.Sorted(maps.Keys(files)) {
-		if err := w.run.s.blocks.Worlds.Upload(w.run.ctx, w.run.ID, p, files[p], false, uint64(ledgerAt)); err != nil {
+		if err := w.upload(p, files[p], false, ledgerAt); err != nil {
 			return w.failed(err)
 		}
 	}
@@ -107,7 +124,7 @@ func (w *World) Seal(files map[string][]byte, ledgerAt int64) error {
 		if _, ok := files[p]; ok {
 			continue
 		}
-		if err := w.run.s.blocks.Worlds.Upload(w.run.ctx, w.run.ID, p, nil, true, uint64(ledgerAt)); err != nil {
+		if err := w.upload(p, nil, true, ledgerAt); err != nil {
 			return w.failed(err)
 		}
 	}
@@ -135,9 +152,35 @@ func (w *World) write(path string, data []byte, remove bool, ledgerAt int64) err
 	if w.head == 0 {
 		return fmt.Errorf("write the world of %s: %w (take it first)", w.run.ID, ErrNoWorld)
 	}
-	if err := w.run.s.blocks.Worlds.Upload(w.run.ctx, w.run.ID, path, data, remove, uint64(ledgerAt)); err != nil {
+	if err := w.upload(path, data, remove, ledgerAt); err != nil {
 		return w.failed(err)
 	}
+	return nil
+}
+
+// learn sets what each path's last message is, as the store said.
+func (w *World) learn(seqs map[string]uint64) {
+	w.known = make(map[string]string, len(seqs))
+	w.last = map[string]upload{}
+	for p, seq := range seqs {
+		w.known[p] = jetstream.SeqIdentity(seq)
+	}
+}
+
+// upload sends one file write. A write equal to this handle's last write
+// of the path at the same ledger position is that write sent again: it
+// names what the first one replaced, so the server stores it once.
+// Anything else replaces the path's last message.
+func (w *World) upload(path string, data []byte, remove bool, ledgerAt int64) error {
+	u := upload{ledger: ledgerAt, remove: remove, sum: sha256.Sum256(data), replaced: w.known[path]}
+	if prev, ok := w.last[path]; ok && prev.ledger == u.ledger && prev.remove == u.remove && prev.sum == u.sum {
+		u.replaced = prev.replaced
+	}
+	id, err := w.run.s.blocks.Worlds.Upload(w.run.ctx, w.run.ID, path, data, remove, uint64(ledgerAt), u.replaced)
+	if err != nil {
+		return err
+	}
+	w.known[path], w.last[path] = id, u
 	return nil
 }
 

@@ -68,3 +68,37 @@ func TestWorldWriteFencedByTheLedger(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string][]byte{"a": []byte("2")}, files)
 }
+
+// A handle that writes A, B, then A again at one ledger position ends with
+// A in the store (the last write is not taken for a retry of the first),
+// and one whose first write is sent again after its answer was lost still
+// stores it once (TestWorldWriteFencedByTheLedger).
+func TestWorldRewriteAtOnePosition(t *testing.T) {
+	srv := natstest.Start(t)
+	_, s := openStore(t, srv.ClientURL())
+	r, err := s.Run(ctx(t), "run:rewrite")
+	require.NoError(t, err)
+	l, err := r.CreateLedger()
+	require.NoError(t, err)
+	_, err = l.Append(testEvents("init", 1, 0))
+	require.NoError(t, err)
+	at := l.Frontier().Offset
+	require.NoError(t, r.World().Seal(map[string][]byte{"f": []byte("A")}, at))
+	require.NoError(t, r.World().Seal(map[string][]byte{"f": []byte("B")}, at), "a seal cut short before its head, made again with other files")
+	w := r.World()
+	files, err := w.Load()
+	require.NoError(t, err)
+	require.Equal(t, "B", string(files["f"]))
+	require.NoError(t, w.Take(at))
+	for _, data := range []string{"A", "B", "A"} {
+		require.NoError(t, w.Put("f", []byte(data), at))
+	}
+	files, err = r.World().Load()
+	require.NoError(t, err)
+	require.Equal(t, "A", string(files["f"]), "the last write at the position is what the store holds")
+	require.NoError(t, w.Remove("f", at))
+	require.NoError(t, w.Put("f", []byte("A"), at))
+	files, err = r.World().Load()
+	require.NoError(t, err)
+	require.Equal(t, "A", string(files["f"]), "a removal and the same bytes again")
+}
