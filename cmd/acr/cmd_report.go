@@ -104,11 +104,7 @@ func runReport(ctx context.Context, opts reportOptions, a *app) error {
 		if i < 0 || !gitCommand(rs.State, rs.State.Run.PendingApprovals[i]) {
 			return "", false
 		}
-		text, _, err := a.preview(ctx, rs.State, rs.State.Run.PendingApprovals[i])
-		if err != nil {
-			return "change: cannot be shown: " + err.Error() + "\n", true
-		}
-		return text, true
+		return a.shownChange(ctx, nil, rs.State, rs.State.Run.PendingApprovals[i]), true
 	})
 	v, err := report.Read(h, head, report.Options{Generator: "acr " + version, TimeAxis: axis == "time"})
 	if err != nil {

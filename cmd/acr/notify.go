@@ -59,13 +59,7 @@ func (a *app) notifyAfter(opts notifyOptions, rs runstore.RunStore, r *runstore.
 	}
 	st := r.Driver.State()
 	ctx := context.Background() // an interrupted run still tells its person
-	change := func(p state.PendingApproval) string {
-		c, _, perr := a.previewOn(ctx, rs, st, p)
-		if perr != nil {
-			return ""
-		}
-		return c
-	}
+	change := func(p state.PendingApproval) string { return a.shownChange(ctx, rs, st, p) }
 	doc := notify.Build(al, a.cfg.Store, state.FormatTime(a.now()), pendingAction, change)
 	var pass []string
 	for _, kv := range os.Environ() {

@@ -45,6 +45,19 @@ func (a *app) previewOn(ctx context.Context, rs runstore.RunStore, st kernel.Eng
 	return rs.Preview(ctx, st.Spec, act, os.LookupEnv)
 }
 
+// shownChange is what the report and the notification show of a pending
+// action: for a git world's command fix, the trial governance ruled on
+// when it asked (as acr status says it), then its change tried now, or
+// why that cannot be shown.
+func (a *app) shownChange(ctx context.Context, rs runstore.RunStore, st kernel.EngineState, p state.PendingApproval) string {
+	change, fresh, err := a.previewOn(ctx, rs, st, p)
+	out := ruledTrial(p, fresh)
+	if err != nil {
+		return out + "change: cannot be shown: " + err.Error() + "\n"
+	}
+	return out + change
+}
+
 // gitCommand reports whether p is a command fix in a git world, whose
 // approval binds to the tree its trial produced.
 func gitCommand(st kernel.EngineState, p state.PendingApproval) bool {
