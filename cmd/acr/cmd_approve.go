@@ -142,7 +142,24 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 	// effect commits exactly that tree on the head it was tried on, or
 	// nothing.
 	change, trial, perr := a.preview(ctx, rs.State, p)
-	if ap.Verdict == state.VerdictApprove && trial != nil {
+	signed, err := opts.signedTrial()
+	if err != nil {
+		return err
+	}
+	var drift string
+	shown := trial // the change shown below, which an approval binds to
+	switch {
+	case ap.Verdict == state.VerdictApprove && signed != nil:
+		// The second step of signing by hand binds to the trial the
+		// person signed, not to one made now: a command whose output
+		// differs each run would otherwise never match its statement.
+		// The effect commits exactly the signed tree, or nothing.
+		ap.Trial, shown = signed, nil
+		if trial != nil && (trial.Head != signed.Head || trial.Tree != signed.Tree) {
+			drift = fmt.Sprintf("tried again now, the change gives the tree %s on %s, not the signed tree %s on %s: the answer binds to the signed one, so if the run's command gives another tree, nothing is committed and you are asked again\n",
+				trial.Tree, trial.Head, signed.Tree, signed.Head)
+		}
+	case ap.Verdict == state.VerdictApprove && trial != nil:
 		ap.Trial = trial
 	}
 	if ap.Verdict == state.VerdictApprove && ap.Trial == nil && gitCommand(rs.State, p) {
@@ -158,7 +175,7 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 			p.CycleSeq, p.Key, p.Ref, indentLines(evidenceText(p), "  ", 0))
 	}
 	if !a.cfg.JSON {
-		a.printf("%s", ruledTrial(p, trial))
+		a.printf("%s%s", ruledTrial(p, shown), drift)
 		if perr != nil {
 			a.printf("change: cannot be shown: %v\n", perr)
 		} else {

@@ -20,6 +20,7 @@ import (
 	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/sshsig"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
 )
 
 // signOptions are the flags of the commands whose answers prove who gave
@@ -79,6 +80,19 @@ func (o signOptions) fill(by, reason *string) error {
 		*reason = st.Reason
 	}
 	return nil
+}
+
+// signedTrial is the trial in the statement a person signed (--signed
+// FILE): nil without --signed, or when the statement binds to none.
+func (o signOptions) signedTrial() (*world.GitTrial, error) {
+	if o.Signed == "" {
+		return nil, nil
+	}
+	st, err := readStatement(o.Signed)
+	if err != nil {
+		return nil, err
+	}
+	return st.Trial, nil
 }
 
 // readStatement reads a statement a person signed with ssh-keygen.
