@@ -14,6 +14,7 @@ import (
 	"github.com/acr-project/acr/internal/kernel"
 	"github.com/acr-project/acr/internal/runstore"
 	"github.com/acr-project/acr/internal/state"
+	"github.com/acr-project/acr/internal/world"
 )
 
 // approveOptions are acr approve's and acr deny's flags and argument.
@@ -50,7 +51,9 @@ the tree and the changed paths go with the answer (and into its
 signature). The effect then commits exactly that tree on that head, or
 nothing: if the branch moved or the command gives other files, nothing is
 pushed and the fix waits for approval again. A fix that cannot be tried
-here cannot be approved (exit 65).`
+here cannot be approved (exit 65), unless the answer was signed by hand:
+--signed binds to the trial in the statement, whose change --to-sign
+showed.`
 	if verb == "deny" {
 		short = "Deny a pending action request"
 		long = `Deny the pending action request REF. The next cycle records the refusal and
@@ -146,18 +149,25 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 	if err != nil {
 		return err
 	}
-	var drift string
-	shown := trial // the change shown below, which an approval binds to
+	// shown is what the person is shown: the change tried now, which an
+	// approval binds to, or (signed by hand) the signed trial.
+	shown := func() string {
+		out := ruledTrial(p, trial)
+		if perr != nil {
+			return out + fmt.Sprintf("change: cannot be shown: %v\n", perr)
+		}
+		return out + "change:\n" + indentLines(change, "  ", 0)
+	}
 	switch {
 	case ap.Verdict == state.VerdictApprove && signed != nil:
 		// The second step of signing by hand binds to the trial the
-		// person signed, not to one made now: a command whose output
-		// differs each run would otherwise never match its statement.
-		// The effect commits exactly the signed tree, or nothing.
-		ap.Trial, shown = signed, nil
-		if trial != nil && (trial.Head != signed.Head || trial.Tree != signed.Tree) {
-			drift = fmt.Sprintf("tried again now, the change gives the tree %s on %s, not the signed tree %s on %s: the answer binds to the signed one, so if the run's command gives another tree, nothing is committed and you are asked again\n",
-				trial.Tree, trial.Head, signed.Tree, signed.Head)
+		// person signed, whose change --to-sign showed, not to a trial
+		// made now: a command whose output differs each run would
+		// otherwise never match its statement. The effect commits
+		// exactly the signed tree on its head, or nothing.
+		ap.Trial = signed
+		if !sameTrial(trial, signed) {
+			shown = func() string { return signedTrialText(p, signed, trial, perr) }
 		}
 	case ap.Verdict == state.VerdictApprove && trial != nil:
 		ap.Trial = trial
@@ -167,20 +177,16 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 		// there is no tree to bind the approval to.
 		return dataf("%s cannot be approved unseen: its change could not be tried on this host (%v); run acr approve where the run's clone is", p.Ref, perr)
 	}
+	if opts.ToSign != "" && !a.cfg.JSON {
+		// The statement binds to this trial: show its change before the
+		// person signs it, as the answer without signing would.
+		a.printf("%s%s", incidentText(p), shown())
+	}
 	if done, err := a.sign(opts.signOptions, run.RunID, &rs.State.Contract, ap, ap.By); err != nil || done {
 		return err
 	}
-	if p.Incident() && !a.cfg.JSON {
-		a.printf("uncertain effect (cycle %d, idempotency key %s); approving runs it again (acr resolve %s --ran records it as done instead):\n%s",
-			p.CycleSeq, p.Key, p.Ref, indentLines(evidenceText(p), "  ", 0))
-	}
 	if !a.cfg.JSON {
-		a.printf("%s%s", ruledTrial(p, shown), drift)
-		if perr != nil {
-			a.printf("change: cannot be shown: %v\n", perr)
-		} else {
-			a.printf("change:\n%s", indentLines(change, "  ", 0))
-		}
+		a.printf("%s%s", incidentText(p), shown())
 	}
 	if opts.Verdict == "approve" && !opts.Yes && !a.cfg.JSON && a.stdinTerminal() {
 		if !confirm(a.stdin, a.stdout, "approve this change?") {
@@ -198,6 +204,11 @@ func runApprove(ctx context.Context, opts approveOptions, a *app) error {
 	}
 	if ap.Trial != nil {
 		out["approved_tree"], out["approved_head"] = ap.Trial.Tree, ap.Trial.Head
+	}
+	if trial != nil {
+		// The tree the change above gives, tried now: not the approved
+		// one when a statement signed by hand binds to another.
+		out["change_tree"], out["change_head"] = trial.Tree, trial.Head
 	}
 	if p.Incident() {
 		out["idempotency_key"], out["evidence"] = p.Key, p.Evidence
@@ -287,4 +298,41 @@ func answeredAlready(run state.RunState, arg string, err error) error {
 		}
 	}
 	return err
+}
+
+// incidentText is what acr approve says first of an uncertain effect: that
+// approving runs it again, and the evidence; "" for other requests.
+func incidentText(p state.PendingApproval) string {
+	if !p.Incident() {
+		return ""
+	}
+	return fmt.Sprintf("uncertain effect (cycle %d, idempotency key %s); approving runs it again (acr resolve %s --ran records it as done instead):\n%s",
+		p.CycleSeq, p.Key, p.Ref, indentLines(evidenceText(p), "  ", 0))
+}
+
+// sameTrial reports whether two trials are one change: the same head,
+// tree and changed paths.
+func sameTrial(a, b *world.GitTrial) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Head == b.Head && a.Tree == b.Tree && slices.Equal(a.Changed, b.Changed)
+}
+
+// signedTrialText is what acr approve --signed shows when the trial in the
+// statement is not the change tried now (tried, nil when it could not be,
+// then why in perr): the signed tree, which the answer binds to and whose
+// change --to-sign showed, and how the change tried now differs. The
+// change tried now is not shown: it is not what the answer approves.
+func signedTrialText(p state.PendingApproval, signed, tried *world.GitTrial, perr error) string {
+	changed := "nothing"
+	if len(signed.Changed) > 0 {
+		changed = strings.Join(signed.Changed, ", ")
+	}
+	out := ruledTrial(p, nil)
+	out += fmt.Sprintf("signed:   tree %s on %s, changed %s (its change was shown when the statement was written): the answer binds to it\n", signed.Tree, signed.Head, changed)
+	if tried == nil {
+		return out + fmt.Sprintf("change:   cannot be tried on this host now (%v)\n", perr)
+	}
+	return out + fmt.Sprintf("differs:  tried again now, the change gives the tree %s on %s: if the run's command does too (or gives any tree but the signed one), nothing is committed and you are asked again\n", tried.Tree, tried.Head)
 }

@@ -104,7 +104,11 @@ func runReport(ctx context.Context, opts reportOptions, a *app) error {
 		if i < 0 || !gitCommand(rs.State, rs.State.Run.PendingApprovals[i]) {
 			return "", false
 		}
-		return a.shownChange(ctx, nil, rs.State, rs.State.Run.PendingApprovals[i]), true
+		text, err := a.shownChange(ctx, nil, rs.State, rs.State.Run.PendingApprovals[i])
+		if err != nil {
+			text += "change: cannot be shown: " + err.Error() + "\n"
+		}
+		return text, true
 	})
 	v, err := report.Read(h, head, report.Options{Generator: "acr " + version, TimeAxis: axis == "time"})
 	if err != nil {

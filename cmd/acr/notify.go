@@ -59,7 +59,13 @@ func (a *app) notifyAfter(opts notifyOptions, rs runstore.RunStore, r *runstore.
 	}
 	st := r.Driver.State()
 	ctx := context.Background() // an interrupted run still tells its person
-	change := func(p state.PendingApproval) string { return a.shownChange(ctx, rs, st, p) }
+	change := func(p state.PendingApproval) string {
+		text, err := a.shownChange(ctx, rs, st, p)
+		if err != nil {
+			return "" // the document says: empty when it could not be shown
+		}
+		return text
+	}
 	doc := notify.Build(al, a.cfg.Store, state.FormatTime(a.now()), pendingAction, change)
 	var pass []string
 	for _, kv := range os.Environ() {

@@ -47,15 +47,16 @@ func (a *app) previewOn(ctx context.Context, rs runstore.RunStore, st kernel.Eng
 
 // shownChange is what the report and the notification show of a pending
 // action: for a git world's command fix, the trial governance ruled on
-// when it asked (as acr status says it), then its change tried now, or
-// why that cannot be shown.
-func (a *app) shownChange(ctx context.Context, rs runstore.RunStore, st kernel.EngineState, p state.PendingApproval) string {
+// when it asked (as acr status says it), then its change tried now. err
+// says why the change cannot be shown; the text then holds the first part
+// alone.
+func (a *app) shownChange(ctx context.Context, rs runstore.RunStore, st kernel.EngineState, p state.PendingApproval) (string, error) {
 	change, fresh, err := a.previewOn(ctx, rs, st, p)
 	out := ruledTrial(p, fresh)
 	if err != nil {
-		return out + "change: cannot be shown: " + err.Error() + "\n"
+		return out, err
 	}
-	return out + change
+	return out + change, nil
 }
 
 // gitCommand reports whether p is a command fix in a git world, whose

@@ -251,7 +251,9 @@ func (w *Worlds) recognised(run string, head *nats.Msg, g Guard, seq *uint64, at
 // the writer knows it: the id an earlier Upload returned, or
 // SeqIdentity of the sequence Read found (empty when the path has none).
 // It is part of the message id with the subject, the ledger position and
-// the bytes, so that a write sent again (its answer lost) is stored once,
+// the bytes, so that a write sent again by its writer (its answer lost) is
+// stored once (another writer's recovery of it, which names the message by
+// its sequence, may store the same bytes again, which changes nothing),
 // while the same bytes written again after another write of the path at
 // the same ledger position (A, B, then A) are a write of their own and
 // are stored, not dropped as a duplicate of the first.

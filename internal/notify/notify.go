@@ -64,7 +64,9 @@ type Pending struct {
 	CheckID string    `json:"check_id,omitempty"`
 	Reason  string    `json:"reason"`
 	// Change is what approving it would change: a unified diff, or a
-	// command's command line ("" when it could not be shown).
+	// command's command line, after, for a git world's command fix, the
+	// line naming the trial governance ruled on ("" when it could not
+	// be shown).
 	Change string `json:"change"`
 	// Key and Evidence are an uncertain effect's: its idempotency key and
 	// each path's hash in the intent and now.

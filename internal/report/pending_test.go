@@ -37,7 +37,7 @@ func TestPendingChangeIsShown(t *testing.T) {
 	require.NoError(t, Render(&page, v))
 	html := page.String()
 	// html/template escapes + as &#43; and < as &lt;.
-	assert.True(t, strings.Contains(html, "<summary>change, tried now at the branch head (an approval binds to its tree)</summary><pre>changes   main.go\n"+
+	assert.True(t, strings.Contains(html, "<summary>the trial ruled on, and the change tried now at the branch head (an approval binds to its tree)</summary><pre>changes   main.go\n"+
 		"--- a/main.go\n&#43;&#43;&#43; b/main.go\n-func main(){\n&#43;func main() {\n&lt;script&gt;\n&#43;x\n"), "the change is on the page, escaped")
 	assert.Equal(t, 1, strings.Count(html, "tried now at the branch head"), "only the request with a change shows one")
 	n := strings.Count(html, "&#43;x\n")
