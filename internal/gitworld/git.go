@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -71,6 +72,8 @@ func Open(ctx context.Context, dir string, spec world.GitSpec, env []string) (*R
 		}
 	} else if err != nil {
 		return nil, fmt.Errorf("open git clone: %w", err)
+	} else if err := removeStaleLocks(filepath.Join(dir, ".git")); err != nil {
+		return nil, fmt.Errorf("open git clone: %w", err)
 	}
 	// The remote is set on every open: the pinned spec names it, and a
 	// clone must never follow a remote someone changed by hand.
@@ -78,6 +81,41 @@ func Open(ctx context.Context, dir string, spec world.GitSpec, env []string) (*R
 		return nil, fmt.Errorf("open git clone: %w", err)
 	}
 	return r, nil
+}
+
+// removeStaleLocks removes the lock files (config.lock, index.lock,
+// refs/.../x.lock and the like) that a git program killed with an earlier
+// acr left in the clone's git directory: git never removes another
+// program's lock, so one of them would make every later git that takes it
+// fail ("could not lock config file ...: File exists") until a person
+// deleted it. None of them can belong to a running program: Open is
+// called with the run held on this host (the state directory's lock, or
+// the cache lock of a store's run), git runs in the clone only under that
+// hold, and every git acr starts is killed when acr dies (command.Run). The
+// object directories are not walked: git's locks are not kept there,
+// except in objects/info.
+func removeStaleLocks(gitDir string) error {
+	return filepath.WalkDir(gitDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() {
+			if rel, _ := filepath.Rel(gitDir, filepath.Dir(p)); rel == "objects" && d.Name() != "info" {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !strings.HasSuffix(d.Name(), ".lock") {
+			return nil
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove the stale git lock %s: %w", p, err)
+		}
+		return nil
+	})
 }
 
 // Dir is the clone's work tree, where checks and fixes run.

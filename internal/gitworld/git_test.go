@@ -331,6 +331,35 @@ func TestOpenRefusesAMissingRemote(t *testing.T) {
 	require.ErrorIs(t, err, gitworld.ErrGit)
 }
 
+// A git program killed with acr leaves its lock file behind, and git never
+// removes another program's lock: the clone's next open removes them, so
+// the run goes on instead of failing on "could not lock config file" (the
+// git crash harness met one, a kill during the open's git config).
+func TestOpenRemovesStaleLocks(t *testing.T) {
+	gittest.Need(t)
+	ctx := context.Background()
+	remote := gittest.BareRemote(t, "", map[string]string{"README.md": "hi\n"})
+	dir := t.TempDir()
+	r := open(t, dir, remote)
+	_, err := r.Sync(ctx)
+	require.NoError(t, err)
+	locks := []string{"config.lock", "index.lock", "HEAD.lock", "packed-refs.lock", "refs/heads/acr/keep-healthy.lock", "objects/info/commit-graph.lock"}
+	for _, l := range locks {
+		p := filepath.Join(dir, ".git", filepath.FromSlash(l))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte("left by a killed git\n"), 0o644))
+	}
+	r = open(t, dir, remote)
+	for _, l := range locks {
+		assert.NoFileExists(t, filepath.Join(dir, ".git", filepath.FromSlash(l)))
+	}
+	head, err := r.Sync(ctx)
+	require.NoError(t, err)
+	res, err := r.Apply(ctx, effect("idem:k1", head.Commit), replace("README.md", "hi", "hello"))
+	require.NoError(t, err)
+	assert.Equal(t, gitworld.Pushed, res.Status)
+}
+
 func TestHooksDoNotRun(t *testing.T) {
 	ctx := context.Background()
 	remote := gittest.BareRemote(t, "", map[string]string{"a.txt": "1\n"})
