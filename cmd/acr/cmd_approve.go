@@ -325,12 +325,8 @@ func sameTrial(a, b *world.GitTrial) bool {
 // change --to-sign showed, and how the change tried now differs. The
 // change tried now is not shown: it is not what the answer approves.
 func signedTrialText(p state.PendingApproval, signed, tried *world.GitTrial, perr error) string {
-	changed := "nothing"
-	if len(signed.Changed) > 0 {
-		changed = strings.Join(signed.Changed, ", ")
-	}
 	out := ruledTrial(p, nil)
-	out += fmt.Sprintf("signed:   tree %s on %s, changed %s (its change was shown when the statement was written): the answer binds to it\n", signed.Tree, signed.Head, changed)
+	out += fmt.Sprintf("signed:   tree %s on %s, changed %s (its change was shown when the statement was written): the answer binds to it\n", signed.Tree, signed.Head, changedList(signed.Changed))
 	if tried == nil {
 		return out + fmt.Sprintf("change:   cannot be tried on this host now (%v)\n", perr)
 	}

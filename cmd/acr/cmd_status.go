@@ -577,6 +577,15 @@ func (a *app) lastFailure(rs runState, recs []event.Record, now time.Time) strin
 	return fmt.Sprintf("%s (%s; %d in a row, the run faults at %d)", body.Error, when(last.Event.At, now), body.Consecutive, limit)
 }
 
+// changedList names a trial's changed paths, "nothing" when there are
+// none.
+func changedList(paths []string) string {
+	if len(paths) == 0 {
+		return "nothing"
+	}
+	return strings.Join(paths, ", ")
+}
+
 // ruledTrial says which trial of a git world's command fix governance
 // ruled on when it asked (the cycle's own, recorded in the ledger), and
 // whether the change tried again now (fresh, nil when none) differs from
@@ -586,12 +595,8 @@ func ruledTrial(p state.PendingApproval, fresh *world.GitTrial) string {
 	if t == nil {
 		return ""
 	}
-	changed := "nothing"
-	if len(t.Changed) > 0 {
-		changed = strings.Join(t.Changed, ", ")
-	}
-	out := fmt.Sprintf("ruled on: the trial of cycle %d on %s: tree %s, changed %s\n", p.CycleSeq, t.Head, t.Tree, changed)
-	if fresh != nil && (fresh.Head != t.Head || fresh.Tree != t.Tree) {
+	out := fmt.Sprintf("ruled on: the trial of cycle %d on %s: tree %s, changed %s\n", p.CycleSeq, t.Head, t.Tree, changedList(t.Changed))
+	if fresh != nil && !sameTrial(fresh, t) {
 		out += fmt.Sprintf("differs:  tried again now, it gives the tree %s on %s: an approval binds to the change shown below\n", fresh.Tree, fresh.Head)
 	}
 	return out

@@ -539,13 +539,7 @@ func Outside(touches, paths []string) []string {
 	if len(touches) == 0 {
 		return nil
 	}
-	var out []string
-	for _, p := range paths {
-		if !world.MatchAny(touches, p) {
-			out = append(out, p)
-		}
-	}
-	return out
+	return world.Outside(touches, paths)
 }
 
 // pathList reads the NUL-separated path list `git diff --name-only -z`

@@ -38,7 +38,7 @@ func Peek(ctx context.Context, dir string, spec world.GitSpec, env []string) (*R
 	if branch == "" {
 		return nil, fmt.Errorf("%w: the remote %s has no branch %s yet (the run's first observation makes it)", ErrGit, spec.Remote, spec.Branch)
 	}
-	if _, err := r.git(ctx, "fetch", "-q", "--no-tags", "origin", "+refs/heads/"+spec.Branch+":"+tracking(spec.Branch)); err != nil {
+	if err := r.fetch(ctx, spec.Branch); err != nil {
 		return nil, err
 	}
 	return r, nil

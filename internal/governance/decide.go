@@ -193,14 +193,13 @@ func Decide(c *Contract, spec *world.Spec, req Request) Decision {
 		if !t.Valid() {
 			return refuse("approved_trial_invalid")
 		}
-		declared := k.Paths(a)
 		for _, p := range t.Changed {
 			if world.ValidPattern(p) != nil {
 				return refuse("approved_trial_invalid")
 			}
-			if !world.MatchAny(declared, p) {
-				return refuse("changed_outside_touches")
-			}
+		}
+		if len(world.Outside(k.Paths(a), t.Changed)) > 0 {
+			return refuse("changed_outside_touches")
 		}
 	}
 	var r Rule

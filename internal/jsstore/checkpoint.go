@@ -113,11 +113,7 @@ func (c *Checkpoints) Commit(cm storage.Commit) (storage.Manifest, error) {
 	if err != nil {
 		return storage.Manifest{}, err
 	}
-	h := nats.Header{hdrGeneration: {strconv.FormatInt(m.Generation, 10)}}
-	packed, enc := c.run.s.pack.pack(doc)
-	if enc != "" {
-		h.Set(hdrEncoding, enc)
-	}
+	packed, h := c.firstPart(m, doc)
 	res, err := c.run.s.blocks.Ledger.CommitBatch(c.run.ctx, c.run.ID,
 		jetstream.Frontier{Ledger: uint64(cm.Frontier.Offset), Checkpoint: at},
 		jetstream.Batch{Checkpoint: packed, Header: h, Status: st})
@@ -180,6 +176,18 @@ func (c *Checkpoints) encode(cm storage.Commit) (storage.Manifest, []byte, []byt
 		return storage.Manifest{}, nil, nil, fmt.Errorf("commit checkpoint of %s: status: %w", c.run.ID, err)
 	}
 	return m, doc, st, nil
+}
+
+// firstPart is a checkpoint document as stored (compressed when that
+// makes it smaller) with the headers of its first part: its generation
+// and its encoding.
+func (c *Checkpoints) firstPart(m storage.Manifest, doc []byte) ([]byte, nats.Header) {
+	h := nats.Header{hdrGeneration: {strconv.FormatInt(m.Generation, 10)}}
+	packed, enc := c.run.s.pack.pack(doc)
+	if enc != "" {
+		h.Set(hdrEncoding, enc)
+	}
+	return packed, h
 }
 
 // encodeCheckpoint builds generation cm.Expect+1's manifest, as the
@@ -331,11 +339,8 @@ func (j Joint) AppendAndCommit(events []event.Event, cm storage.Commit) (storage
 	if bodies[0], enc = l.run.s.pack.pack(bodies[0]); enc != "" {
 		hdrs[0].Set(hdrEncoding, enc)
 	}
-	h := nats.Header{hdrGeneration: {strconv.FormatInt(m.Generation, 10)}, hdrFrontier: {frontierInBatch}}
-	packed, penc := l.run.s.pack.pack(doc)
-	if penc != "" {
-		h.Set(hdrEncoding, penc)
-	}
+	packed, h := c.firstPart(m, doc)
+	h.Set(hdrFrontier, frontierInBatch)
 	res, err := l.run.s.blocks.Ledger.CommitBatch(l.run.ctx, l.run.ID,
 		jetstream.Frontier{Ledger: uint64(l.front.Offset), Checkpoint: at},
 		jetstream.Batch{Records: bodies, RecordHeaders: hdrs, Checkpoint: packed, Header: h, Status: st})

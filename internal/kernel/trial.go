@@ -73,13 +73,7 @@ func Tried(p *Pending, t *world.CommandTried) (*Pending, error) {
 		rec.Changed = nonNil(slices.Clone(rec.Changed))
 		slices.Sort(rec.Changed)
 		rec.Changed = slices.Compact(rec.Changed)
-		rec.Outside = nil
-		declared := b.s.Operations.Paths(tr.action)
-		for _, path := range rec.Changed {
-			if !world.MatchAny(declared, path) {
-				rec.Outside = append(rec.Outside, path)
-			}
-		}
+		rec.Outside = world.Outside(b.s.Operations.Paths(tr.action), rec.Changed)
 		reasons := []string{"trial_recorded_before_governance"}
 		switch {
 		case rec.Failure != "":

@@ -125,6 +125,18 @@ func MatchAny(patterns []string, p string) bool {
 	return false
 }
 
+// Outside returns the paths that no pattern matches, in their order: the
+// paths a change made beyond what it declared it may touch.
+func Outside(patterns, paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if !MatchAny(patterns, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // MayOverlap reports whether some path could match both patterns. It is
 // conservative: it answers true unless the patterns provably exclude each
 // other, which is the safe side for a governance question such as "may a

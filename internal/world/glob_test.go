@@ -1,6 +1,7 @@
 package world_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -161,5 +162,21 @@ func BenchmarkExcludedShallowPath(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		spec.Excluded("internal/sandbox/sandbox.go")
+	}
+}
+
+func TestOutside(t *testing.T) {
+	for _, tc := range []struct {
+		patterns, paths, want []string
+	}{
+		{[]string{"**/*.go"}, []string{"a.go", "cmd/b.go", "README.md"}, []string{"README.md"}},
+		{[]string{"TODO.md"}, []string{"TODO.md"}, nil},
+		{nil, []string{"x"}, []string{"x"}},
+		{[]string{"**"}, nil, nil},
+		{[]string{"docs/**", "*.md"}, []string{"docs/a/b.txt", "c.md", "src/c.md", "z"}, []string{"src/c.md", "z"}},
+	} {
+		if got := world.Outside(tc.patterns, tc.paths); !slices.Equal(got, tc.want) {
+			t.Errorf("Outside(%q, %q) = %q, want %q", tc.patterns, tc.paths, got, tc.want)
+		}
 	}
 }
